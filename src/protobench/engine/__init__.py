@@ -1,0 +1,1 @@
+"""The headless core: plans, worker processes, metrics, aggregation, reports."""

@@ -1,0 +1,293 @@
+"""Recording and merging of latency histograms and counters.
+
+Every histogram comes from :func:`new_histogram` (1 µs .. 60 s, 3 significant
+digits, values in microseconds), so merges take hdrhistogram's C fast path.
+
+The hot path never touches a histogram: :class:`OpRecorder` appends raw
+nanosecond latencies to an ``array('q')`` (tens of nanoseconds), and once per
+interval :func:`fold` adds the whole batch to a histogram with numpy, computing
+the HdrHistogram bucket index of every value at once. Values above the highest
+trackable value are recorded at the top and counted in ``out_of_range``, never
+dropped. After the fold the buffer is cleared, so memory stays flat however
+long the run.
+
+:class:`OpInterval` is what a worker sends for one operation and one interval;
+it is a plain dict on the wire (:meth:`OpInterval.to_wire`).
+"""
+
+from __future__ import annotations
+
+from array import array
+from collections import Counter
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+from hdrh.histogram import HdrHistogram
+
+from protobench.protocols.base import OpError
+
+LOWEST_US = 1
+HIGHEST_US = 60_000_000
+SIGNIFICANT_DIGITS = 3
+PERCENTILES: tuple[tuple[str, float], ...] = (
+    ("p50", 50.0),
+    ("p90", 90.0),
+    ("p99", 99.0),
+    ("p999", 99.9),
+)
+
+
+def new_histogram() -> HdrHistogram:
+    """The one histogram factory: 1 µs .. 60 s, 3 significant digits."""
+    return HdrHistogram(LOWEST_US, HIGHEST_US, SIGNIFICANT_DIGITS)
+
+
+_SHAPE = new_histogram()
+_SUB_BUCKET_MASK = int(_SHAPE.sub_bucket_mask)
+_UNIT_MAGNITUDE = int(_SHAPE.unit_magnitude)
+_HALF_COUNT_MAGNITUDE = int(_SHAPE.sub_bucket_half_count_magnitude)
+_HALF_COUNT = int(_SHAPE.sub_bucket_half_count)
+_COUNTS_LEN = int(_SHAPE.counts_len)
+
+
+def counts_view(hist: HdrHistogram) -> np.ndarray[Any, np.dtype[np.int64]]:
+    """The histogram's counts array as a numpy view (no copy)."""
+    return np.frombuffer(hist.counts, dtype=np.int64)
+
+
+def fold(hist: HdrHistogram, values_ns: array[int] | list[int]) -> int:
+    """Add nanosecond latencies to ``hist`` (in µs); return how many were out of range.
+
+    Equivalent to ``hist.record_value(v // 1000)`` for every value, but
+    vectorised. Negative values (a clock step) are recorded as 0.
+    """
+    if len(values_ns) == 0:
+        return 0
+    us = np.asarray(values_ns, dtype=np.int64) // 1000
+    np.maximum(us, 0, out=us)
+    out_of_range = int(np.count_nonzero(us > HIGHEST_US))
+    if out_of_range:
+        np.minimum(us, HIGHEST_US, out=us)
+    masked = us | _SUB_BUCKET_MASK
+    bit_length = np.frexp(masked.astype(np.float64))[1].astype(np.int64)
+    bucket = bit_length - _UNIT_MAGNITUDE - (_HALF_COUNT_MAGNITUDE + 1)
+    sub_bucket = us >> (bucket + _UNIT_MAGNITUDE)
+    index = ((bucket + 1) << _HALF_COUNT_MAGNITUDE) + sub_bucket - _HALF_COUNT
+    counts_view(hist)[:] += np.bincount(index, minlength=_COUNTS_LEN)[:_COUNTS_LEN]
+    hist.total_count += len(us)
+    hist.min_value = min(hist.min_value, int(us.min()))
+    hist.max_value = max(hist.max_value, int(us.max()))
+    return out_of_range
+
+
+def encode(hist: HdrHistogram) -> str:
+    """The histogram in HdrHistogram's compressed base64 V2 format."""
+    return str(hist.encode().decode("ascii"))
+
+
+def decode(encoded: str) -> HdrHistogram:
+    """A histogram from :func:`encode` output, with the factory's shape."""
+    hist = new_histogram()
+    if encoded:
+        hist.decode_and_add(encoded)
+    return hist
+
+
+def merge(encoded: list[str]) -> HdrHistogram:
+    """Exact sum of encoded histograms."""
+    hist = new_histogram()
+    for item in encoded:
+        if item:
+            hist.decode_and_add(item)
+    return hist
+
+
+def summary(hist: HdrHistogram) -> dict[str, float]:
+    """Count, mean, min, max and the standard percentiles, in microseconds."""
+    n = int(hist.get_total_count())
+    if n == 0:
+        return {"count": 0}
+    values = hist.get_percentile_to_value_dict([p for _, p in PERCENTILES])
+    out: dict[str, float] = {"count": n}
+    for name, p in PERCENTILES:
+        out[name] = float(values[p])
+    out["min"] = float(hist.get_min_value())
+    out["max"] = float(hist.get_max_value())
+    out["mean"] = round(float(hist.get_mean_value()), 1)
+    out["stddev"] = round(float(hist.get_stddev()), 1)
+    return out
+
+
+class OpRecorder:
+    """Counters and raw latencies of one operation in one worker, for one interval.
+
+    Hot-path use: ``recorder.latencies.append(ns)`` for a success (the ok count
+    is the number of latencies), ``recorder.error(exc)`` for a failure. In the
+    open model ``uncorrected`` receives the latency from the actual send time
+    while ``latencies`` receives it from the intended send time.
+    """
+
+    __slots__ = (
+        "bytes_in",
+        "counters",
+        "error_codes",
+        "errors",
+        "last_errors",
+        "late",
+        "latencies",
+        "name",
+        "uncorrected",
+    )
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+        self.latencies: array[int] = array("q")
+        self.uncorrected: array[int] = array("q")
+        self.bytes_in = 0
+        self.late = 0
+        self.errors: Counter[str] = Counter()
+        self.error_codes: Counter[str] = Counter()
+        self.last_errors: dict[str, str] = {}
+        self.counters: Counter[str] = Counter()
+
+    def error(self, exc: OpError) -> None:
+        """Count one failed operation by class (and code, when it has one)."""
+        cls = str(exc.error_class)
+        self.errors[cls] += 1
+        if exc.code:
+            self.error_codes[f"{cls}:{exc.code}"] += 1
+        self.last_errors[cls] = str(exc)
+
+    def count(self, name: str, n: int = 1) -> None:
+        """Add to a named counter (``lost``, ``duplicated``, ``notifications``...)."""
+        self.counters[name] += n
+
+    def flush(self) -> OpInterval:
+        """Fold this interval into an :class:`OpInterval` and reset."""
+        hist = new_histogram()
+        out_of_range = fold(hist, self.latencies)
+        unc = ""
+        if self.uncorrected:
+            unc_hist = new_histogram()
+            out_of_range += fold(unc_hist, self.uncorrected)
+            unc = encode(unc_hist)
+        item = OpInterval(
+            ok=len(self.latencies),
+            errors=dict(self.errors),
+            error_codes=dict(self.error_codes),
+            last_errors=dict(self.last_errors),
+            bytes_in=self.bytes_in,
+            late=self.late,
+            out_of_range=out_of_range,
+            counters=dict(self.counters),
+            hist=encode(hist) if self.latencies else "",
+            hist_uncorrected=unc,
+        )
+        self.latencies = array("q")
+        self.uncorrected = array("q")
+        self.bytes_in = 0
+        self.late = 0
+        self.errors.clear()
+        self.error_codes.clear()
+        self.last_errors.clear()
+        self.counters.clear()
+        return item
+
+
+@dataclass
+class OpInterval:
+    """One operation's results over one interval (from one worker, or merged)."""
+
+    ok: int = 0
+    errors: dict[str, int] = field(default_factory=dict)
+    error_codes: dict[str, int] = field(default_factory=dict)
+    last_errors: dict[str, str] = field(default_factory=dict)
+    bytes_in: int = 0
+    late: int = 0
+    out_of_range: int = 0
+    counters: dict[str, int] = field(default_factory=dict)
+    hist: str = ""
+    hist_uncorrected: str = ""
+
+    @property
+    def error_count(self) -> int:
+        return sum(self.errors.values())
+
+    def to_wire(self) -> dict[str, Any]:
+        return {k: v for k, v in self.__dict__.items() if v}
+
+    @classmethod
+    def from_wire(cls, data: dict[str, Any]) -> OpInterval:
+        return cls(**data)
+
+
+def _add_counts(dst: dict[str, int], src: dict[str, int]) -> None:
+    for key, value in src.items():
+        dst[key] = dst.get(key, 0) + value
+
+
+class OpAccumulator:
+    """Exact merge of many :class:`OpInterval` (across workers and intervals)."""
+
+    def __init__(self) -> None:
+        self.ok = 0
+        self.errors: dict[str, int] = {}
+        self.error_codes: dict[str, int] = {}
+        self.last_errors: dict[str, str] = {}
+        self.bytes_in = 0
+        self.late = 0
+        self.out_of_range = 0
+        self.counters: dict[str, int] = {}
+        self.hist = new_histogram()
+        self.hist_uncorrected = new_histogram()
+
+    def add(self, item: OpInterval) -> None:
+        self.ok += item.ok
+        _add_counts(self.errors, item.errors)
+        _add_counts(self.error_codes, item.error_codes)
+        self.last_errors.update(item.last_errors)
+        self.bytes_in += item.bytes_in
+        self.late += item.late
+        self.out_of_range += item.out_of_range
+        _add_counts(self.counters, item.counters)
+        if item.hist:
+            self.hist.decode_and_add(item.hist)
+        if item.hist_uncorrected:
+            self.hist_uncorrected.decode_and_add(item.hist_uncorrected)
+
+    def absorb(self, other: OpAccumulator) -> None:
+        """Add another accumulator (histograms by the C fast path)."""
+        self.ok += other.ok
+        _add_counts(self.errors, other.errors)
+        _add_counts(self.error_codes, other.error_codes)
+        self.last_errors.update(other.last_errors)
+        self.bytes_in += other.bytes_in
+        self.late += other.late
+        self.out_of_range += other.out_of_range
+        _add_counts(self.counters, other.counters)
+        if other.hist.get_total_count():
+            self.hist.add(other.hist)
+        if other.hist_uncorrected.get_total_count():
+            self.hist_uncorrected.add(other.hist_uncorrected)
+
+    @property
+    def error_count(self) -> int:
+        return sum(self.errors.values())
+
+    def to_interval(self) -> OpInterval:
+        """This accumulation as one encoded :class:`OpInterval` (for storage)."""
+        return OpInterval(
+            ok=self.ok,
+            errors=dict(self.errors),
+            error_codes=dict(self.error_codes),
+            last_errors=dict(self.last_errors),
+            bytes_in=self.bytes_in,
+            late=self.late,
+            out_of_range=self.out_of_range,
+            counters=dict(self.counters),
+            hist=encode(self.hist) if self.hist.get_total_count() else "",
+            hist_uncorrected=(
+                encode(self.hist_uncorrected) if self.hist_uncorrected.get_total_count() else ""
+            ),
+        )

@@ -1,0 +1,89 @@
+"""Threshold expressions: parsing (at load time) and evaluation against a report.
+
+Grammar: ``METRIC[op] CMP VALUE`` where ``[op]`` is optional (default: the
+total over all operations). Metrics: ``error_rate`` (a fraction, ``0.5%``),
+``throughput`` (per second, ``1000/s``), latency ``p50 p90 p99 p999 max mean``
+(a duration, ``5ms``), and ``late`` (a fraction of scheduled slots).
+Comparators: ``< <= > >=``. Examples: ``error_rate < 0.5%``, ``p99 < 5ms``,
+``p99[read-property] <= 2ms``, ``throughput > 1000/s``.
+"""
+
+from __future__ import annotations
+
+import operator
+import re
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from protobench.profiles.units import parse_duration, parse_fraction, parse_rate
+
+_EXPR = re.compile(r"^\s*([a-z_0-9]+)\s*(?:\[\s*([^\]]+?)\s*\])?\s*(<=|>=|<|>)\s*(.+?)\s*$")
+_COMPARATORS: dict[str, Callable[[float, float], bool]] = {
+    "<": operator.lt,
+    "<=": operator.le,
+    ">": operator.gt,
+    ">=": operator.ge,
+}
+LATENCY_METRICS = ("p50", "p90", "p99", "p999", "max", "mean")
+
+
+@dataclass(frozen=True)
+class Threshold:
+    """A parsed threshold; ``limit`` is in the report's units (µs, /s, fraction)."""
+
+    expr: str
+    metric: str
+    op: str | None
+    comparator: str
+    limit: float
+
+    def evaluate(self, report: Mapping[str, Any]) -> tuple[float | None, bool]:
+        """(observed value, passed) against ``report['phases']['sustain']``."""
+        sustain = report.get("phases", {}).get("sustain", {})
+        scope = sustain.get("ops", {}).get(self.op, {}) if self.op else sustain.get("total", {})
+        value = _observe(scope, self.metric)
+        if value is None:
+            return None, False
+        return value, _COMPARATORS[self.comparator](value, self.limit)
+
+
+def _observe(scope: Mapping[str, Any], metric: str) -> float | None:
+    if metric in LATENCY_METRICS:
+        latency = scope.get("latency_us", {})
+        return float(latency[metric]) if metric in latency else None
+    if metric == "late":
+        scheduled = scope.get("ok", 0) + scope.get("errors", 0)
+        return scope.get("late", 0) / scheduled if scheduled else 0.0
+    if metric in scope:
+        return float(scope[metric])
+    return None
+
+
+def parse_threshold(expr: str) -> Threshold:
+    """Parse one threshold expression; ``ValueError`` says what was expected."""
+    match = _EXPR.match(expr)
+    if not match:
+        raise ValueError(
+            f"expected a threshold like 'p99 < 5ms' or 'error_rate < 0.5%', got {expr!r}"
+        )
+    metric, op, comparator, raw = match.groups()
+    if metric in LATENCY_METRICS:
+        limit = parse_duration(raw) * 1e6
+    elif metric in ("error_rate", "late"):
+        limit = parse_fraction(raw)
+    elif metric == "throughput":
+        limit = parse_rate(raw)
+    else:
+        known = ", ".join(("error_rate", "throughput", "late", *LATENCY_METRICS))
+        raise ValueError(f"unknown threshold metric {metric!r} (expected one of {known})")
+    return Threshold(expr.strip(), metric, op, comparator, limit)
+
+
+def evaluate_all(thresholds: list[Threshold], report: Mapping[str, Any]) -> list[dict[str, Any]]:
+    """The report's ``thresholds`` list: expr, observed value, ok."""
+    results = []
+    for threshold in thresholds:
+        value, ok = threshold.evaluate(report)
+        results.append({"expr": threshold.expr, "value": value, "ok": ok})
+    return results

@@ -1,0 +1,1 @@
+"""Profiles: the TOML workload files, their validation and the built-in set."""

@@ -1,0 +1,180 @@
+"""Loading profiles: built-in or from a file, validated with located errors.
+
+Every problem becomes a :class:`ProfileError` that names the file, the line
+when it can be found, the key, and what was expected; the CLI prints it and
+exits with code 2.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import tomllib
+from dataclasses import dataclass
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+from pydantic import ValidationError
+
+from protobench.profiles.model import Profile
+from protobench.protocols import registry
+from protobench.protocols.base import Protocol
+
+BUILTIN_PACKAGE = "protobench.profiles.builtin"
+
+
+class ProfileError(Exception):
+    """A profile that cannot be used, located as precisely as possible."""
+
+    def __init__(self, source: str, key: str, message: str, line: int | None = None) -> None:
+        where = f"{source}:{line}" if line else source
+        super().__init__(f"{where}: {key}: {message}" if key else f"{where}: {message}")
+        self.source = source
+        self.key = key
+        self.line = line
+
+
+@dataclass(frozen=True)
+class LoadedProfile:
+    """A validated profile with where it came from and the hash of its text."""
+
+    profile: Profile
+    source: str
+    text: str
+
+    @property
+    def sha256(self) -> str:
+        return hashlib.sha256(self.text.encode()).hexdigest()
+
+
+def builtin_names() -> list[str]:
+    """Names of the built-in profiles."""
+    root = resources.files(BUILTIN_PACKAGE)
+    return sorted(p.name[:-5] for p in root.iterdir() if p.name.endswith(".toml"))
+
+
+def builtin_text(name: str) -> str:
+    return (resources.files(BUILTIN_PACKAGE) / f"{name}.toml").read_text(encoding="utf-8")
+
+
+def load(name_or_path: str) -> LoadedProfile:
+    """Load a built-in profile by name, or a profile file by path."""
+    path = Path(name_or_path)
+    if path.suffix == ".toml" or path.exists():
+        try:
+            text = path.read_text(encoding="utf-8")
+        except OSError as exc:
+            raise ProfileError(str(path), "", f"cannot read the file: {exc.strerror}") from exc
+        return parse(text, str(path))
+    if name_or_path in builtin_names():
+        return parse(builtin_text(name_or_path), f"<builtin>/{name_or_path}.toml")
+    known = ", ".join(builtin_names())
+    raise ProfileError(
+        name_or_path, "", f"no such profile file, and not a built-in profile (built-ins: {known})"
+    )
+
+
+def parse(text: str, source: str) -> LoadedProfile:
+    """Validate profile text; ``source`` names it in errors."""
+    try:
+        data = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as exc:
+        raise ProfileError(source, "", f"invalid TOML: {exc}", getattr(exc, "lineno", None)) from exc
+    try:
+        profile = Profile.model_validate(data)
+    except ValidationError as exc:
+        raise _located(exc, text, source) from None
+    try:
+        plugin = registry.load(profile.protocol)
+    except registry.PluginError as exc:
+        raise ProfileError(source, "protocol", str(exc), _line_of(text, ("protocol",))) from None
+    check_protocol_keys(profile, plugin, text, source)
+    return LoadedProfile(profile, source, text)
+
+
+def check_protocol_keys(profile: Profile, plugin: Protocol, text: str, source: str) -> None:
+    """Validate ``[options]`` and every group's parameters against the plugin."""
+    try:
+        plugin.options.model_validate(profile.options)
+    except ValidationError as exc:
+        raise _located(exc, text, source, prefix=("options",)) from None
+    names: set[str] = set()
+    for index, group in enumerate(profile.group):
+        params_model = plugin.operations.get(group.op)
+        if params_model is None:
+            known = ", ".join(sorted(plugin.operations))
+            raise ProfileError(
+                source,
+                f"group[{index}].op",
+                f"unknown operation {group.op!r} for protocol {plugin.name!r} (expected one of {known})",
+                _line_of(text, ("group", index, "op")),
+            )
+        try:
+            params_model.model_validate(group.params)
+        except ValidationError as exc:
+            raise _located(exc, text, source, prefix=("group", index)) from None
+        name = group.name or group.op
+        if name in names:
+            raise ProfileError(
+                source,
+                f"group[{index}].name",
+                f"duplicate group name {name!r}: give each group a unique 'name'",
+                _line_of(text, ("group", index, "name")),
+            )
+        names.add(name)
+
+
+def _located(
+    exc: ValidationError, text: str, source: str, prefix: tuple[str | int, ...] = ()
+) -> ProfileError:
+    error = exc.errors()[0]
+    loc = prefix + tuple(error["loc"])
+    key = _key_name(loc)
+    message = error["msg"]
+    if error["type"] == "extra_forbidden":
+        message = "unknown key"
+    elif error["type"] == "missing":
+        message = "required key is missing"
+    elif "input" in error and error["type"] != "value_error":
+        message = f"{message} (got {error['input']!r})"
+    message = message.removeprefix("Value error, ")
+    return ProfileError(source, key, message, _line_of(text, loc))
+
+
+def _key_name(loc: tuple[Any, ...]) -> str:
+    parts: list[str] = []
+    for item in loc:
+        if isinstance(item, int) and parts:
+            parts[-1] = f"{parts[-1]}[{item}]"
+        else:
+            parts.append(str(item))
+    return ".".join(parts)
+
+
+def _line_of(text: str, loc: tuple[Any, ...]) -> int | None:
+    """Best-effort line number of a key path in TOML text (1-based)."""
+    lines = text.splitlines()
+    start = 0
+    if loc and loc[0] == "group" and len(loc) > 1 and isinstance(loc[1], int):
+        seen = -1
+        for number, line in enumerate(lines):
+            if line.strip() == "[[group]]":
+                seen += 1
+                if seen == loc[1]:
+                    start = number
+                    break
+        loc = loc[2:]
+    elif loc and loc[0] in ("options", "serve"):
+        for number, line in enumerate(lines):
+            if line.strip() == f"[{loc[0]}]":
+                start = number
+                break
+        loc = loc[1:]
+    keys = [item for item in loc if isinstance(item, str)]
+    if not keys:
+        return start + 1 if start else None
+    for number in range(start, len(lines)):
+        stripped = lines[number].strip()
+        if stripped.startswith(keys[0]) and stripped[len(keys[0]) :].lstrip().startswith("="):
+            return number + 1
+    return None

@@ -1,0 +1,82 @@
+"""The profile format: the pydantic models that validate a profile TOML file.
+
+Protocol-specific keys (the ``[options]`` table and the parameters of each
+``[[group]]``) are validated afterwards against the plugin's own models, so
+the same checks apply to built-in and third-party protocols.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Any
+
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, field_validator
+
+from protobench.engine.thresholds import parse_threshold
+from protobench.profiles.units import parse_duration, parse_rate
+
+Duration = Annotated[float, BeforeValidator(parse_duration)]
+Rate = Annotated[float, BeforeValidator(parse_rate)]
+
+class GroupSpec(BaseModel):
+    """One ``[[group]]``: an operation, how many sessions run it, how it is paced.
+
+    Keys other than the common ones are the operation's parameters; they are
+    kept in ``params`` and validated by the protocol plugin.
+    """
+
+    model_config = ConfigDict(extra="allow", frozen=True)
+
+    name: str | None = None
+    op: str
+    count: int = Field(default=1, ge=1, le=1_000_000)
+    every: Duration | None = None
+    share: float | None = Field(default=None, gt=0)
+
+    @property
+    def params(self) -> dict[str, Any]:
+        return dict(self.model_extra or {})
+
+
+class Profile(BaseModel):
+    """A whole profile file."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    name: str
+    protocol: str
+    description: str = ""
+    target: str = "embedded"
+    warmup: Duration = 2.0
+    duration: Duration = 10.0
+    interval: Duration = Field(default=1.0)
+    processes: int | None = Field(default=None, ge=1, le=256)
+    connections: int | None = Field(default=None, ge=1, le=1_000_000)
+    rate: Rate | None = None
+    ramp_to: Rate | None = None
+    timeout: Duration = 5.0
+    drain: Duration = 2.0
+    thresholds: list[str] = Field(default_factory=list)
+    options: dict[str, Any] = Field(default_factory=dict)
+    serve: dict[str, Any] = Field(default_factory=dict)
+    group: list[GroupSpec] = Field(min_length=1)
+
+    @field_validator("interval")
+    @classmethod
+    def _interval_range(cls, value: float) -> float:
+        if not 0.05 <= value <= 60:
+            raise ValueError("expected an interval between 50ms and 60s")
+        return value
+
+    @field_validator("duration")
+    @classmethod
+    def _duration_positive(cls, value: float) -> float:
+        if value <= 0:
+            raise ValueError("expected a duration > 0")
+        return value
+
+    @field_validator("thresholds")
+    @classmethod
+    def _thresholds_parse(cls, value: list[str]) -> list[str]:
+        for expr in value:
+            parse_threshold(expr)
+        return value

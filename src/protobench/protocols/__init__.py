@@ -1,0 +1,1 @@
+"""Protocol plugins and the contract they implement."""

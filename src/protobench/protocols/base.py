@@ -1,0 +1,174 @@
+"""The plugin contract every protocol implements, and the error taxonomy.
+
+A protocol plugin is a subclass of :class:`Protocol`, registered under the entry
+point group ``protobench.protocols``. It declares once:
+
+* ``name`` - the protocol name used in profiles (``protocol = "http"``);
+* ``options`` - a pydantic model of protocol-wide options (timeouts, TLS, auth);
+  the same model validates the profile's ``[options]`` table and drives the CLI
+  ``--opt key=value`` flags and the TUI form;
+* ``operations`` - a mapping from op name to the pydantic model of that op's
+  parameters (the keys allowed in a ``[[group]]`` of that op);
+* ``embedded_target`` - the name of the embedded server (``protobench serve``)
+  started when a run has no ``--target``, or ``None``;
+* :meth:`Protocol.open_session` - open one virtual user's session for a group.
+
+The engine owns the event loop, the clock, pacing and recording. A session
+only performs the protocol exchange. There are three kinds of session:
+
+:class:`CallbackSession`
+    The fastest path. ``submit(done)`` starts one exchange and returns at once;
+    the session calls ``done(None, nbytes)`` when the reply is complete, or
+    ``done(OpError(...), 0)`` when it failed. No task or future per request.
+:class:`AsyncSession`
+    ``await call()`` performs one exchange and returns the bytes received, or
+    raises :class:`OpError`. Suits plugins built on async libraries.
+:class:`StreamSession`
+    ``await run(recorder)`` runs until cancelled and records what it receives
+    itself (subscribers, COV notifications, server pushes).
+
+Every library exception is mapped to :class:`OpError` with an
+:class:`ErrorClass` at the plugin's I/O boundary and nowhere else:
+
+``connect``     the connection could not be established (other than refused)
+``refused``     the peer refused the connection (ECONNREFUSED)
+``timeout``     no reply in time
+``closed``      the peer closed or reset an established connection
+``protocol``    a protocol-level failure reply: HTTP status class, BACnet
+                Error/Reject/Abort ``class:code``, MQTT reason code
+``validation``  a reply arrived but was wrong (wrong echo, bad value, bad grid)
+``auth``        authentication or signature rejected
+``local``       the generator itself could not do it (overload, no free slot)
+"""
+
+from __future__ import annotations
+
+import abc
+import enum
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, ClassVar
+
+from pydantic import BaseModel, ConfigDict
+
+if TYPE_CHECKING:
+    from protobench.engine.metrics import OpRecorder
+
+
+class ErrorClass(enum.StrEnum):
+    """The error taxonomy shared by every protocol."""
+
+    CONNECT = "connect"
+    REFUSED = "refused"
+    TIMEOUT = "timeout"
+    CLOSED = "closed"
+    PROTOCOL = "protocol"
+    VALIDATION = "validation"
+    AUTH = "auth"
+    LOCAL = "local"
+
+
+class OpError(Exception):
+    """A failed operation, already classified.
+
+    ``code`` is the protocol's own identification of the failure when it has
+    one (``"503"``, ``"property:unknown-property"``, ``"0x87"``); ``detail`` is
+    a short human-readable message (the last one per class is shown in the UI).
+    """
+
+    def __init__(self, error_class: ErrorClass, detail: str = "", code: str = "") -> None:
+        super().__init__(f"{error_class}: {code + ' ' if code else ''}{detail}".strip())
+        self.error_class = error_class
+        self.detail = detail
+        self.code = code
+
+
+class StrictModel(BaseModel):
+    """Base of every options and parameters model: unknown keys are errors."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class NoParams(StrictModel):
+    """Parameters of an operation that takes none."""
+
+
+Done = Callable[[OpError | None, int], None]
+"""Completion callback of a :class:`CallbackSession`: ``(error or None, bytes)``."""
+
+
+@dataclass(frozen=True)
+class SessionContext:
+    """What a session is told when it opens.
+
+    ``index`` is the session's index among all sessions of its group across all
+    worker processes, ``worker`` the worker process index; both are stable for a
+    run, so plugins can derive client ids, invoke-id ranges or payload tags.
+    ``options`` and ``params`` carry secret values in clear: a session may use
+    them but never log them.
+    """
+
+    target: str
+    group: str
+    op: str
+    index: int
+    worker: int
+    params: StrictModel
+    options: StrictModel
+    timeout: float
+
+
+class Session(abc.ABC):
+    """One virtual user's connection and state. ``close`` must be idempotent."""
+
+    @abc.abstractmethod
+    async def close(self) -> None:
+        """Release the connection; never raises."""
+
+
+class CallbackSession(Session):
+    """A session driven by callbacks: the engine's fastest path."""
+
+    @abc.abstractmethod
+    def submit(self, done: Done) -> None:
+        """Start one exchange; call ``done`` exactly once when it ends."""
+
+
+class AsyncSession(Session):
+    """A session whose exchange is a coroutine."""
+
+    @abc.abstractmethod
+    async def call(self) -> int:
+        """Perform one exchange; return bytes received or raise :class:`OpError`."""
+
+
+class StreamSession(Session):
+    """A session that receives on its own and records what it receives."""
+
+    @abc.abstractmethod
+    async def run(self, recorder: OpRecorder) -> None:
+        """Receive until cancelled, recording every message in ``recorder``."""
+
+
+class Protocol(abc.ABC):
+    """A protocol plugin. Subclasses set the class variables and open sessions."""
+
+    name: ClassVar[str]
+    description: ClassVar[str] = ""
+    options: ClassVar[type[StrictModel]] = NoParams
+    operations: ClassVar[Mapping[str, type[StrictModel]]]
+    embedded_target: ClassVar[str | None] = None
+    secret_options: ClassVar[frozenset[str]] = frozenset()
+    """Option names whose values are secrets (never stored nor printed)."""
+
+    @abc.abstractmethod
+    async def open_session(self, ctx: SessionContext) -> Session:
+        """Open one session for ``ctx.op``; raise :class:`OpError` on failure."""
+
+    def redact(self, params: Mapping[str, Any]) -> dict[str, Any]:
+        """Return ``params`` with secret values replaced, for storage and output.
+
+        The default hides the keys listed in ``secret_options``; plugins with
+        secrets inside structured values (an ``Authorization`` header) extend it.
+        """
+        return {k: ("<secret>" if k in self.secret_options else v) for k, v in params.items()}

@@ -1,0 +1,1 @@
+"""Snapshots: the saved record of every run, and their store."""

@@ -1,0 +1,1 @@
+"""Embedded servers: the targets for `protobench serve` and runs without --target."""

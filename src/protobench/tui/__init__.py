@@ -1,0 +1,1 @@
+"""The Textual monitor. Only the CLI imports this package."""
