@@ -32,7 +32,7 @@ class FrameDecoder:
 
     def feed(self, data: bytes) -> list[tuple[str, Any]]:
         self._buffer += data
-        frames = []
+        frames: list[tuple[str, Any]] = []
         while True:
             newline = self._buffer.find(b"\n", 0, 64)
             if newline < 0:

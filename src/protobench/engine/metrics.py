@@ -123,7 +123,9 @@ class OpRecorder:
     """Counters and raw latencies of one operation in one worker, for one interval.
 
     Hot-path use: ``recorder.latencies.append(ns)`` for a success (the ok count
-    is the number of latencies), ``recorder.error(exc)`` for a failure. In the
+    is the number of latencies), ``recorder.error(exc)`` for a failure. The
+    arrays are cleared in place by :meth:`flush`, so a driver may keep their
+    bound ``append`` methods for the whole run. In the
     open model ``uncorrected`` receives the latency from the actual send time
     while ``latencies`` receives it from the intended send time.
     """
@@ -184,8 +186,8 @@ class OpRecorder:
             hist=encode(hist) if self.latencies else "",
             hist_uncorrected=unc,
         )
-        self.latencies = array("q")
-        self.uncorrected = array("q")
+        del self.latencies[:]
+        del self.uncorrected[:]
         self.bytes_in = 0
         self.late = 0
         self.errors.clear()

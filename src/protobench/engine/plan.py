@@ -116,7 +116,11 @@ class RunPlan:
         data["groups"] = [{**g, "params": plugin.redact(g["params"])} for g in data["groups"]]
         data["overrides"] = {
             **self.overrides,
-            **({"options": plugin.redact(self.overrides["options"])} if "options" in self.overrides else {}),
+            **(
+                {"options": plugin.redact(self.overrides["options"])}
+                if "options" in self.overrides
+                else {}
+            ),
         }
         return data
 
@@ -143,7 +147,9 @@ def resolve(loaded: LoadedProfile, overrides: Overrides) -> RunPlan:
         embedded = target.partition(":")[2] or registry.load(profile.protocol).embedded_target
         if embedded is None:
             raise ProfileError(
-                loaded.source, "target", f"protocol {profile.protocol!r} has no embedded target; give --target"
+                loaded.source,
+                "target",
+                f"protocol {profile.protocol!r} has no embedded target; give --target",
             )
     return RunPlan(
         profile=profile.name,

@@ -79,7 +79,9 @@ def parse(text: str, source: str) -> LoadedProfile:
     try:
         data = tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:
-        raise ProfileError(source, "", f"invalid TOML: {exc}", getattr(exc, "lineno", None)) from exc
+        raise ProfileError(
+            source, "", f"invalid TOML: {exc}", getattr(exc, "lineno", None)
+        ) from exc
     try:
         profile = Profile.model_validate(data)
     except ValidationError as exc:
@@ -106,7 +108,8 @@ def check_protocol_keys(profile: Profile, plugin: Protocol, text: str, source: s
             raise ProfileError(
                 source,
                 f"group[{index}].op",
-                f"unknown operation {group.op!r} for protocol {plugin.name!r} (expected one of {known})",
+                f"unknown operation {group.op!r} for protocol {plugin.name!r} "
+                f"(expected one of {known})",
                 _line_of(text, ("group", index, "op")),
             )
         try:

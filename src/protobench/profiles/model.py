@@ -17,6 +17,7 @@ from protobench.profiles.units import parse_duration, parse_rate
 Duration = Annotated[float, BeforeValidator(parse_duration)]
 Rate = Annotated[float, BeforeValidator(parse_rate)]
 
+
 class GroupSpec(BaseModel):
     """One ``[[group]]``: an operation, how many sessions run it, how it is paced.
 

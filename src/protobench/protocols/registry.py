@@ -30,8 +30,8 @@ def entry_point_names(group: str) -> list[str]:
 
 
 @cache
-def load_entry_point[T](group: str, name: str, base: type[T], what: str) -> T:
-    """Instantiate the plugin ``name`` of ``group`` once per process."""
+def load_entry_point(group: str, name: str, base: type, what: str) -> object:
+    """Instantiate the plugin ``name`` of ``group`` (a ``base`` subclass) once per process."""
     found = _entry_points(group).get(name)
     if found is None:
         known = ", ".join(entry_point_names(group)) or "none"
@@ -52,4 +52,6 @@ def names() -> list[str]:
 
 def load(name: str) -> Protocol:
     """The protocol plugin named ``name``."""
-    return load_entry_point(GROUP, name, Protocol, "protocol")  # type: ignore[type-abstract]
+    plugin = load_entry_point(GROUP, name, Protocol, "protocol")
+    assert isinstance(plugin, Protocol)
+    return plugin

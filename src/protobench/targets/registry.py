@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from protobench.protocols.registry import load_entry_point, entry_point_names
+from protobench.protocols.registry import entry_point_names, load_entry_point
 from protobench.targets.base import EmbeddedTarget
 
 GROUP = "protobench.targets"
@@ -15,4 +15,6 @@ def names() -> list[str]:
 
 def load(name: str) -> EmbeddedTarget:
     """The embedded target named ``name``."""
-    return load_entry_point(GROUP, name, EmbeddedTarget, "embedded target")
+    target = load_entry_point(GROUP, name, EmbeddedTarget, "embedded target")
+    assert isinstance(target, EmbeddedTarget)
+    return target

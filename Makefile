@@ -1,0 +1,20 @@
+# The two commands of the README: `make run` and `make test`.
+.PHONY: setup run test lint bench
+
+setup:
+	@scripts/setup
+
+# The default profile (http-get) against its embedded target, headless.
+run: setup
+	.venv/bin/protobench run http-get --no-tui
+
+# The whole test suite, with type and lint checks (CI runs exactly this).
+test: setup
+	.venv/bin/ruff check src tests bench
+	.venv/bin/ruff format --check src tests bench
+	.venv/bin/mypy
+	.venv/bin/pytest -q -m "not soak"
+
+bench: setup
+	PROTOBENCH_BENCH_TOOLS=1 scripts/setup
+	@echo "see bench/README.md: each script prints its figures and ratios"

@@ -1,0 +1,55 @@
+"""The ``protobench`` command: a thin Typer layer over pure functions.
+
+Each command parses its arguments, calls a function that returns data and an
+exit code, and prints: results on stdout, diagnostics on stderr. Textual is
+imported only by the commands that open the monitor, so ``--help`` and headless
+runs stay fast. Exit codes: 0 ok, 1 thresholds failed (or a diff gate), 2 bad
+input, 3 the run could not complete.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+import typer
+
+from protobench import __version__
+from protobench.cli import profiles_cmd, run_cmd, serve_cmd, snapshots_cmd
+
+app = typer.Typer(
+    name="protobench",
+    help="Benchmark runner and live monitor for HTTP, WebSocket, MQTT, BACnet, Haystack and Beckn.",
+    no_args_is_help=True,
+    context_settings={"help_option_names": ["-h", "--help"]},
+    pretty_exceptions_enable=False,
+    add_completion=False,
+)
+
+
+def _version(value: bool) -> None:
+    if value:
+        typer.echo(f"protobench {__version__}")
+        raise typer.Exit()
+
+
+@app.callback()
+def _root(
+    version: Annotated[
+        bool, typer.Option("--version", callback=_version, is_eager=True, help="Print the version.")
+    ] = False,
+) -> None:
+    """Benchmark runner and live monitor for building and IoT protocols."""
+
+
+run_cmd.register(app)
+serve_cmd.register(app)
+app.add_typer(profiles_cmd.app, name="profiles")
+app.add_typer(snapshots_cmd.app, name="snapshots")
+
+
+def main() -> int:
+    try:
+        app()
+    except SystemExit as exc:
+        return int(exc.code or 0) if not isinstance(exc.code, str) else 2
+    return 0

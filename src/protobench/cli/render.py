@@ -1,0 +1,126 @@
+"""Plain-text rendering of reports and progress for the terminal (no Rich needed)."""
+
+from __future__ import annotations
+
+import sys
+import time
+from typing import Any, TextIO
+
+from protobench.engine.events import (
+    Event,
+    IntervalUpdate,
+    Notice,
+    PhaseChanged,
+    ResourceSample,
+    RunStarted,
+)
+from protobench.profiles.units import format_duration
+
+
+def us(value: float | None) -> str:
+    return "-" if value is None else format_duration(value / 1e6)
+
+
+def summary_table(report: dict[str, Any]) -> str:
+    """The human summary of a report: one line per operation and a total."""
+    lines = [
+        f"protobench {report['tool']['version']}  profile {report['profile']}  "
+        f"protocol {report['protocol']}  target {report['target']} ({report['target_kind']})",
+    ]
+    sustain = report["phases"].get("sustain")
+    if sustain is None:
+        lines.append("no sustain phase was measured")
+    else:
+        lines.append(f"sustain {sustain['duration_s']:.1f}s  model {report['model']}")
+        header = f"{'op':24} {'ok':>10} {'err':>7} {'err%':>7} {'ops/s':>11} "
+        header += " ".join(f"{p:>8}" for p in ("p50", "p90", "p99", "p99.9", "max"))
+        lines.append(header)
+        rows = [*sustain["ops"].items(), ("TOTAL", sustain["total"])]
+        for name, op in rows:
+            lat = op["latency_us"]
+            cells = " ".join(f"{us(lat.get(k)):>8}" for k in ("p50", "p90", "p99", "p999", "max"))
+            lines.append(
+                f"{name[:24]:24} {op['ok']:>10} {op['errors']:>7} {op['error_rate']:>7.2%} "
+                f"{op['throughput']:>11,.1f} {cells}"
+            )
+            if op["errors_by_class"]:
+                classes = ", ".join(f"{k}={v}" for k, v in op["errors_by_class"].items())
+                lines.append(f"{'':24}   errors: {classes}")
+            if op["counters"]:
+                counters = ", ".join(f"{k}={v}" for k, v in op["counters"].items())
+                lines.append(f"{'':24}   counters: {counters}")
+    for threshold in report["thresholds"]:
+        mark = "PASS" if threshold["ok"] else "FAIL"
+        lines.append(f"threshold {mark}: {threshold['expr']} (observed {threshold['value']})")
+    verdicts = report["verdicts"]
+    if verdicts["generator_bound"]:
+        lines.append(f"GENERATOR-BOUND: {verdicts['reason']}")
+    resources = report["resources"]
+    gen, target = resources["generator"], resources["target"]
+    line = f"generator cpu peak {gen['worker_cpu_peak']}% rss {_mib(gen['rss_peak'])}"
+    if target:
+        line += f"  target cpu peak {target['cpu_peak']}% rss {_mib(target['rss_peak'])}"
+        if "rss_per_session" in target:
+            line += f" ({target['rss_per_session'] / 1024:.1f} KiB/session)"
+    lines.append(line)
+    for notice in report["notices"]:
+        lines.append(f"notice [{notice['kind']}]: {notice['message']}")
+    if report["partial"]:
+        lines.append(f"PARTIAL RUN ({report['stop_reason']})")
+    if report.get("snapshot"):
+        lines.append(f"snapshot {report['snapshot']}")
+    return "\n".join(lines)
+
+
+def _mib(value: int | None) -> str:
+    return "-" if value is None else f"{value / 2**20:.1f}MiB"
+
+
+class Progress:
+    """A one-line progress display on stderr (rewritten in place on a terminal)."""
+
+    def __init__(self, plan_duration: float, plan_warmup: float, stream: TextIO = sys.stderr):
+        self.stream = stream
+        self.tty = stream.isatty()
+        self.total = plan_warmup + plan_duration
+        self.last_print = 0.0
+        self.cpu = ""
+
+    def __call__(self, event: Event) -> None:
+        if isinstance(event, RunStarted):
+            self._line(
+                f"started: {event.workers} workers, {event.sessions_opened} sessions "
+                f"({event.sessions_failed} failed) against {event.target} ({event.target_kind})",
+                final=True,
+            )
+        elif isinstance(event, PhaseChanged) and not self.tty:
+            self._line(f"phase {event.phase} at {event.elapsed:.1f}s", final=True)
+        elif isinstance(event, ResourceSample):
+            cpus = [w["cpu"] for w in event.workers]
+            self.cpu = f" gen cpu {max(cpus, default=0):.0f}%"
+        elif isinstance(event, IntervalUpdate) and event.phase != "drain":
+            total = event.total
+            lat = total["latency_us"]
+            text = (
+                f"[{event.phase} {event.elapsed:5.1f}/{self.total:.0f}s] "
+                f"{total['throughput']:>10,.0f} ok/s  p50 {us(lat.get('p50'))} "
+                f"p99 {us(lat.get('p99'))}  err {total['error_rate']:.2%}{self.cpu}"
+            )
+            now = time.monotonic()
+            if self.tty or now - self.last_print >= 5.0:
+                self.last_print = now
+                self._line(text)
+        elif isinstance(event, Notice):
+            self._line(f"{event.kind}: {event.message}", final=True)
+
+    def _line(self, text: str, final: bool = False) -> None:
+        if self.tty:
+            self.stream.write("\r\x1b[2K" + text + ("\n" if final else ""))
+        else:
+            self.stream.write(text + "\n")
+        self.stream.flush()
+
+    def close(self) -> None:
+        if self.tty:
+            self.stream.write("\n")
+            self.stream.flush()

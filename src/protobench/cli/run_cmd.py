@@ -1,0 +1,219 @@
+"""``protobench run PROFILE``: resolve the plan, run it, print the report.
+
+Headless when stdout is not a terminal or with ``--no-tui``, ``--json`` or
+``--ndjson``: a one-line progress on stderr, then the summary table (or the
+JSON report) on stdout. ``--ndjson`` streams one JSON object per event (type
+``interval``, ``resources``, ``phase``, ``notice``), then the report with type
+``report``. Ctrl-C (SIGINT) or SIGTERM stops the run cleanly: the partial
+report is printed and the snapshot saved.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import signal
+import sys
+from pathlib import Path
+from typing import Annotated, Any
+
+import anyio
+import typer
+
+from protobench.cli.common import fail, parse_pairs, print_json
+from protobench.cli.render import Progress, summary_table
+from protobench.engine.controller import Controller
+from protobench.engine.events import (
+    Event,
+    IntervalUpdate,
+    Notice,
+    PhaseChanged,
+    ResourceSample,
+    RunFinished,
+    RunStarted,
+)
+from protobench.engine.plan import Overrides, RunPlan, resolve
+from protobench.engine.report import EXIT_INCOMPLETE
+from protobench.profiles import loader
+from protobench.profiles.units import parse_duration, parse_rate
+from protobench.protocols.registry import PluginError
+from protobench.snapshots.store import SnapshotStore
+
+NDJSON_TYPES: dict[type, str] = {
+    RunStarted: "started",
+    PhaseChanged: "phase",
+    IntervalUpdate: "interval",
+    ResourceSample: "resources",
+    Notice: "notice",
+}
+
+
+def ndjson_writer(event: Event) -> None:
+    """Write one event as a JSON line on stdout (histograms left out)."""
+    kind = NDJSON_TYPES.get(type(event))
+    if kind is None:
+        return
+    data = dataclasses.asdict(event)
+    if isinstance(event, IntervalUpdate):
+        for op in data["ops"].values():
+            op.pop("hist", None)
+    sys.stdout.write(json.dumps({"type": kind, **data}, default=str) + "\n")
+    sys.stdout.flush()
+
+
+async def execute(controller: Controller) -> dict[str, Any]:
+    """Run the controller, turning SIGINT/SIGTERM into a clean stop."""
+    async with anyio.create_task_group() as group:
+
+        async def watch_signals() -> None:
+            with anyio.open_signal_receiver(signal.SIGINT, signal.SIGTERM) as signals:
+                async for _ in signals:
+                    controller.stop("interrupted")
+
+        group.start_soon(watch_signals)
+        report = await controller.run()
+        group.cancel_scope.cancel()
+    return report
+
+
+def run_plan(
+    plan: RunPlan,
+    store: SnapshotStore,
+    subscribers: list[Any],
+    target_pid: int | None = None,
+) -> dict[str, Any]:
+    """Run a plan to the end on uvloop and return its report."""
+    controller = Controller(plan, store, target_pid=target_pid, subscribers=subscribers)
+    return anyio.run(execute, controller, backend="asyncio", backend_options={"use_uvloop": True})
+
+
+def _parse(value: str | None, parser: Any, flag: str) -> Any:
+    if value is None:
+        return None
+    try:
+        return parser(value)
+    except ValueError as exc:
+        fail(f"{flag}: {exc}")
+
+
+def register(app: typer.Typer) -> None:
+    @app.command("run")
+    def run_command(
+        profile: Annotated[str, typer.Argument(help="Built-in profile name or a profile file.")],
+        target: Annotated[
+            str | None, typer.Option("--target", "-t", help="Target URL (default: embedded).")
+        ] = None,
+        duration: Annotated[
+            str | None, typer.Option("--duration", "-d", help="Sustain phase, e.g. 30s.")
+        ] = None,
+        warmup: Annotated[str | None, typer.Option(help="Warmup phase, e.g. 5s.")] = None,
+        connections: Annotated[
+            int | None,
+            typer.Option("--connections", "-c", help="Sessions of the back-to-back groups."),
+        ] = None,
+        rate: Annotated[
+            str | None, typer.Option("--rate", "-r", help="Open model: total rate, e.g. 20000/s.")
+        ] = None,
+        ramp_to: Annotated[
+            str | None, typer.Option("--ramp-to", help="Open model: ramp linearly to this rate.")
+        ] = None,
+        processes: Annotated[
+            int | None, typer.Option("--processes", "-p", help="Worker processes (default: cores).")
+        ] = None,
+        interval: Annotated[str | None, typer.Option(help="Report interval, e.g. 1s.")] = None,
+        timeout: Annotated[str | None, typer.Option(help="Per-operation timeout.")] = None,
+        threshold: Annotated[
+            list[str] | None,
+            typer.Option("--threshold", help="Extra threshold, e.g. 'p99<5ms' (repeatable)."),
+        ] = None,
+        opt: Annotated[
+            list[str] | None,
+            typer.Option("--opt", "-o", help="Protocol option KEY=VALUE (repeatable)."),
+        ] = None,
+        serve_opt: Annotated[
+            list[str] | None,
+            typer.Option("--serve-opt", help="Embedded target option KEY=VALUE (repeatable)."),
+        ] = None,
+        target_pid: Annotated[
+            int | None, typer.Option("--target-pid", help="PID of the target, for its resources.")
+        ] = None,
+        as_json: Annotated[
+            bool, typer.Option("--json", help="Print the final report as JSON.")
+        ] = False,
+        ndjson: Annotated[
+            bool,
+            typer.Option("--ndjson", help="Stream one JSON line per interval, then the report."),
+        ] = False,
+        no_tui: Annotated[bool, typer.Option("--no-tui", help="Never open the monitor.")] = False,
+        quiet: Annotated[
+            bool, typer.Option("--quiet", "-q", help="No progress on stderr.")
+        ] = False,
+        snapshots_dir: Annotated[
+            Path | None, typer.Option("--snapshots-dir", help="Where snapshots are saved.")
+        ] = None,
+    ) -> None:
+        """Run a profile: warmup, sustain, report, thresholds, snapshot."""
+        overrides = Overrides(
+            target=target,
+            duration=_parse(duration, parse_duration, "--duration"),
+            warmup=_parse(warmup, parse_duration, "--warmup"),
+            interval=_parse(interval, parse_duration, "--interval"),
+            connections=connections,
+            rate=_parse(rate, parse_rate, "--rate"),
+            ramp_to=_parse(ramp_to, parse_rate, "--ramp-to"),
+            processes=processes,
+            timeout=_parse(timeout, parse_duration, "--timeout"),
+            thresholds=tuple(threshold or ()),
+            options=parse_pairs(opt or [], "--opt"),
+            serve=parse_pairs(serve_opt or [], "--serve-opt"),
+        )
+        try:
+            plan = resolve(loader.load(profile), overrides)
+        except (loader.ProfileError, PluginError) as exc:
+            fail(str(exc))
+        if plan.duration <= 0:
+            fail("--duration: expected a duration > 0")
+        store = SnapshotStore(snapshots_dir)
+        interactive = sys.stdout.isatty() and not (as_json or ndjson or no_tui)
+        if interactive:
+            code = _run_interactive(plan, store, target_pid)
+            raise typer.Exit(code)
+        subscribers: list[Any] = []
+        progress = None
+        if not quiet:
+            progress = Progress(plan.duration, plan.warmup)
+            subscribers.append(progress)
+        if ndjson:
+            subscribers.append(ndjson_writer)
+        finished: list[RunFinished] = []
+        subscribers.append(lambda e: finished.append(e) if isinstance(e, RunFinished) else None)
+        report = run_plan(plan, store, subscribers, target_pid)
+        if progress is not None:
+            progress.close()
+        code = finished[-1].exit_code if finished else EXIT_INCOMPLETE
+        if ndjson:
+            sys.stdout.write(json.dumps({"type": "report", **report}, default=str) + "\n")
+        elif as_json:
+            print_json(report)
+        else:
+            typer.echo(summary_table(report))
+        raise typer.Exit(code)
+
+
+def _run_interactive(plan: RunPlan, store: SnapshotStore, target_pid: int | None) -> int:
+    """Open the live monitor when it is installed, else run headless with a summary."""
+    try:
+        from protobench.tui.live import run_live  # noqa: PLC0415 - Textual loads only here
+    except ImportError:
+        progress = Progress(plan.duration, plan.warmup)
+        finished: list[RunFinished] = []
+        report = run_plan(
+            plan,
+            store,
+            [progress, lambda e: finished.append(e) if isinstance(e, RunFinished) else None],
+            target_pid,
+        )
+        progress.close()
+        typer.echo(summary_table(report))
+        return finished[-1].exit_code if finished else EXIT_INCOMPLETE
+    return run_live(plan, store, target_pid)

@@ -1,0 +1,40 @@
+"""``protobench serve NAME``: run an embedded target in the foreground."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+import typer
+
+from protobench.cli.common import fail
+from protobench.protocols.registry import PluginError
+from protobench.targets import registry
+from protobench.targets.serve import ServeError, parse_flags, serve
+
+
+def register(app: typer.Typer) -> None:
+    @app.command(
+        "serve",
+        context_settings={"allow_extra_args": True, "ignore_unknown_options": True},
+    )
+    def serve_command(
+        ctx: typer.Context,
+        name: Annotated[str, typer.Argument(help="Target: " + ", ".join(registry.names()))],
+        host: Annotated[str, typer.Option(help="Loopback address to bind.")] = "127.0.0.1",
+        port: Annotated[int | None, typer.Option(help="Port (default: the target's own).")] = None,
+        announce: Annotated[
+            bool, typer.Option(help="Print the announcement as one JSON line (for runs).")
+        ] = False,
+    ) -> None:
+        """Serve an embedded target; its own options follow as --name value.
+
+        Example: protobench serve http --delay 5ms --port 8080
+        """
+        try:
+            target = registry.load(name)
+            chosen = target.default_port if port is None else port
+            serve(name, host, chosen, parse_flags(list(ctx.args)), announce)
+        except (ServeError, PluginError) as exc:
+            fail(str(exc))
+        except OSError as exc:
+            fail(f"serve {name}: {exc.strerror or exc}", code=3)

@@ -1,0 +1,162 @@
+"""Merging worker reports into intervals and phase totals, exactly.
+
+Each ``STATS`` frame is one worker's interval of one phase. An interval is
+complete when every live worker has reported it (or the run ends); it is then
+summarised and emitted. Phase totals accumulate every report, so the phase's
+percentiles come from the merged histograms of all workers and intervals,
+never from averaged percentiles.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from protobench.engine.events import IntervalUpdate
+from protobench.engine.metrics import OpAccumulator, OpInterval, encode, summary
+
+PHASES = ("warmup", "sustain", "drain")
+
+
+def op_summary(acc: OpAccumulator, seconds: float, corrected: bool) -> dict[str, Any]:
+    """The report's figures for one operation (or the total) over ``seconds``."""
+    errors = acc.error_count
+    attempts = acc.ok + errors
+    data: dict[str, Any] = {
+        "ok": acc.ok,
+        "errors": errors,
+        "error_rate": round(errors / attempts, 6) if attempts else 0.0,
+        "throughput": round(acc.ok / seconds, 3) if seconds > 0 else 0.0,
+        "bytes_in": acc.bytes_in,
+        "errors_by_class": dict(sorted(acc.errors.items())),
+        "error_codes": dict(sorted(acc.error_codes.items())),
+        "last_errors": dict(acc.last_errors),
+        "late": acc.late,
+        "out_of_range": acc.out_of_range,
+        "counters": dict(sorted(acc.counters.items())),
+        "latency_us": summary(acc.hist),
+    }
+    if corrected:
+        data["latency_uncorrected_us"] = summary(acc.hist_uncorrected)
+    return data
+
+
+@dataclass
+class _Bucket:
+    t0: float = 0.0
+    t1: float = 0.0
+    reported: set[int] = field(default_factory=set)
+    ops: dict[str, OpAccumulator] = field(default_factory=dict)
+    lag_ms: float = 0.0
+    inflight: int = 0
+
+
+class Aggregator:
+    """Interval series and phase totals of one run."""
+
+    def __init__(self, op_names: list[str], corrected: bool, phase_offsets: dict[str, float]):
+        self.op_names = op_names
+        self.corrected = corrected
+        self.phase_offsets = phase_offsets
+        self.live: set[int] = set()
+        self._pending: dict[tuple[str, int], _Bucket] = {}
+        self.totals: dict[str, dict[str, OpAccumulator]] = {}
+        self.durations: dict[str, float] = {}
+        self.series: list[dict[str, Any]] = []
+
+    def add(self, report: dict[str, Any]) -> list[IntervalUpdate]:
+        """Take one STATS frame; return the intervals it completed."""
+        phase, index = report["phase"], report["index"]
+        bucket = self._pending.setdefault((phase, index), _Bucket(report["t0"], report["t1"]))
+        bucket.t1 = max(bucket.t1, report["t1"])
+        bucket.reported.add(report["worker"])
+        bucket.lag_ms = max(bucket.lag_ms, report.get("lag_ms", 0.0))
+        bucket.inflight += report.get("inflight", 0)
+        totals = self.totals.setdefault(phase, {})
+        for name, wire in report["ops"].items():
+            item = OpInterval.from_wire(wire)
+            bucket.ops.setdefault(name, OpAccumulator()).add(item)
+            totals.setdefault(name, OpAccumulator()).add(item)
+        return self._complete(force=False)
+
+    def worker_gone(self, worker: int) -> list[IntervalUpdate]:
+        self.live.discard(worker)
+        return self._complete(force=False)
+
+    def finish(self) -> list[IntervalUpdate]:
+        return self._complete(force=True)
+
+    def _complete(self, force: bool) -> list[IntervalUpdate]:
+        done = []
+        for key in sorted(self._pending, key=lambda k: (PHASES.index(k[0]), k[1])):
+            bucket = self._pending[key]
+            if force or self.live <= bucket.reported:
+                done.append(self._emit(key, self._pending.pop(key)))
+        return done
+
+    def _emit(self, key: tuple[str, int], bucket: _Bucket) -> IntervalUpdate:
+        phase, index = key
+        seconds = max(bucket.t1 - bucket.t0, 1e-9)
+        if phase != "drain":
+            self.durations[phase] = max(self.durations.get(phase, 0.0), bucket.t1)
+        ops = {}
+        total = OpAccumulator()
+        for name in self.op_names:
+            acc = bucket.ops.get(name, OpAccumulator())
+            total.absorb(acc)
+            ops[name] = op_summary(acc, seconds, self.corrected)
+            ops[name]["hist"] = encode(acc.hist) if acc.ok else ""
+        total_summary = op_summary(total, seconds, self.corrected)
+        update = IntervalUpdate(
+            phase=phase,
+            index=index,
+            elapsed=round(self.phase_offsets.get(phase, 0.0) + bucket.t1, 6),
+            duration=round(seconds, 6),
+            ops=ops,
+            total=total_summary,
+            lag_ms=bucket.lag_ms,
+            inflight=bucket.inflight,
+        )
+        self.series.append(
+            {
+                "phase": phase,
+                "index": index,
+                "elapsed": update.elapsed,
+                "duration": update.duration,
+                "lag_ms": bucket.lag_ms,
+                "inflight": bucket.inflight,
+                "ops": {
+                    name: {k: v for k, v in op.items() if k != "last_errors"}
+                    for name, op in ops.items()
+                },
+            }
+        )
+        return update
+
+    def phase_report(self, phase: str) -> dict[str, Any] | None:
+        """The report section of a phase: duration, total and per-op figures."""
+        accs = self.totals.get(phase)
+        if accs is None:
+            return None
+        seconds = self.durations.get(phase, 0.0)
+        total = OpAccumulator()
+        ops = {}
+        for name in self.op_names:
+            acc = accs.get(name, OpAccumulator())
+            total.absorb(acc)
+            ops[name] = op_summary(acc, seconds, self.corrected)
+        return {
+            "duration_s": round(seconds, 3),
+            "total": op_summary(total, seconds, self.corrected),
+            "ops": ops,
+        }
+
+    def phase_histograms(self) -> dict[str, dict[str, dict[str, str]]]:
+        """Encoded histograms per phase and op, for the snapshot."""
+        out: dict[str, dict[str, dict[str, str]]] = {}
+        for phase, accs in self.totals.items():
+            out[phase] = {}
+            for name, acc in accs.items():
+                item = acc.to_interval()
+                out[phase][name] = {"hist": item.hist, "hist_uncorrected": item.hist_uncorrected}
+        return out

@@ -1,0 +1,296 @@
+"""The run controller: target, worker pool, phases, aggregation, thresholds, events.
+
+:meth:`Controller.run` does a whole run and returns the final report:
+
+1. starts the embedded target when the plan has none (``targets.launcher``),
+   measuring the target's RSS before any session opens;
+2. starts the worker processes (``engine.pool``) and sends each its slice;
+3. when every worker has opened its sessions, sends one common start time;
+4. merges the workers' interval reports (``engine.aggregate``), samples
+   resources once per interval, and emits :mod:`engine.events` to subscribers;
+5. ends when the workers say ``BYE``, or stops them on :meth:`stop` (Ctrl-C,
+   the TUI's ``q``), marking the run partial; a worker that dies is reported
+   with its exit code and log tail and the run goes on with the others;
+6. builds the report, evaluates thresholds and verdicts, saves the snapshot.
+
+It never raises for a failing target or worker: those are results. Only a run
+that could not start (no target, no worker) ends with ``stop_reason = "error"``
+and exit code 3.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import time
+from collections.abc import AsyncIterator
+from typing import Any
+
+import anyio
+
+from protobench.engine.aggregate import Aggregator
+from protobench.engine.events import (
+    Event,
+    Notice,
+    PhaseChanged,
+    ResourceSample,
+    RunFinished,
+    RunStarted,
+    Subscriber,
+)
+from protobench.engine.plan import RunPlan, worker_slices
+from protobench.engine.pool import WorkerHandle, WorkerPool
+from protobench.engine.report import build_report, exit_code_for
+from protobench.engine.resources import Sampler, find_listener, target_rss
+from protobench.snapshots.store import SnapshotStore
+from protobench.targets.base import Announcement
+from protobench.targets.launcher import TargetError, embedded_target
+
+START_DELAY = 0.3
+HELLO_GRACE = 30.0
+BYE_GRACE = 10.0
+
+
+class Controller:
+    """One run of a plan. Commands may be called from any task while it runs."""
+
+    def __init__(
+        self,
+        plan: RunPlan,
+        store: SnapshotStore,
+        target_pid: int | None = None,
+        subscribers: list[Subscriber] | None = None,
+    ) -> None:
+        self.plan = plan
+        self.store = store
+        self.target_pid = target_pid
+        self.subscribers = list(subscribers or [])
+        self.run_id = store.new_id(plan.profile)
+        self.log_dir = store.log_dir(self.run_id)
+        self.started = time.monotonic()
+        self.start_at: float | None = None
+        self.stop_requested = False
+        self.stop_reason = "completed"
+        self.notices: list[dict[str, Any]] = []
+        self.resource_series: list[dict[str, Any]] = []
+        self.pool: WorkerPool | None = None
+        self.rate_factor = 1.0
+        self._stop_event = anyio.Event()
+        op_names = [g.name for g in plan.groups]
+        offsets = {"warmup": 0.0, "sustain": plan.warmup, "drain": plan.warmup + plan.duration}
+        self.aggregator = Aggregator(op_names, plan.model == "open", offsets)
+
+    def subscribe(self, subscriber: Subscriber) -> None:
+        self.subscribers.append(subscriber)
+
+    def emit(self, event: Event) -> None:
+        for subscriber in self.subscribers:
+            subscriber(event)
+
+    def elapsed(self) -> float:
+        if self.start_at is None:
+            return 0.0
+        return max(0.0, time.monotonic() - self.start_at)
+
+    def notice(self, kind: str, message: str, **details: Any) -> None:
+        event = Notice(kind, message, round(self.elapsed(), 3), details)
+        self.notices.append({"kind": kind, "message": message, "elapsed": event.elapsed, **details})
+        self.emit(event)
+
+    def pause(self) -> None:
+        if self.pool is not None:
+            self.pool.broadcast("PAUSE", {})
+            self.notice("pause", "load paused")
+
+    def resume(self) -> None:
+        if self.pool is not None:
+            self.pool.broadcast("RESUME", {})
+            self.notice("resume", "load resumed")
+
+    def set_rate_factor(self, factor: float) -> None:
+        """Scale the open-model rate live (recorded as a rate-change notice)."""
+        if self.pool is None or self.plan.rate is None:
+            return
+        self.rate_factor = max(0.01, factor)
+        self.pool.broadcast("RATE", {"factor": self.rate_factor})
+        self.notice(
+            "rate",
+            f"rate set to {self.plan.rate * self.rate_factor:.0f}/s",
+            factor=self.rate_factor,
+        )
+
+    def stop(self, reason: str = "interrupted") -> None:
+        """End the run early; the report and snapshot are marked partial."""
+        if not self.stop_requested:
+            self.stop_requested = True
+            self.stop_reason = reason
+            if self.pool is not None:
+                self.pool.broadcast("STOP", {})
+            self._stop_event.set()
+
+    async def run(self) -> dict[str, Any]:
+        """Do the whole run; return the final report (also emitted as RunFinished)."""
+        announcement: Announcement | None = None
+        baseline_rss: int | None = None
+        started_wall = time.time()
+        try:
+            async with self._target() as (announcement, target_pid):
+                baseline_rss = target_rss(target_pid)
+                await self._run_workers(announcement, target_pid)
+                peak = self._target_peak_rss()
+        except TargetError as exc:
+            self.stop_reason = "error"
+            self.notice("target", str(exc))
+            peak = None
+        report = build_report(
+            plan=self.plan,
+            aggregator=self.aggregator,
+            announcement=announcement,
+            resources=self.resource_series,
+            notices=self.notices,
+            workers=self.pool.summary() if self.pool else [],
+            stop_reason=self.stop_reason,
+            started=started_wall,
+            target_rss_baseline=baseline_rss,
+            target_rss_peak=peak,
+        )
+        path = self.store.save(
+            self.run_id, self.plan, report, self.aggregator, self.resource_series
+        )
+        report["snapshot"] = str(path)
+        code = exit_code_for(report)
+        self.emit(RunFinished(report, code))
+        return report
+
+    @contextlib.asynccontextmanager
+    async def _target(self) -> AsyncIterator[tuple[Announcement, int | None]]:
+        plan = self.plan
+        if plan.target is not None:
+            pid = self.target_pid or find_listener(plan.target)
+            yield Announcement(plan.target, "external", pid or 0), pid
+            return
+        assert plan.embedded is not None
+        log = self.log_dir / "target.log"
+        async with embedded_target(plan.embedded, plan.serve, log) as (announcement, _process):
+            yield announcement, self.target_pid or announcement.pid
+
+    async def _run_workers(self, announcement: Announcement, target_pid: int | None) -> None:
+        plan = self.plan
+        slices = worker_slices(plan)
+        async with WorkerPool(slices, announcement.url, self.log_dir) as pool:
+            self.pool = pool
+            try:
+                with anyio.fail_after(HELLO_GRACE + plan.timeout + plan.sessions / 200):
+                    hellos = await pool.wait_hello(self._stop_event)
+            except TimeoutError:
+                self.notice("workers", "workers did not open their sessions in time")
+                self.stop_reason = "error"
+                return
+            if self.stop_requested or not pool.live:
+                if not pool.live:
+                    self.stop_reason = "error"
+                    self._report_failures(pool)
+                return
+            self.aggregator.live = set(pool.live)
+            opened = sum(h.get("opened", 0) for h in hellos)
+            failed = sum(h.get("failed", 0) for h in hellos)
+            self.start_at = time.monotonic() + START_DELAY
+            pool.broadcast("GO", {"start_at": self.start_at})
+            self.emit(
+                RunStarted(
+                    plan=plan.redacted(),
+                    target=announcement.url,
+                    target_kind=announcement.kind,
+                    workers=len(slices),
+                    sessions_opened=opened,
+                    sessions_failed=failed,
+                    log_dir=str(self.log_dir),
+                )
+            )
+            sampler = Sampler(pool.pids(), target_pid)
+            deadline = self.start_at + plan.warmup + plan.duration + plan.drain + BYE_GRACE
+            async with anyio.create_task_group() as group:
+                group.start_soon(self._sample_resources, sampler)
+                group.start_soon(self._phase_clock)
+                await self._consume(pool, deadline)
+                group.cancel_scope.cancel()
+            self._report_failures(pool)
+
+    async def _consume(self, pool: WorkerPool, deadline: float) -> None:
+        with anyio.move_on_after(max(0.0, deadline - time.monotonic())) as scope:
+            async for handle, kind, payload in pool.frames():
+                if kind == "STATS":
+                    for update in self.aggregator.add(payload):
+                        self.emit(update)
+                elif kind == "GONE":
+                    self._worker_gone(handle)
+        if scope.cancelled_caught:
+            self.notice("workers", "workers did not finish in time; stopped")
+            self.stop_reason = "error" if not self.stop_requested else self.stop_reason
+        await pool.shutdown()
+        for update in self.aggregator.finish():
+            self.emit(update)
+
+    def _worker_gone(self, handle: WorkerHandle) -> None:
+        for update in self.aggregator.worker_gone(handle.index):
+            self.emit(update)
+        if handle.error is not None:
+            self.notice(
+                "worker",
+                f"worker {handle.index} (pid {handle.pid}) failed: {handle.error}",
+                worker=handle.index,
+                exit_code=handle.exit_code,
+                log_tail=handle.log_tail(),
+            )
+
+    def _report_failures(self, pool: WorkerPool) -> None:
+        for handle in pool.handles:
+            if handle.error is not None and not any(
+                n.get("worker") == handle.index for n in self.notices
+            ):
+                self.notice(
+                    "worker",
+                    f"worker {handle.index} failed: {handle.error}",
+                    worker=handle.index,
+                    exit_code=handle.exit_code,
+                    log_tail=handle.log_tail(),
+                )
+
+    async def _phase_clock(self) -> None:
+        assert self.start_at is not None
+        plan = self.plan
+        marks = [("warmup", 0.0), ("sustain", plan.warmup), ("drain", plan.warmup + plan.duration)]
+        for phase, offset in marks:
+            if phase == "warmup" and plan.warmup <= 0:
+                continue
+            await anyio.sleep(max(0.0, self.start_at + offset - time.monotonic()))
+            if self.stop_requested:
+                return
+            self.emit(PhaseChanged(phase, round(self.elapsed(), 3)))
+
+    async def _sample_resources(self, sampler: Sampler) -> None:
+        while True:
+            await anyio.sleep(self.plan.interval)
+            workers, target, host = sampler.sample()
+            sample = ResourceSample(round(self.elapsed(), 3), workers, target, host)
+            self.resource_series.append(
+                {
+                    "elapsed": sample.elapsed,
+                    "phase": self._phase_now(),
+                    "workers": workers,
+                    "target": target,
+                    "host": host,
+                }
+            )
+            self.emit(sample)
+
+    def _phase_now(self) -> str:
+        elapsed = self.elapsed()
+        if elapsed < self.plan.warmup:
+            return "warmup"
+        if elapsed < self.plan.warmup + self.plan.duration:
+            return "sustain"
+        return "drain"
+
+    def _target_peak_rss(self) -> int | None:
+        values = [s["target"]["rss"] for s in self.resource_series if s.get("target")]
+        return max(values) if values else None

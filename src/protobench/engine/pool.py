@@ -1,0 +1,182 @@
+"""The worker processes of a run, started with ``anyio.open_process``.
+
+Each worker gets its :class:`WorkerSlice` in a ``PLAN`` frame on stdin and
+answers with frames on stdout (see :mod:`engine.frames`). Its own stdout and
+stderr go to ``worker-N.log`` in the run's log directory. :meth:`WorkerPool.frames`
+yields every frame of every worker, then one ``GONE`` per worker when it has
+said ``BYE`` or died; a worker that died carries its exit code, its last error
+and the tail of its log. :meth:`WorkerPool.shutdown` stops what is left: a
+``STOP`` frame, then SIGTERM, then SIGKILL.
+"""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from collections.abc import AsyncIterator
+from pathlib import Path
+from types import TracebackType
+from typing import Any
+
+import anyio
+from anyio.abc import Process, TaskGroup
+from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
+
+from protobench.engine.frames import FrameDecoder, FrameError, encode_frame
+from protobench.engine.plan import WorkerSlice
+from protobench.targets.launcher import stop_process, tail
+
+Frame = tuple["WorkerHandle", str, Any]
+
+
+class WorkerHandle:
+    """One worker process and what is known of it."""
+
+    def __init__(self, index: int, process: Process, log_path: Path) -> None:
+        self.index = index
+        self.process = process
+        self.log_path = log_path
+        self.pid = process.pid
+        self.hello: dict[str, Any] | None = None
+        self.said_bye = False
+        self.error: str | None = None
+        self.exit_code: int | None = None
+
+    def log_tail(self) -> str:
+        return tail(self.log_path)
+
+    async def send(self, kind: str, payload: Any) -> None:
+        if self.process.stdin is None or self.exit_code is not None:
+            return
+        try:
+            await self.process.stdin.send(encode_frame(kind, payload))
+        except (anyio.BrokenResourceError, anyio.ClosedResourceError, OSError):
+            return
+
+
+class WorkerPool:
+    """Start, talk to and stop the worker processes of one run."""
+
+    def __init__(self, slices: list[WorkerSlice], target: str, log_dir: Path) -> None:
+        self.slices = slices
+        self.target = target
+        self.log_dir = log_dir
+        self.handles: list[WorkerHandle] = []
+        self._group: TaskGroup | None = None
+        self._send: MemoryObjectSendStream[Frame]
+        self._receive: MemoryObjectReceiveStream[Frame]
+        self._send, self._receive = anyio.create_memory_object_stream[Frame](10_000)
+        self._running = 0
+
+    async def __aenter__(self) -> WorkerPool:
+        self._group = anyio.create_task_group()
+        await self._group.__aenter__()
+        for spec in self.slices:
+            log_path = self.log_dir / f"worker-{spec.worker}.log"
+            with log_path.open("ab") as log:
+                process = await anyio.open_process(
+                    [sys.executable, "-m", "protobench.engine.worker", str(log_path)],
+                    stdin=subprocess.PIPE,
+                    stdout=subprocess.PIPE,
+                    stderr=log,
+                    start_new_session=True,
+                )
+            handle = WorkerHandle(spec.worker, process, log_path)
+            self.handles.append(handle)
+            self._running += 1
+            self._group.start_soon(self._read, handle)
+            await handle.send("PLAN", {"slice": spec.to_dict(), "target": self.target})
+        return self
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        await self.shutdown()
+        assert self._group is not None
+        self._group.cancel_scope.cancel()
+        await self._group.__aexit__(exc_type, exc, tb)
+
+    @property
+    def live(self) -> set[int]:
+        return {h.index for h in self.handles if h.exit_code is None and not h.said_bye}
+
+    def pids(self) -> list[int]:
+        return [h.pid for h in self.handles]
+
+    def broadcast(self, kind: str, payload: Any) -> None:
+        """Send a control frame to every live worker (from any task)."""
+        assert self._group is not None
+        for handle in self.handles:
+            if handle.exit_code is None:
+                self._group.start_soon(handle.send, kind, payload)
+
+    async def _read(self, handle: WorkerHandle) -> None:
+        decoder = FrameDecoder()
+        stdout = handle.process.stdout
+        assert stdout is not None
+        try:
+            async for chunk in stdout:
+                for kind, payload in decoder.feed(chunk):
+                    if kind == "HELLO":
+                        handle.hello = payload
+                    elif kind == "BYE":
+                        handle.said_bye = True
+                    elif kind == "ERROR":
+                        handle.error = payload.get("message", "unknown error")
+                    await self._send.send((handle, kind, payload))
+        except FrameError as exc:
+            handle.error = f"broken frames: {exc}"
+        except (anyio.BrokenResourceError, anyio.ClosedResourceError):
+            pass
+        handle.exit_code = await handle.process.wait()
+        if not handle.said_bye and handle.error is None:
+            handle.error = f"exited with code {handle.exit_code}"
+        self._running -= 1
+        await self._send.send((handle, "GONE", None))
+        if self._running == 0:
+            await self._send.aclose()
+
+    async def wait_hello(self, stop: anyio.Event) -> list[dict[str, Any]]:
+        """Wait until every worker said HELLO or died; return the HELLO payloads."""
+        while not stop.is_set():
+            pending = [h for h in self.handles if h.hello is None and h.exit_code is None]
+            if not pending:
+                break
+            await anyio.sleep(0.02)
+        return [h.hello for h in self.handles if h.hello is not None]
+
+    async def frames(self) -> AsyncIterator[Frame]:
+        """Every frame after HELLO, then GONE per worker; ends when all are gone."""
+        async for frame in self._receive:
+            if frame[1] != "HELLO":
+                yield frame
+
+    async def shutdown(self) -> None:
+        """Stop every worker still running: STOP, then SIGTERM, then SIGKILL."""
+        for handle in self.handles:
+            if handle.exit_code is None and handle.process.returncode is None:
+                await handle.send("STOP", {})
+        with anyio.move_on_after(3.0):
+            for handle in self.handles:
+                await handle.process.wait()
+        for handle in self.handles:
+            if handle.process.returncode is None:
+                await stop_process(handle.process)
+
+    def summary(self) -> list[dict[str, Any]]:
+        return [
+            {
+                "worker": h.index,
+                "pid": h.pid,
+                "exit_code": h.process.returncode,
+                "completed": h.said_bye,
+                "error": h.error,
+                "sessions_opened": (h.hello or {}).get("opened", 0),
+                "sessions_failed": (h.hello or {}).get("failed", 0),
+                "log": str(h.log_path),
+            }
+            for h in self.handles
+        ]

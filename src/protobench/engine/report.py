@@ -1,0 +1,186 @@
+"""The final report of a run (schema ``protobench.report/1``) and its exit code.
+
+The report is what ``--json`` prints and what the snapshot keeps. Its shape is
+documented in the README. Verdicts: ``generator_bound`` is set, with the
+reason, when a worker process used 90% or more of a core in at least 30% of
+the sustain samples, or its event loop lagged 50 ms or more in at least 10%
+of the sustain intervals; in either case the target was not the limit, so the
+figures describe the generator. Exit codes: 0 passed, 1 a threshold failed,
+3 the run could not complete: it was interrupted (Ctrl-C, ``q``), the target
+could not be started, or no worker could run (2, bad input, is the CLI's).
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from typing import Any
+from urllib.parse import urlsplit, urlunsplit
+
+from protobench import __version__
+from protobench.engine.aggregate import Aggregator
+from protobench.engine.plan import RunPlan
+from protobench.engine.thresholds import evaluate_all, parse_threshold
+from protobench.targets.base import Announcement
+
+SCHEMA = "protobench.report/1"
+CPU_BOUND_PERCENT = 90.0
+CPU_BOUND_SHARE = 0.3
+LAG_BOUND_MS = 50.0
+LAG_BOUND_SHARE = 0.1
+
+EXIT_OK = 0
+EXIT_THRESHOLDS = 1
+EXIT_BAD_INPUT = 2
+EXIT_INCOMPLETE = 3
+
+
+def redact_url(url: str) -> str:
+    """The URL without a password in its user info."""
+    parts = urlsplit(url)
+    if parts.password is None:
+        return url
+    netloc = f"{parts.username}:<secret>@{parts.hostname}"
+    if parts.port is not None:
+        netloc += f":{parts.port}"
+    return urlunsplit(parts._replace(netloc=netloc))
+
+
+def _iso(timestamp: float) -> str:
+    return dt.datetime.fromtimestamp(timestamp, dt.UTC).isoformat(timespec="seconds")
+
+
+def build_report(
+    *,
+    plan: RunPlan,
+    aggregator: Aggregator,
+    announcement: Announcement | None,
+    resources: list[dict[str, Any]],
+    notices: list[dict[str, Any]],
+    workers: list[dict[str, Any]],
+    stop_reason: str,
+    started: float,
+    target_rss_baseline: int | None,
+    target_rss_peak: int | None,
+) -> dict[str, Any]:
+    phases = {}
+    for phase in ("warmup", "sustain", "drain"):
+        section = aggregator.phase_report(phase)
+        if section is not None:
+            phases[phase] = section
+    model: dict[str, Any] = {"type": plan.model, "sessions": plan.sessions}
+    if plan.rate is not None:
+        model["rate"] = plan.rate
+        if plan.ramp_to is not None:
+            model["ramp_to"] = plan.ramp_to
+    report: dict[str, Any] = {
+        "schema": SCHEMA,
+        "tool": {"name": "protobench", "version": __version__},
+        "profile": plan.profile,
+        "protocol": plan.protocol,
+        "description": plan.description,
+        "target": redact_url(announcement.url) if announcement else redact_url(plan.target or ""),
+        "target_kind": announcement.kind if announcement else None,
+        "model": model,
+        "processes": len(workers),
+        "warmup_s": plan.warmup,
+        "duration_s": plan.duration,
+        "started_at": _iso(started),
+        "partial": stop_reason != "completed",
+        "stop_reason": stop_reason,
+        "phases": phases,
+        "resources": resource_summary(resources, target_rss_baseline, target_rss_peak, plan),
+        "workers": workers,
+        "notices": notices,
+    }
+    thresholds = [parse_threshold(expr) for expr in plan.thresholds]
+    report["thresholds"] = evaluate_all(thresholds, report)
+    lags = [s["lag_ms"] for s in aggregator.series if s["phase"] == "sustain"]
+    report["verdicts"] = verdicts(report, resources, lags)
+    return report
+
+
+def resource_summary(
+    samples: list[dict[str, Any]],
+    target_rss_baseline: int | None,
+    target_rss_peak: int | None,
+    plan: RunPlan,
+) -> dict[str, Any]:
+    """Peaks and means of the generator, the target and the host over sustain."""
+    sustain = [s for s in samples if s.get("phase") == "sustain"] or samples
+    worker_cpu = [w["cpu"] for s in sustain for w in s["workers"]]
+    worker_rss = [sum(w["rss"] for w in s["workers"]) for s in sustain]
+    generator = {
+        "worker_cpu_peak": max(worker_cpu, default=None),
+        "worker_cpu_mean": round(sum(worker_cpu) / len(worker_cpu), 1) if worker_cpu else None,
+        "rss_peak": max(worker_rss, default=None),
+    }
+    targets = [s["target"] for s in sustain if s.get("target")]
+    target: dict[str, Any] | None = None
+    if targets or target_rss_baseline is not None:
+        cpu = [t["cpu"] for t in targets]
+        target = {
+            "pid": targets[-1]["pid"] if targets else None,
+            "cpu_peak": max(cpu, default=None),
+            "cpu_mean": round(sum(cpu) / len(cpu), 1) if cpu else None,
+            "rss_baseline": target_rss_baseline,
+            "rss_peak": target_rss_peak,
+            "fds_peak": max((t.get("fds", 0) for t in targets), default=None),
+            "threads_peak": max((t.get("threads", 0) for t in targets), default=None),
+        }
+        if target_rss_baseline is not None and target_rss_peak is not None and plan.sessions:
+            target["rss_per_session"] = round(
+                (target_rss_peak - target_rss_baseline) / plan.sessions, 1
+            )
+    host_cpu = [s["host"]["cpu"] for s in sustain]
+    host = {
+        "cpu_peak": max(host_cpu, default=None),
+        "cpus": sustain[-1]["host"]["cpus"] if sustain else None,
+        "mem_used_peak": max((s["host"]["mem_used"] for s in sustain), default=None),
+    }
+    return {"generator": generator, "target": target, "host": host}
+
+
+def verdicts(
+    report: dict[str, Any], samples: list[dict[str, Any]], lags: list[float]
+) -> dict[str, Any]:
+    sustain = [s for s in samples if s.get("phase") == "sustain"]
+    reasons = []
+    if sustain:
+        busy = [any(w["cpu"] >= CPU_BOUND_PERCENT for w in s["workers"]) for s in sustain]
+        share = sum(busy) / len(busy)
+        if share >= CPU_BOUND_SHARE:
+            reasons.append(
+                f"a worker process used >= {CPU_BOUND_PERCENT:.0f}% of a core in "
+                f"{share:.0%} of the sustain samples (add --processes or cores)"
+            )
+    sustain_phase = report["phases"].get("sustain")
+    if lags:
+        lagging = sum(1 for lag in lags if lag >= LAG_BOUND_MS) / len(lags)
+        if lagging >= LAG_BOUND_SHARE:
+            reasons.append(
+                f"the workers' event loops lagged >= {LAG_BOUND_MS:.0f} ms in "
+                f"{lagging:.0%} of the sustain intervals"
+            )
+    late_fraction = 0.0
+    if sustain_phase and report["model"]["type"] == "open":
+        total = sustain_phase["total"]
+        arrivals = total["ok"] + total["errors"]
+        late_fraction = total["late"] / arrivals if arrivals else 0.0
+        if late_fraction > 0.01 and reasons:
+            reasons.append(f"the open model fell behind: {late_fraction:.1%} of arrivals were late")
+    thresholds_ok = all(t["ok"] for t in report["thresholds"])
+    return {
+        "generator_bound": bool(reasons),
+        "reason": "; ".join(reasons) or None,
+        "late_fraction": round(late_fraction, 6),
+        "thresholds_passed": thresholds_ok,
+        "complete": not report["partial"],
+    }
+
+
+def exit_code_for(report: dict[str, Any]) -> int:
+    if report["partial"] or "sustain" not in report["phases"]:
+        return EXIT_INCOMPLETE
+    if not report["verdicts"]["thresholds_passed"]:
+        return EXIT_THRESHOLDS
+    return EXIT_OK

@@ -1,0 +1,384 @@
+"""Pacing inside a worker: the closed model, the open model and periodic groups.
+
+* **Closed model** (:class:`ClosedDriver`): each session runs back-to-back, one
+  exchange in flight. Callback sessions are re-submitted from their completion
+  callback - no task, no future, no timer per request.
+* **Open model and periodic groups** (:class:`ArrivalDriver`): arrivals are
+  scheduled at intended times, ``1 / rate`` apart (the rate may ramp linearly
+  and may be changed live). An arrival takes a free session; when none is free
+  it waits in a backlog and is counted as ``late``. Latency is measured from
+  the intended time (coordinated omission corrected) into ``latencies``, and
+  from the actual send into ``uncorrected``. A periodic group (``every``) is the
+  same mechanism with one session per driver and a rate of ``1 / every``.
+  Timers of the event loop have a resolution of about 1 ms; like wrk2, the
+  corrected latency includes that scheduling delay.
+
+Sessions live in :class:`Slot` objects that reopen them after a connection
+failure (immediately, then once a second), counting ``reconnects``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import time
+from collections import deque
+from collections.abc import Callable
+
+from protobench.engine.metrics import OpRecorder
+from protobench.protocols.base import (
+    AsyncSession,
+    CallbackSession,
+    ErrorClass,
+    OpError,
+    Protocol,
+    Session,
+    SessionContext,
+    StreamSession,
+)
+
+RECONNECT_CLASSES = frozenset({ErrorClass.CLOSED, ErrorClass.REFUSED, ErrorClass.CONNECT})
+REOPEN_DELAY = 1.0
+MAX_BACKLOG = 1_000_000
+
+perf_ns = time.perf_counter_ns
+
+
+class RunState:
+    """Shared flags of one worker: running, paused, and the live rate factor."""
+
+    def __init__(self) -> None:
+        self.running = True
+        self.paused = False
+        self.rate_factor = 1.0
+        self._resumed = asyncio.Event()
+        self._resumed.set()
+        self._listeners: list[Callable[[], None]] = []
+
+    def on_resume(self, callback: Callable[[], None]) -> None:
+        self._listeners.append(callback)
+
+    def pause(self) -> None:
+        self.paused = True
+        self._resumed.clear()
+
+    def resume(self) -> None:
+        self.paused = False
+        self._resumed.set()
+        for callback in self._listeners:
+            callback()
+
+    def stop(self) -> None:
+        self.running = False
+        self.resume()
+
+    async def wait_resumed(self) -> None:
+        await self._resumed.wait()
+
+    @property
+    def active(self) -> bool:
+        return self.running and not self.paused
+
+
+class Slot:
+    """One session of a group, reopened after connection failures."""
+
+    def __init__(self, plugin: Protocol, ctx: SessionContext, recorder: OpRecorder) -> None:
+        self.plugin = plugin
+        self.ctx = ctx
+        self.recorder = recorder
+        self.session: Session | None = None
+        self._reopening: asyncio.Task[None] | None = None
+        self.on_open: Callable[[Slot], None] | None = None
+
+    async def open(self) -> bool:
+        """Open the session once; count a failure on the recorder."""
+        try:
+            self.session = await asyncio.wait_for(
+                self.plugin.open_session(self.ctx), timeout=self.ctx.timeout
+            )
+        except OpError as exc:
+            self.recorder.error(exc)
+            return False
+        except TimeoutError:
+            self.recorder.error(OpError(ErrorClass.TIMEOUT, "session open timed out"))
+            return False
+        return True
+
+    def lost(self, state: RunState) -> None:
+        """The session's connection failed: close it and reopen in the background."""
+        session, self.session = self.session, None
+        if session is not None:
+            asyncio.get_running_loop().create_task(session.close())
+        self.recorder.count("reconnects")
+        self.reopen(state, first_delay=0.0)
+
+    def reopen(self, state: RunState, first_delay: float = REOPEN_DELAY) -> None:
+        if self._reopening is None or self._reopening.done():
+            self._reopening = asyncio.get_running_loop().create_task(
+                self._reopen_loop(state, first_delay)
+            )
+
+    async def _reopen_loop(self, state: RunState, delay: float) -> None:
+        while state.running:
+            if delay:
+                await asyncio.sleep(delay)
+            if not state.running:
+                return
+            if await self.open():
+                if self.on_open is not None:
+                    self.on_open(self)
+                return
+            delay = REOPEN_DELAY
+
+    async def close(self) -> None:
+        if self._reopening is not None:
+            self._reopening.cancel()
+        session, self.session = self.session, None
+        if session is not None:
+            with contextlib.suppress(Exception):
+                await session.close()
+
+
+class ClosedDriver:
+    """Back-to-back exchanges on every slot of a group (closed model)."""
+
+    def __init__(self, slots: list[Slot], recorder: OpRecorder, state: RunState) -> None:
+        self.slots = slots
+        self.recorder = recorder
+        self.state = state
+        self.inflight = 0
+        self._idle: list[Slot] = []
+        self._tasks: set[asyncio.Task[None]] = set()
+        state.on_resume(self._wake)
+
+    def start(self) -> None:
+        for slot in self.slots:
+            slot.on_open = self._begin
+            if slot.session is None:
+                slot.reopen(self.state)
+            else:
+                self._begin(slot)
+
+    def _wake(self) -> None:
+        idle, self._idle = self._idle, []
+        for slot in idle:
+            self._begin(slot)
+
+    def _begin(self, slot: Slot) -> None:
+        session = slot.session
+        if session is None or not self.state.running:
+            return
+        if self.state.paused:
+            self._idle.append(slot)
+        elif isinstance(session, CallbackSession):
+            _CallbackLoop(self, slot, session).next(perf_ns())
+        elif isinstance(session, AsyncSession):
+            task = asyncio.get_running_loop().create_task(self._async_loop(slot, session))
+            self._tasks.add(task)
+            task.add_done_callback(self._tasks.discard)
+        else:
+            raise TypeError(f"{type(session).__name__} cannot run back-to-back")
+
+    def failed(self, slot: Slot, exc: OpError) -> bool:
+        """Record a failure; return True if the loop on this slot must end."""
+        self.recorder.error(exc)
+        if exc.error_class in RECONNECT_CLASSES:
+            slot.lost(self.state)
+            return True
+        return False
+
+    async def _async_loop(self, slot: Slot, session: AsyncSession) -> None:
+        recorder = self.recorder
+        append = recorder.latencies.append
+        while self.state.running:
+            if self.state.paused:
+                self._idle.append(slot)
+                return
+            self.inflight += 1
+            start = perf_ns()
+            try:
+                nbytes = await session.call()
+            except OpError as exc:
+                self.inflight -= 1
+                if self.failed(slot, exc):
+                    return
+                continue
+            self.inflight -= 1
+            append(perf_ns() - start)
+            recorder.bytes_in += nbytes
+
+
+class _CallbackLoop:
+    """The completion callback chain of one callback session."""
+
+    __slots__ = ("append", "driver", "recorder", "session", "slot", "start")
+
+    def __init__(self, driver: ClosedDriver, slot: Slot, session: CallbackSession) -> None:
+        self.driver = driver
+        self.slot = slot
+        self.session = session
+        self.recorder = driver.recorder
+        self.append = driver.recorder.latencies.append
+        self.start = 0
+
+    def next(self, now: int) -> None:
+        self.start = now
+        self.driver.inflight += 1
+        self.session.submit(self.done)
+
+    def done(self, error: OpError | None, nbytes: int) -> None:
+        now = perf_ns()
+        driver = self.driver
+        driver.inflight -= 1
+        if error is None:
+            self.append(now - self.start)
+            self.recorder.bytes_in += nbytes
+        elif driver.failed(self.slot, error):
+            return
+        if driver.state.active:
+            if error is None:
+                self.next(now)
+            else:
+                asyncio.get_running_loop().call_soon(self.next, now)
+        elif driver.state.running:
+            driver._idle.append(self.slot)
+
+
+class ArrivalDriver:
+    """Exchanges at intended times over a pool of slots (open model, periodic groups)."""
+
+    def __init__(
+        self,
+        slots: list[Slot],
+        recorder: OpRecorder,
+        state: RunState,
+        rate: float,
+        ramp_to: float | None,
+        ramp_seconds: float,
+        phase_offset: float = 0.0,
+    ) -> None:
+        self.slots = slots
+        self.recorder = recorder
+        self.state = state
+        self.rate = rate
+        self.ramp_to = ramp_to if ramp_to is not None else rate
+        self.ramp_seconds = max(ramp_seconds, 1e-9)
+        self.phase_offset = phase_offset
+        self.inflight = 0
+        self._free: deque[Slot] = deque()
+        self._backlog: deque[int] = deque()
+        self._tasks: set[asyncio.Task[None]] = set()
+
+    def current_rate(self, elapsed: float) -> float:
+        fraction = min(1.0, max(0.0, elapsed / self.ramp_seconds))
+        return (self.rate + (self.ramp_to - self.rate) * fraction) * self.state.rate_factor
+
+    async def run(self, start_ns: int) -> None:
+        """Issue arrivals until the run stops (pauses skip the paused time)."""
+        for slot in self.slots:
+            slot.on_open = self._free.append
+            if slot.session is None:
+                slot.reopen(self.state)
+            else:
+                self._free.append(slot)
+        due = start_ns + int(self.phase_offset / self.current_rate(0.0) * 1e9)
+        while self.state.running:
+            if self.state.paused:
+                paused_at = perf_ns()
+                await self.state.wait_resumed()
+                due += perf_ns() - paused_at
+                continue
+            now = perf_ns()
+            while due <= now and self.state.running:
+                self._arrive(due)
+                due += int(1e9 / self.current_rate((due - start_ns) / 1e9))
+            await asyncio.sleep(max(0.0, (due - perf_ns()) / 1e9))
+
+    def _arrive(self, intended: int) -> None:
+        while self._free:
+            slot = self._free.popleft()
+            if slot.session is not None:
+                self._issue(slot, intended)
+                return
+        if len(self._backlog) >= MAX_BACKLOG:
+            self.recorder.error(OpError(ErrorClass.LOCAL, "backlog full: no free session"))
+            return
+        self.recorder.late += 1
+        self._backlog.append(intended)
+
+    def _issue(self, slot: Slot, intended: int) -> None:
+        session = slot.session
+        self.inflight += 1
+        sent = perf_ns()
+        if isinstance(session, CallbackSession):
+            session.submit(lambda error, nbytes: self._done(slot, intended, sent, error, nbytes))
+        elif isinstance(session, AsyncSession):
+            task = asyncio.get_running_loop().create_task(self._call(slot, session, intended, sent))
+            self._tasks.add(task)
+            task.add_done_callback(self._tasks.discard)
+        else:
+            raise TypeError(f"{type(session).__name__} cannot be paced")
+
+    async def _call(self, slot: Slot, session: AsyncSession, intended: int, sent: int) -> None:
+        try:
+            nbytes = await session.call()
+        except OpError as exc:
+            self._done(slot, intended, sent, exc, 0)
+            return
+        self._done(slot, intended, sent, None, nbytes)
+
+    def _done(
+        self, slot: Slot, intended: int, sent: int, error: OpError | None, nbytes: int
+    ) -> None:
+        now = perf_ns()
+        self.inflight -= 1
+        recorder = self.recorder
+        if error is None:
+            recorder.latencies.append(now - intended)
+            recorder.uncorrected.append(now - sent)
+            recorder.bytes_in += nbytes
+        else:
+            recorder.error(error)
+            if error.error_class in RECONNECT_CLASSES:
+                slot.lost(self.state)
+                return
+        if self._backlog and self.state.running and slot.session is not None:
+            self._issue(slot, self._backlog.popleft())
+        else:
+            self._free.append(slot)
+
+
+class StreamDriver:
+    """Runs every stream session of a group until the run stops."""
+
+    def __init__(self, slots: list[Slot], recorder: OpRecorder, state: RunState) -> None:
+        self.slots = slots
+        self.recorder = recorder
+        self.state = state
+        self.inflight = 0
+
+    async def run(self) -> None:
+        async with asyncio.TaskGroup() as group:
+            for slot in self.slots:
+                group.create_task(self._keep(slot))
+
+    async def _keep(self, slot: Slot) -> None:
+        while self.state.running:
+            session = slot.session
+            if session is None:
+                await asyncio.sleep(REOPEN_DELAY)
+                if self.state.running and not await slot.open():
+                    continue
+                session = slot.session
+            assert isinstance(session, StreamSession)
+            try:
+                await session.run(self.recorder)
+            except OpError as exc:
+                self.recorder.error(exc)
+                slot.session = None
+                self.recorder.count("reconnects")
+                with contextlib.suppress(Exception):
+                    await session.close()
+                continue
+            return

@@ -1,0 +1,316 @@
+"""Entry point of one worker process: ``python -m protobench.engine.worker LOGFILE``.
+
+The worker keeps its real stdout for frames to the controller and points file
+descriptors 1 and 2 at ``LOGFILE``, so nothing it or a library prints reaches
+the terminal. It reads frames from stdin: ``PLAN`` (its :class:`WorkerSlice`),
+then ``GO`` (the monotonic start time), then control frames (``PAUSE``,
+``RESUME``, ``RATE``, ``STOP``). It opens its sessions, answers ``HELLO``,
+waits for the start, runs the warmup and sustain phases on uvloop, sends one
+``STATS`` frame per interval (intervals never straddle a phase boundary), lets
+in-flight exchanges finish during ``drain`` (their results form the ``drain``
+phase), then sends ``BYE``. A fatal error is sent as ``ERROR`` with its message.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import os
+import resource
+import sys
+import time
+import traceback
+from typing import Any
+
+import uvloop
+
+from protobench.engine.frames import FrameDecoder, encode_frame
+from protobench.engine.metrics import OpRecorder
+from protobench.engine.plan import GroupPlan, GroupSlice, WorkerSlice
+from protobench.engine.schedule import (
+    ArrivalDriver,
+    ClosedDriver,
+    RunState,
+    Slot,
+    StreamDriver,
+)
+from protobench.protocols import registry
+from protobench.protocols.base import SessionContext, StreamSession
+
+OPEN_CONCURRENCY = 256
+LAG_TICK = 0.05
+
+Driver = ClosedDriver | ArrivalDriver | StreamDriver
+
+
+class FrameWriter:
+    """Writes frames to the saved stdout (blocking writes of small frames)."""
+
+    def __init__(self, fd: int) -> None:
+        self.fd = fd
+
+    def send(self, kind: str, payload: Any) -> None:
+        data = encode_frame(kind, payload)
+        view = memoryview(data)
+        while view:
+            written = os.write(self.fd, view)
+            view = view[written:]
+
+
+class ControlReader(asyncio.Protocol):
+    """Frames from the controller on stdin, delivered to an asyncio queue."""
+
+    def __init__(self, queue: asyncio.Queue[tuple[str, Any]]) -> None:
+        self.queue = queue
+        self.decoder = FrameDecoder()
+
+    def data_received(self, data: bytes) -> None:
+        for frame in self.decoder.feed(data):
+            self.queue.put_nowait(frame)
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        self.queue.put_nowait(("EOF", None))
+
+
+class Worker:
+    """One worker's sessions, drivers and interval reporting."""
+
+    def __init__(self, spec: WorkerSlice, target: str, out: FrameWriter) -> None:
+        self.spec = spec
+        self.target = target
+        self.plan = spec.plan
+        self.out = out
+        self.plugin = registry.load(self.plan.protocol)
+        self.state = RunState()
+        self.recorders: dict[str, OpRecorder] = {}
+        self.slots: dict[str, list[Slot]] = {}
+        self.drivers: list[Driver] = []
+        self.max_lag = 0.0
+
+    def _contexts(self, group: GroupPlan, part: GroupSlice) -> list[SessionContext]:
+        options = self.plugin.options.model_validate(self.plan.options)
+        params = self.plugin.operations[group.op].model_validate(group.params)
+        return [
+            SessionContext(
+                target=self.target,
+                group=group.name,
+                op=group.op,
+                index=index,
+                worker=self.spec.worker,
+                params=params,
+                options=options,
+                timeout=self.plan.timeout,
+            )
+            for index in part.indices
+        ]
+
+    async def open_sessions(self) -> dict[str, Any]:
+        limiter = asyncio.Semaphore(OPEN_CONCURRENCY)
+
+        async def open_one(slot: Slot) -> bool:
+            async with limiter:
+                return await slot.open()
+
+        opened = failed = 0
+        groups = {g.name: g for g in self.plan.groups}
+        for part in self.spec.groups:
+            if not part.indices:
+                continue
+            group = groups[part.name]
+            recorder = self.recorders[part.name] = OpRecorder(part.name)
+            slots = [Slot(self.plugin, ctx, recorder) for ctx in self._contexts(group, part)]
+            self.slots[part.name] = slots
+            results = await asyncio.gather(*(open_one(slot) for slot in slots))
+            opened += sum(results)
+            failed += len(results) - sum(results)
+        return {"pid": os.getpid(), "opened": opened, "failed": failed}
+
+    def build_drivers(self, ramp_seconds: float) -> None:
+        groups = {g.name: g for g in self.plan.groups}
+        for part in self.spec.groups:
+            if not part.indices:
+                continue
+            group, slots, recorder = (
+                groups[part.name],
+                self.slots[part.name],
+                self.recorders[part.name],
+            )
+            streams = [s for s in slots if isinstance(s.session, StreamSession)]
+            if streams and len(streams) == len(slots):
+                self.drivers.append(StreamDriver(slots, recorder, self.state))
+            elif group.every is not None:
+                for position, slot in zip(part.indices, slots, strict=True):
+                    self.drivers.append(
+                        ArrivalDriver(
+                            [slot],
+                            recorder,
+                            self.state,
+                            rate=1.0 / group.every,
+                            ramp_to=None,
+                            ramp_seconds=ramp_seconds,
+                            phase_offset=position / group.count,
+                        )
+                    )
+            elif part.rate is not None:
+                self.drivers.append(
+                    ArrivalDriver(
+                        slots, recorder, self.state, part.rate, part.ramp_to, ramp_seconds
+                    )
+                )
+            else:
+                self.drivers.append(ClosedDriver(slots, recorder, self.state))
+
+    def flush(self, phase: str, index: int, t0: float, t1: float) -> None:
+        ops = {name: rec.flush().to_wire() for name, rec in self.recorders.items()}
+        self.out.send(
+            "STATS",
+            {
+                "worker": self.spec.worker,
+                "phase": phase,
+                "index": index,
+                "t0": round(t0, 6),
+                "t1": round(t1, 6),
+                "ops": ops,
+                "lag_ms": round(self.max_lag * 1e3, 3),
+                "inflight": sum(getattr(d, "inflight", 0) for d in self.drivers),
+            },
+        )
+        self.max_lag = 0.0
+
+    async def lag_monitor(self) -> None:
+        loop = asyncio.get_running_loop()
+        while True:
+            expected = loop.time() + LAG_TICK
+            await asyncio.sleep(LAG_TICK)
+            self.max_lag = max(self.max_lag, loop.time() - expected)
+
+    async def run(self, start_at: float, stop_requested: asyncio.Event) -> None:
+        """Run the phases from the monotonic time ``start_at``."""
+        plan = self.plan
+        await asyncio.sleep(max(0.0, start_at - time.monotonic()))
+        start_ns = time.perf_counter_ns()
+        tasks: list[asyncio.Task[None]] = [asyncio.create_task(self.lag_monitor())]
+        for driver in self.drivers:
+            if isinstance(driver, ClosedDriver):
+                driver.start()
+            elif isinstance(driver, ArrivalDriver):
+                tasks.append(asyncio.create_task(driver.run(start_ns)))
+            else:
+                tasks.append(asyncio.create_task(driver.run()))
+        phases = [("warmup", plan.warmup), ("sustain", plan.duration)]
+        phase_start = start_at
+        stopped = False
+        for phase, length in phases:
+            if length <= 0 or stopped:
+                continue
+            phase_end = phase_start + length
+            index = 0
+            t0 = phase_start
+            while True:
+                tick = min(phase_end, phase_start + (index + 1) * plan.interval)
+                stopped = await _wait_until(tick, stop_requested)
+                now = time.monotonic()
+                self.flush(phase, index, t0 - phase_start, min(now, tick) - phase_start)
+                index += 1
+                t0 = min(now, tick)
+                if stopped or tick >= phase_end:
+                    break
+            phase_start = phase_end
+        self.state.stop()
+        drain_start = time.monotonic()
+        deadline = drain_start + plan.drain
+        while time.monotonic() < deadline and any(  # noqa: ASYNC110 - polled only while draining
+            getattr(d, "inflight", 0) for d in self.drivers if not isinstance(d, StreamDriver)
+        ):
+            await asyncio.sleep(0.01)
+        for task in tasks:
+            task.cancel()
+        await asyncio.gather(*tasks, return_exceptions=True)
+        self.flush("drain", 0, 0.0, time.monotonic() - drain_start)
+
+    async def close(self) -> None:
+        for slots in self.slots.values():
+            await asyncio.gather(*(slot.close() for slot in slots), return_exceptions=True)
+
+
+async def _wait_until(deadline: float, stop: asyncio.Event) -> bool:
+    """Sleep until the monotonic ``deadline``; return True if a stop came first."""
+    remaining = deadline - time.monotonic()
+    if remaining <= 0:
+        return stop.is_set()
+    with contextlib.suppress(TimeoutError):
+        await asyncio.wait_for(stop.wait(), timeout=remaining)
+    return stop.is_set()
+
+
+def raise_fd_limit() -> None:
+    """Raise the soft open-file limit to the hard limit (many connections per worker)."""
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    if soft < hard:
+        resource.setrlimit(resource.RLIMIT_NOFILE, (hard, hard))
+
+
+async def serve_controller(out: FrameWriter) -> None:
+    loop = asyncio.get_running_loop()
+    queue: asyncio.Queue[tuple[str, Any]] = asyncio.Queue()
+    await loop.connect_read_pipe(lambda: ControlReader(queue), sys.stdin.buffer)
+    kind, payload = await queue.get()
+    if kind != "PLAN":
+        raise RuntimeError(f"expected PLAN, got {kind}")
+    spec = WorkerSlice.from_dict(payload["slice"])
+    worker = Worker(spec, payload["target"], out)
+    out.send("HELLO", await worker.open_sessions())
+    stop_requested = asyncio.Event()
+    start_at: float | None = None
+    while start_at is None:
+        kind, payload = await queue.get()
+        if kind == "GO":
+            start_at = float(payload["start_at"])
+        elif kind in ("STOP", "EOF"):
+            await worker.close()
+            out.send("BYE", {})
+            return
+    worker.build_drivers(ramp_seconds=spec.plan.warmup + spec.plan.duration)
+
+    async def control() -> None:
+        while True:
+            kind, payload = await queue.get()
+            if kind in ("STOP", "EOF"):
+                stop_requested.set()
+                return
+            if kind == "PAUSE":
+                worker.state.pause()
+            elif kind == "RESUME":
+                worker.state.resume()
+            elif kind == "RATE":
+                worker.state.rate_factor = float(payload["factor"])
+
+    control_task = asyncio.create_task(control())
+    try:
+        await worker.run(start_at, stop_requested)
+    finally:
+        control_task.cancel()
+        await worker.close()
+    out.send("BYE", {})
+
+
+def main() -> int:
+    log_path = sys.argv[1] if len(sys.argv) > 1 else os.devnull
+    out = FrameWriter(os.dup(1))
+    log_fd = os.open(log_path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
+    os.dup2(log_fd, 1)
+    os.dup2(log_fd, 2)
+    sys.stdout = open(1, "w", buffering=1, closefd=False)  # noqa: SIM115
+    sys.stderr = open(2, "w", buffering=1, closefd=False)  # noqa: SIM115
+    raise_fd_limit()
+    try:
+        uvloop.run(serve_controller(out))
+    except Exception as exc:
+        traceback.print_exc()
+        out.send("ERROR", {"message": f"{type(exc).__name__}: {exc}"})
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

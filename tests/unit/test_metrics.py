@@ -1,0 +1,87 @@
+"""Histogram folding and merging are exact."""
+
+from __future__ import annotations
+
+import random
+from array import array
+
+from protobench.engine.metrics import (
+    HIGHEST_US,
+    OpAccumulator,
+    OpRecorder,
+    counts_view,
+    decode,
+    fold,
+    merge,
+    new_histogram,
+    summary,
+)
+from protobench.protocols.base import ErrorClass, OpError
+
+
+def _values(seed: int, n: int) -> list[int]:
+    rng = random.Random(seed)
+    return [int(rng.lognormvariate(12, 1.5)) for _ in range(n)]
+
+
+def test_fold_equals_record_value() -> None:
+    values = [*_values(1, 20_000), 0, 999, 1_000, 1_001, 59_999_999_000]
+    folded = new_histogram()
+    assert fold(folded, array("q", values)) == 0
+    recorded = new_histogram()
+    for value in values:
+        recorded.record_value(value // 1000)
+    assert list(counts_view(folded)) == list(counts_view(recorded))
+    assert folded.get_total_count() == recorded.get_total_count()
+    assert summary(folded) == summary(recorded)
+
+
+def test_out_of_range_values_are_counted_and_kept_at_the_top() -> None:
+    hist = new_histogram()
+    assert fold(hist, [61_000_000_000, 5_000, 10**15]) == 2
+    assert hist.get_total_count() == 3
+    assert hist.get_max_value() >= HIGHEST_US
+
+
+def test_merged_worker_histograms_equal_one_histogram_of_all_values() -> None:
+    workers = [_values(seed, 5_000) for seed in range(4)]
+    encoded = []
+    for values in workers:
+        recorder = OpRecorder("op")
+        recorder.latencies.extend(values)
+        encoded.append(recorder.flush().hist)
+    merged = merge(encoded)
+    single = new_histogram()
+    fold(single, [v for values in workers for v in values])
+    assert list(counts_view(merged)) == list(counts_view(single))
+    assert summary(merged) == summary(single)
+
+
+def test_recorder_flush_resets_in_place_and_counts_errors() -> None:
+    recorder = OpRecorder("op")
+    append = recorder.latencies.append
+    append(1_000_000)
+    recorder.error(OpError(ErrorClass.PROTOCOL, "Service Unavailable", code="503"))
+    recorder.count("lost", 3)
+    first = recorder.flush()
+    assert first.ok == 1
+    assert first.errors == {"protocol": 1}
+    assert first.error_codes == {"protocol:503": 1}
+    assert first.counters == {"lost": 3}
+    append(2_000_000)
+    second = recorder.flush()
+    assert second.ok == 1
+    assert second.errors == {}
+    assert decode(second.hist).get_max_value() >= 2_000
+
+
+def test_accumulator_adds_intervals_exactly() -> None:
+    acc = OpAccumulator()
+    for seed in range(3):
+        recorder = OpRecorder("op")
+        recorder.latencies.extend(_values(seed, 1_000))
+        recorder.error(OpError(ErrorClass.TIMEOUT, "slow"))
+        acc.add(recorder.flush())
+    assert acc.ok == 3_000
+    assert acc.errors == {"timeout": 3}
+    assert acc.hist.get_total_count() == 3_000
