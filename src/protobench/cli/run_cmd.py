@@ -81,9 +81,16 @@ def run_plan(
     store: SnapshotStore,
     subscribers: list[Any],
     target_pid: int | None = None,
+    labels: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
-    """Run a plan to the end on uvloop and return its report."""
-    controller = Controller(plan, store, target_pid=target_pid, subscribers=subscribers)
+    """Run a plan to the end on uvloop and return its report.
+
+    ``labels`` (e.g. a sweep's group and level) are stored in the report and
+    the snapshot.
+    """
+    controller = Controller(
+        plan, store, target_pid=target_pid, subscribers=subscribers, labels=labels
+    )
     return anyio.run(execute, controller, backend="asyncio", backend_options={"use_uvloop": True})
 
 

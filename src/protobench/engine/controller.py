@@ -59,8 +59,10 @@ class Controller:
         store: SnapshotStore,
         target_pid: int | None = None,
         subscribers: list[Subscriber] | None = None,
+        labels: dict[str, Any] | None = None,
     ) -> None:
         self.plan = plan
+        self.labels = dict(labels or {})
         self.store = store
         self.target_pid = target_pid
         self.subscribers = list(subscribers or [])
@@ -153,6 +155,8 @@ class Controller:
             target_rss_baseline=baseline_rss,
             target_rss_peak=peak,
         )
+        if self.labels:
+            report["labels"] = self.labels
         path = self.store.save(
             self.run_id, self.plan, report, self.aggregator, self.resource_series
         )

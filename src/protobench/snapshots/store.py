@@ -123,6 +123,7 @@ class SnapshotStore:
             "id": run_id,
             "created_at": dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
             "partial": report["partial"],
+            "labels": report.get("labels", {}),
             "provenance": provenance(plan),
             "plan": plan.redacted(),
             "report": report,
