@@ -1,0 +1,516 @@
+"""A lean keep-alive HTTP/1.1 client connection: asyncio protocol + httptools (llhttp).
+
+This is the hot path of the ``http`` plugin and the transport that other
+HTTP-based plugins (Haystack, Beckn) reuse. One :class:`HttpConnection` is one
+TCP (or TLS) connection with at most one request in flight:
+
+* requests are pre-encoded once with :func:`build_request` and written with a
+  single ``transport.write`` per exchange;
+* responses are parsed by one ``httptools.HttpResponseParser`` per connection,
+  reused for every response;
+* :meth:`HttpConnection.submit` is the benchmark path: no headers, no body,
+  no response object, no task or future - the parser's ``on_message_complete``
+  calls ``done(error_or_None, bytes_received)`` directly;
+* :meth:`HttpConnection.send` and :meth:`HttpConnection.fetch` deliver a
+  :class:`Response` (status, lowercased headers, optionally the body) for
+  control paths and async sessions;
+* the request timeout uses one loop timer per connection, re-armed lazily:
+  it fires at the deadline of the request that armed it and, if a later
+  request is in flight, moves to that request's deadline.
+
+Errors are mapped here and nowhere else (see :mod:`protobench.protocols.base`):
+``ECONNREFUSED`` is ``refused``, a connect that does not finish in time or a
+reply that does not come in time is ``timeout``, a TLS or certificate failure
+and any other socket error while connecting is ``connect``, a peer that closes
+or resets an established connection with a request in flight is ``closed``,
+and an unparsable response is ``protocol``. After a timeout or a parse error
+the connection is closed (its state is unknown); :attr:`HttpConnection.alive`
+tells whether it can take another request.
+
+Limitation: a response whose body is delimited by the connection closing (no
+``Content-Length``, not chunked) is reported as ``closed``; HTTP/1.1 servers
+do not send those on keep-alive connections.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import socket
+import ssl as ssl_module
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass
+from http import HTTPStatus
+from typing import cast
+from urllib.parse import urlsplit
+
+import httptools
+
+from protobench.protocols.base import Done, ErrorClass, OpError
+
+DEFAULT_PORTS = {"http": 80, "https": 443}
+SUCCESS = frozenset(range(200, 300))
+"""The statuses :meth:`HttpConnection.submit` accepts by default (any 2xx)."""
+
+OnResponse = Callable[[OpError | None, "Response | None"], None]
+"""Completion callback of :meth:`HttpConnection.send`: ``(error, None)`` or ``(None, response)``."""
+
+
+@dataclass(frozen=True)
+class Endpoint:
+    """Where requests go: ``scheme://host:port`` plus a path prefix (no trailing slash)."""
+
+    scheme: str
+    host: str
+    port: int
+    base_path: str
+    tls: bool
+
+    @property
+    def authority(self) -> str:
+        """The ``Host`` header value: the port is omitted when it is the scheme's default."""
+        host = f"[{self.host}]" if ":" in self.host else self.host
+        return host if DEFAULT_PORTS[self.scheme] == self.port else f"{host}:{self.port}"
+
+    @property
+    def url(self) -> str:
+        """The endpoint as a URL (for messages and reports)."""
+        host = f"[{self.host}]" if ":" in self.host else self.host
+        return f"{self.scheme}://{host}:{self.port}{self.base_path}/"
+
+
+def parse_url(url: str) -> Endpoint:
+    """The :class:`Endpoint` of an ``http://`` or ``https://`` URL; ``ValueError`` otherwise."""
+    try:
+        parts = urlsplit(url)
+        port = parts.port
+    except ValueError as exc:
+        raise ValueError(f"bad URL {url!r}: {exc}") from None
+    scheme = parts.scheme.lower()
+    if scheme not in DEFAULT_PORTS:
+        raise ValueError(f"bad URL {url!r}: expected an http:// or https:// URL")
+    if not parts.hostname:
+        raise ValueError(f"bad URL {url!r}: no host")
+    if parts.query or parts.fragment:
+        raise ValueError(
+            f"bad URL {url!r}: put the query string in the request path, not the target"
+        )
+    if parts.username or parts.password:
+        raise ValueError(f"bad URL {url!r}: credentials in URLs are not supported; use a header")
+    return Endpoint(
+        scheme=scheme,
+        host=parts.hostname,
+        port=port if port is not None else DEFAULT_PORTS[scheme],
+        base_path=parts.path.rstrip("/"),
+        tls=scheme == "https",
+    )
+
+
+def _check_token(kind: str, value: str) -> None:
+    if not value or any(c in value for c in "\r\n\0 :\t") or not value.isascii():
+        raise ValueError(f"bad HTTP {kind} {value!r}")
+
+
+def check_request(
+    method: str, path: str, headers: Mapping[str, str] | Iterable[tuple[str, str]]
+) -> list[tuple[str, str]]:
+    """Validate a method, path and headers; return the headers as a list of pairs.
+
+    Raises ``ValueError`` with a clear message on anything that would break
+    the request's framing (line breaks, a path that is not absolute, a
+    ``Content-Length`` or ``Transfer-Encoding`` header, which are computed).
+    """
+    _check_token("method", method)
+    if not path.startswith("/") or any(c in path for c in " \r\n\0"):
+        raise ValueError(f"bad HTTP path {path!r}: expected an absolute path such as '/api?x=1'")
+    items = list(headers.items() if isinstance(headers, Mapping) else headers)
+    for name, value in items:
+        _check_token("header name", name)
+        if any(c in value for c in "\r\n\0"):
+            raise ValueError(f"bad value for HTTP header {name!r}: line breaks are not allowed")
+        if name.lower() in ("content-length", "transfer-encoding"):
+            raise ValueError(f"do not set {name}: the request's length is computed from its body")
+    return items
+
+
+def build_request(
+    method: str,
+    endpoint: Endpoint,
+    path: str,
+    headers: Mapping[str, str] | Iterable[tuple[str, str]],
+    body: bytes = b"",
+) -> bytes:
+    """One HTTP/1.1 request, encoded once and written as is for every exchange.
+
+    ``path`` is appended to the endpoint's base path (it may carry a query).
+    ``Host`` is added unless given; ``Content-Length`` is added when there is a
+    body or the method usually carries one. Connections are persistent
+    (HTTP/1.1's default), so no ``Connection`` header is sent unless given.
+    Raises ``ValueError`` as :func:`check_request` does.
+    """
+    items = check_request(method, path, headers)
+    lines = [f"{method} {endpoint.base_path}{path} HTTP/1.1"]
+    if not any(name.lower() == "host" for name, _ in items):
+        lines.append(f"Host: {endpoint.authority}")
+    lines.extend(f"{name}: {value}" for name, value in items)
+    if body or method in ("POST", "PUT", "PATCH"):
+        lines.append(f"Content-Length: {len(body)}")
+    head = ("\r\n".join(lines) + "\r\n\r\n").encode("latin-1")
+    return head + body
+
+
+def make_ssl_context(
+    insecure: bool = False,
+    ca_file: str | None = None,
+    cert_file: str | None = None,
+    key_file: str | None = None,
+) -> ssl_module.SSLContext:
+    """A client TLS context: certificate and host name verification ON unless ``insecure``.
+
+    ``ca_file`` adds trusted CAs (PEM); ``cert_file``/``key_file`` give a client
+    certificate for mutual TLS. ALPN offers ``http/1.1`` only.
+    """
+    ctx = ssl_module.create_default_context(cafile=ca_file)
+    if insecure:
+        ctx.check_hostname = False
+        ctx.verify_mode = ssl_module.CERT_NONE
+    if cert_file:
+        ctx.load_cert_chain(cert_file, key_file)
+    elif key_file:
+        raise ValueError("key_file needs cert_file")
+    ctx.set_alpn_protocols(["http/1.1"])
+    return ctx
+
+
+class Response:
+    """A parsed response. ``headers`` are ``(name, value)`` with names lowercased."""
+
+    __slots__ = ("body", "headers", "nbytes", "reason", "status")
+
+    def __init__(
+        self, status: int, reason: str, headers: list[tuple[bytes, bytes]], body: bytes, nbytes: int
+    ) -> None:
+        self.status = status
+        self.reason = reason
+        self.headers = headers
+        self.body = body
+        self.nbytes = nbytes
+
+    def header(self, name: str) -> bytes | None:
+        """The first value of header ``name`` (case-insensitive), or ``None``."""
+        key = name.lower().encode("latin-1")
+        for hname, value in self.headers:
+            if hname == key:
+                return value
+        return None
+
+    def __repr__(self) -> str:
+        return f"Response({self.status} {self.reason}, {len(self.body)} body bytes)"
+
+
+def status_error(status: int) -> OpError:
+    """The ``protocol`` error of an unexpected status: code ``"503"``, detail its reason phrase."""
+    try:
+        reason = HTTPStatus(status).phrase
+    except ValueError:
+        reason = "unexpected status"
+    return OpError(ErrorClass.PROTOCOL, reason, code=str(status))
+
+
+class _Collector:
+    """Parser callbacks of :meth:`HttpConnection.send`: status line, headers, body."""
+
+    __slots__ = ("body", "conn", "headers", "keep_body", "reason")
+
+    def __init__(self, conn: HttpConnection) -> None:
+        self.conn = conn
+        self.reason = b""
+        self.headers: list[tuple[bytes, bytes]] = []
+        self.body: list[bytes] = []
+        self.keep_body = False
+
+    def on_status(self, reason: bytes) -> None:
+        self.reason += reason
+
+    def on_header(self, name: bytes, value: bytes) -> None:
+        self.headers.append((name.lower(), value))
+
+    def on_headers_complete(self) -> None:
+        if self.conn._head:
+            self.conn._head_complete()
+
+    def on_body(self, body: bytes) -> None:
+        if self.keep_body:
+            self.body.append(body)
+
+    def on_message_complete(self) -> None:
+        self.conn._complete_response()
+
+
+class HttpConnection(asyncio.Protocol):
+    """One keep-alive HTTP/1.1 connection; one request in flight at a time.
+
+    Create it with :meth:`connect`. Use :meth:`submit` on the hot path and
+    :meth:`send`/:meth:`fetch` when the response itself is needed. Callbacks
+    run on the event loop, possibly from inside ``data_received``; a callback
+    may start the next request on the same connection.
+    """
+
+    def __init__(self, loop: asyncio.AbstractEventLoop, endpoint: Endpoint, timeout: float) -> None:
+        self.endpoint = endpoint
+        self.timeout = timeout
+        self.accept = SUCCESS
+        """Statuses :meth:`submit` reports as success; others are ``protocol`` errors."""
+        self._loop = loop
+        self._transport: asyncio.Transport | None = None
+        self._fast_parser = httptools.HttpResponseParser(self)
+        self._parser = self._fast_parser
+        self._collector: _Collector | None = None
+        self._full_parser: httptools.HttpResponseParser | None = None
+        self._done: Done | None = None
+        self._on_response: OnResponse | None = None
+        self._head = False
+        self._nbytes = 0
+        self._sent_at = 0.0
+        self._timer: asyncio.TimerHandle | None = None
+        self.alive = False
+        """Whether the connection is open and in a known state (can take a request)."""
+        self._peer_error: str = ""
+
+    # -- opening and closing ------------------------------------------------
+
+    @classmethod
+    async def connect(
+        cls,
+        endpoint: Endpoint,
+        *,
+        ssl: ssl_module.SSLContext | None,
+        timeout: float,  # noqa: ASYNC109 - also the connection's request timeout
+    ) -> HttpConnection:
+        """Open a connection to ``endpoint``; raise :class:`OpError` on failure.
+
+        ``ssl`` is required for ``https`` endpoints and ignored for ``http``.
+        """
+        loop = asyncio.get_running_loop()
+        if endpoint.tls and ssl is None:
+            raise OpError(ErrorClass.CONNECT, f"{endpoint.url}: https needs an SSL context")
+        tls = ssl if endpoint.tls else None
+        try:
+            async with asyncio.timeout(timeout):
+                _, conn = await loop.create_connection(
+                    lambda: cls(loop, endpoint, timeout),
+                    endpoint.host,
+                    endpoint.port,
+                    ssl=tls,
+                    server_hostname=endpoint.host if tls is not None else None,
+                )
+        except TimeoutError:
+            raise OpError(
+                ErrorClass.TIMEOUT, f"connect to {endpoint.url} took more than {timeout:g}s"
+            ) from None
+        except ConnectionRefusedError:
+            raise OpError(ErrorClass.REFUSED, f"{endpoint.url} refused the connection") from None
+        except ssl_module.SSLCertVerificationError as exc:
+            raise OpError(
+                ErrorClass.CONNECT,
+                f"TLS certificate verification failed for {endpoint.url}: {exc.verify_message}"
+                " (give ca_file, or insecure = true to skip verification)",
+            ) from None
+        except ssl_module.SSLError as exc:
+            raise OpError(
+                ErrorClass.CONNECT, f"TLS handshake with {endpoint.url} failed: {exc.reason or exc}"
+            ) from None
+        except OSError as exc:
+            raise OpError(ErrorClass.CONNECT, f"connect to {endpoint.url}: {exc}") from None
+        return conn
+
+    @property
+    def busy(self) -> bool:
+        """Whether a request is in flight."""
+        return self._done is not None or self._on_response is not None
+
+    def close(self) -> None:
+        """Close the connection; a request in flight fails with ``closed``. Idempotent."""
+        self.alive = False
+        if self._transport is not None:
+            self._transport.close()
+        self._fail(OpError(ErrorClass.CLOSED, "connection closed by the client"))
+
+    # -- asyncio.Protocol ---------------------------------------------------
+
+    def connection_made(self, transport: asyncio.BaseTransport) -> None:
+        self._transport = cast(asyncio.Transport, transport)
+        self.alive = True
+        sock = transport.get_extra_info("socket")
+        if sock is not None and sock.family in (socket.AF_INET, socket.AF_INET6):
+            sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        self.alive = False
+        if self._timer is not None:
+            self._timer.cancel()
+            self._timer = None
+        if exc is not None:
+            detail = f"connection reset by the peer ({exc})"
+        else:
+            detail = self._peer_error or "connection closed by the peer"
+        self._fail(OpError(ErrorClass.CLOSED, detail))
+
+    def data_received(self, data: bytes) -> None:
+        self._nbytes += len(data)
+        try:
+            self._parser.feed_data(data)
+        except httptools.HttpParserError as exc:
+            self._protocol_failure(f"malformed response: {exc}")
+
+    def eof_received(self) -> bool | None:
+        return None
+
+    # -- the hot path -------------------------------------------------------
+
+    def submit(self, request: bytes, done: Done) -> None:
+        """Write ``request``; call ``done(None, nbytes)`` when its response is complete.
+
+        A status outside :attr:`accept` calls ``done(OpError(protocol, code="503"),
+        nbytes)``; a failure calls ``done(OpError(...), 0)``. The connection must
+        be :attr:`alive` and not :attr:`busy`; HEAD requests must use :meth:`send`.
+        """
+        self._done = done
+        loop = self._loop
+        self._sent_at = now = loop.time()
+        if self._timer is None:
+            self._timer = loop.call_at(now + self.timeout, self._on_timer)
+        self._transport.write(request)  # type: ignore[union-attr]
+
+    def on_message_complete(self) -> None:
+        """Parser callback of the :meth:`submit` path."""
+        parser = self._parser
+        status = parser.get_status_code()
+        if status < 200:
+            return
+        done = self._done
+        nbytes = self._nbytes
+        self._done = None
+        self._nbytes = 0
+        if not parser.should_keep_alive():
+            self.alive = False
+            self._peer_error = "the server closed the connection after a response"
+        if done is None:
+            self._protocol_failure("a response arrived with no request in flight")
+        elif status in self.accept:
+            done(None, nbytes)
+        else:
+            done(status_error(status), nbytes)
+
+    # -- the full path ------------------------------------------------------
+
+    def send(self, request: bytes, on_response: OnResponse, *, keep_body: bool = False) -> None:
+        """Write ``request``; call ``on_response(None, Response)`` when it is complete.
+
+        Failures call ``on_response(OpError(...), None)``. Any status is a
+        response (checking it is the caller's job). ``keep_body=False`` drops
+        the body but still counts its bytes in ``Response.nbytes``.
+        """
+        if not self.alive:
+            error = OpError(ErrorClass.CLOSED, self._peer_error or "the connection is closed")
+            self._loop.call_soon(on_response, error, None)
+            return
+        if self.busy:
+            raise RuntimeError("HttpConnection: a request is already in flight")
+        collector = self._collector
+        if collector is None:
+            collector = self._collector = _Collector(self)
+            self._full_parser = httptools.HttpResponseParser(collector)
+        collector.keep_body = keep_body
+        self._parser = self._full_parser  # type: ignore[assignment]
+        self._head = request.startswith(b"HEAD ")
+        self._on_response = on_response
+        loop = self._loop
+        self._sent_at = now = loop.time()
+        if self._timer is None:
+            self._timer = loop.call_at(now + self.timeout, self._on_timer)
+        self._transport.write(request)  # type: ignore[union-attr]
+
+    async def fetch(self, request: bytes, *, keep_body: bool = True) -> Response:
+        """Send ``request`` and return its :class:`Response`; raise :class:`OpError` on failure."""
+        future: asyncio.Future[Response] = self._loop.create_future()
+
+        def on_response(error: OpError | None, response: Response | None) -> None:
+            if future.done():
+                return
+            if error is not None:
+                future.set_exception(error)
+            else:
+                future.set_result(response)  # type: ignore[arg-type]
+
+        self.send(request, on_response, keep_body=keep_body)
+        return await future
+
+    def _head_complete(self) -> None:
+        """A HEAD response ends with its headers; llhttp would wait for a body."""
+        self._complete_response()
+        self._full_parser = httptools.HttpResponseParser(self._collector)
+
+    def _complete_response(self) -> None:
+        collector = self._collector
+        assert collector is not None
+        parser = self._parser
+        status = parser.get_status_code()
+        if status < 200:
+            collector.reason = b""
+            collector.headers = []
+            collector.body = []
+            return
+        on_response = self._on_response
+        response = Response(
+            status,
+            collector.reason.decode("latin-1").strip(),
+            collector.headers,
+            b"".join(collector.body),
+            self._nbytes,
+        )
+        self._on_response = None
+        self._nbytes = 0
+        self._head = False
+        collector.reason = b""
+        collector.headers = []
+        collector.body = []
+        if not parser.should_keep_alive():
+            self.alive = False
+            self._peer_error = "the server closed the connection after a response"
+        self._parser = self._fast_parser
+        if on_response is None:
+            self._protocol_failure("a response arrived with no request in flight")
+        else:
+            on_response(None, response)
+
+    # -- failures -----------------------------------------------------------
+
+    def _on_timer(self) -> None:
+        self._timer = None
+        if not self.busy:
+            return
+        deadline = self._sent_at + self.timeout
+        if self._loop.time() >= deadline - 0.001:
+            self.alive = False
+            if self._transport is not None:
+                self._transport.abort()
+            self._fail(OpError(ErrorClass.TIMEOUT, f"no response within {self.timeout:g}s"))
+        else:
+            self._timer = self._loop.call_at(deadline, self._on_timer)
+
+    def _protocol_failure(self, detail: str) -> None:
+        self.alive = False
+        if self._transport is not None:
+            self._transport.abort()
+        self._fail(OpError(ErrorClass.PROTOCOL, detail))
+
+    def _fail(self, error: OpError) -> None:
+        """Deliver ``error`` to the request in flight, if any."""
+        done, on_response = self._done, self._on_response
+        self._done = None
+        self._on_response = None
+        self._nbytes = 0
+        if done is not None:
+            done(error, 0)
+        elif on_response is not None:
+            on_response(error, None)

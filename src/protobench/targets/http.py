@@ -1,0 +1,274 @@
+"""The embedded HTTP/1.1 target: an asyncio protocol with httptools request parsing.
+
+``protobench serve http [--delay 5ms] [--status 200] [--body-size 13]
+[--stall-at 10s --stall-for 1s]`` answers every request with one pre-encoded
+response (``Hello, World!`` by default). It runs on the serve process's
+uvloop and answers tens of thousands of requests per second per core.
+
+* ``delay``: each response leaves ``delay`` after its request was parsed.
+  libuv timers have a 1 ms granularity, too coarse for a reference server, so
+  delayed responses are released by a small waker thread that sleeps with
+  ``clock_nanosleep`` precision and wakes the loop; pipelined requests are
+  answered in order.
+* ``stall_at``/``stall_for``: once, ``stall_at`` after the first request, the
+  whole server blocks its event loop for ``stall_for`` (a stop-the-world pause).
+* ``GET /__protobench__/stats`` returns ``{"served": N}``: the number of
+  responses written so far (that request itself is not counted), so tests
+  can check a generator's count against the server's.
+
+The target binds loopback addresses only.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import ipaddress
+import json
+import queue
+import sys
+import threading
+import time
+from collections import deque
+from collections.abc import Callable
+from http import HTTPStatus
+from typing import ClassVar, cast
+
+import httptools
+from pydantic import Field
+
+from protobench.profiles.model import Duration
+from protobench.protocols.base import StrictModel
+from protobench.targets.base import Announcement, EmbeddedTarget, Ready
+
+STATS_PATH = "/__protobench__/stats"
+_STATS_URL = STATS_PATH.encode("ascii")
+_BODY_PATTERN = b"Hello, World!"
+_BAD_REQUEST = b"HTTP/1.1 400 Bad Request\r\nContent-Length: 0\r\nConnection: close\r\n\r\n"
+
+
+class HttpTargetOptions(StrictModel):
+    """Options of ``protobench serve http`` (and of a profile's ``[serve]`` table)."""
+
+    delay: Duration = Field(default=0.0, ge=0, le=60, description="delay of every response")
+    status: int = Field(default=200, ge=200, le=599, description="status of every response")
+    body_size: int = Field(default=13, ge=0, le=64 * 1024 * 1024, description="body bytes")
+    stall_at: Duration | None = Field(
+        default=None, description="stall the server once, this long after the first request"
+    )
+    stall_for: Duration = Field(default=1.0, ge=0, le=600, description="length of the stall")
+
+
+def is_loopback(host: str) -> bool:
+    """Whether ``host`` is ``localhost`` or a loopback IP address."""
+    if host.lower() == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host.strip("[]")).is_loopback
+    except ValueError:
+        return False
+
+
+def encode_response(status: int, body_size: int) -> bytes:
+    """The pre-encoded response: status line, a few headers, ``body_size`` bytes of body."""
+    reason = HTTPStatus(status).phrase if status in HTTPStatus._value2member_map_ else "Status"
+    head = f"HTTP/1.1 {status} {reason}\r\nServer: protobench\r\n"
+    if status in (204, 304):
+        return (head + "\r\n").encode("ascii")
+    body = (_BODY_PATTERN * (body_size // len(_BODY_PATTERN) + 1))[:body_size]
+    head += f"Content-Type: text/plain\r\nContent-Length: {body_size}\r\n\r\n"
+    return head.encode("ascii") + body
+
+
+def _json_response(payload: object) -> bytes:
+    body = json.dumps(payload).encode("ascii")
+    head = (
+        f"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: {len(body)}\r\n\r\n"
+    )
+    return head.encode("ascii") + body
+
+
+class _Waker(threading.Thread):
+    """Wakes the event loop when the next delayed response is due.
+
+    The loop thread puts due times (``perf_counter`` seconds, non-decreasing)
+    on ``dues``; this thread sleeps until each and then calls ``wake`` on the
+    loop, once for every batch of due times that have passed.
+    """
+
+    def __init__(self, loop: asyncio.AbstractEventLoop, wake: Callable[[], None]) -> None:
+        super().__init__(name="protobench-http-waker", daemon=True)
+        self.dues: queue.SimpleQueue[float | None] = queue.SimpleQueue()
+        self._loop = loop
+        self._wake = wake
+
+    def run(self) -> None:
+        pending: float | None = None
+        while True:
+            due = pending if pending is not None else self.dues.get()
+            pending = None
+            if due is None:
+                return
+            wait = due - time.perf_counter()
+            if wait > 0:
+                time.sleep(wait)
+            stop = False
+            while True:
+                try:
+                    following = self.dues.get_nowait()
+                except queue.Empty:
+                    break
+                if following is None:
+                    stop = True
+                    break
+                if following > time.perf_counter():
+                    pending = following
+                    break
+            try:
+                self._loop.call_soon_threadsafe(self._wake)
+            except RuntimeError:
+                return
+            if stop:
+                return
+
+
+class _ServerState:
+    """What all connections of one server share: counters, responses, the delay queue."""
+
+    def __init__(self, loop: asyncio.AbstractEventLoop, options: HttpTargetOptions) -> None:
+        self.loop = loop
+        self.options = options
+        self.response = encode_response(options.status, options.body_size)
+        self.delay = options.delay
+        self.served = 0
+        self.first_request = True
+        self.delayed: deque[tuple[float, _ServerConnection, bytes, bool]] = deque()
+        self.waker: _Waker | None = None
+        if self.delay > 0:
+            self.waker = _Waker(loop, self.release_due)
+            self.waker.start()
+
+    def on_first_request(self) -> None:
+        self.first_request = False
+        if self.options.stall_at is not None:
+            self.loop.call_later(self.options.stall_at, time.sleep, self.options.stall_for)
+
+    def schedule(self, conn: _ServerConnection, response: bytes, counted: bool) -> None:
+        due = time.perf_counter() + self.delay
+        self.delayed.append((due, conn, response, counted))
+        assert self.waker is not None
+        self.waker.dues.put(due)
+
+    def release_due(self) -> None:
+        delayed = self.delayed
+        now = time.perf_counter()
+        while delayed and delayed[0][0] <= now:
+            _, conn, response, counted = delayed.popleft()
+            conn._pending -= 1
+            conn.release(response, counted)
+
+    def stop(self) -> None:
+        if self.waker is not None:
+            self.waker.dues.put(None)
+
+
+class _ServerConnection(asyncio.Protocol):
+    """One client connection: parse requests, answer each with the pre-encoded response."""
+
+    def __init__(self, state: _ServerState) -> None:
+        self._state = state
+        self._transport: asyncio.Transport | None = None
+        self._parser = httptools.HttpRequestParser(self)
+        self._url = b""
+        self._pending = 0
+        self._closing = False
+
+    def connection_made(self, transport: asyncio.BaseTransport) -> None:
+        self._transport = cast(asyncio.Transport, transport)
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        self._closing = True
+
+    def pause_writing(self) -> None:
+        if self._transport is not None:
+            self._transport.pause_reading()
+
+    def resume_writing(self) -> None:
+        if self._transport is not None and not self._closing:
+            self._transport.resume_reading()
+
+    def data_received(self, data: bytes) -> None:
+        try:
+            self._parser.feed_data(data)
+        except httptools.HttpParserError:
+            self._closing = True
+            assert self._transport is not None
+            self._transport.write(_BAD_REQUEST)
+            self._transport.close()
+
+    def on_url(self, url: bytes) -> None:
+        self._url += url
+
+    def on_message_complete(self) -> None:
+        state = self._state
+        counted = self._url != _STATS_URL
+        self._url = b""
+        if counted:
+            response = state.response
+            if state.first_request:
+                state.on_first_request()
+        else:
+            response = _json_response({"served": state.served})
+        if self._parser.get_method() == b"HEAD":
+            response = response[: response.index(b"\r\n\r\n") + 4]
+        if not self._parser.should_keep_alive():
+            self._closing = True
+        if state.delay > 0:
+            self._pending += 1
+            state.schedule(self, response, counted)
+        else:
+            self.release(response, counted)
+
+    def release(self, response: bytes, counted: bool) -> None:
+        """Write a response (delayed ones in request order); close if the client asked to."""
+        transport = self._transport
+        if transport is None or transport.is_closing():
+            return
+        if counted:
+            self._state.served += 1
+        transport.write(response)
+        if self._closing and self._pending == 0:
+            transport.close()
+
+
+class HttpTarget(EmbeddedTarget):
+    """``protobench serve http``: a fast keep-alive HTTP/1.1 server with a fixed response."""
+
+    name: ClassVar[str] = "http"
+    description: ClassVar[str] = (
+        "HTTP/1.1 keep-alive server with a fixed response (uvloop + httptools)"
+    )
+    options: ClassVar[type[StrictModel]] = HttpTargetOptions
+
+    async def serve(self, host: str, port: int, options: StrictModel, ready: Ready) -> None:
+        assert isinstance(options, HttpTargetOptions)
+        if not is_loopback(host):
+            raise ValueError(
+                "the http target binds loopback addresses only"
+                f" (127.0.0.1, ::1, localhost), not {host!r}"
+            )
+        loop = asyncio.get_running_loop()
+        state = _ServerState(loop, options)
+        if options.delay > 0:
+            sys.setswitchinterval(0.0002)
+        server = await loop.create_server(
+            lambda: _ServerConnection(state), host, port, backlog=4096, reuse_address=True
+        )
+        try:
+            bound = server.sockets[0].getsockname()
+            shown = f"[{bound[0]}]" if ":" in bound[0] else bound[0]
+            ready(Announcement(url=f"http://{shown}:{bound[1]}/", kind="protobench http target"))
+            await server.serve_forever()
+        finally:
+            state.stop()
+            server.close()
+            server.close_clients()
