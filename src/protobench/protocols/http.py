@@ -1,0 +1,278 @@
+"""The ``http`` protocol plugin: HTTP/1.1 keep-alive requests on the lean client.
+
+One op, ``request``: every session holds one keep-alive connection and sends
+the same pre-encoded request (method, path, headers, body) back-to-back.
+A response with an expected status (``expect_status``, default any 2xx) is a
+success; any other status is a ``protocol`` error whose code is the status
+(``"503"``). Sessions are :class:`CallbackSession`\\ s on
+:meth:`HttpConnection.submit`: the parser's completion callback reports the
+exchange, with no task, future or timer per request.
+
+A connection that the server closed between requests (``Connection: close``,
+an idle timeout) or that was dropped after a timeout is reopened by the
+session on its next request; the connect time then counts in that request's
+latency and a failure to connect is reported as that request's error.
+
+Options: ``insecure`` (skip TLS verification), ``ca_file``, ``cert_file`` and
+``key_file`` (mutual TLS), ``secret_headers`` (header names whose values are
+never stored or printed, in addition to names that look like credentials).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import ssl
+from collections.abc import Mapping
+from functools import cache
+from pathlib import Path
+from typing import Any, ClassVar
+
+from pydantic import Field, field_validator, model_validator
+
+from protobench.protocols.base import (
+    CallbackSession,
+    Done,
+    ErrorClass,
+    OpError,
+    Protocol,
+    SessionContext,
+    StrictModel,
+)
+from protobench.protocols.http_client import (
+    SUCCESS,
+    Endpoint,
+    HttpConnection,
+    Response,
+    build_request,
+    check_request,
+    make_ssl_context,
+    parse_url,
+    status_error,
+)
+
+DEFAULT_SECRET_HEADERS = ("authorization", "cookie", "proxy-authorization", "x-api-key")
+_SECRET_WORDS = ("auth", "token", "secret", "password", "passwd", "api-key", "apikey", "cookie")
+SECRET = "<secret>"
+
+
+class HttpOptions(StrictModel):
+    """Protocol-wide options of ``http`` (the profile's ``[options]`` table)."""
+
+    insecure: bool = Field(default=False, description="skip TLS certificate verification")
+    ca_file: str | None = Field(default=None, description="PEM file of CAs to trust")
+    cert_file: str | None = Field(default=None, description="client certificate (PEM)")
+    key_file: str | None = Field(default=None, description="client certificate's key (PEM)")
+    secret_headers: list[str] = Field(
+        default_factory=lambda: list(DEFAULT_SECRET_HEADERS),
+        description="headers whose values are never stored or printed",
+    )
+
+    @model_validator(mode="after")
+    def _key_needs_cert(self) -> HttpOptions:
+        if self.key_file and not self.cert_file:
+            raise ValueError("key_file needs cert_file")
+        return self
+
+
+class RequestParams(StrictModel):
+    """Parameters of the ``request`` op (the keys of a ``[[group]]``)."""
+
+    method: str = Field(default="GET", description="HTTP method")
+    path: str = Field(default="/", description="path (and query) below the target URL")
+    headers: dict[str, str] = Field(default_factory=dict, description="request headers")
+    body: str | None = Field(default=None, description="request body (UTF-8)")
+    body_file: str | None = Field(default=None, description="file whose bytes are the body")
+    expect_status: list[int] | None = Field(
+        default=None, description="statuses that count as success (default: any 2xx)"
+    )
+
+    @field_validator("method")
+    @classmethod
+    def _upper(cls, value: str) -> str:
+        return value.upper()
+
+    @field_validator("expect_status")
+    @classmethod
+    def _statuses(cls, value: list[int] | None) -> list[int] | None:
+        if value is not None:
+            if not value:
+                raise ValueError("expected at least one status, or no expect_status for any 2xx")
+            bad = [s for s in value if not 100 <= s <= 599]
+            if bad:
+                raise ValueError(f"expected HTTP statuses between 100 and 599, got {bad}")
+        return value
+
+    @field_validator("body_file")
+    @classmethod
+    def _file_exists(cls, value: str | None) -> str | None:
+        if value is not None and not Path(value).is_file():
+            raise ValueError(f"body_file {value!r} is not a readable file")
+        return value
+
+    @model_validator(mode="after")
+    def _consistent(self) -> RequestParams:
+        if self.body is not None and self.body_file is not None:
+            raise ValueError("give body or body_file, not both")
+        check_request(self.method, self.path, self.headers)
+        return self
+
+
+def is_secret_header(name: str, secret_headers: frozenset[str]) -> bool:
+    """Whether a header's value must be hidden: listed, or named like a credential."""
+    lowered = name.lower()
+    return lowered in secret_headers or any(word in lowered for word in _SECRET_WORDS)
+
+
+@cache
+def _ssl_context(
+    insecure: bool, ca_file: str | None, cert_file: str | None, key_file: str | None
+) -> ssl.SSLContext:
+    return make_ssl_context(insecure, ca_file, cert_file, key_file)
+
+
+class HttpSession(CallbackSession):
+    """One keep-alive connection sending one pre-encoded request back-to-back."""
+
+    def __init__(
+        self,
+        conn: HttpConnection,
+        request: bytes,
+        accept: frozenset[int],
+        tls: ssl.SSLContext | None,
+    ) -> None:
+        self._conn = conn
+        self._request = request
+        self._accept = accept
+        self._tls = tls
+        self._reopening: asyncio.Task[None] | None = None
+        conn.accept = accept
+
+    def submit(self, done: Done) -> None:
+        conn = self._conn
+        if conn.alive:
+            conn.submit(self._request, done)
+        else:
+            self._reopen(done)
+
+    def _start(self, conn: HttpConnection, done: Done) -> None:
+        conn.submit(self._request, done)
+
+    def _reopen(self, done: Done) -> None:
+        """Reconnect in the background, then start the exchange (or report the failure)."""
+        self._reopening = asyncio.get_running_loop().create_task(self._reconnect(done))
+
+    async def _reconnect(self, done: Done) -> None:
+        old = self._conn
+        try:
+            conn = await HttpConnection.connect(old.endpoint, ssl=self._tls, timeout=old.timeout)
+        except OpError as exc:
+            done(exc, 0)
+            return
+        conn.accept = self._accept
+        self._conn = conn
+        self._start(conn, done)
+
+    async def close(self) -> None:
+        if self._reopening is not None and not self._reopening.done():
+            self._reopening.cancel()
+        self._conn.close()
+
+
+class HeadSession(HttpSession):
+    """A session of HEAD requests: their responses have no body, so they take the full path."""
+
+    def submit(self, done: Done) -> None:
+        conn = self._conn
+        if conn.alive:
+            self._start(conn, done)
+        else:
+            self._reopen(done)
+
+    def _start(self, conn: HttpConnection, done: Done) -> None:
+        accept = self._accept
+
+        def on_response(error: OpError | None, response: Response | None) -> None:
+            if error is not None:
+                done(error, 0)
+            elif response is not None and response.status in accept:
+                done(None, response.nbytes)
+            elif response is not None:
+                done(status_error(response.status), response.nbytes)
+
+        conn.send(self._request, on_response)
+
+
+class HttpProtocol(Protocol):
+    """HTTP/1.1 keep-alive load: one op, ``request``."""
+
+    name: ClassVar[str] = "http"
+    description: ClassVar[str] = "HTTP/1.1 keep-alive requests (any method, headers, body, TLS)"
+    options: ClassVar[type[StrictModel]] = HttpOptions
+    operations: ClassVar[Mapping[str, type[StrictModel]]] = {"request": RequestParams}
+    embedded_target: ClassVar[str | None] = "http"
+
+    def __init__(self) -> None:
+        self._bodies: dict[str, bytes] = {}
+
+    def _body(self, params: RequestParams) -> bytes:
+        if params.body is not None:
+            return params.body.encode("utf-8")
+        if params.body_file is None:
+            return b""
+        body = self._bodies.get(params.body_file)
+        if body is None:
+            try:
+                body = Path(params.body_file).read_bytes()
+            except OSError as exc:
+                raise OpError(
+                    ErrorClass.LOCAL, f"cannot read body_file {params.body_file!r}: {exc}"
+                ) from None
+            self._bodies[params.body_file] = body
+        return body
+
+    async def open_session(self, ctx: SessionContext) -> HttpSession:
+        options, params = ctx.options, ctx.params
+        assert isinstance(options, HttpOptions)
+        assert isinstance(params, RequestParams)
+        try:
+            endpoint: Endpoint = parse_url(ctx.target)
+        except ValueError as exc:
+            raise OpError(ErrorClass.CONNECT, str(exc)) from None
+        tls = None
+        if endpoint.tls:
+            try:
+                tls = _ssl_context(
+                    options.insecure, options.ca_file, options.cert_file, options.key_file
+                )
+            except (OSError, ssl.SSLError, ValueError) as exc:
+                raise OpError(ErrorClass.LOCAL, f"TLS setup failed: {exc}") from None
+        request = build_request(
+            params.method, endpoint, params.path, params.headers, self._body(params)
+        )
+        accept = SUCCESS if params.expect_status is None else frozenset(params.expect_status)
+        conn = await HttpConnection.connect(endpoint, ssl=tls, timeout=ctx.timeout)
+        kind = HeadSession if params.method == "HEAD" else HttpSession
+        return kind(conn, request, accept, tls)
+
+    def redact(
+        self, params: Mapping[str, Any], options: Mapping[str, Any] | None = None
+    ) -> dict[str, Any]:
+        """Hide secret header values (``Authorization`` -> ``"<secret>"``).
+
+        Secret headers are those listed in ``secret_headers`` (of ``options``,
+        when given, or of ``params`` when it is the options table itself),
+        the defaults, and names that look like credentials.
+        """
+        out = super().redact(params)
+        names = set(DEFAULT_SECRET_HEADERS)
+        for source in (options or {}, params):
+            listed = source.get("secret_headers")
+            if isinstance(listed, list):
+                names.update(str(n).lower() for n in listed)
+        secret = frozenset(names)
+        headers = out.get("headers")
+        if isinstance(headers, Mapping):
+            out["headers"] = {
+                k: (SECRET if is_secret_header(str(k), secret) else v) for k, v in headers.items()
+            }
+        return out
