@@ -1,0 +1,74 @@
+"""Beckn signing keys: loading, the secret's lookup, and the onix development key.
+
+A private key is a secret. It comes from the ``private_key`` option (redacted
+in plans, reports and snapshots), else from the environment variable named by
+``private_key_env`` (``BECKN_PRIVATE_KEY`` by default), else it is the public
+**development** key of beckn-onix's sandbox (subscriber
+``sandbox.food-finder.com``), which is only fit for loopback tests.
+
+Keys are base64: a private key is a 32-byte Ed25519 seed (onix's form) or the
+64-byte seed followed by the public key (the spec's example form); a public
+key is 32 bytes.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import os
+
+from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey, Ed25519PublicKey
+from cryptography.hazmat.primitives.serialization import Encoding, PublicFormat
+from pydantic import SecretStr
+
+DEV_SUBSCRIBER_ID = "sandbox.food-finder.com"
+DEV_KEY_ID = "76EU7VwahYv4XztXJzji9ssiSV74eWXWBcCKGn7jAdm5VGLCdYAJ8j"
+DEV_PRIVATE_KEY = "rrNtVgyASCGlo+ebsJaA37D5CZYZVfT0JA5/vlkTeV0="
+DEV_PUBLIC_KEY = "oFIk7KqCqvqRYkLMjQqiaKM5oOozkYT64bfLuc8p/SU="
+"""beckn-onix's published sandbox key pair: a development key, never a real one."""
+
+PRIVATE_KEY_ENV = "BECKN_PRIVATE_KEY"
+
+
+class KeyFormatError(ValueError):
+    """A key that is not valid base64 of the expected length."""
+
+
+def private_key(encoded: str) -> Ed25519PrivateKey:
+    """An Ed25519 private key from base64 (32-byte seed, or seed + public key)."""
+    raw = _b64(encoded, "private key")
+    if len(raw) == 64:
+        key = Ed25519PrivateKey.from_private_bytes(raw[:32])
+        if public_bytes(key.public_key()) != raw[32:]:
+            raise KeyFormatError("private key: the last 32 bytes are not its public key")
+        return key
+    if len(raw) != 32:
+        raise KeyFormatError(f"private key: expected 32 or 64 bytes, got {len(raw)}")
+    return Ed25519PrivateKey.from_private_bytes(raw)
+
+
+def public_key(encoded: str) -> Ed25519PublicKey:
+    """An Ed25519 public key from base64 (32 bytes)."""
+    raw = _b64(encoded, "public key")
+    if len(raw) != 32:
+        raise KeyFormatError(f"public key: expected 32 bytes, got {len(raw)}")
+    return Ed25519PublicKey.from_public_bytes(raw)
+
+
+def public_bytes(key: Ed25519PublicKey) -> bytes:
+    """The raw 32 bytes of a public key."""
+    return key.public_bytes(Encoding.Raw, PublicFormat.Raw)
+
+
+def resolve_private_key(option: SecretStr | None, env_name: str = PRIVATE_KEY_ENV) -> str:
+    """The base64 private key: the option, else ``$env_name``, else the dev key."""
+    if option is not None:
+        return option.get_secret_value()
+    return os.environ.get(env_name) or DEV_PRIVATE_KEY
+
+
+def _b64(encoded: str, what: str) -> bytes:
+    try:
+        return base64.b64decode(encoded, validate=True)
+    except (binascii.Error, ValueError):
+        raise KeyFormatError(f"{what}: not valid base64") from None

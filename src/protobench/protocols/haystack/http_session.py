@@ -1,0 +1,119 @@
+"""A Haystack session over HTTP: pre-encoded requests on one keep-alive connection.
+
+The hot path is :meth:`HaystackHttpSession.submit`: take the next pre-encoded
+request of the op's cycle, send it on the shared lean HTTP client
+(:mod:`protobench.protocols.http_client`), and on the response check the
+status and the grid (:func:`protobench.protocols.haystack.grids.check`).
+
+Status mapping: 200 with a valid grid is a success; 401/403 is ``auth`` (a 401
+also marks the token stale: the next request logs in again first); any other
+status is ``protocol`` with the status as its code.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Awaitable, Callable
+
+from protobench.protocols.base import CallbackSession, Done, ErrorClass, OpError
+from protobench.protocols.haystack.grids import Depth, Format, check
+from protobench.protocols.http_client import HttpConnection, Response, status_error
+
+Source = Callable[[], bytes]
+"""Gives the next request to send."""
+SourceFactory = Callable[[str | None], Source]
+"""Builds the request source for an auth token (``None``: no authentication)."""
+Relogin = Callable[[str | None], Awaitable[str]]
+"""Logs in again, given the rejected token; returns the new token."""
+
+
+class HaystackHttpSession(CallbackSession):
+    """One virtual user sending one Haystack op over HTTP."""
+
+    def __init__(
+        self,
+        conn: HttpConnection,
+        make_source: SourceFactory,
+        token: str | None,
+        fmt: Format,
+        depth: Depth,
+        *,
+        min_rows: int = 0,
+        relogin: Relogin | None = None,
+        closing: SourceFactory | None = None,
+    ) -> None:
+        self._conn = conn
+        self._make_source = make_source
+        self._token = token
+        self._source = make_source(token)
+        self._fmt: Format = fmt
+        self._depth: Depth = depth
+        self._min_rows = min_rows
+        self._relogin = relogin
+        self._closing = closing
+        self._stale = False
+        self._done: Done | None = None
+        self._task: asyncio.Task[None] | None = None
+
+    def submit(self, done: Done) -> None:
+        if self._stale:
+            self._stale = False
+            self._task = asyncio.ensure_future(self._login_then_send(done))
+            return
+        self._done = done
+        self._conn.send(self._source(), self._on_response, keep_body=True)
+
+    def _on_response(self, error: OpError | None, response: Response | None) -> None:
+        done = self._done
+        self._done = None
+        assert done is not None
+        if error is not None or response is None:
+            done(error or OpError(ErrorClass.CLOSED, "no response"), 0)
+            return
+        nbytes = response.nbytes
+        status = response.status
+        if status != 200:
+            if status in (401, 403):
+                self._stale = status == 401 and self._relogin is not None
+                detail = response.body[:200].decode("utf-8", "replace").strip()
+                done(OpError(ErrorClass.AUTH, detail or "token rejected", code=str(status)), nbytes)
+            else:
+                done(status_error(status), nbytes)
+            return
+        try:
+            rows = check(response.body, response.header("content-type"), self._fmt, self._depth)
+        except OpError as exc:
+            done(exc, nbytes)
+            return
+        if rows < self._min_rows:
+            done(
+                OpError(
+                    ErrorClass.VALIDATION, f"expected at least {self._min_rows} rows, got {rows}"
+                ),
+                nbytes,
+            )
+            return
+        done(None, nbytes)
+
+    async def _login_then_send(self, done: Done) -> None:
+        assert self._relogin is not None
+        try:
+            self._token = await self._relogin(self._token)
+        except OpError as exc:
+            self._stale = True
+            done(exc, 0)
+            return
+        self._source = self._make_source(self._token)
+        self._done = done
+        self._conn.send(self._source(), self._on_response, keep_body=True)
+
+    async def close(self) -> None:
+        if self._task is not None and not self._task.done():
+            self._task.cancel()
+        if self._closing is not None and self._conn.alive and not self._conn.busy:
+            try:
+                async with asyncio.timeout(1.0):
+                    await self._conn.fetch(self._closing(self._token)(), keep_body=False)
+            except (OpError, TimeoutError):
+                pass
+        self._conn.close()

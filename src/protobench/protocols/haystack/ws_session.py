@@ -1,0 +1,156 @@
+"""A Haystack session over the WebSocket API (``haystack`` subprotocol).
+
+After the upgrade the first message is ``{"authToken": ...}`` (when the
+server requires auth). Each exchange sends ``{"op", "grid", "id"}`` with a
+fresh id and waits for the reply carrying that id; replies to earlier ids
+(late answers to a request that timed out) are skipped. The reply's
+``grid`` is validated like an HTTP JSON response.
+
+Error mapping: a close with code 4003 (the server's "Authentication
+required") is ``auth``; any other close is ``closed``; no reply in time is
+``timeout``; a reply that is not JSON or not a grid is ``validation``; an
+error grid is ``protocol``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import ssl as ssl_module
+from collections.abc import Callable
+
+import orjson
+from hs_py.encoding import json as hs_json
+from websockets.asyncio.client import ClientConnection, connect
+from websockets.exceptions import ConnectionClosed, InvalidHandshake, InvalidStatus
+
+from protobench.protocols.base import AsyncSession, ErrorClass, OpError
+from protobench.protocols.haystack.grids import ERROR_CODE, Depth, check_json_grid
+
+AUTH_CLOSE_CODE = 4003
+MAX_MESSAGE = 16 * 1024 * 1024
+
+Templates = Callable[[], str]
+"""Gives the next message, with a ``%d`` slot for its id."""
+
+
+async def open_ws(
+    url: str,
+    token: str | None,
+    *,
+    ssl: ssl_module.SSLContext | None,
+    timeout: float,  # noqa: ASYNC109 - also the upgrade's open_timeout
+) -> ClientConnection:
+    """Connect to ``url`` with the ``haystack`` subprotocol and send the token."""
+    try:
+        ws = await connect(
+            url,
+            subprotocols=["haystack"],  # type: ignore[list-item]
+            ssl=ssl,
+            compression=None,
+            proxy=None,
+            open_timeout=timeout,
+            ping_interval=None,
+            max_size=MAX_MESSAGE,
+        )
+    except TimeoutError:
+        raise OpError(
+            ErrorClass.TIMEOUT, f"WebSocket upgrade to {url} took more than {timeout:g}s"
+        ) from None
+    except ConnectionRefusedError:
+        raise OpError(ErrorClass.REFUSED, f"{url} refused the connection") from None
+    except InvalidStatus as exc:
+        status = exc.response.status_code
+        error_class = ErrorClass.AUTH if status in (401, 403) else ErrorClass.PROTOCOL
+        raise OpError(
+            error_class, f"WebSocket upgrade to {url} refused", code=str(status)
+        ) from None
+    except (InvalidHandshake, OSError) as exc:
+        raise OpError(ErrorClass.CONNECT, f"WebSocket connect to {url}: {exc}") from None
+    if token is not None:
+        try:
+            await ws.send(orjson.dumps({"authToken": token}).decode())
+        except ConnectionClosed as exc:
+            raise closed_error(exc) from None
+    return ws
+
+
+def closed_error(exc: ConnectionClosed) -> OpError:
+    """The taxonomy of a closed WebSocket: 4003 is ``auth``, the rest ``closed``."""
+    close = exc.rcvd or exc.sent
+    code = close.code if close is not None else 1006
+    reason = close.reason if close is not None else ""
+    if code == AUTH_CLOSE_CODE:
+        return OpError(ErrorClass.AUTH, reason or "authentication required", code=str(code))
+    return OpError(ErrorClass.CLOSED, f"WebSocket closed ({code} {reason})".strip(), code=str(code))
+
+
+class HaystackWsSession(AsyncSession):
+    """One virtual user sending one Haystack op over a WebSocket."""
+
+    def __init__(
+        self,
+        ws: ClientConnection,
+        templates: Templates,
+        depth: Depth,
+        timeout: float,
+        *,
+        min_rows: int = 0,
+        closing: str | None = None,
+    ) -> None:
+        self._ws = ws
+        self._templates = templates
+        self._depth: Depth = depth
+        self._timeout = timeout
+        self._min_rows = min_rows
+        self._closing = closing
+        self._id = 0
+
+    async def call(self) -> int:
+        self._id += 1
+        ident = self._id
+        ws = self._ws
+        try:
+            async with asyncio.timeout(self._timeout):
+                await ws.send(self._templates() % ident)
+                while True:
+                    raw = await ws.recv(decode=False)
+                    reply = orjson.loads(raw)
+                    if isinstance(reply, dict) and reply.get("id") == ident:
+                        break
+        except TimeoutError:
+            raise OpError(ErrorClass.TIMEOUT, f"no reply within {self._timeout:g}s") from None
+        except ConnectionClosed as exc:
+            raise closed_error(exc) from None
+        except orjson.JSONDecodeError as exc:
+            raise OpError(ErrorClass.VALIDATION, f"reply is not JSON: {exc}") from None
+        grid = reply.get("grid")
+        if self._depth == "decode" and isinstance(grid, dict):
+            rows = _decoded_rows(grid)
+        else:
+            rows = check_json_grid(grid)
+        if rows < self._min_rows:
+            raise OpError(
+                ErrorClass.VALIDATION, f"expected at least {self._min_rows} rows, got {rows}"
+            )
+        return len(raw)
+
+    async def close(self) -> None:
+        try:
+            async with asyncio.timeout(1.0):
+                if self._closing is not None:
+                    await self._ws.send(self._closing % (self._id + 1))
+                await self._ws.close()
+        except (ConnectionClosed, TimeoutError, OSError):
+            pass
+
+
+def _decoded_rows(grid: dict[str, object]) -> int:
+    try:
+        decoded = hs_json.decode_grid_dict(grid)
+    except Exception as exc:
+        raise OpError(ErrorClass.VALIDATION, f"undecodable grid: {exc}") from None
+    if decoded.is_error:
+        raise OpError(
+            ErrorClass.PROTOCOL, str(decoded.meta.get("dis") or "error grid"), code=ERROR_CODE
+        )
+    return len(decoded.rows)
