@@ -1,0 +1,452 @@
+"""One MQTT client connection: the codec on an asyncio protocol, errors mapped once.
+
+:func:`open_connection` connects (TCP, optionally TLS), sends CONNECT and
+waits for CONNACK; it raises :class:`OpError` classified as the taxonomy says:
+``refused`` (ECONNREFUSED), ``connect`` (other connection and TLS failures),
+``timeout`` (no CONNACK in time), ``closed`` (the broker closed first),
+``auth`` (a CONNACK refusing the credentials: 3.1.1 codes 4 and 5, MQTT 5
+0x86, 0x87, 0x8C), ``protocol`` (any other refusing CONNACK; the code is the
+reason code as ``0x..``) and ``local`` (no file descriptor or local port left).
+
+:class:`MqttConnection` then handles the protocol's own traffic by itself:
+it acknowledges incoming QoS 1/2 messages (PUBACK, PUBREC then PUBCOMP, with
+QoS 2 duplicates suppressed until PUBREL), answers PUBREC with PUBREL, sends
+PINGREQ when nothing else was sent for half the keepalive and drops the
+connection as ``timeout`` when the PINGRESP does not come. Writes made during
+one event-loop turn are coalesced into one ``transport.write``. The transport's
+``pause_writing``/``resume_writing`` set :attr:`MqttConnection.paused` and
+wake the callbacks in ``resume_waiters``, so publishers stop producing when
+the socket's buffer is full instead of queueing without bound.
+
+Outgoing QoS 1/2 messages are tracked in ``inflight`` (packet id -> completion
+callback and deadline); a periodic sweep fails those whose acknowledgement did
+not arrive before the deadline with ``timeout`` (their packet ids are not
+reused until a late acknowledgement arrives). When the connection ends, every
+pending completion gets the ``closed`` error (with the broker's MQTT 5
+DISCONNECT reason code when it sent one).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import errno
+import resource
+import socket
+import ssl
+import time
+from collections import deque
+from collections.abc import Callable
+from typing import Final, cast
+
+from protobench.protocols.base import Done, ErrorClass, OpError
+from protobench.protocols.mqtt.codec import (
+    PUBACK,
+    PUBREC,
+    PUBREL,
+    V5,
+    Ack,
+    Connack,
+    Connect,
+    Decoder,
+    Disconnect,
+    MalformedPacket,
+    PingResp,
+    Prop,
+    Properties,
+    Publish,
+    Suback,
+    Subscribe,
+    Unsuback,
+    encode,
+    reason_text,
+)
+
+MAX_PACKET_ID: Final = 0xFFFF
+SWEEP_INTERVAL: Final = 0.1
+AUTH_REASONS_V311: Final = frozenset({4, 5})
+AUTH_REASONS_V5: Final = frozenset({0x86, 0x87, 0x8C})
+
+monotonic_ns = time.monotonic_ns
+
+type MessageHandler = Callable[[Publish, int], None]
+"""Called with every incoming PUBLISH and the monotonic time (ns) its bytes were read."""
+
+
+def fd_limit_error(exc: OSError) -> OpError:
+    """The ``local`` error for a process out of file descriptors, naming the limit."""
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    return OpError(
+        ErrorClass.LOCAL,
+        f"out of file descriptors ({exc.strerror}): the OS limit is the cap "
+        f"(RLIMIT_NOFILE soft={soft} hard={hard}); raise it with `ulimit -n` "
+        "or spread the sessions over more --processes",
+    )
+
+
+def map_os_error(exc: OSError, during: str) -> OpError:
+    """Classify a socket error raised while ``during`` (e.g. "connect")."""
+    if isinstance(exc, ConnectionRefusedError):
+        return OpError(ErrorClass.REFUSED, f"{during}: connection refused")
+    if exc.errno in (errno.EMFILE, errno.ENFILE):
+        return fd_limit_error(exc)
+    if exc.errno == errno.EADDRNOTAVAIL:
+        return OpError(ErrorClass.LOCAL, f"{during}: no local port left ({exc.strerror})")
+    if isinstance(exc, ssl.SSLError):
+        return OpError(ErrorClass.CONNECT, f"{during}: TLS failed: {exc.reason or exc}")
+    if isinstance(exc, ConnectionResetError | BrokenPipeError):
+        return OpError(ErrorClass.CLOSED, f"{during}: connection reset")
+    return OpError(ErrorClass.CONNECT, f"{during}: {exc.strerror or exc}")
+
+
+def connack_error(connack: Connack, version: int) -> OpError:
+    """The error for a CONNACK that refuses the connection."""
+    code = connack.reason
+    auth = AUTH_REASONS_V5 if version == V5 else AUTH_REASONS_V311
+    cls = ErrorClass.AUTH if code in auth else ErrorClass.PROTOCOL
+    return OpError(cls, f"CONNACK refused: {reason_text(code, version)}", code=f"0x{code:02x}")
+
+
+def _property(props: Properties, ident: int, default: int) -> int:
+    for key, value in props:
+        if key == ident and isinstance(value, int):
+            return value
+    return default
+
+
+class MqttConnection(asyncio.Protocol):
+    """The client side of one MQTT connection (see the module docstring)."""
+
+    def __init__(self, version: int) -> None:
+        self.version = version
+        self.decoder = Decoder(version)
+        self.transport: asyncio.Transport | None = None
+        self.loop = asyncio.get_running_loop()
+        self.error: OpError | None = None
+        self.closed: asyncio.Future[OpError] = self.loop.create_future()
+        self.paused = False
+        self.resume_waiters: list[Callable[[], None]] = []
+        self.on_publish: MessageHandler | None = None
+        self.inflight: dict[int, tuple[Done, float]] = {}
+        self.waiting: deque[Callable[[], None]] = deque()
+        self.send_quota = MAX_PACKET_ID
+        self.sent_packets = 0
+        self._out: list[bytes] = []
+        self._flush_handle: asyncio.Handle | None = None
+        self._connack: asyncio.Future[Connack] | None = self.loop.create_future()
+        self._replies: dict[int, asyncio.Future[Suback | Unsuback]] = {}
+        self._qos2_in: set[int] = set()
+        self._late_ids: set[int] = set()
+        self._next_id = 0
+        self._keepalive_handle: asyncio.TimerHandle | None = None
+        self._sweep_handle: asyncio.TimerHandle | None = None
+        self._ping_outstanding = False
+        self._last_sent = 0
+        self._disconnect_reason: int | None = None
+
+    # ------------------------------------------------------------------ transport events
+
+    def connection_made(self, transport: asyncio.BaseTransport) -> None:
+        self.transport = cast(asyncio.Transport, transport)
+        sock = transport.get_extra_info("socket")
+        if sock is not None:
+            with contextlib.suppress(OSError):
+                sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+
+    def pause_writing(self) -> None:
+        self.paused = True
+
+    def resume_writing(self) -> None:
+        self.paused = False
+        waiters, self.resume_waiters = self.resume_waiters, []
+        for waiter in waiters:
+            waiter()
+        self._release_waiting()
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        if self.error is None:
+            if self._disconnect_reason is not None:
+                code = self._disconnect_reason
+                self.error = OpError(
+                    ErrorClass.CLOSED,
+                    f"broker sent DISCONNECT: {reason_text(code, self.version)}",
+                    code=f"0x{code:02x}",
+                )
+            elif isinstance(exc, OSError):
+                self.error = map_os_error(exc, "connection lost")
+                if self.error.error_class is not ErrorClass.LOCAL:
+                    self.error = OpError(ErrorClass.CLOSED, self.error.detail)
+            else:
+                self.error = OpError(ErrorClass.CLOSED, "connection closed by the broker")
+        self._fail_all(self.error)
+
+    def data_received(self, data: bytes) -> None:
+        now = monotonic_ns()
+        try:
+            packets = self.decoder.feed(data)
+        except MalformedPacket as exc:
+            self.abort(OpError(ErrorClass.PROTOCOL, f"malformed packet from the broker: {exc}"))
+            return
+        for packet in packets:
+            kind = type(packet)
+            if kind is Publish:
+                self._received_publish(packet, now)  # type: ignore[arg-type]
+            elif kind is Ack:
+                self._received_ack(packet)  # type: ignore[arg-type]
+            elif kind is PingResp:
+                self._ping_outstanding = False
+            elif kind is Connack:
+                future = self._connack
+                self._connack = None
+                if future is not None and not future.done():
+                    future.set_result(packet)  # type: ignore[arg-type]
+            elif kind is Suback or kind is Unsuback:
+                reply = self._replies.pop(packet.packet_id, None)  # type: ignore[union-attr]
+                if reply is not None and not reply.done():
+                    reply.set_result(packet)  # type: ignore[arg-type]
+            elif kind is Disconnect:
+                self._disconnect_reason = packet.reason  # type: ignore[union-attr]
+                if self.transport is not None:
+                    self.transport.close()
+            else:
+                self.abort(
+                    OpError(ErrorClass.PROTOCOL, f"unexpected {kind.__name__} from the broker")
+                )
+                return
+
+    # ------------------------------------------------------------------ incoming traffic
+
+    def _received_publish(self, packet: Publish, now: int) -> None:
+        qos = packet.qos
+        if qos:
+            pid = packet.packet_id
+            if qos == 1:
+                self.send(bytes((0x40, 2, pid >> 8, pid & 0xFF)))
+            else:
+                self.send(bytes((0x50, 2, pid >> 8, pid & 0xFF)))
+                if pid in self._qos2_in:
+                    return
+                self._qos2_in.add(pid)
+        handler = self.on_publish
+        if handler is not None:
+            handler(packet, now)
+
+    def _received_ack(self, ack: Ack) -> None:
+        kind = ack.kind
+        pid = ack.packet_id
+        if kind == PUBREL:
+            self._qos2_in.discard(pid)
+            self.send(bytes((0x70, 2, pid >> 8, pid & 0xFF)))
+            return
+        if kind == PUBREC and ack.reason < 0x80:
+            self.send(bytes((0x62, 2, pid >> 8, pid & 0xFF)))
+            return
+        entry = self.inflight.pop(pid, None)
+        if entry is None:
+            self._late_ids.discard(pid)
+            return
+        if ack.reason >= 0x80:
+            entry[0](
+                OpError(
+                    ErrorClass.PROTOCOL,
+                    f"publish refused: {reason_text(ack.reason, self.version)}",
+                    code=f"0x{ack.reason:02x}",
+                ),
+                0,
+            )
+        else:
+            entry[0](None, 4 if kind == PUBACK else 8)
+        if self.waiting:
+            self._release_waiting()
+
+    # ------------------------------------------------------------------ outgoing traffic
+
+    def send(self, data: bytes) -> None:
+        """Queue bytes; everything queued in one loop turn goes out in one write."""
+        self._out.append(data)
+        self.sent_packets += 1
+        if self._flush_handle is None:
+            self._flush_handle = self.loop.call_soon(self._flush)
+
+    def _flush(self) -> None:
+        self._flush_handle = None
+        out = self._out
+        if not out or self.transport is None or self.error is not None:
+            out.clear()
+            return
+        self.transport.write(out[0] if len(out) == 1 else b"".join(out))
+        out.clear()
+
+    def next_packet_id(self) -> int:
+        """A packet identifier not in flight (nor timed out and still unacknowledged)."""
+        pid = self._next_id
+        inflight = self.inflight
+        late = self._late_ids
+        for _ in range(MAX_PACKET_ID):
+            pid = pid + 1 if pid < MAX_PACKET_ID else 1
+            if pid not in inflight and pid not in late:
+                self._next_id = pid
+                return pid
+        raise OpError(ErrorClass.LOCAL, "no free MQTT packet identifier (65535 in flight)")
+
+    def track(self, pid: int, done: Done, timeout: float) -> None:
+        """Remember an outgoing QoS 1/2 message until its PUBACK/PUBCOMP or its deadline."""
+        self.inflight[pid] = (done, self.loop.time() + timeout)
+        if self._sweep_handle is None:
+            self._sweep_handle = self.loop.call_later(SWEEP_INTERVAL, self._sweep)
+
+    def _sweep(self) -> None:
+        self._sweep_handle = None
+        if self.error is not None:
+            return
+        now = self.loop.time()
+        expired = []
+        for pid, (_, deadline) in self.inflight.items():
+            if deadline > now:
+                break
+            expired.append(pid)
+        for pid in expired:
+            done, _ = self.inflight.pop(pid)
+            self._late_ids.add(pid)
+            done(OpError(ErrorClass.TIMEOUT, "no PUBACK/PUBCOMP in time"), 0)
+        if expired:
+            self._release_waiting()
+        if self.inflight:
+            self._sweep_handle = self.loop.call_later(SWEEP_INTERVAL, self._sweep)
+
+    def _release_waiting(self) -> None:
+        """Start queued publishes while the window and the socket allow."""
+        waiting = self.waiting
+        while waiting and not self.paused and len(self.inflight) < self.send_quota:
+            waiting.popleft()()
+
+    # ------------------------------------------------------------------ requests
+
+    async def wait_connack(self) -> Connack:
+        assert self._connack is not None
+        connack = await self._connack
+        if self.version == V5:
+            self.send_quota = _property(connack.properties, Prop.RECEIVE_MAXIMUM, MAX_PACKET_ID)
+        return connack
+
+    async def subscribe(self, topics: list[tuple[str, int]], within: float) -> Suback:
+        """Send SUBSCRIBE and return the SUBACK (its reason codes are the caller's to check)."""
+        pid = self.next_packet_id()
+        reply: asyncio.Future[Suback | Unsuback] = self.loop.create_future()
+        self._replies[pid] = reply
+        self.send(encode(Subscribe(pid, tuple(topics)), self.version))
+        try:
+            async with asyncio.timeout(within):
+                suback = await reply
+        except TimeoutError:
+            self._replies.pop(pid, None)
+            raise OpError(ErrorClass.TIMEOUT, "no SUBACK in time") from None
+        assert isinstance(suback, Suback)
+        return suback
+
+    def start_keepalive(self, keepalive: float, first_delay: float) -> None:
+        """Ping when nothing was sent for ``keepalive / 2`` (0 = no keepalive)."""
+        if keepalive > 0:
+            self._keepalive_handle = self.loop.call_later(
+                first_delay, self._keepalive_tick, keepalive / 2
+            )
+
+    def _keepalive_tick(self, period: float) -> None:
+        if self.error is not None:
+            return
+        if self._ping_outstanding:
+            self.abort(OpError(ErrorClass.TIMEOUT, "keepalive: no PINGRESP from the broker"))
+            return
+        if self.sent_packets == self._last_sent:
+            self._ping_outstanding = True
+            self.send(b"\xc0\x00")
+        self._last_sent = self.sent_packets
+        self._keepalive_handle = self.loop.call_later(period, self._keepalive_tick, period)
+
+    # ------------------------------------------------------------------ closing
+
+    def _fail_all(self, error: OpError) -> None:
+        for handle in (self._keepalive_handle, self._sweep_handle, self._flush_handle):
+            if handle is not None:
+                handle.cancel()
+        self._keepalive_handle = self._sweep_handle = self._flush_handle = None
+        self._out.clear()
+        futures: list[asyncio.Future[Connack] | asyncio.Future[Suback | Unsuback]] = list(
+            self._replies.values()
+        )
+        if self._connack is not None:
+            futures.append(self._connack)
+        for future in futures:
+            if not future.done():
+                future.set_exception(error)
+                future.exception()  # a failure nobody waits for is not worth a warning
+        self._replies.clear()
+        inflight, self.inflight = self.inflight, {}
+        for done, _ in inflight.values():
+            done(error, 0)
+        waiting, self.waiting = self.waiting, deque()
+        for start in waiting:
+            start()
+        waiters, self.resume_waiters = self.resume_waiters, []
+        for waiter in waiters:
+            waiter()
+        if not self.closed.done():
+            self.closed.set_result(error)
+
+    def abort(self, error: OpError) -> None:
+        """Drop the connection now, failing everything pending with ``error``."""
+        if self.error is None:
+            self.error = error
+        if self.transport is not None:
+            self.transport.abort()
+        else:
+            self._fail_all(error)
+
+    def disconnect(self) -> None:
+        """Send DISCONNECT and close (no wait); later errors are ``closed``."""
+        if self.error is not None or self.transport is None:
+            return
+        self.error = OpError(ErrorClass.CLOSED, "connection closed by the client")
+        if self._flush_handle is not None:
+            self._flush_handle.cancel()
+            self._flush_handle = None
+        self._out.append(encode(Disconnect(), self.version))
+        self.transport.write(b"".join(self._out))
+        self._out.clear()
+        self.transport.close()
+
+
+async def open_connection(
+    host: str,
+    port: int,
+    connect: Connect,
+    *,
+    version: int,
+    within: float,
+    ssl_context: ssl.SSLContext | None = None,
+) -> MqttConnection:
+    """Connect, send ``connect`` and wait for a successful CONNACK, or raise :class:`OpError`."""
+    loop = asyncio.get_running_loop()
+    conn = MqttConnection(version)
+    try:
+        async with asyncio.timeout(within):
+            await loop.create_connection(
+                lambda: conn,
+                host,
+                port,
+                ssl=ssl_context,
+                server_hostname=host if ssl_context else None,
+            )
+            conn.send(encode(connect, version))
+            connack = await conn.wait_connack()
+    except TimeoutError:
+        conn.abort(OpError(ErrorClass.TIMEOUT, "connect timed out"))
+        what = "CONNACK" if conn.transport is not None else "TCP connection"
+        raise OpError(ErrorClass.TIMEOUT, f"no {what} within {within:g}s") from None
+    except OSError as exc:
+        raise map_os_error(exc, "connect") from None
+    if connack.reason:
+        error = connack_error(connack, version)
+        conn.abort(error)
+        raise error
+    return conn

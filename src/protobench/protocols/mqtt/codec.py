@@ -1,0 +1,674 @@
+"""A small sans-I/O MQTT 3.1.1 and 5.0 codec: packets in, bytes out, and back.
+
+No sockets, no clock. :func:`encode` turns a packet into bytes; a
+:class:`Decoder` takes bytes as they arrive (``feed``) and returns the complete
+packets they finish. Both sides of the protocol are covered so a client core
+can be tested against a peer in memory: CONNECT/CONNACK, PUBLISH,
+PUBACK/PUBREC/PUBREL/PUBCOMP (one :class:`Ack` class with its ``kind``),
+SUBSCRIBE/SUBACK, UNSUBSCRIBE/UNSUBACK, PINGREQ/PINGRESP and DISCONNECT.
+Wills and the MQTT 5 AUTH packet are not supported (a peer sending AUTH is a
+protocol error).
+
+MQTT 5 properties are a tuple of ``(identifier, value)`` pairs in wire order
+(identifiers may repeat: user properties, subscription identifiers); values
+are ``int``, ``str``, ``bytes`` or a ``(str, str)`` pair by the identifier's
+type. MQTT 3.1.1 packets carry no properties and no reason codes on acks; the
+CONNACK return code of 3.1.1 is kept in ``Connack.reason`` as it is (0..5).
+
+Every malformed input raises :class:`MalformedPacket`.
+"""
+
+from __future__ import annotations
+
+import enum
+import struct
+from dataclasses import dataclass, field
+from typing import Final
+
+V311: Final = 4
+V5: Final = 5
+MAX_REMAINING: Final = 268_435_455
+
+CONNECT, CONNACK, PUBLISH, PUBACK, PUBREC, PUBREL, PUBCOMP = 1, 2, 3, 4, 5, 6, 7
+SUBSCRIBE, SUBACK, UNSUBSCRIBE, UNSUBACK, PINGREQ, PINGRESP, DISCONNECT = (
+    8,
+    9,
+    10,
+    11,
+    12,
+    13,
+    14,
+)
+
+_U16 = struct.Struct(">H")
+_U32 = struct.Struct(">I")
+
+type PropValue = int | str | bytes | tuple[str, str]
+type Properties = tuple[tuple[int, PropValue], ...]
+
+
+class MalformedPacket(ValueError):
+    """Bytes that are not a valid MQTT packet of the version in use."""
+
+
+class Prop(enum.IntEnum):
+    """MQTT 5 property identifiers."""
+
+    PAYLOAD_FORMAT_INDICATOR = 0x01
+    MESSAGE_EXPIRY_INTERVAL = 0x02
+    CONTENT_TYPE = 0x03
+    RESPONSE_TOPIC = 0x08
+    CORRELATION_DATA = 0x09
+    SUBSCRIPTION_IDENTIFIER = 0x0B
+    SESSION_EXPIRY_INTERVAL = 0x11
+    ASSIGNED_CLIENT_IDENTIFIER = 0x12
+    SERVER_KEEP_ALIVE = 0x13
+    AUTHENTICATION_METHOD = 0x15
+    AUTHENTICATION_DATA = 0x16
+    REQUEST_PROBLEM_INFORMATION = 0x17
+    WILL_DELAY_INTERVAL = 0x18
+    REQUEST_RESPONSE_INFORMATION = 0x19
+    RESPONSE_INFORMATION = 0x1A
+    SERVER_REFERENCE = 0x1C
+    REASON_STRING = 0x1F
+    RECEIVE_MAXIMUM = 0x21
+    TOPIC_ALIAS_MAXIMUM = 0x22
+    TOPIC_ALIAS = 0x23
+    MAXIMUM_QOS = 0x24
+    RETAIN_AVAILABLE = 0x25
+    USER_PROPERTY = 0x26
+    MAXIMUM_PACKET_SIZE = 0x27
+    WILDCARD_SUBSCRIPTION_AVAILABLE = 0x28
+    SUBSCRIPTION_IDENTIFIER_AVAILABLE = 0x29
+    SHARED_SUBSCRIPTION_AVAILABLE = 0x2A
+
+
+_BYTE_PROPS = {0x01, 0x17, 0x19, 0x24, 0x25, 0x28, 0x29, 0x2A}
+_U16_PROPS = {0x13, 0x21, 0x22, 0x23}
+_U32_PROPS = {0x02, 0x11, 0x18, 0x27}
+_VARINT_PROPS = {0x0B}
+_STR_PROPS = {0x03, 0x08, 0x12, 0x15, 0x1A, 0x1C, 0x1F}
+_BIN_PROPS = {0x09, 0x16}
+_PAIR_PROPS = {0x26}
+
+
+class Reason(enum.IntEnum):
+    """MQTT 5 reason codes (values >= 0x80 are failures)."""
+
+    SUCCESS = 0x00
+    GRANTED_QOS_1 = 0x01
+    GRANTED_QOS_2 = 0x02
+    DISCONNECT_WITH_WILL = 0x04
+    NO_MATCHING_SUBSCRIBERS = 0x10
+    NO_SUBSCRIPTION_EXISTED = 0x11
+    CONTINUE_AUTHENTICATION = 0x18
+    RE_AUTHENTICATE = 0x19
+    UNSPECIFIED_ERROR = 0x80
+    MALFORMED_PACKET = 0x81
+    PROTOCOL_ERROR = 0x82
+    IMPLEMENTATION_SPECIFIC_ERROR = 0x83
+    UNSUPPORTED_PROTOCOL_VERSION = 0x84
+    CLIENT_IDENTIFIER_NOT_VALID = 0x85
+    BAD_USER_NAME_OR_PASSWORD = 0x86
+    NOT_AUTHORIZED = 0x87
+    SERVER_UNAVAILABLE = 0x88
+    SERVER_BUSY = 0x89
+    BANNED = 0x8A
+    SERVER_SHUTTING_DOWN = 0x8B
+    BAD_AUTHENTICATION_METHOD = 0x8C
+    KEEP_ALIVE_TIMEOUT = 0x8D
+    SESSION_TAKEN_OVER = 0x8E
+    TOPIC_FILTER_INVALID = 0x8F
+    TOPIC_NAME_INVALID = 0x90
+    PACKET_IDENTIFIER_IN_USE = 0x91
+    PACKET_IDENTIFIER_NOT_FOUND = 0x92
+    RECEIVE_MAXIMUM_EXCEEDED = 0x93
+    TOPIC_ALIAS_INVALID = 0x94
+    PACKET_TOO_LARGE = 0x95
+    MESSAGE_RATE_TOO_HIGH = 0x96
+    QUOTA_EXCEEDED = 0x97
+    ADMINISTRATIVE_ACTION = 0x98
+    PAYLOAD_FORMAT_INVALID = 0x99
+    RETAIN_NOT_SUPPORTED = 0x9A
+    QOS_NOT_SUPPORTED = 0x9B
+    USE_ANOTHER_SERVER = 0x9C
+    SERVER_MOVED = 0x9D
+    SHARED_SUBSCRIPTIONS_NOT_SUPPORTED = 0x9E
+    CONNECTION_RATE_EXCEEDED = 0x9F
+    MAXIMUM_CONNECT_TIME = 0xA0
+    SUBSCRIPTION_IDENTIFIERS_NOT_SUPPORTED = 0xA1
+    WILDCARD_SUBSCRIPTIONS_NOT_SUPPORTED = 0xA2
+
+
+CONNACK_V311_TEXT: Final = {
+    1: "unacceptable protocol version",
+    2: "identifier rejected",
+    3: "server unavailable",
+    4: "bad user name or password",
+    5: "not authorized",
+}
+"""The text of MQTT 3.1.1 CONNACK return codes."""
+
+
+def reason_text(code: int, version: int) -> str:
+    """A short name for a reason code (3.1.1 CONNACK return codes when ``version`` is 4)."""
+    if version == V311 and code in CONNACK_V311_TEXT:
+        return CONNACK_V311_TEXT[code]
+    try:
+        return Reason(code).name.lower().replace("_", " ")
+    except ValueError:
+        return f"reason 0x{code:02x}"
+
+
+# --------------------------------------------------------------------------- packets
+
+
+@dataclass(frozen=True, slots=True)
+class Connect:
+    client_id: str
+    keepalive: int = 60
+    clean: bool = True
+    username: str | None = None
+    password: bytes | None = None
+    properties: Properties = ()
+
+
+@dataclass(frozen=True, slots=True)
+class Connack:
+    session_present: bool = False
+    reason: int = 0
+    properties: Properties = ()
+
+
+@dataclass(slots=True)
+class Publish:
+    """An application message (not frozen: constructed once per message on hot paths)."""
+
+    topic: str
+    payload: bytes
+    qos: int = 0
+    retain: bool = False
+    dup: bool = False
+    packet_id: int = 0
+    properties: Properties = ()
+
+
+@dataclass(slots=True)
+class Ack:
+    """PUBACK, PUBREC, PUBREL or PUBCOMP (``kind`` is the packet type; not frozen: hot path)."""
+
+    kind: int
+    packet_id: int
+    reason: int = 0
+    properties: Properties = ()
+
+
+@dataclass(frozen=True, slots=True)
+class Subscribe:
+    """``topics`` is a tuple of ``(filter, options)``; options' low two bits are the QoS."""
+
+    packet_id: int
+    topics: tuple[tuple[str, int], ...]
+    properties: Properties = ()
+
+
+@dataclass(frozen=True, slots=True)
+class Suback:
+    packet_id: int
+    reasons: tuple[int, ...]
+    properties: Properties = ()
+
+
+@dataclass(frozen=True, slots=True)
+class Unsubscribe:
+    packet_id: int
+    topics: tuple[str, ...]
+    properties: Properties = ()
+
+
+@dataclass(frozen=True, slots=True)
+class Unsuback:
+    packet_id: int
+    reasons: tuple[int, ...] = ()
+    properties: Properties = ()
+
+
+@dataclass(frozen=True, slots=True)
+class PingReq:
+    pass
+
+
+@dataclass(frozen=True, slots=True)
+class PingResp:
+    pass
+
+
+@dataclass(frozen=True, slots=True)
+class Disconnect:
+    reason: int = 0
+    properties: Properties = field(default=())
+
+
+type Packet = (
+    Connect
+    | Connack
+    | Publish
+    | Ack
+    | Subscribe
+    | Suback
+    | Unsubscribe
+    | Unsuback
+    | PingReq
+    | PingResp
+    | Disconnect
+)
+
+PINGREQ_BYTES: Final = b"\xc0\x00"
+PINGRESP_BYTES: Final = b"\xd0\x00"
+DISCONNECT_BYTES: Final = b"\xe0\x00"
+
+
+# --------------------------------------------------------------------------- encoding
+
+
+def encode_varint(value: int) -> bytes:
+    """MQTT variable byte integer (1 to 4 bytes)."""
+    if not 0 <= value <= MAX_REMAINING:
+        raise ValueError(f"variable byte integer out of range: {value}")
+    out = bytearray()
+    while True:
+        byte = value & 0x7F
+        value >>= 7
+        if value:
+            out.append(byte | 0x80)
+        else:
+            out.append(byte)
+            return bytes(out)
+
+
+def encode_str(text: str) -> bytes:
+    data = text.encode()
+    if len(data) > 0xFFFF:
+        raise ValueError("string longer than 65535 bytes")
+    return _U16.pack(len(data)) + data
+
+
+def encode_bin(data: bytes) -> bytes:
+    if len(data) > 0xFFFF:
+        raise ValueError("binary data longer than 65535 bytes")
+    return _U16.pack(len(data)) + data
+
+
+def encode_properties(props: Properties) -> bytes:
+    """An MQTT 5 property block: its length, then each property."""
+    body = bytearray()
+    for ident, value in props:
+        body.append(ident)
+        if ident in _BYTE_PROPS and isinstance(value, int):
+            body.append(value)
+        elif ident in _U16_PROPS and isinstance(value, int):
+            body += _U16.pack(value)
+        elif ident in _U32_PROPS and isinstance(value, int):
+            body += _U32.pack(value)
+        elif ident in _VARINT_PROPS and isinstance(value, int):
+            body += encode_varint(value)
+        elif ident in _STR_PROPS and isinstance(value, str):
+            body += encode_str(value)
+        elif ident in _BIN_PROPS and isinstance(value, bytes):
+            body += encode_bin(value)
+        elif ident in _PAIR_PROPS and isinstance(value, tuple):
+            body += encode_str(value[0]) + encode_str(value[1])
+        else:
+            raise ValueError(f"property 0x{ident:02x} cannot hold {value!r}")
+    return encode_varint(len(body)) + bytes(body)
+
+
+def fixed_header(first: int, remaining: int) -> bytes:
+    """The fixed header of a packet: type and flags, then the remaining length."""
+    return bytes((first,)) + encode_varint(remaining)
+
+
+def _frame(first: int, body: bytes) -> bytes:
+    return fixed_header(first, len(body)) + body
+
+
+def publish_prefix(topic: str, qos: int, retain: bool, dup: bool, remaining: int) -> bytes:
+    """Fixed header and topic of a PUBLISH whose remaining length is ``remaining``.
+
+    The hot path of publishers: what follows is the packet identifier (QoS > 0),
+    the property block (MQTT 5) and the payload.
+    """
+    first = (PUBLISH << 4) | (0x08 if dup else 0) | (qos << 1) | (1 if retain else 0)
+    return fixed_header(first, remaining) + encode_str(topic)
+
+
+def encode(packet: Packet, version: int = V311) -> bytes:
+    """The bytes of ``packet`` for protocol ``version`` (4 = 3.1.1, 5 = 5.0)."""
+    v5 = version == V5
+    match packet:
+        case Publish():
+            if packet.qos not in (0, 1, 2):
+                raise ValueError(f"invalid QoS {packet.qos}")
+            body = encode_str(packet.topic)
+            if packet.qos:
+                body += _U16.pack(packet.packet_id)
+            if v5:
+                body += encode_properties(packet.properties)
+            body += packet.payload
+            first = (
+                (PUBLISH << 4)
+                | (0x08 if packet.dup else 0)
+                | (packet.qos << 1)
+                | (1 if packet.retain else 0)
+            )
+            return _frame(first, body)
+        case Ack():
+            if packet.kind not in (PUBACK, PUBREC, PUBREL, PUBCOMP):
+                raise ValueError(f"not an acknowledgement type: {packet.kind}")
+            body = _U16.pack(packet.packet_id)
+            if v5 and (packet.reason or packet.properties):
+                body += bytes((packet.reason,))
+                if packet.properties:
+                    body += encode_properties(packet.properties)
+            return _frame((packet.kind << 4) | (0x02 if packet.kind == PUBREL else 0), body)
+        case Connect():
+            flags = 0x02 if packet.clean else 0
+            if packet.username is not None:
+                flags |= 0x80
+            if packet.password is not None:
+                flags |= 0x40
+            body = encode_str("MQTT") + bytes((version, flags)) + _U16.pack(packet.keepalive)
+            if v5:
+                body += encode_properties(packet.properties)
+            body += encode_str(packet.client_id)
+            if packet.username is not None:
+                body += encode_str(packet.username)
+            if packet.password is not None:
+                body += encode_bin(packet.password)
+            return _frame(CONNECT << 4, body)
+        case Connack():
+            body = bytes((1 if packet.session_present else 0, packet.reason))
+            if v5:
+                body += encode_properties(packet.properties)
+            return _frame(CONNACK << 4, body)
+        case Subscribe():
+            body = _U16.pack(packet.packet_id)
+            if v5:
+                body += encode_properties(packet.properties)
+            for topic, options in packet.topics:
+                body += encode_str(topic) + bytes((options,))
+            return _frame((SUBSCRIBE << 4) | 0x02, body)
+        case Suback():
+            body = _U16.pack(packet.packet_id)
+            if v5:
+                body += encode_properties(packet.properties)
+            return _frame(SUBACK << 4, body + bytes(packet.reasons))
+        case Unsubscribe():
+            body = _U16.pack(packet.packet_id)
+            if v5:
+                body += encode_properties(packet.properties)
+            for topic in packet.topics:
+                body += encode_str(topic)
+            return _frame((UNSUBSCRIBE << 4) | 0x02, body)
+        case Unsuback():
+            body = _U16.pack(packet.packet_id)
+            if v5:
+                body += encode_properties(packet.properties) + bytes(packet.reasons)
+            return _frame(UNSUBACK << 4, body)
+        case PingReq():
+            return PINGREQ_BYTES
+        case PingResp():
+            return PINGRESP_BYTES
+        case Disconnect():
+            if v5 and (packet.reason or packet.properties):
+                body = bytes((packet.reason,))
+                if packet.properties:
+                    body += encode_properties(packet.properties)
+                return _frame(DISCONNECT << 4, body)
+            return DISCONNECT_BYTES
+    raise TypeError(f"not an MQTT packet: {packet!r}")
+
+
+# --------------------------------------------------------------------------- decoding
+
+
+class _Reader:
+    """A cursor over one packet's body."""
+
+    __slots__ = ("data", "end", "pos")
+
+    def __init__(self, data: bytes, pos: int, end: int) -> None:
+        self.data = data
+        self.pos = pos
+        self.end = end
+
+    def need(self, n: int) -> None:
+        if self.pos + n > self.end:
+            raise MalformedPacket("packet shorter than its contents")
+
+    def byte(self) -> int:
+        self.need(1)
+        value = self.data[self.pos]
+        self.pos += 1
+        return value
+
+    def u16(self) -> int:
+        self.need(2)
+        value: int = _U16.unpack_from(self.data, self.pos)[0]
+        self.pos += 2
+        return value
+
+    def u32(self) -> int:
+        self.need(4)
+        value: int = _U32.unpack_from(self.data, self.pos)[0]
+        self.pos += 4
+        return value
+
+    def varint(self) -> int:
+        value = shift = 0
+        for _ in range(4):
+            byte = self.byte()
+            value |= (byte & 0x7F) << shift
+            if not byte & 0x80:
+                return value
+            shift += 7
+        raise MalformedPacket("variable byte integer longer than 4 bytes")
+
+    def bin(self) -> bytes:
+        n = self.u16()
+        self.need(n)
+        value = self.data[self.pos : self.pos + n]
+        self.pos += n
+        return bytes(value)
+
+    def str(self) -> str:
+        try:
+            return self.bin().decode()
+        except UnicodeDecodeError:
+            raise MalformedPacket("string is not valid UTF-8") from None
+
+    def rest(self) -> bytes:
+        value = self.data[self.pos : self.end]
+        self.pos = self.end
+        return bytes(value)
+
+    @property
+    def left(self) -> int:
+        return self.end - self.pos
+
+    def properties(self) -> Properties:
+        length = self.varint()
+        self.need(length)
+        end = self.pos + length
+        props: list[tuple[int, PropValue]] = []
+        while self.pos < end:
+            ident = self.varint()
+            value: PropValue
+            if ident in _BYTE_PROPS:
+                value = self.byte()
+            elif ident in _U16_PROPS:
+                value = self.u16()
+            elif ident in _U32_PROPS:
+                value = self.u32()
+            elif ident in _VARINT_PROPS:
+                value = self.varint()
+            elif ident in _STR_PROPS:
+                value = self.str()
+            elif ident in _BIN_PROPS:
+                value = self.bin()
+            elif ident in _PAIR_PROPS:
+                value = (self.str(), self.str())
+            else:
+                raise MalformedPacket(f"unknown property identifier 0x{ident:02x}")
+            props.append((ident, value))
+        if self.pos != end:
+            raise MalformedPacket("property block length does not match its contents")
+        return tuple(props)
+
+    def done(self) -> None:
+        if self.pos != self.end:
+            raise MalformedPacket("trailing bytes after the packet's contents")
+
+
+def _decode_body(first: int, data: bytes, start: int, end: int, version: int) -> Packet:
+    kind = first >> 4
+    flags = first & 0x0F
+    v5 = version == V5
+    r = _Reader(data, start, end)
+    if kind == PUBLISH:
+        qos = (flags >> 1) & 0x03
+        if qos == 3:
+            raise MalformedPacket("PUBLISH with QoS 3")
+        topic = r.str()
+        packet_id = r.u16() if qos else 0
+        props = r.properties() if v5 else ()
+        return Publish(topic, r.rest(), qos, bool(flags & 1), bool(flags & 8), packet_id, props)
+    expected_flags = 0x02 if kind in (PUBREL, SUBSCRIBE, UNSUBSCRIBE) else 0
+    if flags != expected_flags:
+        raise MalformedPacket(f"packet type {kind} with reserved flags 0x{flags:x}")
+    packet: Packet
+    if kind in (PUBACK, PUBREC, PUBREL, PUBCOMP):
+        packet_id = r.u16()
+        reason = r.byte() if v5 and r.left else 0
+        props = r.properties() if v5 and r.left else ()
+        packet = Ack(kind, packet_id, reason, props)
+    elif kind == CONNACK:
+        ack_flags = r.byte()
+        if ack_flags & 0xFE:
+            raise MalformedPacket("CONNACK with reserved flags set")
+        reason = r.byte()
+        props = r.properties() if v5 and r.left else ()
+        packet = Connack(bool(ack_flags & 1), reason, props)
+    elif kind == SUBACK:
+        packet_id = r.u16()
+        props = r.properties() if v5 else ()
+        packet = Suback(packet_id, tuple(r.rest()), props)
+    elif kind == UNSUBACK:
+        packet_id = r.u16()
+        props = r.properties() if v5 else ()
+        packet = Unsuback(packet_id, tuple(r.rest()) if v5 else (), props)
+    elif kind in (PINGREQ, PINGRESP):
+        packet = PingReq() if kind == PINGREQ else PingResp()
+    elif kind == DISCONNECT:
+        reason = r.byte() if v5 and r.left else 0
+        props = r.properties() if v5 and r.left else ()
+        packet = Disconnect(reason, props)
+    elif kind == CONNECT:
+        packet = _decode_connect(r)
+    elif kind == SUBSCRIBE:
+        packet_id = r.u16()
+        props = r.properties() if v5 else ()
+        topics: list[tuple[str, int]] = []
+        while r.left:
+            topics.append((r.str(), r.byte()))
+        if not topics:
+            raise MalformedPacket("SUBSCRIBE without a topic filter")
+        packet = Subscribe(packet_id, tuple(topics), props)
+    elif kind == UNSUBSCRIBE:
+        packet_id = r.u16()
+        props = r.properties() if v5 else ()
+        names: list[str] = []
+        while r.left:
+            names.append(r.str())
+        if not names:
+            raise MalformedPacket("UNSUBSCRIBE without a topic filter")
+        packet = Unsubscribe(packet_id, tuple(names), props)
+    else:
+        raise MalformedPacket(f"unsupported packet type {kind}")
+    r.done()
+    return packet
+
+
+def _decode_connect(r: _Reader) -> Connect:
+    if r.str() != "MQTT":
+        raise MalformedPacket("CONNECT with a protocol name other than MQTT")
+    level = r.byte()
+    if level not in (V311, V5):
+        raise MalformedPacket(f"unsupported protocol level {level}")
+    flags = r.byte()
+    if flags & 0x3D:
+        raise MalformedPacket("CONNECT with a will or reserved flags (not supported)")
+    keepalive = r.u16()
+    props = r.properties() if level == V5 else ()
+    client_id = r.str()
+    username = r.str() if flags & 0x80 else None
+    password = r.bin() if flags & 0x40 else None
+    return Connect(client_id, keepalive, bool(flags & 0x02), username, password, props)
+
+
+class Decoder:
+    """Splits a byte stream into packets: ``feed(data)`` returns the complete ones.
+
+    ``max_size`` bounds the remaining length accepted (a larger packet is
+    malformed input, never buffered).
+    """
+
+    __slots__ = ("_buf", "max_size", "version")
+
+    def __init__(self, version: int = V311, max_size: int = MAX_REMAINING) -> None:
+        self.version = version
+        self.max_size = max_size
+        self._buf = b""
+
+    @property
+    def buffered(self) -> int:
+        """Bytes held back as the start of an incomplete packet."""
+        return len(self._buf)
+
+    def feed(self, data: bytes) -> list[Packet]:
+        if self._buf:
+            data = self._buf + data
+        n = len(data)
+        pos = 0
+        out: list[Packet] = []
+        version = self.version
+        while n - pos >= 2:
+            first = data[pos]
+            length = data[pos + 1]
+            header = 2
+            if length & 0x80:
+                length &= 0x7F
+                shift = 7
+                while True:
+                    if pos + header >= n:
+                        self._buf = data[pos:]
+                        return out
+                    byte = data[pos + header]
+                    header += 1
+                    length |= (byte & 0x7F) << shift
+                    if not byte & 0x80:
+                        break
+                    shift += 7
+                    if header > 4:
+                        raise MalformedPacket("remaining length longer than 4 bytes")
+            if length > self.max_size:
+                raise MalformedPacket(
+                    f"packet of {length} bytes exceeds the limit of {self.max_size}"
+                )
+            end = pos + header + length
+            if end > n:
+                break
+            out.append(_decode_body(first, data, pos + header, end, version))
+            pos = end
+        self._buf = data[pos:] if pos < n else b""
+        return out

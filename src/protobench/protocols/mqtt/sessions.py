@@ -1,0 +1,435 @@
+"""The sessions of the four MQTT operations: publish, subscribe, connect and idle.
+
+``publish`` (:class:`PublishSession`, a callback session) sends one PUBLISH per
+exchange. QoS 1/2 exchanges complete on PUBACK/PUBCOMP; QoS 0 exchanges
+complete once the message is queued on the connection: completions are handed
+out in bursts of at most :data:`BURST` per event-loop turn, and not at all while
+the transport's buffer is full (back-pressure), so a back-to-back publisher
+runs as fast as the broker reads and never faster. Sessions of a group share
+connections ``inflight`` at a time (:class:`ConnectionShare`).
+
+``subscribe`` (:class:`SubscribeSession`) records, for every stamped message,
+the end-to-end latency from the publisher's send time, and the counters
+``received``, ``lost``, ``duplicated``, ``out_of_order`` (per publisher, see
+:mod:`~protobench.protocols.mqtt.payload`) and ``foreign`` (unstamped
+payloads). Filters with ``$share/`` receive a share of each publisher's
+sequence, so only ``received`` is counted for them.
+
+``connect`` (:class:`ConnectSession`) opens a new connection per exchange and
+closes it with DISCONNECT once CONNACK arrived; ``idle`` (:class:`IdleSession`)
+holds one connection with keepalive pings. Stream sessions count
+``disconnects`` and end with the connection's error, which the engine records
+before it reopens the session.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import random
+from collections import deque
+from collections.abc import Awaitable, Callable
+from typing import Final, cast
+
+from protobench.engine.metrics import OpRecorder
+from protobench.protocols.base import (
+    AsyncSession,
+    CallbackSession,
+    Done,
+    ErrorClass,
+    OpError,
+    SessionContext,
+    StreamSession,
+)
+from protobench.protocols.mqtt.client import MqttConnection, monotonic_ns, open_connection
+from protobench.protocols.mqtt.codec import V5, Connect, Prop, Publish, publish_prefix, reason_text
+from protobench.protocols.mqtt.options import (
+    MqttOptions,
+    PublishParams,
+    SubscribeParams,
+    endpoint,
+)
+from protobench.protocols.mqtt.payload import (
+    HEADER,
+    HEADER_SIZE,
+    MAGIC,
+    SequenceTracker,
+    SizeMix,
+    new_publisher_id,
+    stamp,
+)
+
+BURST: Final = 128
+"""QoS 0 completions handed out per session and event-loop turn."""
+
+
+def client_id(options: MqttOptions, ctx: SessionContext) -> str:
+    return f"{options.client_id_prefix}{ctx.group}-{ctx.index}"
+
+
+def connect_packet(options: MqttOptions, cid: str) -> Connect:
+    props: tuple[tuple[int, int], ...] = ()
+    if options.protocol_level == V5 and options.session_expiry:
+        props = ((Prop.SESSION_EXPIRY_INTERVAL, int(options.session_expiry)),)
+    return Connect(
+        cid,
+        keepalive=int(options.keepalive),
+        clean=options.clean_session,
+        username=options.username,
+        password=options.password.encode() if options.password is not None else None,
+        properties=props,
+    )
+
+
+async def dial(ctx: SessionContext, cid: str) -> MqttConnection:
+    """Open a connection for ``ctx`` with keepalive running (first pings spread out)."""
+    options = cast(MqttOptions, ctx.options)
+    where = endpoint(ctx.target, options)
+    conn = await open_connection(
+        where.host,
+        where.port,
+        connect_packet(options, cid),
+        version=options.protocol_level,
+        within=ctx.timeout,
+        ssl_context=where.ssl_context,
+    )
+    half = options.keepalive / 2
+    conn.start_keepalive(options.keepalive, first_delay=half * random.uniform(0.5, 1.0))
+    return conn
+
+
+# --------------------------------------------------------------------------- sharing
+
+
+class _Shared:
+    __slots__ = ("future", "members", "refs")
+
+    def __init__(self, future: asyncio.Future[MqttConnection]) -> None:
+        self.future = future
+        self.members = 0
+        self.refs = 0
+
+    def usable(self, per: int) -> bool:
+        if self.members >= per:
+            return False
+        if not self.future.done():
+            return True
+        return (
+            not self.future.cancelled()
+            and self.future.exception() is None
+            and (self.future.result().error is None)
+        )
+
+
+class ConnectionShare:
+    """Connections of one group in one process, each shared by up to ``per`` sessions."""
+
+    _shares: dict[tuple[str, str], ConnectionShare] = {}  # noqa: RUF012
+
+    def __init__(self, per: int) -> None:
+        self.per = per
+        self._filling: _Shared | None = None
+
+    @classmethod
+    def of(cls, target: str, group: str, per: int) -> ConnectionShare:
+        share = cls._shares.get((target, group))
+        if share is None or share.per != per:
+            share = cls._shares[(target, group)] = cls(per)
+        return share
+
+    async def acquire(
+        self, opener: Callable[[], Awaitable[MqttConnection]]
+    ) -> tuple[MqttConnection, Callable[[], None]]:
+        """A connection with room for one more session, and the function releasing it."""
+        shared = self._filling
+        if shared is None or not shared.usable(self.per):
+            shared = self._filling = _Shared(asyncio.ensure_future(opener()))
+        shared.members += 1
+        try:
+            conn = await asyncio.shield(shared.future)
+        except BaseException:
+            shared.members -= 1
+            if self._filling is shared and shared.future.done():
+                self._filling = None
+            raise
+        shared.refs += 1
+
+        def release() -> None:
+            shared.refs -= 1
+            if shared.refs == 0:
+                conn.disconnect()
+
+        return conn, release
+
+
+# --------------------------------------------------------------------------- publish
+
+
+class PublishSession(CallbackSession):
+    """One publisher: its own id and sequence, on a possibly shared connection."""
+
+    __slots__ = (
+        "_draining",
+        "_loop",
+        "_pads",
+        "_prefixes",
+        "_ready",
+        "_release",
+        "_scheduled",
+        "conn",
+        "fixed_topic",
+        "index",
+        "mix",
+        "params",
+        "publisher",
+        "qos",
+        "seq",
+        "size",
+        "timeout",
+        "v5",
+    )
+
+    def __init__(
+        self,
+        conn: MqttConnection,
+        release: Callable[[], None],
+        ctx: SessionContext,
+        params: PublishParams,
+    ) -> None:
+        self.conn = conn
+        self._release = release
+        self._loop = asyncio.get_running_loop()
+        self.params = params
+        self.qos = params.qos
+        self.timeout = ctx.timeout
+        self.index = ctx.index
+        self.v5 = conn.version == V5
+        self.publisher = new_publisher_id()
+        self.seq = 0
+        self.size = params.size
+        self.mix = SizeMix(params.sizes, seed=ctx.index) if params.sizes else None
+        self.fixed_topic = (
+            None if "{seq}" in params.topic else params.topic.format(client=ctx.index, seq=0)
+        )
+        self._prefixes: dict[int, bytes] = {}
+        self._pads: dict[int, bytes] = {}
+        self._ready: deque[Done] = deque()
+        self._scheduled = False
+        self._draining = False
+
+    def _prefix(self, topic: str, size: int) -> bytes:
+        """Fixed header + topic (+ nothing else) of a message of ``size`` payload bytes."""
+        remaining = 2 + len(topic.encode()) + (2 if self.qos else 0) + (1 if self.v5 else 0) + size
+        return publish_prefix(topic, self.qos, self.params.retain, False, remaining)
+
+    def _frame(self, pid: int) -> bytes:
+        seq = self.seq
+        self.seq = seq + 1
+        size = self.size if self.mix is None else self.mix.size_for(seq)
+        pad = self._pads.get(size)
+        if pad is None:
+            pad = self._pads[size] = bytes(size - HEADER_SIZE)
+        if self.fixed_topic is not None:
+            prefix = self._prefixes.get(size)
+            if prefix is None:
+                prefix = self._prefixes[size] = self._prefix(self.fixed_topic, size)
+        else:
+            prefix = self._prefix(self.params.topic.format(client=self.index, seq=seq), size)
+        middle = b""
+        if self.qos:
+            middle = pid.to_bytes(2, "big")
+        if self.v5:
+            middle += b"\x00"
+        return b"".join((prefix, middle, stamp(self.publisher, seq, monotonic_ns()), pad))
+
+    def submit(self, done: Done) -> None:
+        conn = self.conn
+        if conn.error is not None:
+            self._loop.call_soon(done, conn.error, 0)
+        elif self.qos == 0:
+            conn.send(self._frame(0))
+            self._ready.append(done)
+            if not self._draining and not self._scheduled:
+                self._scheduled = True
+                self._loop.call_soon(self._drain)
+        elif conn.paused or conn.waiting or len(conn.inflight) >= conn.send_quota:
+            conn.waiting.append(lambda: self._send_tracked(done))
+        else:
+            self._send_tracked(done)
+
+    def _send_tracked(self, done: Done) -> None:
+        conn = self.conn
+        if conn.error is not None:
+            done(conn.error, 0)
+            return
+        try:
+            pid = conn.next_packet_id()
+        except OpError as exc:
+            done(exc, 0)
+            return
+        conn.track(pid, done, self.timeout)
+        conn.send(self._frame(pid))
+
+    def _drain(self) -> None:
+        """Complete queued QoS 0 publishes (their re-submissions join the same burst)."""
+        self._scheduled = False
+        conn = self.conn
+        ready = self._ready
+        if conn.error is not None:
+            while ready:
+                ready.popleft()(conn.error, 0)
+            return
+        if conn.paused:
+            self._scheduled = True
+            conn.resume_waiters.append(self._resumed)
+            return
+        self._draining = True
+        try:
+            budget = BURST
+            while ready and budget and not conn.paused:
+                budget -= 1
+                ready.popleft()(None, 0)
+        finally:
+            self._draining = False
+        if ready and not self._scheduled:
+            self._scheduled = True
+            self._loop.call_soon(self._drain)
+
+    def _resumed(self) -> None:
+        self._scheduled = False
+        self._drain()
+
+    async def close(self) -> None:
+        release, self._release = self._release, _nothing
+        release()
+
+
+def _nothing() -> None:
+    return None
+
+
+# --------------------------------------------------------------------------- streams
+
+
+class _HeldConnection(StreamSession):
+    """A stream session that lives as long as its connection."""
+
+    def __init__(self, conn: MqttConnection) -> None:
+        self.conn = conn
+
+    async def _hold(self, recorder: OpRecorder) -> None:
+        error = await self.conn.closed
+        recorder.count("disconnects")
+        raise error
+
+    async def close(self) -> None:
+        self.conn.disconnect()
+
+
+class SubscribeSession(_HeldConnection):
+    """A subscriber measuring end-to-end latency and per-publisher sequence health."""
+
+    def __init__(self, conn: MqttConnection, shared: bool) -> None:
+        super().__init__(conn)
+        self.tracker: SequenceTracker | None = None if shared else SequenceTracker()
+        self._recorder: OpRecorder | None = None
+        conn.on_publish = self._message
+
+    async def run(self, recorder: OpRecorder) -> None:
+        self._recorder = recorder
+        try:
+            await self._hold(recorder)
+        finally:
+            self._recorder = None
+
+    def _message(self, packet: Publish, now: int) -> None:
+        recorder = self._recorder
+        if recorder is None:
+            return
+        payload = packet.payload
+        counters = recorder.counters
+        if len(payload) < HEADER_SIZE:
+            counters["foreign"] += 1
+            return
+        magic, _, publisher, seq, sent = HEADER.unpack_from(payload)
+        if magic != MAGIC:
+            counters["foreign"] += 1
+            return
+        recorder.latencies.append(now - sent)
+        recorder.bytes_in += len(payload)
+        counters["received"] += 1
+        if self.tracker is not None:
+            self.tracker.observe(publisher, seq, counters)
+
+
+class IdleSession(_HeldConnection):
+    """An open connection kept alive by keepalive pings; records nothing."""
+
+    async def run(self, recorder: OpRecorder) -> None:
+        await self._hold(recorder)
+
+
+class ConnectSession(AsyncSession):
+    """One exchange = a new connection up to CONNACK; DISCONNECT is sent without waiting."""
+
+    def __init__(self, ctx: SessionContext) -> None:
+        self.ctx = ctx
+        self.cid = client_id(cast(MqttOptions, ctx.options), ctx)
+
+    async def call(self) -> int:
+        options = cast(MqttOptions, self.ctx.options)
+        where = endpoint(self.ctx.target, options)
+        conn = await open_connection(
+            where.host,
+            where.port,
+            connect_packet(options, self.cid),
+            version=options.protocol_level,
+            within=self.ctx.timeout,
+            ssl_context=where.ssl_context,
+        )
+        conn.disconnect()
+        return 4
+
+    async def close(self) -> None:
+        return None
+
+
+# --------------------------------------------------------------------------- opening
+
+
+async def open_session(ctx: SessionContext) -> CallbackSession | AsyncSession | StreamSession:
+    """Open the session of ``ctx.op`` (the params were validated by the engine)."""
+    options = cast(MqttOptions, ctx.options)
+    endpoint(ctx.target, options)
+    if ctx.op == "publish":
+        params = cast(PublishParams, ctx.params)
+        if params.inflight > 1:
+            share = ConnectionShare.of(ctx.target, ctx.group, params.inflight)
+            conn, release = await share.acquire(
+                lambda: dial(ctx, f"{options.client_id_prefix}{ctx.group}-{ctx.index}")
+            )
+        else:
+            conn = await dial(ctx, client_id(options, ctx))
+            release = conn.disconnect
+        return PublishSession(conn, release, ctx, params)
+    if ctx.op == "subscribe":
+        sub = cast(SubscribeParams, ctx.params)
+        conn = await dial(ctx, client_id(options, ctx))
+        try:
+            suback = await conn.subscribe([(t, sub.qos) for t in sub.topics], within=ctx.timeout)
+        except OpError:
+            conn.abort(OpError(ErrorClass.CLOSED, "subscribe failed"))
+            raise
+        refused = [code for code in suback.reasons if code >= 0x80]
+        if refused:
+            conn.disconnect()
+            raise OpError(
+                ErrorClass.PROTOCOL,
+                f"SUBACK refused: {reason_text(refused[0], conn.version)}",
+                code=f"0x{refused[0]:02x}",
+            )
+        return SubscribeSession(conn, shared=any(t.startswith("$share/") for t in sub.topics))
+    if ctx.op == "idle":
+        return IdleSession(await dial(ctx, client_id(options, ctx)))
+    if ctx.op == "connect":
+        return ConnectSession(ctx)
+    raise OpError(ErrorClass.VALIDATION, f"unknown MQTT operation {ctx.op!r}")
