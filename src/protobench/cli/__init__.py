@@ -14,7 +14,7 @@ from typing import Annotated
 import typer
 
 from protobench import __version__
-from protobench.cli import profiles_cmd, run_cmd, serve_cmd, snapshots_cmd
+from protobench.cli import diff_cmd, profiles_cmd, run_cmd, serve_cmd, snapshots_cmd, sweep_cmd
 
 app = typer.Typer(
     name="protobench",
@@ -43,6 +43,8 @@ def _root(
 
 run_cmd.register(app)
 serve_cmd.register(app)
+diff_cmd.register(app)
+sweep_cmd.register(app)
 app.add_typer(profiles_cmd.app, name="profiles")
 app.add_typer(snapshots_cmd.app, name="snapshots")
 
