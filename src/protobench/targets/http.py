@@ -12,9 +12,10 @@ uvloop and answers tens of thousands of requests per second per core.
   answered in order.
 * ``stall_at``/``stall_for``: once, ``stall_at`` after the first request, the
   whole server blocks its event loop for ``stall_for`` (a stop-the-world pause).
-* ``GET /__protobench__/stats`` returns ``{"served": N}``: the number of
-  responses written so far (that request itself is not counted), so tests
-  can check a generator's count against the server's.
+* ``GET /__protobench__/stats`` returns ``{"served": N, "connections": M}``:
+  the responses written so far (that request itself is not counted) and the
+  connections accepted, so tests can check a generator's count against the
+  server's.
 
 The target binds loopback addresses only.
 """
@@ -31,6 +32,7 @@ import time
 from collections import deque
 from collections.abc import Callable
 from http import HTTPStatus
+from ssl import SSLContext
 from typing import ClassVar, cast
 
 import httptools
@@ -43,6 +45,8 @@ from protobench.targets.base import Announcement, EmbeddedTarget, Ready
 STATS_PATH = "/__protobench__/stats"
 _STATS_URL = STATS_PATH.encode("ascii")
 _BODY_PATTERN = b"Hello, World!"
+_SWITCH_INTERVAL = 0.0002
+"""GIL switch interval while delayed responses are pending: the waker thread gets in fast."""
 _BAD_REQUEST = b"HTTP/1.1 400 Bad Request\r\nContent-Length: 0\r\nConnection: close\r\n\r\n"
 
 
@@ -140,6 +144,8 @@ class _ServerState:
         self.response = encode_response(options.status, options.body_size)
         self.delay = options.delay
         self.served = 0
+        self.connections = 0
+        self.open: set[_ServerConnection] = set()
         self.first_request = True
         self.delayed: deque[tuple[float, _ServerConnection, bytes, bool]] = deque()
         self.waker: _Waker | None = None
@@ -169,6 +175,8 @@ class _ServerState:
     def stop(self) -> None:
         if self.waker is not None:
             self.waker.dues.put(None)
+        for conn in list(self.open):
+            conn.abort()
 
 
 class _ServerConnection(asyncio.Protocol):
@@ -184,9 +192,16 @@ class _ServerConnection(asyncio.Protocol):
 
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
         self._transport = cast(asyncio.Transport, transport)
+        self._state.connections += 1
+        self._state.open.add(self)
 
     def connection_lost(self, exc: Exception | None) -> None:
         self._closing = True
+        self._state.open.discard(self)
+
+    def abort(self) -> None:
+        if self._transport is not None:
+            self._transport.abort()
 
     def pause_writing(self) -> None:
         if self._transport is not None:
@@ -217,7 +232,7 @@ class _ServerConnection(asyncio.Protocol):
             if state.first_request:
                 state.on_first_request()
         else:
-            response = _json_response({"served": state.served})
+            response = _json_response({"served": state.served, "connections": state.connections})
         if self._parser.get_method() == b"HEAD":
             response = response[: response.index(b"\r\n\r\n") + 4]
         if not self._parser.should_keep_alive():
@@ -240,6 +255,57 @@ class _ServerConnection(asyncio.Protocol):
             transport.close()
 
 
+class HttpServer:
+    """A listening embedded HTTP server (what :func:`start_server` returns)."""
+
+    def __init__(self, server: asyncio.Server, state: _ServerState, tls: bool) -> None:
+        self._server = server
+        self._state = state
+        self._switch_interval = sys.getswitchinterval()
+        if state.delay > 0:
+            sys.setswitchinterval(_SWITCH_INTERVAL)
+        bound = server.sockets[0].getsockname()
+        host = f"[{bound[0]}]" if ":" in bound[0] else bound[0]
+        self.port: int = bound[1]
+        self.url = f"{'https' if tls else 'http'}://{host}:{self.port}/"
+
+    @property
+    def served(self) -> int:
+        """Responses written so far (the stats endpoint not included)."""
+        return self._state.served
+
+    @property
+    def connections(self) -> int:
+        """Connections accepted so far."""
+        return self._state.connections
+
+    async def serve_forever(self) -> None:
+        await self._server.serve_forever()
+
+    def close(self) -> None:
+        """Stop listening and drop every connection."""
+        self._state.stop()
+        self._server.close()
+        sys.setswitchinterval(self._switch_interval)
+
+
+async def start_server(
+    host: str, port: int, options: HttpTargetOptions, *, ssl: SSLContext | None = None
+) -> HttpServer:
+    """Listen on ``host:port`` (loopback only; 0 = any free port), optionally over TLS."""
+    if not is_loopback(host):
+        raise ValueError(
+            "the http target binds loopback addresses only"
+            f" (127.0.0.1, ::1, localhost), not {host!r}"
+        )
+    loop = asyncio.get_running_loop()
+    state = _ServerState(loop, options)
+    server = await loop.create_server(
+        lambda: _ServerConnection(state), host, port, backlog=4096, reuse_address=True, ssl=ssl
+    )
+    return HttpServer(server, state, tls=ssl is not None)
+
+
 class HttpTarget(EmbeddedTarget):
     """``protobench serve http``: a fast keep-alive HTTP/1.1 server with a fixed response."""
 
@@ -251,24 +317,9 @@ class HttpTarget(EmbeddedTarget):
 
     async def serve(self, host: str, port: int, options: StrictModel, ready: Ready) -> None:
         assert isinstance(options, HttpTargetOptions)
-        if not is_loopback(host):
-            raise ValueError(
-                "the http target binds loopback addresses only"
-                f" (127.0.0.1, ::1, localhost), not {host!r}"
-            )
-        loop = asyncio.get_running_loop()
-        state = _ServerState(loop, options)
-        if options.delay > 0:
-            sys.setswitchinterval(0.0002)
-        server = await loop.create_server(
-            lambda: _ServerConnection(state), host, port, backlog=4096, reuse_address=True
-        )
+        server = await start_server(host, port, options)
         try:
-            bound = server.sockets[0].getsockname()
-            shown = f"[{bound[0]}]" if ":" in bound[0] else bound[0]
-            ready(Announcement(url=f"http://{shown}:{bound[1]}/", kind="protobench http target"))
+            ready(Announcement(url=server.url, kind="protobench http target"))
             await server.serve_forever()
         finally:
-            state.stop()
             server.close()
-            server.close_clients()
