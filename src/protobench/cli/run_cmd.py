@@ -57,6 +57,7 @@ def ndjson_writer(event: Event) -> None:
     if isinstance(event, IntervalUpdate):
         for op in data["ops"].values():
             op.pop("hist", None)
+            op.pop("hist_uncorrected", None)
     sys.stdout.write(json.dumps({"type": kind, **data}, default=str) + "\n")
     sys.stdout.flush()
 

@@ -106,6 +106,9 @@ class Aggregator:
             total.absorb(acc)
             ops[name] = op_summary(acc, seconds, self.corrected)
             ops[name]["hist"] = encode(acc.hist) if acc.ok else ""
+            if self.corrected:
+                unc = acc.hist_uncorrected
+                ops[name]["hist_uncorrected"] = encode(unc) if unc.get_total_count() else ""
         total_summary = op_summary(total, seconds, self.corrected)
         update = IntervalUpdate(
             phase=phase,

@@ -38,8 +38,8 @@ class IntervalUpdate:
     """One merged interval of all workers.
 
     ``ops`` maps each operation to its summary (ok, errors, throughput,
-    ``latency_us`` percentiles, ``hist`` the encoded histogram ...); ``total``
-    merges all operations. ``elapsed`` is the run time at the interval's end.
+    ``latency_us`` percentiles, ``hist`` the encoded histogram and, in the open
+    model, ``hist_uncorrected`` ...); ``total`` merges all operations. ``elapsed`` is the run time at the interval's end.
     """
 
     phase: str
