@@ -39,7 +39,8 @@ class IntervalUpdate:
 
     ``ops`` maps each operation to its summary (ok, errors, throughput,
     ``latency_us`` percentiles, ``hist`` the encoded histogram and, in the open
-    model, ``hist_uncorrected`` ...); ``total`` merges all operations. ``elapsed`` is the run time at the interval's end.
+    model, ``hist_uncorrected`` ...); ``total`` merges all operations.
+    ``elapsed`` is the run time at the interval's end.
     """
 
     phase: str
