@@ -14,7 +14,15 @@ from typing import Annotated
 import typer
 
 from protobench import __version__
-from protobench.cli import diff_cmd, profiles_cmd, run_cmd, serve_cmd, snapshots_cmd, sweep_cmd
+from protobench.cli import (
+    diff_cmd,
+    profiles_cmd,
+    replay_cmd,
+    run_cmd,
+    serve_cmd,
+    snapshots_cmd,
+    sweep_cmd,
+)
 
 app = typer.Typer(
     name="protobench",
@@ -42,6 +50,7 @@ def _root(
 
 
 run_cmd.register(app)
+replay_cmd.register(app)
 serve_cmd.register(app)
 diff_cmd.register(app)
 sweep_cmd.register(app)

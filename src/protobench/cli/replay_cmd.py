@@ -1,0 +1,48 @@
+"""``protobench replay SNAPSHOT``: play a saved run through the live monitor's screens.
+
+The snapshot's intervals, resource samples and notices are replayed at their
+recorded pace divided by ``--speed``; the monitor allows pausing (``p``),
+seeking (left/right arrows) and changing the speed (``+``/``-``). When stdout
+is not a terminal the snapshot's summary table is printed instead.
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from protobench.cli.common import fail
+from protobench.cli.render import summary_table
+from protobench.snapshots.store import SnapshotError, SnapshotStore
+
+
+def register(app: typer.Typer) -> None:
+    @app.command("replay")
+    def replay_command(
+        snapshot: Annotated[
+            str, typer.Argument(help="Snapshot file, id, id prefix, latest or latest~N.")
+        ] = "latest",
+        speed: Annotated[
+            float, typer.Option("--speed", help="Playback speed (2 = twice as fast).")
+        ] = 1.0,
+        snapshots_dir: Annotated[
+            Path | None, typer.Option("--snapshots-dir", help="Where snapshots are kept.")
+        ] = None,
+    ) -> None:
+        """Replay a saved run in the monitor (pause, seek, change speed)."""
+        if not 0 < speed <= 1000:
+            fail("--speed: expected a number between 0 and 1000")
+        store = SnapshotStore(snapshots_dir)
+        try:
+            data = store.load(snapshot)
+        except SnapshotError as exc:
+            fail(str(exc))
+        if not sys.stdout.isatty():
+            typer.echo(summary_table(data["report"]))
+            return
+        from protobench.tui.live import run_replay  # noqa: PLC0415 - Textual loads only here
+
+        raise typer.Exit(run_replay(data, store, speed))
