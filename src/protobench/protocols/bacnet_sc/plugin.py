@@ -1,0 +1,41 @@
+"""The ``bacnet-sc`` protocol plugin: ops ``unicast`` and ``broadcast`` through an SC hub."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import ClassVar
+
+from protobench.protocols.bacnet_sc.link import open_link
+from protobench.protocols.bacnet_sc.options import BacnetScOptions, BroadcastParams, UnicastParams
+from protobench.protocols.bacnet_sc.sessions import BroadcastSession, UnicastSession
+from protobench.protocols.base import Protocol, Session, SessionContext, StrictModel
+from protobench.protocols.payloads import TaggedPayloads
+
+
+class BacnetScProtocol(Protocol):
+    """BACnet/SC NPDU echo load through a hub, every echo verified byte for byte."""
+
+    name: ClassVar[str] = "bacnet-sc"
+    description: ClassVar[str] = (
+        "BACnet Secure Connect: NPDU echo through a hub (unicast, broadcast), mutual TLS 1.3"
+    )
+    options: ClassVar[type[StrictModel]] = BacnetScOptions
+    operations: ClassVar[Mapping[str, type[StrictModel]]] = {
+        "unicast": UnicastParams,
+        "broadcast": BroadcastParams,
+    }
+    embedded_target: ClassVar[str | None] = "bacnet-sc"
+    secret_options: ClassVar[frozenset[str]] = frozenset({"key_password"})
+
+    async def open_session(self, ctx: SessionContext) -> Session:
+        options = ctx.options
+        params = ctx.params
+        assert isinstance(options, BacnetScOptions)
+        assert isinstance(params, UnicastParams | BroadcastParams)
+        link = await open_link(ctx.target, options, ctx.timeout)
+        payloads = TaggedPayloads(ctx.index, params.payload, "binary")
+        prefix = params.prefix.encode()
+        if isinstance(params, UnicastParams):
+            nodes = [bytes.fromhex(node.replace(":", "")) for node in params.nodes]
+            return UnicastSession(link, payloads, nodes, prefix, ctx.timeout)
+        return BroadcastSession(link, payloads, prefix, params.echoes, ctx.timeout)

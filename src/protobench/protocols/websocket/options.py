@@ -1,0 +1,85 @@
+"""Options of the ``websocket`` protocol and parameters of its operations.
+
+Secrets: ``key_password`` is secret, and so is the value of every header whose
+name is in :data:`SECRET_HEADERS` or in the ``secret_headers`` option;
+:func:`redact_headers` hides them for storage and output.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pydantic import Field, model_validator
+
+from protobench.profiles.model import Rate
+from protobench.protocols.base import StrictModel
+from protobench.protocols.payloads import Mode, PayloadSize, check_mix, parse_mix
+
+SECRET_HEADERS = frozenset(
+    {"authorization", "proxy-authorization", "cookie", "x-api-key", "x-auth-token"}
+)
+SECRET = "<secret>"
+
+
+class WebSocketOptions(StrictModel):
+    """Connection options shared by every group of a run."""
+
+    compression: bool = False
+    """Offer permessage-deflate (frames then go through websockets' own codec)."""
+    subprotocols: list[str] = Field(default_factory=list)
+    headers: dict[str, str] = Field(default_factory=dict)
+    secret_headers: list[str] = Field(default_factory=list)
+    """More header names whose values are secrets (beside Authorization, Cookie...)."""
+    origin: str | None = None
+    insecure: bool = False
+    """wss:// without certificate verification (verification is on by default)."""
+    ca_file: str | None = None
+    cert_file: str | None = None
+    """Client certificate (PEM) for mutual TLS, with ``key_file``."""
+    key_file: str | None = None
+    key_password: str | None = None
+    max_size: int = Field(default=16 * 1024 * 1024, ge=1)
+
+    @model_validator(mode="after")
+    def _client_pair(self) -> WebSocketOptions:
+        if (self.cert_file is None) != (self.key_file is None):
+            raise ValueError("cert_file and key_file go together")
+        return self
+
+
+class EchoParams(StrictModel):
+    """``echo``: send one tagged message, await the same bytes back."""
+
+    payload: PayloadSize = Field(default_factory=lambda: parse_mix(200))
+    mode: Mode = "binary"
+
+    @model_validator(mode="after")
+    def _fits_tag(self) -> EchoParams:
+        check_mix(self.payload, self.mode)
+        return self
+
+
+class SendParams(EchoParams):
+    """``send``: fire-and-forget messages at ``rate`` per session (unlimited if unset)."""
+
+    rate: Rate | None = None
+
+
+class SubscribeParams(StrictModel):
+    """``subscribe``: receive what the server pushes.
+
+    ``path`` replaces the target URL's path (the embedded target pushes on
+    ``/push``); ``message`` is sent once after connecting (a subscription
+    request); ``stamped`` messages start with the embedded target's push header
+    (sequence, send time) so losses and the one-way delay can be measured.
+    """
+
+    path: str | None = None
+    message: str | None = None
+    stamped: bool = True
+
+
+def redact_headers(headers: dict[str, Any], extra: list[str]) -> dict[str, Any]:
+    """``headers`` with the values of secret headers replaced."""
+    secret = SECRET_HEADERS | {name.lower() for name in extra}
+    return {k: (SECRET if k.lower() in secret else v) for k, v in headers.items()}

@@ -1,0 +1,56 @@
+"""The ``websocket`` protocol plugin: ops ``echo``, ``send`` and ``subscribe``."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any, ClassVar
+
+from protobench.protocols.base import Protocol, Session, SessionContext, StrictModel
+from protobench.protocols.payloads import TaggedPayloads
+from protobench.protocols.websocket.connection import connect
+from protobench.protocols.websocket.options import (
+    EchoParams,
+    SendParams,
+    SubscribeParams,
+    WebSocketOptions,
+    redact_headers,
+)
+from protobench.protocols.websocket.sessions import EchoSession, SendSession, SubscribeSession
+
+
+class WebSocketProtocol(Protocol):
+    """WebSocket client load: verified echo round trips, fire-and-forget sends, pushes."""
+
+    name: ClassVar[str] = "websocket"
+    description: ClassVar[str] = (
+        "WebSocket (RFC 6455): echo round trips verified byte for byte, sends, server pushes"
+    )
+    options: ClassVar[type[StrictModel]] = WebSocketOptions
+    operations: ClassVar[Mapping[str, type[StrictModel]]] = {
+        "echo": EchoParams,
+        "send": SendParams,
+        "subscribe": SubscribeParams,
+    }
+    embedded_target: ClassVar[str | None] = "ws"
+    secret_options: ClassVar[frozenset[str]] = frozenset({"key_password"})
+
+    async def open_session(self, ctx: SessionContext) -> Session:
+        options = ctx.options
+        assert isinstance(options, WebSocketOptions)
+        params = ctx.params
+        if isinstance(params, SubscribeParams):
+            conn = await connect(ctx.target, options, ctx.timeout, params.path)
+            return SubscribeSession(conn, params.message, params.stamped)
+        assert isinstance(params, EchoParams)
+        conn = await connect(ctx.target, options, ctx.timeout)
+        payloads = TaggedPayloads(ctx.index, params.payload, params.mode)
+        if isinstance(params, SendParams):
+            return SendSession(conn, payloads, params.rate)
+        return EchoSession(conn, payloads, ctx.timeout)
+
+    def redact(self, params: Mapping[str, Any]) -> dict[str, Any]:
+        out = super().redact(params)
+        headers = out.get("headers")
+        if isinstance(headers, dict):
+            out["headers"] = redact_headers(headers, list(out.get("secret_headers", [])))
+        return out
