@@ -446,14 +446,20 @@ class HttpConnection(asyncio.Protocol):
         return await future
 
     def _head_complete(self) -> None:
-        """A HEAD response ends with its headers; llhttp would wait for a body."""
-        self._complete_response()
-        self._full_parser = httptools.HttpResponseParser(self._collector)
+        """A HEAD response ends with its headers; llhttp would wait for a body.
 
-    def _complete_response(self) -> None:
+        The parser, now expecting a body, is replaced before the callback runs
+        (the callback may send the next request at once).
+        """
+        parser = self._parser
+        self._full_parser = httptools.HttpResponseParser(self._collector)
+        self._complete_response(parser)
+
+    def _complete_response(self, parser: httptools.HttpResponseParser | None = None) -> None:
         collector = self._collector
         assert collector is not None
-        parser = self._parser
+        if parser is None:
+            parser = self._parser
         status = parser.get_status_code()
         if status < 200:
             collector.reason = b""

@@ -147,7 +147,7 @@ class _ServerState:
         self.connections = 0
         self.open: set[_ServerConnection] = set()
         self.first_request = True
-        self.delayed: deque[tuple[float, _ServerConnection, bytes, bool]] = deque()
+        self.delayed: deque[tuple[float, _ServerConnection, bool, bool]] = deque()
         self.waker: _Waker | None = None
         if self.delay > 0:
             self.waker = _Waker(loop, self.release_due)
@@ -158,9 +158,9 @@ class _ServerState:
         if self.options.stall_at is not None:
             self.loop.call_later(self.options.stall_at, time.sleep, self.options.stall_for)
 
-    def schedule(self, conn: _ServerConnection, response: bytes, counted: bool) -> None:
+    def schedule(self, conn: _ServerConnection, counted: bool, head: bool) -> None:
         due = time.perf_counter() + self.delay
-        self.delayed.append((due, conn, response, counted))
+        self.delayed.append((due, conn, counted, head))
         assert self.waker is not None
         self.waker.dues.put(due)
 
@@ -168,9 +168,9 @@ class _ServerState:
         delayed = self.delayed
         now = time.perf_counter()
         while delayed and delayed[0][0] <= now:
-            _, conn, response, counted = delayed.popleft()
-            conn._pending -= 1
-            conn.release(response, counted)
+            _, conn, counted, head = delayed.popleft()
+            conn.pending -= 1
+            conn.release(counted, head)
 
     def stop(self) -> None:
         if self.waker is not None:
@@ -187,7 +187,7 @@ class _ServerConnection(asyncio.Protocol):
         self._transport: asyncio.Transport | None = None
         self._parser = httptools.HttpRequestParser(self)
         self._url = b""
-        self._pending = 0
+        self.pending = 0
         self._closing = False
 
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
@@ -227,31 +227,35 @@ class _ServerConnection(asyncio.Protocol):
         state = self._state
         counted = self._url != _STATS_URL
         self._url = b""
-        if counted:
-            response = state.response
-            if state.first_request:
-                state.on_first_request()
-        else:
-            response = _json_response({"served": state.served, "connections": state.connections})
-        if self._parser.get_method() == b"HEAD":
-            response = response[: response.index(b"\r\n\r\n") + 4]
+        if counted and state.first_request:
+            state.on_first_request()
+        head = self._parser.get_method() == b"HEAD"
         if not self._parser.should_keep_alive():
             self._closing = True
         if state.delay > 0:
-            self._pending += 1
-            state.schedule(self, response, counted)
+            self.pending += 1
+            state.schedule(self, counted, head)
         else:
-            self.release(response, counted)
+            self.release(counted, head)
 
-    def release(self, response: bytes, counted: bool) -> None:
-        """Write a response (delayed ones in request order); close if the client asked to."""
+    def release(self, counted: bool, head: bool) -> None:
+        """Answer a request (delayed ones in request order); close if the client asked to.
+
+        The stats response is built here, so it counts every response written before it.
+        """
         transport = self._transport
         if transport is None or transport.is_closing():
             return
+        state = self._state
         if counted:
-            self._state.served += 1
+            state.served += 1
+            response = state.response
+        else:
+            response = _json_response({"served": state.served, "connections": state.connections})
+        if head:
+            response = response[: response.index(b"\r\n\r\n") + 4]
         transport.write(response)
-        if self._closing and self._pending == 0:
+        if self._closing and self.pending == 0:
             transport.close()
 
 
