@@ -1,0 +1,508 @@
+"""Pre-encoded BACnet/IP requests and the full check of their replies (no I/O).
+
+A :class:`Request` is encoded once with bac-py's codec (BVLL Original-Unicast
++ NPDU + confirmed-request APDU) and kept as the bytes before and after the
+invoke ID, so sending one costs a concatenation. Its :meth:`Request.accept`
+checks a reply APDU completely:
+
+* the PDU type and service choice must be the ones asked for;
+* ReadProperty: the ACK's object, property and array index must equal the
+  request byte for byte (BACnet encodings are canonical), the value between
+  the opening and closing tag 3 is decoded by bac-py and compared with the
+  expected value when one is set; a value identical to the last one checked is
+  not decoded again (its decoding is known);
+* ReadPropertyMultiple: bac-py decodes the whole ACK; every object and
+  property must be the ones asked for, in order, and every value must decode;
+  a property access error is a ``protocol`` error with its class:code;
+* Error, Reject and Abort PDUs become ``protocol`` errors
+  (:mod:`~protobench.protocols.bacnet_ip.errors`).
+
+Requests never accept segmented replies: a device whose reply does not fit
+in one APDU answers with ``abort:segmentation-not-supported``.
+"""
+
+from __future__ import annotations
+
+import struct
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from bac_py.encoding.apdu import ConfirmedRequestPDU, encode_apdu
+from bac_py.encoding.primitives import (
+    decode_all_application_values,
+    encode_application_boolean,
+    encode_application_character_string,
+    encode_application_double,
+    encode_application_enumerated,
+    encode_application_null,
+    encode_application_real,
+    encode_application_signed,
+    encode_application_unsigned,
+)
+from bac_py.encoding.tags import TagClass, decode_tag
+from bac_py.network.address import BACnetAddress
+from bac_py.network.npdu import NPDU, encode_npdu
+from bac_py.services.common import BACnetPropertyValue
+from bac_py.services.read_property import ReadPropertyACK, ReadPropertyRequest
+from bac_py.services.read_property_multiple import (
+    PropertyReference,
+    ReadAccessSpecification,
+    ReadPropertyMultipleACK,
+    ReadPropertyMultipleRequest,
+)
+from bac_py.services.write_property import WritePropertyRequest
+from bac_py.services.write_property_multiple import (
+    WriteAccessSpecification,
+    WritePropertyMultipleRequest,
+)
+from bac_py.transport.bvll import encode_bvll
+from bac_py.types.enums import (
+    BvlcFunction,
+    ConfirmedServiceChoice,
+    ObjectType,
+    PropertyIdentifier,
+)
+from bac_py.types.primitives import ObjectIdentifier
+
+from protobench.protocols.bacnet_ip.errors import error_code, from_apdu
+from protobench.protocols.bacnet_ip.objects import object_name
+from protobench.protocols.base import ErrorClass, OpError
+
+MAX_APDU = 1476
+INVOKE_IDS = 256
+_IID = tuple(bytes((i,)) for i in range(INVOKE_IDS))
+_CLOSING_TAG_3 = 0x3F
+_COMPLEX_ACK = 0x3
+_SIMPLE_ACK = 0x2
+_SEGMENTED = 0x08
+
+Scalar = bool | int | float | str
+WriteValue = Scalar | None
+
+
+@dataclass(frozen=True)
+class Route:
+    """The remote network and MAC of a device behind a router."""
+
+    dnet: int
+    dadr: bytes
+
+
+def encode_confirmed(service: int, request: bytes, route: Route | None) -> tuple[bytes, bytes]:
+    """The datagram of a confirmed request, split around its invoke ID byte."""
+    apdu = encode_apdu(
+        ConfirmedRequestPDU(
+            segmented=False,
+            more_follows=False,
+            segmented_response_accepted=False,
+            max_segments=None,
+            max_apdu_length=MAX_APDU,
+            invoke_id=0,
+            sequence_number=None,
+            proposed_window_size=None,
+            service_choice=service,
+            service_request=request,
+        )
+    )
+    destination = BACnetAddress(route.dnet, route.dadr) if route is not None else None
+    npdu = encode_npdu(NPDU(expecting_reply=True, destination=destination, apdu=apdu))
+    wire = encode_bvll(BvlcFunction.ORIGINAL_UNICAST_NPDU, npdu)
+    at = len(wire) - len(apdu) + 2
+    return wire[:at], wire[at + 1 :]
+
+
+def encode_register_foreign_device(ttl: int) -> bytes:
+    """A BVLC Register-Foreign-Device message with a time-to-live in seconds."""
+    return encode_bvll(BvlcFunction.REGISTER_FOREIGN_DEVICE, struct.pack("!H", ttl))
+
+
+def check_tags(raw: bytes) -> None:
+    """Walk tagged BACnet data; ``ValueError`` unless every tag is complete and balanced."""
+    stack: list[int] = []
+    offset = 0
+    while offset < len(raw):
+        tag, offset = decode_tag(raw, offset)
+        if tag.is_opening:
+            stack.append(tag.number)
+        elif tag.is_closing:
+            if not stack or stack.pop() != tag.number:
+                raise ValueError(f"unbalanced closing tag {tag.number}")
+        elif not (tag.cls == TagClass.APPLICATION and tag.number == 1):
+            offset += tag.length
+    if stack or offset != len(raw):
+        raise ValueError("truncated value")
+
+
+def decode_value(raw: bytes) -> object:
+    """A property value: application-tagged values decoded (one value unwrapped);
+    a constructed value is checked tag by tag and returned as bytes."""
+    try:
+        values = decode_all_application_values(raw)
+    except ValueError:
+        check_tags(raw)
+        return raw
+    if len(values) == 1:
+        return values[0]
+    return values
+
+
+def same_value(value: object, expected: Scalar) -> bool:
+    """Equality of a decoded value with an expected one (floats as REAL, 32 bits)."""
+    if (
+        isinstance(value, float)
+        and isinstance(expected, int | float)
+        and not isinstance(expected, bool)
+    ):
+        as_real: float = struct.unpack("!f", struct.pack("!f", float(expected)))[0]
+        return value == as_real
+    if isinstance(value, bool) or isinstance(expected, bool):
+        return isinstance(value, bool | int) and bool(value) == bool(expected) and value in (0, 1)
+    return value == expected
+
+
+class Request:
+    """A pre-encoded confirmed request and the check of its reply."""
+
+    __slots__ = ("head", "label", "service", "simple", "tail")
+
+    def __init__(
+        self, service: int, request: bytes, route: Route | None, label: str, simple: bool
+    ) -> None:
+        self.head, self.tail = encode_confirmed(service, request, route)
+        self.service = service
+        self.simple = simple
+        self.label = label
+
+    def wire(self, invoke_id: int) -> bytes:
+        """The datagram with ``invoke_id`` in place."""
+        return self.head + _IID[invoke_id] + self.tail
+
+    def accept(self, data: bytes, start: int) -> OpError | None:
+        """Check the reply APDU at ``data[start:]``; ``None`` when it is right."""
+        first = data[start]
+        kind = first >> 4
+        if kind == _COMPLEX_ACK and not self.simple:
+            if first & _SEGMENTED:
+                return OpError(
+                    ErrorClass.VALIDATION, f"{self.label}: segmented reply was not accepted"
+                )
+            if data[start + 2] != self.service:
+                return self._wrong_service(data[start + 2])
+            return self.check_ack(data, start + 3)
+        if kind == _SIMPLE_ACK and self.simple:
+            if data[start + 2] != self.service:
+                return self._wrong_service(data[start + 2])
+            return None
+        if kind in (_COMPLEX_ACK, _SIMPLE_ACK):
+            return OpError(ErrorClass.VALIDATION, f"{self.label}: wrong kind of acknowledgement")
+        return from_apdu(data[start:])
+
+    def check_ack(self, data: bytes, start: int) -> OpError | None:
+        """Check the service ACK at ``data[start:]`` (ComplexACK requests override this)."""
+        return None
+
+    def _wrong_service(self, service: int) -> OpError:
+        return OpError(
+            ErrorClass.VALIDATION, f"{self.label}: reply for service {service}, not {self.service}"
+        )
+
+
+class ReadRequest(Request):
+    """ReadProperty of one property, optionally checked against an expected value."""
+
+    __slots__ = ("_ok_raw", "expect", "prefix", "value")
+
+    def __init__(
+        self,
+        oid: ObjectIdentifier,
+        prop: PropertyIdentifier,
+        route: Route | None,
+        array_index: int | None = None,
+        expect: Scalar | None = None,
+    ) -> None:
+        request = ReadPropertyRequest(oid, prop, array_index)
+        super().__init__(
+            ConfirmedServiceChoice.READ_PROPERTY,
+            request.encode(),
+            route,
+            f"{object_name(oid)} {prop.name.lower().replace('_', '-')}",
+            simple=False,
+        )
+        self.prefix = ReadPropertyACK(oid, prop, array_index, b"").encode()[:-1]
+        self.expect = expect
+        self.value: object = None
+        self._ok_raw: bytes | None = None
+
+    def check_ack(self, data: bytes, start: int) -> OpError | None:
+        body = start + len(self.prefix)
+        if (
+            len(data) <= body
+            or data[-1] != _CLOSING_TAG_3
+            or not data.startswith(self.prefix, start)
+        ):
+            return self._mismatch(data[start:])
+        raw = data[body:-1]
+        if raw == self._ok_raw:
+            return None
+        try:
+            value = decode_value(raw)
+        except (ValueError, IndexError) as exc:
+            return OpError(ErrorClass.VALIDATION, f"{self.label}: undecodable value: {exc}")
+        problem = self.check_value(value)
+        if problem is not None:
+            return OpError(ErrorClass.VALIDATION, f"{self.label}: {problem}")
+        self.value = value
+        self._ok_raw = raw
+        return None
+
+    def check_value(self, value: object) -> str | None:
+        """Why ``value`` is wrong, or ``None``."""
+        if self.expect is not None and not same_value(value, self.expect):
+            return f"read {value!r}, expected {self.expect!r}"
+        return None
+
+    def _mismatch(self, ack: bytes) -> OpError:
+        try:
+            got = ReadPropertyACK.decode(ack)
+        except (ValueError, IndexError) as exc:
+            return OpError(ErrorClass.VALIDATION, f"{self.label}: undecodable ACK: {exc}")
+        return OpError(
+            ErrorClass.VALIDATION,
+            f"{self.label}: ACK is for {object_name(got.object_identifier)} "
+            f"{got.property_identifier.name.lower()} index {got.property_array_index}",
+        )
+
+
+class ObjectListRequest(ReadRequest):
+    """ReadProperty of a device's object-list: a list of object identifiers."""
+
+    __slots__ = ("device", "expect_count", "objects")
+
+    def __init__(self, device: int, route: Route | None, expect_count: int | None = None) -> None:
+        super().__init__(
+            ObjectIdentifier(ObjectType.DEVICE, device), PropertyIdentifier.OBJECT_LIST, route
+        )
+        self.device = ObjectIdentifier(ObjectType.DEVICE, device)
+        self.expect_count = expect_count
+        self.objects: list[ObjectIdentifier] = []
+
+    def check_value(self, value: object) -> str | None:
+        items = value if isinstance(value, list) else [value]
+        if not all(isinstance(item, ObjectIdentifier) for item in items):
+            return "object-list holds something else than object identifiers"
+        if self.device not in items:
+            return "object-list does not contain the device itself"
+        if self.expect_count is not None and len(items) != self.expect_count:
+            return f"object-list has {len(items)} objects, expected {self.expect_count}"
+        self.objects = [item for item in items if isinstance(item, ObjectIdentifier)]
+        return None
+
+
+class ReadMultipleRequest(Request):
+    """ReadPropertyMultiple of several objects and properties."""
+
+    __slots__ = ("_ok_payload", "asked")
+
+    def __init__(
+        self,
+        specs: Sequence[tuple[ObjectIdentifier, Sequence[PropertyIdentifier]]],
+        route: Route | None,
+    ) -> None:
+        request = ReadPropertyMultipleRequest(
+            [
+                ReadAccessSpecification(oid, [PropertyReference(prop) for prop in props])
+                for oid, props in specs
+            ]
+        )
+        label = "rpm " + ",".join(object_name(oid) for oid, _ in specs)
+        super().__init__(
+            ConfirmedServiceChoice.READ_PROPERTY_MULTIPLE,
+            request.encode(),
+            route,
+            label,
+            simple=False,
+        )
+        self.asked = [(oid, list(props)) for oid, props in specs]
+        self._ok_payload: bytes | None = None
+
+    def check_ack(self, data: bytes, start: int) -> OpError | None:
+        payload = data[start:]
+        if payload == self._ok_payload:
+            return None
+        try:
+            ack = ReadPropertyMultipleACK.decode(payload)
+        except (ValueError, IndexError) as exc:
+            return OpError(ErrorClass.VALIDATION, f"{self.label}: undecodable ACK: {exc}")
+        results = ack.list_of_read_access_results
+        if [r.object_identifier for r in results] != [oid for oid, _ in self.asked]:
+            return OpError(ErrorClass.VALIDATION, f"{self.label}: ACK lists other objects")
+        for result, (oid, props) in zip(results, self.asked, strict=True):
+            if [e.property_identifier for e in result.list_of_results] != props:
+                return OpError(
+                    ErrorClass.VALIDATION,
+                    f"{self.label}: ACK lists other properties of {object_name(oid)}",
+                )
+            for element in result.list_of_results:
+                if element.property_access_error is not None:
+                    error_class, code = element.property_access_error
+                    return OpError(
+                        ErrorClass.PROTOCOL,
+                        f"{object_name(oid)} property access error",
+                        error_code(error_class, code),
+                    )
+                try:
+                    decode_value(element.property_value or b"")
+                except (ValueError, IndexError) as exc:
+                    return OpError(ErrorClass.VALIDATION, f"{self.label}: undecodable value: {exc}")
+        self._ok_payload = payload
+        return None
+
+
+class WriteRequest(Request):
+    """WriteProperty of one value, acknowledged by a SimpleACK."""
+
+    __slots__ = ()
+
+    def __init__(
+        self,
+        oid: ObjectIdentifier,
+        prop: PropertyIdentifier,
+        value: bytes,
+        priority: int | None,
+        route: Route | None,
+        label: str,
+    ) -> None:
+        request = WritePropertyRequest(oid, prop, value, None, priority)
+        super().__init__(
+            ConfirmedServiceChoice.WRITE_PROPERTY, request.encode(), route, label, simple=True
+        )
+
+
+class WriteMultipleRequest(Request):
+    """WritePropertyMultiple of several values, acknowledged by a SimpleACK."""
+
+    __slots__ = ()
+
+    def __init__(
+        self,
+        specs: Sequence[tuple[ObjectIdentifier, Sequence[tuple[PropertyIdentifier, bytes]]]],
+        priority: int | None,
+        route: Route | None,
+    ) -> None:
+        request = WritePropertyMultipleRequest(
+            [
+                WriteAccessSpecification(
+                    oid,
+                    [BACnetPropertyValue(prop, None, value, priority) for prop, value in values],
+                )
+                for oid, values in specs
+            ]
+        )
+        label = "wpm " + ",".join(object_name(oid) for oid, _ in specs)
+        super().__init__(
+            ConfirmedServiceChoice.WRITE_PROPERTY_MULTIPLE,
+            request.encode(),
+            route,
+            label,
+            simple=True,
+        )
+
+
+_ANALOG = frozenset({ObjectType.ANALOG_INPUT, ObjectType.ANALOG_OUTPUT, ObjectType.ANALOG_VALUE})
+_BINARY = frozenset({ObjectType.BINARY_INPUT, ObjectType.BINARY_OUTPUT, ObjectType.BINARY_VALUE})
+_VALUE_PROPERTIES = frozenset(
+    {PropertyIdentifier.PRESENT_VALUE, PropertyIdentifier.RELINQUISH_DEFAULT}
+)
+
+
+def encode_write_value(
+    value: WriteValue, datatype: str, oid: ObjectIdentifier, prop: PropertyIdentifier
+) -> bytes:
+    """The application-tagged encoding of a value to write.
+
+    ``datatype`` is one of ``auto``, ``null``, ``boolean``, ``unsigned``,
+    ``signed``, ``real``, ``double``, ``enumerated``, ``character-string``.
+    ``auto`` picks REAL for numbers written to an analog object's value,
+    ENUMERATED for booleans and numbers written to a binary object's value,
+    UNSIGNED (SIGNED when negative) for other integers, REAL for other floats,
+    BOOLEAN for other booleans and CHARACTER STRING for text.
+    """
+    if datatype == "auto":
+        datatype = _auto_datatype(value, oid, prop)
+    if datatype == "null" or value is None:
+        return encode_application_null()
+    if datatype == "character-string":
+        return encode_application_character_string(str(value))
+    if isinstance(value, str):
+        raise ValueError(f"cannot write text {value!r} as {datatype}")
+    if datatype == "boolean":
+        return encode_application_boolean(bool(value))
+    if datatype == "real":
+        return encode_application_real(float(value))
+    if datatype == "double":
+        return encode_application_double(float(value))
+    if not float(value).is_integer():
+        raise ValueError(f"cannot write {value!r} as {datatype}")
+    if datatype == "enumerated":
+        return encode_application_enumerated(int(value))
+    if datatype == "signed":
+        return encode_application_signed(int(value))
+    if datatype == "unsigned" and value >= 0:
+        return encode_application_unsigned(int(value))
+    raise ValueError(f"cannot write {value!r} as {datatype}")
+
+
+def _auto_datatype(value: WriteValue, oid: ObjectIdentifier, prop: PropertyIdentifier) -> str:
+    if value is None:
+        return "null"
+    if isinstance(value, str):
+        return "character-string"
+    is_value = prop in _VALUE_PROPERTIES
+    if is_value and oid.object_type in _BINARY:
+        return "enumerated"
+    if isinstance(value, bool):
+        return "boolean"
+    if isinstance(value, float) or (is_value and oid.object_type in _ANALOG):
+        return "real"
+    return "unsigned" if value >= 0 else "signed"
+
+
+class DeviceProbe(Request):
+    """ReadProperty of the object-list of whichever device answers (instance may be the wildcard).
+
+    After a successful check, ``device`` is the device that answered and
+    ``objects`` its object-list.
+    """
+
+    __slots__ = ("device", "objects")
+
+    def __init__(self, device: int, route: Route | None) -> None:
+        oid = ObjectIdentifier(ObjectType.DEVICE, device)
+        request = ReadPropertyRequest(oid, PropertyIdentifier.OBJECT_LIST)
+        super().__init__(
+            ConfirmedServiceChoice.READ_PROPERTY,
+            request.encode(),
+            route,
+            "device object-list",
+            simple=False,
+        )
+        self.device = oid
+        self.objects: list[ObjectIdentifier] = []
+
+    def check_ack(self, data: bytes, start: int) -> OpError | None:
+        try:
+            ack = ReadPropertyACK.decode(data[start:])
+            value = decode_value(ack.property_value)
+        except (ValueError, IndexError) as exc:
+            return OpError(ErrorClass.VALIDATION, f"{self.label}: undecodable ACK: {exc}")
+        items = value if isinstance(value, list) else [value]
+        if (
+            ack.object_identifier.object_type != ObjectType.DEVICE
+            or ack.property_identifier != PropertyIdentifier.OBJECT_LIST
+            or not all(isinstance(item, ObjectIdentifier) for item in items)
+            or ack.object_identifier not in items
+        ):
+            return OpError(ErrorClass.VALIDATION, f"{self.label}: not a device object-list")
+        self.device = ack.object_identifier
+        self.objects = [item for item in items if isinstance(item, ObjectIdentifier)]
+        return None

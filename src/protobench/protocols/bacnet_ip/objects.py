@@ -1,0 +1,76 @@
+"""Object selectors of BACnet profiles: ``analog-input:1``, ``ai:3-5``, ``analog-input:*``.
+
+A selector names an object type (any name bac-py accepts: ``analog-input``,
+``ai``, ``ANALOG_INPUT`` or a number) and an instance, an inclusive range
+``first-last``, or ``*`` for every object of that type in the device. ``,`` may
+replace ``:``. Selectors are parsed when a profile is validated; wildcards are
+expanded against the device's object-list when a session opens.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from bac_py.types.enums import ObjectType
+from bac_py.types.parsing import parse_object_identifier
+from bac_py.types.primitives import ObjectIdentifier
+
+MAX_INSTANCE = 4_194_303
+"""The largest instance number; on a Device object it means "the device that receives"."""
+
+
+@dataclass(frozen=True)
+class Selector:
+    """An object type and the instances chosen: a range, or every one (``None``)."""
+
+    object_type: ObjectType
+    first: int | None
+    last: int | None
+
+    @property
+    def wildcard(self) -> bool:
+        return self.first is None
+
+    def expand(self, inventory: list[ObjectIdentifier]) -> list[ObjectIdentifier]:
+        """The objects chosen, in instance order; wildcards take theirs from ``inventory``."""
+        if self.first is None or self.last is None:
+            found = [oid for oid in inventory if oid.object_type == self.object_type]
+            return sorted(found, key=lambda oid: oid.instance_number)
+        return [ObjectIdentifier(self.object_type, i) for i in range(self.first, self.last + 1)]
+
+
+def parse_selector(text: str) -> Selector:
+    """Parse one selector; ``ValueError`` says what is wrong."""
+    sep = ":" if ":" in text else ","
+    type_part, found, instance_part = text.partition(sep)
+    instance_part = instance_part.strip()
+    if not found or not instance_part:
+        raise ValueError(f"expected an object such as 'analog-input:1' or 'ai:*', got {text!r}")
+    object_type = parse_object_identifier(f"{type_part.strip()}:0").object_type
+    if instance_part == "*":
+        return Selector(object_type, None, None)
+    first_text, dash, last_text = instance_part.partition("-")
+    try:
+        first = int(first_text)
+        last = int(last_text) if dash else first
+    except ValueError:
+        raise ValueError(f"expected an instance, a range 'a-b' or '*' in {text!r}") from None
+    if not 0 <= first <= last <= MAX_INSTANCE:
+        raise ValueError(f"instances must satisfy 0 <= first <= last <= {MAX_INSTANCE} in {text!r}")
+    return Selector(object_type, first, last)
+
+
+def expand_all(
+    selectors: list[Selector], inventory: list[ObjectIdentifier]
+) -> list[ObjectIdentifier]:
+    """Every object chosen by ``selectors``, in order, without duplicates."""
+    seen: dict[ObjectIdentifier, None] = {}
+    for selector in selectors:
+        for oid in selector.expand(inventory):
+            seen.setdefault(oid, None)
+    return list(seen)
+
+
+def object_name(oid: ObjectIdentifier) -> str:
+    """``analog-input:1`` - the selector form of one object, for messages."""
+    return f"{oid.object_type.name.lower().replace('_', '-')}:{oid.instance_number}"

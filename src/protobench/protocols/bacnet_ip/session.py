@@ -1,0 +1,233 @@
+"""Sessions of the hot-path operations, on the lean client.
+
+``read-property``, ``write-property``, ``read-property-multiple``,
+``write-property-multiple`` and ``object-list`` each open a
+:class:`~protobench.protocols.bacnet_ip.client.DatagramClient`, register it
+as a foreign device when the options say so, read the device's object-list
+once (it proves the device answers, names the device, and resolves wildcard
+selectors), pre-encode every request the session will send, and then send
+them in turn, one per :meth:`LeanSession.submit`. Session *i* of a group
+starts at the *i*-th request so that a group's sessions spread over the
+objects.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import math
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from bac_py.types.enums import PropertyIdentifier
+from bac_py.types.parsing import parse_property_identifier
+from bac_py.types.primitives import ObjectIdentifier
+
+from protobench.protocols.bacnet_ip.address import TargetAddress
+from protobench.protocols.bacnet_ip.client import DatagramClient
+from protobench.protocols.bacnet_ip.codec import (
+    DeviceProbe,
+    ObjectListRequest,
+    ReadMultipleRequest,
+    ReadRequest,
+    Request,
+    Route,
+    WriteMultipleRequest,
+    WriteRequest,
+    encode_write_value,
+)
+from protobench.protocols.bacnet_ip.objects import expand_all, object_name, parse_selector
+from protobench.protocols.bacnet_ip.params import (
+    BacnetIpOptions,
+    ObjectListParams,
+    ReadPropertyMultipleParams,
+    ReadPropertyParams,
+    WritePropertyMultipleParams,
+    WritePropertyParams,
+)
+from protobench.protocols.base import (
+    CallbackSession,
+    Done,
+    ErrorClass,
+    OpError,
+    SessionContext,
+    StrictModel,
+)
+
+
+@dataclass(frozen=True)
+class Inventory:
+    """The device that answered and its object-list."""
+
+    device: ObjectIdentifier
+    objects: list[ObjectIdentifier]
+
+    def select(self, selectors: list[str]) -> list[ObjectIdentifier]:
+        chosen = expand_all([parse_selector(s) for s in selectors], self.objects)
+        if not chosen:
+            raise OpError(ErrorClass.LOCAL, f"no object of the device matches {selectors}")
+        return chosen
+
+
+class LeanSession(CallbackSession):
+    """Sends pre-encoded requests in turn over one datagram client."""
+
+    def __init__(self, client: DatagramClient, requests: list[Request], start: int) -> None:
+        self.client = client
+        self.requests = requests
+        self._count = len(requests)
+        self._next = start % self._count
+
+    def submit(self, done: Done) -> None:
+        position = self._next
+        self._next = position + 1 if position + 1 < self._count else 0
+        self.client.send(self.requests[position], done)
+
+    async def close(self) -> None:
+        self.client.close()
+
+
+def route_of(target: TargetAddress) -> Route | None:
+    if target.dnet is None or target.dadr is None:
+        return None
+    return Route(target.dnet, target.dadr)
+
+
+async def open_client(
+    target: TargetAddress, options: BacnetIpOptions, request_timeout: float
+) -> DatagramClient:
+    """A datagram client to ``target``, registered as a foreign device if the options say so."""
+    try:
+        client = await DatagramClient.open(
+            target.host,
+            target.port,
+            options.interface,
+            route_of(target),
+            request_timeout,
+            options.retries,
+        )
+    except OSError as exc:
+        raise OpError(ErrorClass.CONNECT, f"cannot open a UDP socket: {exc}") from exc
+    if not options.foreign_device:
+        return client
+    bbmd = options.bbmd or target.bbmd
+    try:
+        if bbmd != target.endpoint:
+            raise OpError(
+                ErrorClass.LOCAL,
+                "foreign_device needs a BBMD at the target's address (bbmd=1 in the target URL)",
+            )
+        async with asyncio.timeout(request_timeout):
+            await client.register_foreign_device(options.bbmd_ttl)
+    except TimeoutError:
+        client.close()
+        raise OpError(ErrorClass.TIMEOUT, "no reply to Register-Foreign-Device") from None
+    except BaseException:
+        client.close()
+        raise
+    return client
+
+
+async def probe(
+    client: DatagramClient, target: TargetAddress, device: int | None = None
+) -> Inventory:
+    """Read the device's object-list (the device of the URL, or whichever answers)."""
+    request = DeviceProbe(target.device_instance if device is None else device, route_of(target))
+    await client.request(request)
+    return Inventory(request.device, request.objects)
+
+
+Builder = Callable[[StrictModel, Inventory, Route | None], list[Request]]
+
+
+def read_property(params: StrictModel, inventory: Inventory, route: Route | None) -> list[Request]:
+    assert isinstance(params, ReadPropertyParams)
+    prop = parse_property_identifier(params.property)
+    return [
+        ReadRequest(oid, prop, route, params.array_index, params.expect)
+        for oid in inventory.select(params.objects)
+    ]
+
+
+def write_property(params: StrictModel, inventory: Inventory, route: Route | None) -> list[Request]:
+    assert isinstance(params, WritePropertyParams)
+    prop = parse_property_identifier(params.property)
+    objects = inventory.select(params.objects)
+    requests: list[Request] = []
+    for k in range(math.lcm(len(objects), len(params.values))):
+        oid, value = objects[k % len(objects)], params.values[k % len(params.values)]
+        encoded = _encode(value, params.datatype, oid, prop)
+        label = f"{object_name(oid)} {params.property} := {value!r}"
+        requests.append(WriteRequest(oid, prop, encoded, params.priority, route, label))
+    return requests
+
+
+def read_property_multiple(
+    params: StrictModel, inventory: Inventory, route: Route | None
+) -> list[Request]:
+    assert isinstance(params, ReadPropertyMultipleParams)
+    requests: list[Request] = []
+    for spec in params.requests:
+        specs = [
+            (oid, [parse_property_identifier(p) for p in props])
+            for selector, props in spec.items()
+            for oid in inventory.select([selector])
+        ]
+        requests.append(ReadMultipleRequest(specs, route))
+    return requests
+
+
+def write_property_multiple(
+    params: StrictModel, inventory: Inventory, route: Route | None
+) -> list[Request]:
+    assert isinstance(params, WritePropertyMultipleParams)
+    requests: list[Request] = []
+    for spec in params.requests:
+        specs = []
+        for selector, values in spec.items():
+            for oid in inventory.select([selector]):
+                encoded = []
+                for name, value in values.items():
+                    prop = parse_property_identifier(name)
+                    encoded.append((prop, _encode(value, params.datatype, oid, prop)))
+                specs.append((oid, encoded))
+        requests.append(WriteMultipleRequest(specs, params.priority, route))
+    return requests
+
+
+def object_list(params: StrictModel, inventory: Inventory, route: Route | None) -> list[Request]:
+    assert isinstance(params, ObjectListParams)
+    return [ObjectListRequest(inventory.device.instance_number, route, params.expect_count)]
+
+
+def _encode(
+    value: bool | float | str, datatype: str, oid: ObjectIdentifier, prop: PropertyIdentifier
+) -> bytes:
+    try:
+        return encode_write_value(value, datatype, oid, prop)
+    except ValueError as exc:
+        raise OpError(ErrorClass.LOCAL, f"{object_name(oid)}: {exc}") from None
+
+
+BUILDERS: dict[str, Builder] = {
+    "read-property": read_property,
+    "write-property": write_property,
+    "read-property-multiple": read_property_multiple,
+    "write-property-multiple": write_property_multiple,
+    "object-list": object_list,
+}
+
+
+async def open_lean_session(
+    ctx: SessionContext, target: TargetAddress, options: BacnetIpOptions
+) -> LeanSession:
+    """Open a hot-path session for ``ctx.op``."""
+    build = BUILDERS[ctx.op]
+    device = ctx.params.device if isinstance(ctx.params, ObjectListParams) else None
+    client = await open_client(target, options, ctx.timeout)
+    try:
+        inventory = await probe(client, target, device)
+        requests = build(ctx.params, inventory, route_of(target))
+    except BaseException:
+        client.close()
+        raise
+    return LeanSession(client, requests, ctx.index)
