@@ -8,6 +8,7 @@ password file (made with ``mosquitto_passwd``) and an optional TLS listener.
 from __future__ import annotations
 
 import asyncio
+import os
 import shutil
 import signal
 import socket
@@ -93,6 +94,8 @@ def mosquitto(
     directory.mkdir(parents=True, exist_ok=True)
     port = _free_port()
     lines = ["persistence false", "log_dest stderr", "log_type error", "log_type warning"]
+    if os.geteuid() == 0:
+        lines.append("user root")  # else mosquitto drops to a user who cannot read tmp_path
     lines += [f"listener {port} 127.0.0.1", "allow_anonymous true"]
     if tls is not None:
         lines += [f"certfile {tls[0]}", f"keyfile {tls[1]}"]

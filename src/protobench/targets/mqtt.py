@@ -90,6 +90,10 @@ def mosquitto_config(host: str, port: int, options: MqttBrokerOptions) -> str:
         "max_connections -1",
         "set_tcp_nodelay true",
     ]
+    if os.geteuid() == 0:
+        # Started by root, mosquitto would switch to the "mosquitto" user, who cannot
+        # read the caller's files (the password file, a private temporary directory).
+        lines.append("user root")
     if options.password_file:
         lines.append(f"password_file {Path(options.password_file).resolve()}")
     if options.max_queued_messages is not None:
