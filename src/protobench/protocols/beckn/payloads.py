@@ -130,7 +130,7 @@ def context(
 class BodyFactory:
     """Bodies for one action, with fresh ids per call unless ``reuse_ids``."""
 
-    __slots__ = ("_fixed", "_templates")
+    __slots__ = ("_fixed", "_templates", "message_id")
 
     def __init__(
         self,
@@ -148,11 +148,13 @@ class BodyFactory:
         rotated = queries[start % len(queries) :] + queries[: start % len(queries)]
         if reuse_ids:
             ids = (uuid4(), timestamp(), uuid4())
+            self.message_id = ids[0]
             body = self._encode(action, bap_id, bap_uri, bpp_id, bpp_uri, rotated[0], ids)
             self._fixed: bytes | None = body
             self._templates: Iterator[bytes] = itertools.repeat(body)
             return
         self._fixed = None
+        self.message_id = ""
         self._templates = itertools.cycle(
             [
                 self._encode(action, bap_id, bap_uri, bpp_id, bpp_uri, query, (_MARK,) * 3)
@@ -176,8 +178,9 @@ class BodyFactory:
         return orjson.dumps({"context": ctx, "message": message(action, query)})
 
     def __call__(self) -> bytes:
-        """The next body."""
+        """The next body; its ``messageId`` is then :attr:`message_id`."""
         template = next(self._templates)
         if self._fixed is not None:
             return template
-        return template % (uuid4().encode(), timestamp().encode(), uuid4().encode())
+        self.message_id = message_id = uuid4()
+        return template % (message_id.encode(), timestamp().encode(), uuid4().encode())

@@ -16,7 +16,7 @@ import asyncio
 from collections.abc import Awaitable, Callable
 
 from protobench.protocols.base import CallbackSession, Done, ErrorClass, OpError
-from protobench.protocols.haystack.grids import Depth, Format, check
+from protobench.protocols.haystack.grids import UNKNOWN_ROWS, Depth, Format, check
 from protobench.protocols.http_client import HttpConnection, Response, status_error
 
 Source = Callable[[], bytes]
@@ -85,7 +85,7 @@ class HaystackHttpSession(CallbackSession):
         except OpError as exc:
             done(exc, nbytes)
             return
-        if rows < self._min_rows:
+        if rows != UNKNOWN_ROWS and rows < self._min_rows:
             done(
                 OpError(
                     ErrorClass.VALIDATION, f"expected at least {self._min_rows} rows, got {rows}"

@@ -19,78 +19,92 @@ from protobench.protocols.haystack.credentials import DEV_USER, PASSWORD_ENV
 class HaystackOptions(StrictModel):
     """Protocol-wide options (the profile's ``[options]``)."""
 
-    user: str = DEV_USER
-    password: SecretStr | None = None
-    """Secret. Unset: ``$password_env``, else the embedded server's dev password."""
-    password_env: str = PASSWORD_ENV
-    auth: bool = True
-    """``false`` for a server without authentication (no Authorization header)."""
-    auth_per: Literal["session", "worker"] = "session"
-    """One SCRAM login per session, or one per worker process shared by its sessions."""
-    format: Literal["json", "zinc"] = "json"
-    """Wire format of HTTP requests and responses (WebSocket is always JSON)."""
-    validation: Literal["grid", "decode"] = "grid"
-    """``grid``: well-formed grid, error grids; ``decode``: full decode with hs_py's codecs."""
-    ws_path: str = "/ws"
-    """Path of the WebSocket API under the target URL."""
-    insecure: bool = False
-    ca_file: str | None = None
+    user: str = Field(default=DEV_USER, description="account to log in as")
+    password: SecretStr | None = Field(
+        default=None,
+        description="secret; unset: $password_env, else the embedded server's dev password",
+    )
+    password_env: str = Field(default=PASSWORD_ENV, description="env variable of the password")
+    auth: bool = Field(default=True, description="false: no login, no Authorization header")
+    auth_per: Literal["session", "worker"] = Field(
+        default="session", description="one SCRAM login per session, or per worker process"
+    )
+    format: Literal["json", "zinc"] = Field(
+        default="json", description="HTTP request/response format (WebSocket is always JSON)"
+    )
+    validation: Literal["meta", "grid", "decode"] = Field(
+        default="meta",
+        description="reply check: grid header (cheap), whole grid parsed, or decoded by hs_py",
+    )
+    ws_path: str = Field(default="/ws", description="WebSocket API path under the target URL")
+    insecure: bool = Field(default=False, description="skip TLS certificate verification")
+    ca_file: str | None = Field(default=None, description="PEM file of CAs to trust")
 
 
 class ReadParams(StrictModel):
-    """``read``: filters cycled request by request (so a read cache cannot answer all)."""
+    """``read``: filters cycled request by request."""
 
-    filters: list[str] = Field(default_factory=lambda: ["site"], min_length=1)
-    limit: int | None = Field(default=None, ge=1)
-    min_rows: int = Field(default=0, ge=0)
-    """A reply with fewer rows is a ``validation`` error."""
+    filters: list[str] = Field(
+        default_factory=lambda: ["site"], min_length=1, description="filters, cycled"
+    )
+    limit: int | None = Field(default=None, ge=1, description="row limit of each read")
+    min_rows: int = Field(
+        default=0,
+        ge=0,
+        description="fewer rows is a validation error (lifts validation meta to grid)",
+    )
 
 
 class NavParams(StrictModel):
     """``nav``: navIds cycled; ``""`` is the root (the sites)."""
 
-    nav_ids: list[str] = Field(default_factory=lambda: [""], min_length=1)
+    nav_ids: list[str] = Field(
+        default_factory=lambda: [""], min_length=1, description='navIds, cycled ("" = root)'
+    )
 
 
 class PointParams(StrictModel):
-    """Which points an op addresses: ``points`` ids, else the first ``max_points`` of a filter."""
+    """Which points an op addresses: ``points``, else the first ``max_points`` of a filter."""
 
-    points: list[str] = Field(default_factory=list)
-    point_filter: str = "point and his"
-    max_points: int = Field(default=50, ge=1, le=10_000)
+    points: list[str] = Field(default_factory=list, description="point ids (without @)")
+    point_filter: str = Field(default="point and his", description="filter used without points")
+    max_points: int = Field(default=50, ge=1, le=10_000, description="limit of point_filter")
 
 
 class HisReadParams(PointParams):
     """``his-read``: one point per request, cycled, over ``range``."""
 
-    range: str = "today"
+    range: str = Field(default="today", description="hisRead range")
 
 
 class HisWriteParams(PointParams):
-    """``his-write``: ``samples`` fresh samples (timestamped now) to one point per request."""
+    """``his-write``: fresh samples (timestamped now) to one point per request."""
 
-    samples: int = Field(default=1, ge=1, le=10_000)
+    samples: int = Field(default=1, ge=1, le=10_000, description="samples per request")
 
 
 class PointWriteParams(PointParams):
-    """``point-write``: alternately ``values`` at ``level`` to one point per request."""
+    """``point-write``: ``values`` in turn at ``level``, one point per request."""
 
-    point_filter: str = 'point and writable and kind=="Number"'
-    level: int = Field(default=16, ge=1, le=17)
-    values: list[float] = Field(default_factory=lambda: [72.5, 68.0], min_length=1)
-    who: str = "protobench"
+    point_filter: str = Field(
+        default='point and writable and kind=="Number"', description="filter used without points"
+    )
+    level: int = Field(default=16, ge=1, le=17, description="priority level")
+    values: list[float] = Field(
+        default_factory=lambda: [72.5, 68.0], min_length=1, description="values, cycled"
+    )
+    who: str = Field(default="protobench", description="who tag of the writes")
 
 
 class WatchParams(PointParams):
     """``watch-sub``/``watch-poll``: a watch of ``max_points`` points opened per session.
 
     ``watch-sub`` re-subscribes those points to the session's watch on each
-    request; ``watch-poll`` polls it (``refresh`` asks for every point, not
-    only the changed ones). The watch is closed when the session ends.
+    request; ``watch-poll`` polls it. The watch is closed when the session ends.
     """
 
-    max_points: int = Field(default=20, ge=1, le=10_000)
-    refresh: bool = False
+    max_points: int = Field(default=20, ge=1, le=10_000, description="points in the watch")
+    refresh: bool = Field(default=False, description="watch-poll: every point, not only changes")
 
 
 _HTTP_OPS: Mapping[str, type[StrictModel]] = {

@@ -146,6 +146,9 @@ async def _open(
         if not watch_id:
             raise OpError(ErrorClass.VALIDATION, "watchSub reply has no watchId")
     min_rows = params.min_rows if isinstance(params, ReadParams) else 0
+    depth = options.validation
+    if min_rows and depth == "meta":
+        depth = "grid"
     rng = random.Random(ctx.index)
     closing = ("POST", "watchUnsub", watch_close_grid(watch_id)) if watch_id else None
 
@@ -162,14 +165,12 @@ async def _open(
             def ws_his_write() -> str:
                 return ws_template(("POST", "hisWrite", his_write_grid(next(cycle), samples, rng)))
 
-            return HaystackWsSession(
-                ws, ws_his_write, options.validation, ctx.timeout, min_rows=min_rows
-            )
+            return HaystackWsSession(ws, ws_his_write, depth, ctx.timeout, min_rows=min_rows)
         templates = itertools.cycle([ws_template(r) for r in requests()]).__next__
         return HaystackWsSession(
             ws,
             templates,
-            options.validation,
+            depth,
             ctx.timeout,
             min_rows=min_rows,
             closing=ws_template(closing) if closing else None,
@@ -201,7 +202,7 @@ async def _open(
         make_source,
         token,
         fmt,
-        options.validation,
+        depth,
         min_rows=min_rows,
         relogin=relogin if options.auth else None,
         closing=make_closing if closing else None,

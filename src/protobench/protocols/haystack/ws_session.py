@@ -24,10 +24,17 @@ from websockets.asyncio.client import ClientConnection, connect
 from websockets.exceptions import ConnectionClosed, InvalidHandshake, InvalidStatus
 
 from protobench.protocols.base import AsyncSession, ErrorClass, OpError
-from protobench.protocols.haystack.grids import ERROR_CODE, Depth, check_json_grid
+from protobench.protocols.haystack.grids import (
+    ERROR_CODE,
+    UNKNOWN_ROWS,
+    Depth,
+    check_json_grid,
+    check_json_meta,
+)
 
 AUTH_CLOSE_CODE = 4003
 MAX_MESSAGE = 16 * 1024 * 1024
+_GRID_PREFIX = b'{"grid":'
 
 Templates = Callable[[], str]
 """Gives the next message, with a ``%d`` slot for its id."""
@@ -114,25 +121,39 @@ class HaystackWsSession(AsyncSession):
                 await ws.send(self._templates() % ident)
                 while True:
                     raw = await ws.recv(decode=False)
-                    reply = orjson.loads(raw)
-                    if isinstance(reply, dict) and reply.get("id") == ident:
+                    rows = self._check(raw, ident)
+                    if rows is not None:
                         break
         except TimeoutError:
             raise OpError(ErrorClass.TIMEOUT, f"no reply within {self._timeout:g}s") from None
         except ConnectionClosed as exc:
             raise closed_error(exc) from None
-        except orjson.JSONDecodeError as exc:
-            raise OpError(ErrorClass.VALIDATION, f"reply is not JSON: {exc}") from None
-        grid = reply.get("grid")
-        if self._depth == "decode" and isinstance(grid, dict):
-            rows = _decoded_rows(grid)
-        else:
-            rows = check_json_grid(grid)
-        if rows < self._min_rows:
+        if rows != UNKNOWN_ROWS and rows < self._min_rows:
             raise OpError(
                 ErrorClass.VALIDATION, f"expected at least {self._min_rows} rows, got {rows}"
             )
         return len(raw)
+
+    def _check(self, raw: bytes, ident: int) -> int | None:
+        """The reply's row count, or ``None`` when it answers another (earlier) request.
+
+        At ``meta`` depth a reply shaped ``{"grid":...,"id":N}`` (hs_py's) is
+        checked without parsing its rows; any other shape is parsed in full.
+        """
+        if self._depth == "meta" and raw.startswith(_GRID_PREFIX):
+            suffix = b',"id":%d}' % ident
+            if raw.endswith(suffix):
+                return check_json_meta(raw[len(_GRID_PREFIX) : -len(suffix)])
+        try:
+            reply = orjson.loads(raw)
+        except orjson.JSONDecodeError as exc:
+            raise OpError(ErrorClass.VALIDATION, f"reply is not JSON: {exc}") from None
+        if not isinstance(reply, dict) or reply.get("id") != ident:
+            return None
+        grid = reply.get("grid")
+        if self._depth == "decode" and isinstance(grid, dict):
+            return _decoded_rows(grid)
+        return check_json_grid(grid)
 
     async def close(self) -> None:
         try:

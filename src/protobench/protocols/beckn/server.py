@@ -1,0 +1,82 @@
+"""A minimal HTTP/1.1 request server protocol (httptools) for the Beckn endpoints.
+
+Both Beckn servers are this protocol with a different handler: the mock BPP
+(:mod:`protobench.targets.beckn`) and the BAP's callback listener
+(:mod:`protobench.protocols.beckn.callbacks`). A handler gets the method, the
+URL, the ``Authorization`` header and the body of each complete request and
+returns the whole encoded response; responses go out in request order.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable
+from typing import cast
+
+import httptools
+import orjson
+
+Handler = Callable[[bytes, bytes, str, bytes], bytes]
+"""``(method, url, authorization, body) -> encoded response``."""
+
+_BAD_REQUEST = b"HTTP/1.1 400 Bad Request\r\nContent-Length: 0\r\nConnection: close\r\n\r\n"
+
+
+def json_response(status: str, payload: object, extra_headers: str = "") -> bytes:
+    """An encoded ``application/json`` response; ``status`` is e.g. ``"200 OK"``."""
+    body = orjson.dumps(payload)
+    head = (
+        f"HTTP/1.1 {status}\r\nContent-Type: application/json\r\n"
+        f"{extra_headers}Content-Length: {len(body)}\r\n\r\n"
+    )
+    return head.encode("ascii") + body
+
+
+class HandlerProtocol(asyncio.Protocol):
+    """One server connection: parse requests, answer each with ``handler``'s response."""
+
+    def __init__(self, handler: Handler) -> None:
+        self._handler = handler
+        self._transport: asyncio.Transport | None = None
+        self._parser = httptools.HttpRequestParser(self)
+        self._url = b""
+        self._authorization = b""
+        self._body: list[bytes] = []
+
+    def connection_made(self, transport: asyncio.BaseTransport) -> None:
+        self._transport = cast(asyncio.Transport, transport)
+
+    def data_received(self, data: bytes) -> None:
+        try:
+            self._parser.feed_data(data)
+        except httptools.HttpParserError:
+            assert self._transport is not None
+            self._transport.write(_BAD_REQUEST)
+            self._transport.close()
+
+    def on_url(self, url: bytes) -> None:
+        self._url += url
+
+    def on_header(self, name: bytes, value: bytes) -> None:
+        if name.lower() == b"authorization":
+            self._authorization = value
+
+    def on_body(self, body: bytes) -> None:
+        self._body.append(body)
+
+    def on_message_complete(self) -> None:
+        response = self._handler(
+            self._parser.get_method(),
+            self._url,
+            self._authorization.decode("latin-1"),
+            b"".join(self._body),
+        )
+        self._url = b""
+        self._authorization = b""
+        self._body = []
+        transport = self._transport
+        if transport is None or transport.is_closing():
+            return
+        transport.write(response)
+        if not self._parser.should_keep_alive():
+            transport.close()
