@@ -17,6 +17,7 @@ it is a plain dict on the wire (:meth:`OpInterval.to_wire`).
 
 from __future__ import annotations
 
+import math
 from array import array
 from collections import Counter
 from dataclasses import dataclass, field
@@ -43,6 +44,8 @@ def new_histogram() -> HdrHistogram:
     return HdrHistogram(LOWEST_US, HIGHEST_US, SIGNIFICANT_DIGITS)
 
 
+Counts = np.ndarray[Any, np.dtype[np.int64]]
+
 _SHAPE = new_histogram()
 _SUB_BUCKET_MASK = int(_SHAPE.sub_bucket_mask)
 _UNIT_MAGNITUDE = int(_SHAPE.unit_magnitude)
@@ -51,7 +54,7 @@ _HALF_COUNT = int(_SHAPE.sub_bucket_half_count)
 _COUNTS_LEN = int(_SHAPE.counts_len)
 
 
-def counts_view(hist: HdrHistogram) -> np.ndarray[Any, np.dtype[np.int64]]:
+def counts_view(hist: HdrHistogram) -> Counts:
     """The histogram's counts array as a numpy view (no copy)."""
     return np.frombuffer(hist.counts, dtype=np.int64)
 
@@ -103,20 +106,53 @@ def merge(encoded: list[str]) -> HdrHistogram:
     return hist
 
 
-def summary(hist: HdrHistogram) -> dict[str, float]:
-    """Count, mean, min, max and the standard percentiles, in microseconds."""
-    n = int(hist.get_total_count())
+def _bucket_values() -> tuple[Counts, Counts]:
+    """The lowest value and the width of every bucket of the factory's histograms."""
+    index = np.arange(_COUNTS_LEN, dtype=np.int64)
+    bucket = (index >> _HALF_COUNT_MAGNITUDE) - 1
+    sub_bucket = (index & (_HALF_COUNT - 1)) + _HALF_COUNT
+    low = bucket < 0
+    sub_bucket[low] -= _HALF_COUNT
+    bucket[low] = 0
+    shift = bucket + _UNIT_MAGNITUDE
+    return sub_bucket << shift, np.int64(1) << shift
+
+
+_LOWEST, _WIDTH = _bucket_values()
+HIGHEST: Counts = _LOWEST + _WIDTH - 1
+"""For each counts index, the highest value (µs) equivalent to that bucket."""
+_MIDDLE = (_LOWEST + (_WIDTH >> 1)).astype(np.float64)
+
+
+def counts_summary(counts: Counts) -> dict[str, float]:
+    """:func:`summary` of a histogram given as its counts array (see :func:`counts_view`).
+
+    Vectorised: hdrhistogram's own percentile, mean and stddev walks take
+    150-300 ms per histogram in Python; this takes well under a millisecond
+    and gives the same values (the unit tests compare them).
+    """
+    cumulative = np.cumsum(counts)
+    n = int(cumulative[-1])
     if n == 0:
         return {"count": 0}
-    values = hist.get_percentile_to_value_dict([p for _, p in PERCENTILES])
     out: dict[str, float] = {"count": n}
     for name, p in PERCENTILES:
-        out[name] = float(values[p])
-    out["min"] = float(hist.get_min_value())
-    out["max"] = float(hist.get_max_value())
-    out["mean"] = round(float(hist.get_mean_value()), 1)
-    out["stddev"] = round(float(hist.get_stddev()), 1)
+        target = max(int(p * n / 100 + 0.5), 1)
+        out[name] = float(HIGHEST[int(np.searchsorted(cumulative, target))])
+    nonzero = np.flatnonzero(counts)
+    weights = counts[nonzero].astype(np.float64)
+    middles = _MIDDLE[nonzero]
+    mean = float(np.dot(weights, middles)) / n
+    out["min"] = float(_LOWEST[nonzero[0]])
+    out["max"] = float(HIGHEST[nonzero[-1]])
+    out["mean"] = round(mean, 1)
+    out["stddev"] = round(math.sqrt(float(np.dot(weights, (middles - mean) ** 2)) / n), 1)
     return out
+
+
+def summary(hist: HdrHistogram) -> dict[str, float]:
+    """Count, mean, min, max and the standard percentiles, in microseconds."""
+    return counts_summary(counts_view(hist))
 
 
 class OpRecorder:
