@@ -1,0 +1,580 @@
+"""protobench's HTTP engine against other load generators, on one core each.
+
+nginx (one worker process, pinned to ``--server-core``) serves a 13-byte
+``Hello, World!`` on 127.0.0.1. Each generator in turn runs pinned to
+``--client-core`` with ``--connections`` keep-alive connections for
+``--duration`` seconds, ``--rounds`` times (generators interleaved, so drift
+in the machine's load spreads over all of them). For each run it records
+requests per second, the generator's CPU time per request (user + system,
+all its processes) and nginx's CPU use.
+
+Generators:
+
+* ``protobench``: ``protobench run http-get --target URL --processes 1
+  --connections N --duration D --warmup W --ndjson`` (one worker process,
+  every latency recorded). req/s is the report's sustain throughput; CPU is
+  measured over the sustain intervals only (controller + worker, startup
+  and warmup excluded), from the interval lines as they arrive.
+* ``protobench-plugin``: the http plugin's sessions driven in this script's
+  own closed loop (``submit`` back-to-back from the completion callback,
+  ``perf_counter_ns`` deltas appended to an ``array('q')`` and folded into
+  an HdrHistogram every second, as the engine's ``OpRecorder`` does): the
+  plugin's cost without the engine's.
+* every peer found on PATH: wrk, oha, k6, hey, locust (FastHttpUser, one
+  process). CPU is the whole process's (``wait4`` rusage) over its requests.
+
+Run it as ``bench/http_vs_peers [--duration 10] [--rounds 3]``. nginx is
+installed from Debian (``apt-get install nginx-light``) when missing. The
+machine may be shared: look at the spread between rounds and at nginx's CPU
+(a generator cannot beat a saturated server) before reading the ratios.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import re
+import resource
+import shutil
+import socket
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from array import array
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+import psutil
+import uvloop
+
+from protobench.engine.metrics import fold, new_histogram
+from protobench.protocols.base import CallbackSession, OpError, SessionContext
+from protobench.protocols.http import HttpOptions, HttpProtocol, RequestParams
+
+REPO = Path(__file__).resolve().parent.parent
+PYTHON = REPO / ".venv" / "bin" / "python"
+PROTOBENCH = REPO / ".venv" / "bin" / "protobench"
+BODY = "Hello, World!"
+
+
+@dataclass
+class Result:
+    """One generator's run."""
+
+    generator: str
+    requests: int
+    seconds: float
+    cpu_seconds: float
+    errors: int = 0
+    server_cpu: float = 0.0
+    note: str = ""
+
+    @property
+    def rps(self) -> float:
+        return self.requests / self.seconds if self.seconds else 0.0
+
+    @property
+    def cpu_us_per_request(self) -> float:
+        return self.cpu_seconds / self.requests * 1e6 if self.requests else float("nan")
+
+
+@dataclass
+class Settings:
+    duration: float
+    warmup: float
+    connections: int
+    server_core: int
+    client_core: int
+    workdir: Path
+    url: str = ""
+    server_pid: int = 0
+    extra: dict[str, Any] = field(default_factory=dict)
+
+
+# -- the server -----------------------------------------------------------------
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+def find_nginx() -> str:
+    found = shutil.which("nginx") or (
+        "/usr/sbin/nginx" if Path("/usr/sbin/nginx").exists() else None
+    )
+    if found:
+        return found
+    print("nginx not found: installing nginx-light from Debian", file=sys.stderr)
+    env = {**os.environ, "DEBIAN_FRONTEND": "noninteractive"}
+    subprocess.run(["apt-get", "update", "-q"], check=True, env=env)
+    subprocess.run(["apt-get", "install", "-y", "-q", "nginx-light"], check=True, env=env)
+    return shutil.which("nginx") or "/usr/sbin/nginx"
+
+
+def start_nginx(settings: Settings) -> subprocess.Popen[bytes]:
+    port = free_port()
+    root = settings.workdir / "nginx"
+    (root / "logs").mkdir(parents=True, exist_ok=True)
+    conf = root / "nginx.conf"
+    conf.write_text(
+        f"""worker_processes 1;
+daemon off;
+master_process off;
+pid {root}/nginx.pid;
+error_log {root}/logs/error.log warn;
+events {{ worker_connections 4096; use epoll; }}
+http {{
+  access_log off;
+  keepalive_requests 1000000000;
+  keepalive_timeout 300s;
+  client_body_temp_path {root}/body;
+  proxy_temp_path {root}/proxy;
+  server {{
+    listen 127.0.0.1:{port} backlog=4096;
+    location / {{ default_type text/plain; return 200 "{BODY}"; }}
+  }}
+}}
+"""
+    )
+    command = ["taskset", "-c", str(settings.server_core), find_nginx()]
+    command += ["-p", str(root), "-c", str(conf), "-e", str(root / "logs" / "error.log")]
+    process = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    deadline = time.monotonic() + 10
+    while time.monotonic() < deadline:
+        try:
+            with socket.create_connection(("127.0.0.1", port), timeout=0.2):
+                break
+        except OSError:
+            if process.poll() is not None:
+                error = process.stderr.read().decode() if process.stderr else ""
+                raise SystemExit(f"nginx did not start: {error}") from None
+            time.sleep(0.05)
+    settings.url = f"http://127.0.0.1:{port}/"
+    settings.server_pid = process.pid
+    return process
+
+
+def process_cpu(pid: int) -> float:
+    """User + system CPU seconds of one process (from /proc)."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    ticks = os.sysconf("SC_CLK_TCK")
+    return (int(fields[11]) + int(fields[12])) / ticks
+
+
+def tree_cpu(pid: int) -> float:
+    """CPU seconds of a process and all its live descendants."""
+    try:
+        root = psutil.Process(pid)
+        procs = [root, *root.children(recursive=True)]
+    except psutil.NoSuchProcess:
+        return 0.0
+    total = 0.0
+    for proc in procs:
+        try:
+            times = proc.cpu_times()
+        except psutil.NoSuchProcess:
+            continue
+        total += times.user + times.system
+    return total
+
+
+# -- running a command pinned -----------------------------------------------------
+
+
+def run_pinned(settings: Settings, command: list[str], **kwargs: Any) -> str:
+    """Run ``command`` on the client core; return its output (stdout and stderr)."""
+    pinned = ["taskset", "-c", str(settings.client_core), *command]
+    done = subprocess.run(
+        pinned,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        timeout=settings.duration * 3 + 120,
+        check=False,
+        **kwargs,
+    )
+    return str(done.stdout)
+
+
+def children_cpu() -> float:
+    """CPU seconds of every child this process has reaped (and of their reaped children)."""
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return usage.ru_utime + usage.ru_stime
+
+
+def timed_peer(settings: Settings, command: list[str], **kwargs: Any) -> tuple[str, float]:
+    """Run a peer pinned; return its output and its CPU seconds (all its processes)."""
+    before = children_cpu()
+    out = run_pinned(settings, command, **kwargs)
+    return out, children_cpu() - before
+
+
+# -- peers ------------------------------------------------------------------------
+
+
+def run_wrk(settings: Settings) -> Result:
+    d, c = settings.duration, settings.connections
+    out, cpu = timed_peer(settings, ["wrk", "-t1", f"-c{c}", f"-d{d:g}s", settings.url])
+    match = re.search(r"(\d+) requests in ([\d.]+)(\w+)", out)
+    if not match:
+        raise RuntimeError(f"wrk output not understood:\n{out}")
+    requests = int(match.group(1))
+    seconds = float(match.group(2)) * {"s": 1.0, "ms": 1e-3, "m": 60.0}[match.group(3)]
+    errors = sum(int(n) for n in re.findall(r"(?:connect|read|write|timeout) (\d+)", out))
+    non2xx = re.search(r"Non-2xx or 3xx responses: (\d+)", out)
+    return Result("wrk", requests, seconds, cpu, errors + (int(non2xx.group(1)) if non2xx else 0))
+
+
+def run_oha(settings: Settings) -> Result:
+    d, c = settings.duration, settings.connections
+    command = ["oha", "-z", f"{d:g}s", "-c", str(c), "--no-tui", "--output-format", "json"]
+    out, cpu = timed_peer(settings, [*command, settings.url])
+    data = json.loads(out[out.index("{") :])
+    codes = data.get("statusCodeDistribution", {})
+    requests = sum(int(v) for k, v in codes.items() if k.startswith("2"))
+    errors = sum(int(v) for k, v in codes.items() if not k.startswith("2"))
+    errors += sum(int(v) for v in data.get("errorDistribution", {}).values())
+    return Result("oha", requests, float(data["summary"]["total"]), cpu, errors)
+
+
+def run_hey(settings: Settings) -> Result:
+    d, c = settings.duration, settings.connections
+    out, cpu = timed_peer(settings, ["hey", "-z", f"{d:g}s", "-c", str(c), settings.url])
+    total = re.search(r"Total:\s+([\d.]+) secs", out)
+    ok = re.search(r"\[200\]\s+(\d+) responses", out)
+    if not total or not ok:
+        raise RuntimeError(f"hey output not understood:\n{out}")
+    errors = sum(
+        int(n) for code, n in re.findall(r"\[(\d+)\]\s+(\d+) responses", out) if code != "200"
+    )
+    return Result("hey", int(ok.group(1)), float(total.group(1)), cpu, errors)
+
+
+def run_k6(settings: Settings) -> Result:
+    script = settings.workdir / "k6.js"
+    script.write_text(
+        "import http from 'k6/http';\n"
+        f"export const options = {{ vus: {settings.connections},"
+        f" duration: '{settings.duration:g}s', discardResponseBodies: true }};\n"
+        f"export default function () {{ http.get('{settings.url}'); }}\n"
+    )
+    summary = settings.workdir / "k6-summary.json"
+    command = [
+        "k6",
+        "run",
+        "--quiet",
+        "--no-usage-report",
+        "--summary-export",
+        str(summary),
+        str(script),
+    ]
+    _, cpu = timed_peer(settings, command)
+    metrics = json.loads(summary.read_text())["metrics"]
+    requests = int(metrics["http_reqs"]["count"])
+    failed = metrics.get("http_req_failed", {})
+    errors = int(failed.get("passes", 0))
+    seconds = requests / float(metrics["http_reqs"]["rate"])
+    return Result("k6", requests - errors, seconds, cpu, errors)
+
+
+def run_locust(settings: Settings) -> Result:
+    locustfile = settings.workdir / "locustfile.py"
+    locustfile.write_text(
+        "from locust import FastHttpUser, task\n\n"
+        "class Get(FastHttpUser):\n"
+        "    @task\n"
+        "    def get(self):\n"
+        "        self.client.get('/')\n"
+    )
+    prefix = settings.workdir / "locust"
+    c = settings.connections
+    command = ["locust", "-f", str(locustfile), "--headless", "-u", str(c), "-r", str(c)]
+    command += ["-t", f"{settings.duration:g}s", "--host", settings.url.rstrip("/")]
+    command += ["--csv", str(prefix), "--only-summary", "--loglevel", "WARNING"]
+    _, cpu = timed_peer(settings, command, cwd=settings.workdir)
+    lines = (prefix.parent / f"{prefix.name}_stats.csv").read_text().splitlines()
+    header = lines[0].split(",")
+    row = next(line.split(",") for line in lines[1:] if ",Aggregated," in line)
+    values = dict(zip(header, row, strict=False))
+    requests = int(values["Request Count"])
+    failures = int(values["Failure Count"])
+    rps = float(values["Requests/s"])
+    return Result("locust", requests - failures, requests / rps if rps else 0.0, cpu, failures)
+
+
+# -- protobench -------------------------------------------------------------------
+
+
+def run_protobench(settings: Settings) -> Result:
+    """``protobench run`` in one worker process; CPU over the sustain intervals only."""
+    command = ["taskset", "-c", str(settings.client_core), str(PROTOBENCH), "run", "http-get"]
+    command += ["--target", settings.url, "--processes", "1"]
+    command += ["--connections", str(settings.connections)]
+    command += ["--duration", f"{settings.duration:g}s", "--warmup", f"{settings.warmup:g}s"]
+    command += ["--ndjson", "--no-tui", "--quiet"]
+    command += ["--snapshots-dir", str(settings.workdir / "snapshots")]
+    process = subprocess.Popen(
+        command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=settings.workdir
+    )
+    assert process.stdout is not None
+    marks: list[tuple[float, int]] = []
+    report: dict[str, Any] = {}
+    for line in process.stdout:
+        item = json.loads(line)
+        if item.get("type") == "interval" and item.get("phase") == "sustain":
+            ok = sum(op["ok"] for op in item["ops"].values())
+            marks.append((tree_cpu(process.pid), ok))
+        elif item.get("type") == "report":
+            report = item
+    stderr = process.stderr.read() if process.stderr else ""
+    process.wait(timeout=60)
+    if not report:
+        raise RuntimeError(f"protobench run failed ({process.returncode}):\n{stderr[-3000:]}")
+    total = report["phases"]["sustain"]["total"]
+    note = ""
+    if report["verdicts"].get("generator_bound"):
+        note = f"generator-bound: {report['verdicts'].get('reason')}"
+    if len(marks) >= 3:
+        cpu = marks[-1][0] - marks[0][0]
+        requests_in_window = sum(ok for _, ok in marks[1:])
+    else:
+        cpu, requests_in_window = float("nan"), 1
+    result = Result(
+        "protobench",
+        int(total["ok"]),
+        int(total["ok"]) / float(total["throughput"]) if total["throughput"] else 0.0,
+        cpu * int(total["ok"]) / requests_in_window,
+        int(total["errors"]),
+        note=note,
+    )
+    return result
+
+
+def run_plugin_driver(settings: Settings) -> Result:
+    """The http plugin in this script's closed loop, in a pinned child process."""
+    command = [str(PYTHON), __file__, "--driver", settings.url]
+    command += ["--duration", str(settings.duration), "--warmup", str(settings.warmup)]
+    command += ["--connections", str(settings.connections)]
+    out = run_pinned(settings, command)
+    data = json.loads(out.strip().splitlines()[-1])
+    return Result(
+        "protobench-plugin", data["requests"], data["seconds"], data["cpu"], data["errors"]
+    )
+
+
+async def _drive(url: str, connections: int, warmup: float, duration: float) -> dict[str, Any]:
+    plugin = HttpProtocol()
+    params, options = RequestParams(method="GET", path="/"), HttpOptions()
+    sessions = []
+    for index in range(connections):
+        ctx = SessionContext(url, "get", "request", index, 0, params, options, 5.0)
+        session = await plugin.open_session(ctx)
+        assert isinstance(session, CallbackSession)
+        sessions.append(session)
+    perf_ns = time.perf_counter_ns
+    latencies: array[int] = array("q")
+    counters = {"errors": 0, "running": True}
+    hist = new_histogram()
+
+    class User:
+        __slots__ = ("done", "session", "start")
+
+        def __init__(self, session: CallbackSession) -> None:
+            self.session = session
+            self.done = self._done
+            self.start = 0
+
+        def begin(self) -> None:
+            self.start = perf_ns()
+            self.session.submit(self.done)
+
+        def _done(self, error: OpError | None, nbytes: int) -> None:
+            now = perf_ns()
+            if not counters["running"]:
+                return
+            if error is None:
+                latencies.append(now - self.start)
+            else:
+                counters["errors"] += 1
+            self.start = now
+            self.session.submit(self.done)
+
+    for user in [User(s) for s in sessions]:
+        user.begin()
+    await asyncio.sleep(warmup)
+    latencies = array("q")
+    counters["errors"] = 0
+    usage = resource.getrusage(resource.RUSAGE_SELF)
+    started = time.perf_counter()
+    requests = 0
+    ended = started + duration
+    while (now := time.perf_counter()) < ended:
+        await asyncio.sleep(min(1.0, ended - now))
+        batch, latencies = latencies, array("q")
+        requests += len(batch)
+        fold(hist, batch)
+    seconds = time.perf_counter() - started
+    after = resource.getrusage(resource.RUSAGE_SELF)
+    counters["running"] = False
+    cpu = (after.ru_utime - usage.ru_utime) + (after.ru_stime - usage.ru_stime)
+    p99 = hist.get_value_at_percentile(99.0)
+    for session in sessions:
+        await session.close()
+    return {
+        "requests": requests,
+        "seconds": seconds,
+        "cpu": cpu,
+        "errors": counters["errors"],
+        "p99_us": p99,
+    }
+
+
+# -- the table --------------------------------------------------------------------
+
+PEERS = {
+    "wrk": run_wrk,
+    "oha": run_oha,
+    "k6": run_k6,
+    "hey": run_hey,
+    "locust": run_locust,
+}
+
+
+def generators(selected: list[str] | None) -> dict[str, Any]:
+    found: dict[str, Any] = {"protobench": run_protobench, "protobench-plugin": run_plugin_driver}
+    for name, runner in PEERS.items():
+        if shutil.which(name):
+            found[name] = runner
+    if selected:
+        found = {k: v for k, v in found.items() if k in selected}
+    return found
+
+
+def summarize(results: list[Result]) -> list[dict[str, Any]]:
+    names = list(dict.fromkeys(r.generator for r in results))
+    wrk = [r.rps for r in results if r.generator == "wrk"]
+    wrk_median = statistics.median(wrk) if wrk else None
+    rows = []
+    for name in names:
+        runs = [r for r in results if r.generator == name]
+        rps = [r.rps for r in runs]
+        median = statistics.median(rps)
+        rows.append(
+            {
+                "generator": name,
+                "rps_median": median,
+                "rps_min": min(rps),
+                "rps_max": max(rps),
+                "cpu_us_per_request": statistics.median(r.cpu_us_per_request for r in runs),
+                "ratio_to_wrk": median / wrk_median if wrk_median else None,
+                "server_cpu_median": statistics.median(r.server_cpu for r in runs),
+                "errors": sum(r.errors for r in runs),
+                "notes": sorted({r.note for r in runs if r.note}),
+            }
+        )
+    return rows
+
+
+def print_table(rows: list[dict[str, Any]], rounds: int) -> None:
+    print(
+        f"\n{'generator':<18} {'req/s (median)':>15} {'min..max':>18} {'CPU µs/req':>11}"
+        f" {'x wrk':>7} {'nginx CPU':>10} {'errors':>7}"
+    )
+    for row in rows:
+        ratio = f"{row['ratio_to_wrk']:.2f}" if row["ratio_to_wrk"] is not None else "-"
+        spread = f"{row['rps_min'] / 1000:.1f}k..{row['rps_max'] / 1000:.1f}k"
+        print(
+            f"{row['generator']:<18} {row['rps_median']:>15,.0f} {spread:>18}"
+            f" {row['cpu_us_per_request']:>11.2f} {ratio:>7} {row['server_cpu_median']:>9.0%}"
+            f" {row['errors']:>7}"
+        )
+        for note in row["notes"]:
+            print(f"{'':<18}   note: {note}")
+    print(f"({rounds} rounds; CPU = the generator's user+system time per request)")
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--duration", type=float, default=10.0, help="seconds per run (10)")
+    parser.add_argument("--warmup", type=float, default=2.0, help="protobench warmup (2)")
+    parser.add_argument("--rounds", type=int, default=3, help="rounds (3)")
+    parser.add_argument("--connections", type=int, default=50, help="connections (50)")
+    parser.add_argument("--server-core", type=int, default=0)
+    parser.add_argument("--client-core", type=int, default=1)
+    parser.add_argument("--only", nargs="*", help="run only these generators")
+    parser.add_argument("--target", help="benchmark this URL instead of starting nginx")
+    parser.add_argument("--json", type=Path, help="also write the results here")
+    parser.add_argument("--driver", metavar="URL", help=argparse.SUPPRESS)
+    args = parser.parse_args()
+
+    if args.driver:
+        data = uvloop.run(_drive(args.driver, args.connections, args.warmup, args.duration))
+        print(json.dumps(data))
+        return 0
+
+    with tempfile.TemporaryDirectory(prefix="protobench-bench-") as tmp:
+        settings = Settings(
+            duration=args.duration,
+            warmup=args.warmup,
+            connections=args.connections,
+            server_core=args.server_core,
+            client_core=args.client_core,
+            workdir=Path(tmp),
+        )
+        nginx = None
+        if args.target:
+            settings.url = args.target
+        else:
+            nginx = start_nginx(settings)
+        try:
+            chosen = generators(args.only)
+            print(
+                f"target {settings.url} | generators: {', '.join(chosen)} | "
+                f"{args.rounds} rounds x {args.duration:g}s, {args.connections} connections, "
+                f"server core {args.server_core}, client core {args.client_core}",
+                file=sys.stderr,
+            )
+            results: list[Result] = []
+            for round_index in range(args.rounds):
+                for name, runner in chosen.items():
+                    server_before = process_cpu(settings.server_pid) if nginx else 0.0
+                    wall = time.perf_counter()
+                    try:
+                        result = runner(settings)
+                    except Exception as exc:  # a peer that fails is reported, the rest go on
+                        print(f"round {round_index + 1} {name}: FAILED: {exc}", file=sys.stderr)
+                        continue
+                    if nginx:
+                        elapsed = time.perf_counter() - wall
+                        result.server_cpu = (
+                            process_cpu(settings.server_pid) - server_before
+                        ) / elapsed
+                    results.append(result)
+                    print(
+                        f"round {round_index + 1} {name:<18} {result.rps:>10,.0f} req/s "
+                        f"{result.cpu_us_per_request:>7.2f} µs CPU/req  errors {result.errors}"
+                        + (f"  ({result.note})" if result.note else ""),
+                        file=sys.stderr,
+                    )
+        finally:
+            if nginx is not None:
+                nginx.terminate()
+                nginx.wait(timeout=10)
+    rows = summarize(results)
+    print_table(rows, args.rounds)
+    if args.json:
+        args.json.write_text(
+            json.dumps({"rows": rows, "runs": [asdict(r) for r in results]}, indent=2)
+        )
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
