@@ -21,6 +21,16 @@ def us(value: float | None) -> str:
     return "-" if value is None else format_duration(value / 1e6)
 
 
+def describe_model(model: dict[str, Any]) -> str:
+    """``closed model, 50 sessions`` or ``open model, 2000/s -> 5000/s over 40 sessions``."""
+    if model["type"] == "closed":
+        return f"closed model, {model['sessions']} sessions"
+    rate = f"{model['rate']:g}/s"
+    if "ramp_to" in model:
+        rate += f" -> {model['ramp_to']:g}/s"
+    return f"open model, {rate} over {model['sessions']} sessions"
+
+
 def summary_table(report: dict[str, Any]) -> str:
     """The human summary of a report: one line per operation and a total."""
     lines = [
@@ -31,7 +41,7 @@ def summary_table(report: dict[str, Any]) -> str:
     if sustain is None:
         lines.append("no sustain phase was measured")
     else:
-        lines.append(f"sustain {sustain['duration_s']:.1f}s  model {report['model']}")
+        lines.append(f"sustain {sustain['duration_s']:.1f}s  {describe_model(report['model'])}")
         header = f"{'op':24} {'ok':>10} {'err':>7} {'err%':>7} {'ops/s':>11} "
         header += " ".join(f"{p:>8}" for p in ("p50", "p90", "p99", "p99.9", "max"))
         lines.append(header)

@@ -10,7 +10,8 @@
    resources once per interval, and emits :mod:`engine.events` to subscribers;
 5. ends when the workers say ``BYE``, or stops them on :meth:`stop` (Ctrl-C,
    the TUI's ``q``), marking the run partial; a worker that dies is reported
-   with its exit code and log tail and the run goes on with the others;
+   with its exit code and log tail, the run goes on with the others and is
+   marked partial (``stop_reason = "worker-failed"``): its figures lack a share;
 6. builds the report, evaluates thresholds and verdicts, saves the snapshot.
 
 It never raises for a failing target or worker: those are results. Only a run
@@ -160,7 +161,7 @@ class Controller:
         path = self.store.save(
             self.run_id, self.plan, report, self.aggregator, self.resource_series
         )
-        report["snapshot"] = str(path)
+        report["snapshot"] = str(path.resolve())
         code = exit_code_for(report)
         self.emit(RunFinished(report, code))
         return report
@@ -238,6 +239,8 @@ class Controller:
         for update in self.aggregator.worker_gone(handle.index):
             self.emit(update)
         if handle.error is not None:
+            if self.stop_reason == "completed":
+                self.stop_reason = "worker-failed"
             self.notice(
                 "worker",
                 f"worker {handle.index} (pid {handle.pid}) failed: {handle.error}",

@@ -135,8 +135,9 @@ class WorkerPool:
         if not handle.said_bye and handle.error is None:
             handle.error = f"exited with code {handle.exit_code}"
         self._running -= 1
+        last = self._running == 0
         await self._send.send((handle, "GONE", None))
-        if self._running == 0:
+        if last:
             await self._send.aclose()
 
     async def wait_hello(self, stop: anyio.Event) -> list[dict[str, Any]]:

@@ -14,7 +14,7 @@
   corrected latency includes that scheduling delay.
 
 Sessions live in :class:`Slot` objects that reopen them after a connection
-failure (immediately, then once a second), counting ``reconnects``.
+failure (immediately, then every 100 ms), counting ``reconnects``.
 """
 
 from __future__ import annotations
@@ -38,7 +38,7 @@ from protobench.protocols.base import (
 )
 
 RECONNECT_CLASSES = frozenset({ErrorClass.CLOSED, ErrorClass.REFUSED, ErrorClass.CONNECT})
-REOPEN_DELAY = 1.0
+REOPEN_DELAY = 0.1
 MAX_BACKLOG = 1_000_000
 
 perf_ns = time.perf_counter_ns

@@ -1,0 +1,220 @@
+"""Whole runs over real sockets: counts, truth, coordinated omission, faults, secrets.
+
+Every run here is bounded: a few seconds of sustain, a subprocess timeout.
+"""
+
+from __future__ import annotations
+
+import gzip
+import json
+import signal
+import subprocess
+import sys
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import psutil
+import pytest
+
+from tests.conftest import CliResult
+from tests.integration.http_server import http_target
+
+SHORT = ("--warmup", "1s", "--duration", "3s", "--json", "--quiet")
+
+
+def _all_ok(report: dict[str, Any]) -> int:
+    return sum(phase["total"]["ok"] for phase in report["phases"].values())
+
+
+def _snapshot(report: dict[str, Any]) -> dict[str, Any]:
+    with gzip.open(report["snapshot"], "rb") as raw:
+        data: dict[str, Any] = json.loads(raw.read())
+    return data
+
+
+def test_generator_count_equals_target_count(cli: Callable[..., CliResult]) -> None:
+    with http_target() as target:
+        result = cli("run", "http-get", "--target", target.url, "-c", "8", "-p", "2", *SHORT)
+        served = target.served()
+    assert result.returncode == 0, result.stderr
+    report = result.json()
+    assert report["phases"]["sustain"]["total"]["errors"] == 0
+    assert _all_ok(report) == served
+    assert report["phases"]["sustain"]["total"]["ok"] > 100
+    assert report["processes"] == 2
+
+
+def test_latency_truth_against_a_20ms_target(cli: Callable[..., CliResult]) -> None:
+    with http_target("--delay", "20ms") as target:
+        result = cli("run", "http-get", "--target", target.url, "-c", "4", "-p", "1", *SHORT)
+    assert result.returncode == 0, result.stderr
+    latency = result.json()["phases"]["sustain"]["total"]["latency_us"]
+    for name in ("p50", "p99"):
+        assert abs(latency[name] - 20_000) <= max(200, 50), (name, latency)
+
+
+def test_coordinated_omission_shows_in_corrected_not_uncorrected(
+    cli: Callable[..., CliResult],
+) -> None:
+    with http_target("--stall-at", "1500ms", "--stall-for", "1s") as target:
+        result = cli(
+            "run", "http-get", "--target", target.url, "--rate", "2000/s", "-c", "4", "-p", "1",
+            "--warmup", "0s", "--duration", "5s", "--json", "--quiet", "--threshold", "p99<1h",
+        )  # fmt: skip
+    report = result.json()
+    total = report["phases"]["sustain"]["total"]
+    assert total["errors"] == 0
+    assert total["latency_us"]["p999"] >= 500_000, total["latency_us"]
+    assert total["latency_uncorrected_us"]["p999"] < 100_000, total["latency_uncorrected_us"]
+    assert total["late"] > 1000
+
+
+def _run_until_sustain(args: list[str], cwd: Path | None = None) -> subprocess.Popen[str]:
+    """Start a --ndjson run and return once its first sustain interval is out."""
+    process = subprocess.Popen(
+        [sys.executable, "-m", "protobench", "run", *args, "--ndjson", "--quiet"],
+        cwd=cwd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+    )  # fmt: skip
+    assert process.stdout is not None
+    for line in process.stdout:
+        event = json.loads(line)
+        if event["type"] == "interval" and event["phase"] == "sustain":
+            return process
+    raise AssertionError(f"the run ended before its sustain phase: {process.communicate()}")
+
+
+def _final_report(process: subprocess.Popen[str]) -> tuple[dict[str, Any], str]:
+    stdout, stderr = process.communicate(timeout=60)
+    return json.loads(stdout.splitlines()[-1]), stderr
+
+
+def test_target_killed_mid_run_counts_errors_and_saves() -> None:
+    with http_target() as target:
+        args = ["http-get", "--target", target.url, "-c", "4", "-p", "1", "--interval", "500ms"]
+        process = _run_until_sustain([*args, "--warmup", "1s", "--duration", "4s"])
+        target.kill()
+        report, stderr = _final_report(process)
+    assert process.returncode == (0 if report["verdicts"]["thresholds_passed"] else 1), stderr
+    sustain = report["phases"]["sustain"]["total"]
+    assert sustain["ok"] > 0
+    assert set(sustain["errors_by_class"]) & {"refused", "closed"}, sustain["errors_by_class"]
+    assert sustain["counters"]["reconnects"] >= 1
+    assert not report["partial"]
+    assert Path(report["snapshot"]).is_file()
+
+
+def test_worker_killed_is_reported_and_run_ends() -> None:
+    with http_target() as target:
+        args = ["http-get", "--target", target.url, "-c", "4", "-p", "2", "--interval", "500ms"]
+        process = _run_until_sustain([*args, "--warmup", "1s", "--duration", "4s"])
+        workers = [
+            child
+            for child in psutil.Process(process.pid).children(recursive=True)
+            if "protobench.engine.worker" in " ".join(child.cmdline())
+        ]
+        assert len(workers) == 2
+        workers[0].kill()
+        report, stderr = _final_report(process)
+    assert process.returncode == 3, stderr
+    failed = [w for w in report["workers"] if w["error"]]
+    assert len(failed) == 1
+    assert "-9" in failed[0]["error"] or "SIGKILL" in failed[0]["error"]
+    assert any(n["kind"] == "worker" for n in report["notices"])
+    assert report["partial"]
+    assert report["phases"]["sustain"]["total"]["ok"] > 0
+    assert Path(report["snapshot"]).is_file()
+
+
+def test_ctrl_c_saves_a_partial_snapshot(tmp_path: Path) -> None:
+    with http_target() as target:
+        args = ["http-get", "--target", target.url, "-c", "2", "-p", "1", "--interval", "500ms"]
+        process = _run_until_sustain([*args, "--warmup", "1s", "--duration", "60s"], tmp_path)
+        process.send_signal(signal.SIGINT)
+        report, stderr = _final_report(process)
+    assert process.returncode == 3, stderr
+    assert report["partial"]
+    assert report["stop_reason"] == "interrupted"
+    assert report["phases"]["sustain"]["total"]["ok"] > 0
+    snapshot = _snapshot(report)
+    assert snapshot["partial"] is True
+    assert snapshot["id"] in report["snapshot"]
+    assert "Traceback" not in stderr
+
+
+def test_secret_headers_never_reach_report_snapshot_or_logs(
+    tmp_path: Path, cli: Callable[..., CliResult]
+) -> None:
+    profile = tmp_path / "secret.toml"
+    profile.write_text(
+        'name = "secret"\nprotocol = "http"\n\n[[group]]\nname = "get"\nop = "request"\n'
+        'count = 2\nheaders = { Authorization = "Bearer hunter2-token", X-Trace = "visible" }\n'
+    )
+    with http_target() as target:
+        result = cli("run", str(profile), "--target", target.url, "-p", "1", *SHORT)
+    assert result.returncode == 0, result.stderr
+    assert "hunter2" not in result.stdout
+    with gzip.open(result.json()["snapshot"], "rt") as raw:
+        snapshot_text = raw.read()
+    assert "hunter2" not in snapshot_text
+    assert "visible" in snapshot_text
+    for log in (tmp_path / ".protobench" / "logs").rglob("*.log"):
+        assert "hunter2" not in log.read_text()
+
+
+def test_ndjson_streams_intervals_then_the_report(cli: Callable[..., CliResult]) -> None:
+    with http_target() as target:
+        result = cli(
+            "run", "http-get", "--target", target.url, "-c", "2", "-p", "1", "--warmup", "1s",
+            "--duration", "2s", "--interval", "500ms", "--ndjson", "--quiet",
+        )  # fmt: skip
+    assert result.returncode == 0, result.stderr
+    lines = [json.loads(line) for line in result.stdout.splitlines()]
+    kinds = [line["type"] for line in lines]
+    assert kinds[-1] == "report"
+    intervals = [
+        line for line in lines if line["type"] == "interval" and line["phase"] == "sustain"
+    ]
+    assert len(intervals) == 4
+    assert sum(i["total"]["ok"] for i in intervals) == lines[-1]["phases"]["sustain"]["total"]["ok"]
+
+
+def test_embedded_target_run_with_thresholds_failing_exits_1(cli: Callable[..., CliResult]) -> None:
+    result = cli(
+        "run", "http-get", "-c", "2", "-p", "1", "--serve-opt", "delay=2ms",
+        "--threshold", "p50<1ms", *SHORT,
+    )  # fmt: skip
+    assert result.returncode == 1, result.stderr
+    report = result.json()
+    assert report["target_kind"]
+    assert [t["ok"] for t in report["thresholds"]] == [True, False]
+    assert report["resources"]["target"]["rss_peak"] > 0
+
+
+@pytest.mark.parametrize(
+    ("args", "needle"),
+    [
+        (("--duration", "3 sec"), "--duration"),
+        (("--threshold", "p98<1ms"), "unknown threshold metric"),
+        (("--opt", "insecure=maybe"), "options.insecure"),
+    ],
+)
+def test_bad_flags_exit_2(
+    cli: Callable[..., CliResult], args: tuple[str, ...], needle: str
+) -> None:
+    result = cli("run", "http-get", *args, "--json")
+    assert result.returncode == 2
+    assert needle in result.stderr
+    assert "Traceback" not in result.stderr
+
+
+def test_bad_profile_file_exits_2_naming_the_key(
+    tmp_path: Path, cli: Callable[..., CliResult]
+) -> None:
+    profile = tmp_path / "bad.toml"
+    profile.write_text(
+        'name = "bad"\nprotocol = "http"\nduraton = "5s"\n[[group]]\nop = "request"\n'
+    )
+    result = cli("run", str(profile), "--json")
+    assert result.returncode == 2
+    assert f"{profile}:3: duraton: unknown key" in result.stderr
