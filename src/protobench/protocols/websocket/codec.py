@@ -76,12 +76,22 @@ def _data_header(length: int, text: bool) -> bytes:
 class FastCodec:
     """RFC 6455 client framing without extensions."""
 
-    __slots__ = ("_buf", "_frag", "_frag_text", "_key_pos", "_keys", "max_size", "on_message")
+    __slots__ = (
+        "_buf",
+        "_frag",
+        "_frag_text",
+        "_key_pos",
+        "_keys",
+        "_need",
+        "max_size",
+        "on_message",
+    )
 
     def __init__(self, on_message: OnMessage, max_size: int) -> None:
         self.on_message = on_message
         self.max_size = max_size
         self._buf = bytearray()
+        self._need = 0
         self._keys = b""
         self._key_pos = _KEY_BATCH
         self._frag: list[bytes] | None = None
@@ -113,6 +123,8 @@ class FastCodec:
     def feed(self, data: bytes) -> bytes:
         if self._buf:
             self._buf += data
+            if len(self._buf) < self._need:
+                return b""
             buf = bytes(self._buf)
             self._buf.clear()
         else:
@@ -131,11 +143,13 @@ class FastCodec:
             head = 2
             if length == 126:
                 if size - pos < 4:
+                    self._need = 4
                     break
                 length = _U16.unpack_from(buf, pos + 2)[0]
                 head = 4
             elif length == 127:
                 if size - pos < 10:
+                    self._need = 10
                     break
                 length = _U64.unpack_from(buf, pos + 2)[0]
                 head = 10
@@ -143,6 +157,7 @@ class FastCodec:
                 raise FramingError(f"message of {length} B exceeds max_size", 1009)
             end = pos + head + length
             if end > size:
+                self._need = end - pos
                 break
             payload = buf[pos + head : end]
             pos = end
@@ -164,6 +179,8 @@ class FastCodec:
             elif opcode != OP_PONG:
                 raise FramingError(f"unknown opcode {opcode:#x}")
         if pos < size:
+            if size - pos < 2:
+                self._need = 2
             self._buf += memoryview(buf)[pos:]
         return replies
 
