@@ -8,6 +8,7 @@ exits with code 2.
 from __future__ import annotations
 
 import hashlib
+import re
 import tomllib
 from dataclasses import dataclass
 from importlib import resources
@@ -79,9 +80,10 @@ def parse(text: str, source: str) -> LoadedProfile:
     try:
         data = tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:
-        raise ProfileError(
-            source, "", f"invalid TOML: {exc}", getattr(exc, "lineno", None)
-        ) from exc
+        where = re.search(r"\(at line (\d+), column \d+\)$", str(exc))
+        message = str(exc)[: where.start()].strip() if where else str(exc)
+        line = int(where.group(1)) if where else None
+        raise ProfileError(source, "", f"invalid TOML: {message}", line) from exc
     try:
         profile = Profile.model_validate(data)
     except ValidationError as exc:
