@@ -1,0 +1,139 @@
+"""Whole MQTT runs through the CLI: counts in the report, the broker's memory, faults.
+
+Every run is bounded (a few seconds of sustain, a subprocess timeout).
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from tests.conftest import CliResult
+from tests.integration.conftest_mqtt import mosquitto, needs_mosquitto
+
+pytestmark = needs_mosquitto
+
+SHORT = ("--warmup", "1s", "--duration", "2s", "--json", "--quiet")
+
+
+def _phases_sum(report: dict[str, Any], op: str, key: str) -> int:
+    total = 0
+    for phase in report["phases"].values():
+        item = phase["ops"].get(op, {})
+        total += item.get(key, 0) if key == "ok" else item.get("counters", {}).get(key, 0)
+    return total
+
+
+def test_fanout_qos1_received_equals_published_times_subscribers(
+    cli: Callable[..., CliResult], tmp_path: Path
+) -> None:
+    profile = tmp_path / "fan.toml"
+    profile.write_text(
+        """
+name = "fan-qos1"
+protocol = "mqtt"
+[[group]]
+name = "sub"
+op = "subscribe"
+count = 4
+topics = ["t/fan/#"]
+qos = 1
+[[group]]
+name = "pub"
+op = "publish"
+count = 5
+every = "20ms"
+topic = "t/fan/{client}"
+qos = 1
+size = 64
+"""
+    )
+    result = cli("run", str(profile), "-p", "2", *SHORT)
+    assert result.returncode == 0, result.stderr
+    report = result.json()
+    assert report["target_kind"].startswith("mosquitto ")
+    published = _phases_sum(report, "pub", "ok")
+    assert published > 300
+    received = _phases_sum(report, "sub", "received")
+    # Exact but for the tail: stream sessions are cancelled as soon as the last PUBACK is
+    # in, so a message or two acknowledged at the very end may not have reached everyone.
+    assert published * 4 - 4 * 5 <= received <= published * 4
+    for name in ("lost", "duplicated", "out_of_order", "foreign"):
+        assert _phases_sum(report, "sub", name) == 0
+    sub = report["phases"]["sustain"]["ops"]["sub"]
+    assert 0 < sub["latency_us"]["p50"] <= sub["latency_us"]["p99"] < 5_000_000
+    assert Path(report["snapshot"]).is_file()
+
+
+def test_idle_connections_report_the_brokers_memory(cli: Callable[..., CliResult]) -> None:
+    result = cli("run", "mqtt-connections", *SHORT, timeout=180)
+    assert result.returncode == 0, result.stderr
+    report = result.json()
+    assert report["phases"]["sustain"]["total"]["errors"] == 0
+    target = report["resources"]["target"]
+    assert report["target_kind"].startswith("mosquitto ")
+    assert target["fds_peak"] >= 1000  # the sampled process holds the 1000 sockets: mosquitto
+    assert target["rss_per_session"] >= 0  # mosquitto grows by ~1 KB per idle connection
+
+
+def test_connection_storm_and_wrong_password_through_the_cli(
+    cli: Callable[..., CliResult], tmp_path: Path
+) -> None:
+    profile = tmp_path / "storm.toml"
+    profile.write_text('name = "storm"\nprotocol = "mqtt"\n[[group]]\nop = "connect"\ncount = 8\n')
+    with mosquitto(tmp_path / "broker", users={"alice": "right"}) as broker:
+        ok = cli("run", str(profile), "--target", broker.url, "-p", "1", *SHORT)
+        bad = cli(
+            "run", str(profile), "--target", broker.url, "-p", "1",
+            "--opt", "username=alice", "--opt", "password=wrong", *SHORT,
+        )  # fmt: skip
+    assert ok.returncode == 0, ok.stderr
+    storm = ok.json()["phases"]["sustain"]["ops"]["connect"]
+    assert storm["ok"] > 100
+    assert storm["errors"] == 0
+    assert storm["latency_us"]["p50"] <= storm["latency_us"]["p99"]
+    refused = bad.json()["phases"]["sustain"]["ops"]["connect"]
+    assert refused["ok"] == 0
+    assert refused["errors_by_class"] == {"auth": refused["errors"]}
+    assert refused["error_codes"] == {"auth:0x05": refused["errors"]}
+    assert "wrong" not in bad.stdout
+    assert "wrong" not in Path(bad.json()["snapshot"]).read_bytes().decode(errors="replace")
+
+
+def test_broker_killed_mid_run(cli: Callable[..., CliResult], tmp_path: Path) -> None:
+    profile = tmp_path / "kill.toml"
+    profile.write_text(
+        """
+name = "kill"
+protocol = "mqtt"
+thresholds = ["error_rate < 0.5%"]
+[[group]]
+name = "sub"
+op = "subscribe"
+count = 2
+topics = ["k/#"]
+[[group]]
+name = "pub"
+op = "publish"
+count = 2
+qos = 1
+topic = "k/{client}"
+"""
+    )
+    with mosquitto(tmp_path / "broker") as broker:
+        killer = threading.Timer(2.0, broker.kill)
+        killer.start()
+        result = cli("run", str(profile), "--target", broker.url, "-p", "1", *SHORT)
+        killer.join()
+    assert result.returncode == 1, result.stderr  # the error-rate threshold fails
+    report = result.json()
+    sustain = report["phases"]["sustain"]["ops"]
+    assert sustain["pub"]["ok"] > 0
+    assert set(sustain["pub"]["errors_by_class"]) <= {"closed", "refused"}
+    assert sustain["pub"]["errors_by_class"]
+    assert sustain["sub"]["errors_by_class"].get("closed", 0) >= 1
+    assert sustain["sub"]["counters"]["disconnects"] == 2
+    assert sustain["pub"]["counters"]["reconnects"] >= 1
+    assert Path(report["snapshot"]).is_file()
