@@ -23,6 +23,8 @@ The target binds loopback addresses only.
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import ctypes
 import ipaddress
 import json
 import queue
@@ -45,6 +47,7 @@ from protobench.targets.base import Announcement, EmbeddedTarget, Ready
 STATS_PATH = "/__protobench__/stats"
 _STATS_URL = STATS_PATH.encode("ascii")
 _BODY_PATTERN = b"Hello, World!"
+_PR_SET_TIMERSLACK = 29
 _SWITCH_INTERVAL = 0.0002
 """GIL switch interval while delayed responses are pending: the waker thread gets in fast."""
 _BAD_REQUEST = b"HTTP/1.1 400 Bad Request\r\nContent-Length: 0\r\nConnection: close\r\n\r\n"
@@ -91,6 +94,13 @@ def _json_response(payload: object) -> bytes:
     return head.encode("ascii") + body
 
 
+def _precise_sleeps() -> None:
+    """Make this thread's sleeps end on time: timer slack 1 ns instead of 50 µs (Linux)."""
+    if sys.platform == "linux":
+        with contextlib.suppress(OSError, AttributeError):
+            ctypes.CDLL(None, use_errno=True).prctl(_PR_SET_TIMERSLACK, 1, 0, 0, 0)
+
+
 class _Waker(threading.Thread):
     """Wakes the event loop when the next delayed response is due.
 
@@ -106,6 +116,7 @@ class _Waker(threading.Thread):
         self._wake = wake
 
     def run(self) -> None:
+        _precise_sleeps()
         pending: float | None = None
         while True:
             due = pending if pending is not None else self.dues.get()
