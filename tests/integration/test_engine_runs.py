@@ -43,6 +43,29 @@ def test_generator_count_equals_target_count(cli: Callable[..., CliResult]) -> N
     assert _all_ok(report) == served
     assert report["phases"]["sustain"]["total"]["ok"] > 100
     assert report["processes"] == 2
+    assert report["resources"]["target"]["pid"] == target.pid, "found by its listening port"
+    assert report["resources"]["target"]["cpu_peak"] > 0
+
+
+def test_snapshots_list_and_show(cli: Callable[..., CliResult]) -> None:
+    with http_target() as target:
+        run = cli("run", "http-get", "--target", target.url, "-c", "2", "-p", "1", *SHORT)
+    assert run.returncode == 0, run.stderr
+    snapshot_id = Path(run.json()["snapshot"]).name.removesuffix(".json.gz")
+    listed = cli("snapshots", "list", "--json")
+    assert [row["id"] for row in listed.json()] == [snapshot_id]
+    shown = cli("snapshots", "show", "latest")
+    assert shown.returncode == 0
+    assert snapshot_id in shown.stdout
+    assert "TOTAL" in shown.stdout
+    data = cli("snapshots", "show", snapshot_id[:20], "--json").json()
+    assert data["schema"] == "protobench.snapshot/1"
+    assert data["provenance"]["profile"] == "http-get"
+    assert data["histograms"]["sustain"]["get"]["hist"]
+    assert len([s for s in data["series"] if s["phase"] == "sustain"]) == 3
+    missing = cli("snapshots", "show", "nope")
+    assert missing.returncode == 2
+    assert "no snapshot 'nope'" in missing.stderr
 
 
 def test_latency_truth_against_a_20ms_target(cli: Callable[..., CliResult]) -> None:

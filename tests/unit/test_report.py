@@ -1,0 +1,63 @@
+"""Verdicts and exit codes of the report."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from protobench.engine.report import (
+    EXIT_INCOMPLETE,
+    EXIT_OK,
+    EXIT_THRESHOLDS,
+    exit_code_for,
+    redact_url,
+    verdicts,
+)
+
+
+def _report(model: str = "closed", late: int = 0, partial: bool = False) -> dict[str, Any]:
+    return {
+        "partial": partial,
+        "model": {"type": model},
+        "thresholds": [{"expr": "p99 < 5ms", "value": 1.0, "ok": True}],
+        "phases": {"sustain": {"total": {"ok": 1000, "errors": 0, "late": late}}},
+    }
+
+
+def _samples(cpus: list[float]) -> list[dict[str, Any]]:
+    return [{"phase": "sustain", "workers": [{"cpu": 20.0}, {"cpu": cpu}]} for cpu in cpus]
+
+
+def test_generator_bound_when_a_worker_saturates_its_core() -> None:
+    result = verdicts(_report(), _samples([95, 97, 99, 40]), lags=[1.0] * 4)
+    assert result["generator_bound"]
+    assert "90% of a core in 75%" in result["reason"]
+
+
+def test_not_generator_bound_when_workers_have_headroom() -> None:
+    result = verdicts(_report(), _samples([50, 60, 95, 40, 45]), lags=[1.0] * 5)
+    assert not result["generator_bound"]
+    assert result["reason"] is None
+
+
+def test_event_loop_lag_makes_the_generator_the_bottleneck() -> None:
+    result = verdicts(_report(), _samples([10] * 10), lags=[80.0, 90.0] + [1.0] * 8)
+    assert result["generator_bound"]
+    assert "lagged" in result["reason"]
+
+
+def test_open_model_late_arrivals_are_reported_with_the_cause() -> None:
+    result = verdicts(_report("open", late=200), _samples([99] * 4), lags=[1.0] * 4)
+    assert result["late_fraction"] == 0.2
+    assert "fell behind" in result["reason"]
+
+
+def test_exit_codes() -> None:
+    assert exit_code_for({**_report(), "verdicts": {"thresholds_passed": True}}) == EXIT_OK
+    assert exit_code_for({**_report(), "verdicts": {"thresholds_passed": False}}) == EXIT_THRESHOLDS
+    partial = {**_report(partial=True), "verdicts": {"thresholds_passed": True}}
+    assert exit_code_for(partial) == EXIT_INCOMPLETE
+
+
+def test_passwords_in_urls_are_redacted() -> None:
+    assert redact_url("mqtt://bob:pw@127.0.0.1:1883/x") == "mqtt://bob:<secret>@127.0.0.1:1883/x"
+    assert redact_url("http://127.0.0.1:80/") == "http://127.0.0.1:80/"
