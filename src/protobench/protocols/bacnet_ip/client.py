@@ -1,23 +1,36 @@
-"""The lean BACnet/IP client: one UDP socket, pre-encoded requests, replies matched by invoke ID.
+"""The lean BACnet/IP client: pre-encoded requests over UDP, replies matched by invoke ID.
 
-:class:`DatagramClient` is an asyncio datagram protocol whose socket binds the
-configured local address (127.0.0.1 by default) on an ephemeral port and is
-connected to the target, so the kernel drops datagrams from anyone else and
-reports an ICMP port-unreachable as ``refused``. Up to 256 requests may be in
-flight (one per invoke ID). A request is a datagram concatenation and one
-``sendto``; a reply is matched by its invoke ID, and the :class:`Request`
-that was sent checks it. There is no task, future or timer per request: one
-timer sweeps the deadlines a few times per attempt timeout, resends when
-retries are configured and fails the request with ``timeout`` at the end.
+A :class:`DatagramClient` owns one or more :class:`Lane` sockets, each bound
+to the configured local address (127.0.0.1 by default) on an ephemeral port
+and connected to the target, so the kernel drops datagrams from anyone else
+and reports an ICMP port-unreachable (``refused``). A lane has 256 invoke IDs.
+Sending a request is a datagram concatenation and one ``sendto``; its reply
+is matched by invoke ID and checked by the :class:`Request` that was sent.
+There is no task, future or timer per request: one timer sweeps the
+deadlines a few times per attempt timeout, resends when retries are
+configured, and fails a request with ``timeout`` at the end.
 
-The client can register as a foreign device with a BBMD at the target's
-address and renews the registration at half its time-to-live.
+**Invoke-ID reuse.** A BACnet server remembers each (client address, invoke
+ID) it answered for a while and answers a request carrying the same pair
+with the remembered reply, without looking at the request (a retransmission,
+for all it knows; bac-py's server does so for 6 s). A client sending
+thousands of requests per second from one socket wraps its 256 IDs within
+that window and receives stale replies. So an (address, ID) pair is reused
+only ``reuse_after`` seconds after its last use: when the next ID of every
+lane is still too recent, the client opens another lane (a new address). In
+the steady state a session has ``rate × reuse_after / 256`` lanes. A request
+that finds no usable ID waits (parked) until a lane opens or an ID cools
+down; the wait is part of its latency.
+
+The client can register its first lane as a foreign device with a BBMD at
+the target's address; it renews the registration at half its time-to-live.
 """
 
 from __future__ import annotations
 
 import asyncio
 import time
+from collections import deque
 from typing import cast
 
 from protobench.protocols.bacnet_ip.codec import (
@@ -37,27 +50,103 @@ _HAS_SNET = 0x08
 _ACK_TYPES = frozenset({0x2, 0x3, 0x5, 0x6, 0x7})
 _SWEEPS_PER_ATTEMPT = 8
 _MIN_TICK = 0.005
+MAX_LANES = 1024
+NEVER = -1e18
 
 monotonic = time.monotonic
 Pending = tuple[Done, Request, bytes, int]
 
 
-class DatagramClient(asyncio.DatagramProtocol):
+class Lane(asyncio.DatagramProtocol):
+    """One socket of a client, with its 256 invoke IDs."""
+
+    def __init__(self, client: DatagramClient) -> None:
+        self.client = client
+        self.transport: asyncio.DatagramTransport | None = None
+        self.pending: list[Pending | None] = [None] * INVOKE_IDS
+        self.deadline = [0.0] * INVOKE_IDS
+        self.used = [NEVER] * INVOKE_IDS
+        self.next = 0
+        self.inflight = 0
+
+    def connection_made(self, transport: asyncio.BaseTransport) -> None:
+        self.transport = cast(asyncio.DatagramTransport, transport)
+
+    def datagram_received(self, data: bytes, addr: tuple[str | int, ...]) -> None:
+        client = self.client
+        if len(data) < 9 or data[1] != _ORIGINAL_UNICAST:
+            client.other(data)
+            return
+        if data[0] != _BVLC_TYPE or (data[2] << 8 | data[3]) != len(data):
+            client.stray += 1
+            return
+        start = 6 if data[5] == 0 and client.route is None else client.apdu_start(data)
+        if start < 0 or start + 3 > len(data) or (data[start] >> 4) not in _ACK_TYPES:
+            client.stray += 1
+            return
+        invoke_id = data[start + 1]
+        entry = self.pending[invoke_id]
+        if entry is None:
+            client.stray += 1
+            return
+        self.pending[invoke_id] = None
+        self.inflight -= 1
+        client.inflight -= 1
+        error = entry[1].accept(data, start)
+        if error is None:
+            entry[0](None, len(data))
+        else:
+            entry[0](error, 0)
+
+    def fail_all(self, error: OpError) -> None:
+        for invoke_id, entry in enumerate(self.pending):
+            if entry is not None:
+                self.pending[invoke_id] = None
+                self.inflight -= 1
+                self.client.inflight -= 1
+                entry[0](error, 0)
+
+    def error_received(self, exc: Exception) -> None:
+        if isinstance(exc, ConnectionRefusedError):
+            self.fail_all(OpError(ErrorClass.REFUSED, "ICMP port unreachable"))
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        self.transport = None
+        self.fail_all(OpError(ErrorClass.CLOSED, "session closed before the reply"))
+
+
+class DatagramClient:
     """Requests to one BACnet/IP device (directly or through one router)."""
 
-    def __init__(self, route: Route | None, timeout: float, retries: int) -> None:
+    def __init__(
+        self,
+        host: str,
+        port: int,
+        local_host: str,
+        route: Route | None,
+        request_timeout: float,
+        retries: int = 0,
+        reuse_after: float = 0.0,
+    ) -> None:
+        self.remote = (host, port)
+        self.local_host = local_host
         self.route = route
+        self.expected_source = None if route is None else (route.dnet, route.dadr)
         self.retries = retries
-        self.attempt_timeout = timeout / (retries + 1)
+        self.attempt_timeout = request_timeout / (retries + 1)
         self.tick = max(_MIN_TICK, self.attempt_timeout / _SWEEPS_PER_ATTEMPT)
+        self.reuse_after = reuse_after
+        self.lanes: list[Lane] = []
+        self.inflight = 0
         self.resent = 0
         self.stray = 0
-        self.transport: asyncio.DatagramTransport | None = None
-        self._pending: list[Pending | None] = [None] * INVOKE_IDS
-        self._deadline = [0.0] * INVOKE_IDS
-        self._next = 0
-        self._inflight = 0
+        self.closed = False
+        self._lane_index = 0
+        self._parked: deque[tuple[Request, Done]] = deque()
+        self._growth: asyncio.Task[None] | None = None
+        self._max_lanes = MAX_LANES
         self._timer: asyncio.TimerHandle | None = None
+        self._wake: asyncio.TimerHandle | None = None
         self._registration: asyncio.Future[int] | None = None
         self._renewal: asyncio.TimerHandle | None = None
         self._ttl = 0
@@ -71,75 +160,121 @@ class DatagramClient(asyncio.DatagramProtocol):
         route: Route | None,
         request_timeout: float,
         retries: int = 0,
+        reuse_after: float = 0.0,
     ) -> DatagramClient:
-        """A client bound to ``local_host`` (ephemeral port), connected to ``host:port``."""
-        loop = asyncio.get_running_loop()
-        _, client = await loop.create_datagram_endpoint(
-            lambda: cls(route, request_timeout, retries),
-            local_addr=(local_host, 0),
-            remote_addr=(host, port),
-        )
+        """A client with one lane bound to ``local_host``, connected to ``host:port``."""
+        client = cls(host, port, local_host, route, request_timeout, retries, reuse_after)
+        await client._add_lane()
         return client
 
-    @property
-    def inflight(self) -> int:
-        return self._inflight
-
-    def connection_made(self, transport: asyncio.BaseTransport) -> None:
-        self.transport = cast(asyncio.DatagramTransport, transport)
+    async def _add_lane(self) -> None:
+        loop = asyncio.get_running_loop()
+        transport, lane = await loop.create_datagram_endpoint(
+            lambda: Lane(self), local_addr=(self.local_host, 0), remote_addr=self.remote
+        )
+        if self.closed:
+            transport.close()
+            raise OpError(ErrorClass.CLOSED, "session closed")
+        self.lanes.append(lane)
 
     def send(self, request: Request, done: Done) -> None:
         """Send ``request``; ``done(error or None, bytes)`` is called once with the outcome."""
-        transport = self.transport
-        pending = self._pending
-        invoke_id = self._next
-        if pending[invoke_id] is not None:
-            found = self._free_invoke_id()
-            if transport is None or found < 0:
-                reason = "session closed" if transport is None else "256 requests in flight"
-                asyncio.get_running_loop().call_soon(done, OpError(ErrorClass.LOCAL, reason), 0)
+        now = monotonic()
+        lane = self.lanes[self._lane_index]
+        invoke_id = lane.next
+        if (
+            self._parked
+            or lane.pending[invoke_id] is not None
+            or now - lane.used[invoke_id] < self.reuse_after
+        ):
+            if self._parked or not self._rotate(now):
+                self._park(request, done, now)
                 return
-            invoke_id = found
-        elif transport is None:
+            lane = self.lanes[self._lane_index]
+            invoke_id = lane.next
+        self._transmit(lane, invoke_id, request, done, now)
+
+    def _transmit(
+        self, lane: Lane, invoke_id: int, request: Request, done: Done, now: float
+    ) -> None:
+        transport = lane.transport
+        if transport is None:
             asyncio.get_running_loop().call_soon(
                 done, OpError(ErrorClass.CLOSED, "session closed"), 0
             )
             return
-        self._next = (invoke_id + 1) & 0xFF
+        lane.next = (invoke_id + 1) & 0xFF
+        lane.used[invoke_id] = now
         wire = request.head + bytes((invoke_id,)) + request.tail
-        pending[invoke_id] = (done, request, wire, 0)
-        self._deadline[invoke_id] = monotonic() + self.attempt_timeout
-        self._inflight += 1
+        lane.pending[invoke_id] = (done, request, wire, 0)
+        lane.deadline[invoke_id] = now + self.attempt_timeout
+        lane.inflight += 1
+        self.inflight += 1
         if self._timer is None:
             self._timer = asyncio.get_running_loop().call_later(self.tick, self._sweep)
         transport.sendto(wire)
 
-    def datagram_received(self, data: bytes, addr: tuple[str | int, ...]) -> None:
-        if len(data) < 9 or data[1] != _ORIGINAL_UNICAST:
-            self._other(data)
-            return
-        if data[0] != _BVLC_TYPE or (data[2] << 8 | data[3]) != len(data):
-            self.stray += 1
-            return
-        start = 6 if data[5] == 0 and self.route is None else self._apdu_start(data)
-        if start < 0 or start + 3 > len(data) or (data[start] >> 4) not in _ACK_TYPES:
-            self.stray += 1
-            return
-        invoke_id = data[start + 1]
-        entry = self._pending[invoke_id]
-        if entry is None:
-            self.stray += 1
-            return
-        self._pending[invoke_id] = None
-        self._inflight -= 1
-        done, request = entry[0], entry[1]
-        error = request.accept(data, start)
-        if error is None:
-            done(None, len(data))
-        else:
-            done(error, 0)
+    def _usable(self, lane: Lane, now: float) -> bool:
+        invoke_id = lane.next
+        return (
+            lane.transport is not None
+            and lane.pending[invoke_id] is None
+            and now - lane.used[invoke_id] >= self.reuse_after
+        )
 
-    def _apdu_start(self, data: bytes) -> int:
+    def _rotate(self, now: float) -> bool:
+        """Move to the next lane whose next invoke ID is usable; False if there is none."""
+        count = len(self.lanes)
+        for step in range(1, count + 1):
+            index = (self._lane_index + step) % count
+            if self._usable(self.lanes[index], now):
+                self._lane_index = index
+                return True
+        return False
+
+    def _park(self, request: Request, done: Done, now: float) -> None:
+        if self.closed:
+            asyncio.get_running_loop().call_soon(
+                done, OpError(ErrorClass.CLOSED, "session closed"), 0
+            )
+            return
+        self._parked.append((request, done))
+        self._need_capacity(now)
+
+    def _need_capacity(self, now: float) -> None:
+        """Open another lane, or (at the lane limit) wake up when an invoke ID cools down."""
+        loop = asyncio.get_running_loop()
+        if len(self.lanes) < self._max_lanes:
+            if self._growth is None:
+                self._growth = loop.create_task(self._grow())
+        elif self._wake is None:
+            soonest = min(lane.used[lane.next] for lane in self.lanes)
+            delay = max(_MIN_TICK, soonest + self.reuse_after - now)
+            self._wake = loop.call_later(delay, self._unpark)
+
+    async def _grow(self) -> None:
+        try:
+            await self._add_lane()
+            self._lane_index = len(self.lanes) - 1
+        except (OSError, OpError):
+            self._max_lanes = len(self.lanes)
+        finally:
+            self._growth = None
+        self._unpark()
+
+    def _unpark(self) -> None:
+        self._wake = None
+        parked = self._parked
+        while parked:
+            now = monotonic()
+            if not self._usable(self.lanes[self._lane_index], now) and not self._rotate(now):
+                self._need_capacity(now)
+                return
+            request, done = parked.popleft()
+            lane = self.lanes[self._lane_index]
+            self._transmit(lane, lane.next, request, done, now)
+
+    def apdu_start(self, data: bytes) -> int:
         """Where the APDU starts in a datagram whose NPDU carries addresses; -1 if not ours."""
         control = data[5]
         if data[4] != 1 or control & _NETWORK_MESSAGE:
@@ -157,52 +292,34 @@ class DatagramClient(asyncio.DatagramProtocol):
             offset += 3 + length
         if control & _HAS_DNET:
             offset += 1
-        expected = None if self.route is None else (self.route.dnet, self.route.dadr)
-        return offset if source == expected else -1
-
-    def _free_invoke_id(self) -> int:
-        for invoke_id, entry in enumerate(self._pending):
-            if entry is None:
-                return invoke_id
-        return -1
+        return offset if source == self.expected_source else -1
 
     def _sweep(self) -> None:
         self._timer = None
         now = monotonic()
-        pending, deadline = self._pending, self._deadline
-        for invoke_id in range(INVOKE_IDS):
-            entry = pending[invoke_id]
-            if entry is None or deadline[invoke_id] > now:
+        for lane in self.lanes:
+            if not lane.inflight:
                 continue
-            done, request, wire, attempts = entry
-            if attempts < self.retries and self.transport is not None:
-                pending[invoke_id] = (done, request, wire, attempts + 1)
-                deadline[invoke_id] = now + self.attempt_timeout
-                self.resent += 1
-                self.transport.sendto(wire)
-                continue
-            pending[invoke_id] = None
-            self._inflight -= 1
-            waited = self.attempt_timeout * (attempts + 1)
-            done(OpError(ErrorClass.TIMEOUT, f"{request.label}: no reply in {waited:.3g}s"), 0)
-        if self._inflight and self._timer is None:
+            pending, deadline = lane.pending, lane.deadline
+            for invoke_id in range(INVOKE_IDS):
+                entry = pending[invoke_id]
+                if entry is None or deadline[invoke_id] > now:
+                    continue
+                done, request, wire, attempts = entry
+                if attempts < self.retries and lane.transport is not None:
+                    pending[invoke_id] = (done, request, wire, attempts + 1)
+                    deadline[invoke_id] = now + self.attempt_timeout
+                    lane.used[invoke_id] = now
+                    self.resent += 1
+                    lane.transport.sendto(wire)
+                    continue
+                pending[invoke_id] = None
+                lane.inflight -= 1
+                self.inflight -= 1
+                waited = self.attempt_timeout * (attempts + 1)
+                done(OpError(ErrorClass.TIMEOUT, f"{request.label}: no reply in {waited:.3g}s"), 0)
+        if self.inflight and self._timer is None and not self.closed:
             self._timer = asyncio.get_running_loop().call_later(self.tick, self._sweep)
-
-    def _fail_all(self, error: OpError) -> None:
-        for invoke_id, entry in enumerate(self._pending):
-            if entry is not None:
-                self._pending[invoke_id] = None
-                self._inflight -= 1
-                entry[0](error, 0)
-
-    def error_received(self, exc: Exception) -> None:
-        if isinstance(exc, ConnectionRefusedError):
-            self._fail_all(OpError(ErrorClass.REFUSED, "ICMP port unreachable"))
-
-    def connection_lost(self, exc: Exception | None) -> None:
-        self.transport = None
-        self._cancel_timers()
-        self._fail_all(OpError(ErrorClass.CLOSED, "session closed before the reply"))
 
     async def request(self, request: Request) -> int:
         """Send ``request`` and wait for its outcome; return the reply's size or raise OpError."""
@@ -220,7 +337,7 @@ class DatagramClient(asyncio.DatagramProtocol):
         return await future
 
     async def register_foreign_device(self, ttl: int) -> None:
-        """Register with the BBMD at the target's address; renew at half the TTL.
+        """Register the first lane with the BBMD at the target's address; renew at half the TTL.
 
         Waits for the BVLC-Result without a limit: callers bound the wait.
         """
@@ -235,27 +352,32 @@ class DatagramClient(asyncio.DatagramProtocol):
         self._renewal = asyncio.get_running_loop().call_later(ttl / 2, self._renew)
 
     def _send_registration(self) -> None:
-        if self.transport is not None:
-            self.transport.sendto(encode_register_foreign_device(self._ttl))
+        if self.lanes and self.lanes[0].transport is not None:
+            self.lanes[0].transport.sendto(encode_register_foreign_device(self._ttl))
 
     def _renew(self) -> None:
         self._send_registration()
         self._renewal = asyncio.get_running_loop().call_later(self._ttl / 2, self._renew)
 
-    def _other(self, data: bytes) -> None:
+    def other(self, data: bytes) -> None:
         """A datagram other than an Original-Unicast-NPDU: a BVLC-Result, or ignored."""
         if len(data) != 6 or data[0] != _BVLC_TYPE or data[1] != _BVLC_RESULT or data[3] != 6:
             return
         if self._registration is not None and not self._registration.done():
             self._registration.set_result((data[4] << 8) | data[5])
 
-    def _cancel_timers(self) -> None:
-        for handle in (self._timer, self._renewal):
+    def close(self) -> None:
+        """Close every lane; requests in flight or parked end as ``closed``."""
+        if self.closed:
+            return
+        self.closed = True
+        for handle in (self._timer, self._renewal, self._wake):
             if handle is not None:
                 handle.cancel()
-        self._timer = self._renewal = None
-
-    def close(self) -> None:
-        """Close the socket; requests still in flight end as ``closed``."""
-        if self.transport is not None:
-            self.transport.close()
+        self._timer = self._renewal = self._wake = None
+        error = OpError(ErrorClass.CLOSED, "session closed before the reply")
+        while self._parked:
+            self._parked.popleft()[1](error, 0)
+        for lane in self.lanes:
+            if lane.transport is not None:
+                lane.transport.close()

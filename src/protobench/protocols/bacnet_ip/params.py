@@ -88,6 +88,10 @@ class BacnetIpOptions(StrictModel):
     """Broadcast address given to bac-py's clients (never the global broadcast)."""
     retries: int = Field(default=0, ge=0, le=10)
     """Resends of an unanswered confirmed request; the timeout is split over the attempts."""
+    reuse_after: Duration = 10.0
+    """Seconds before a client reuses an (address, invoke ID) pair; servers answer a reused
+    pair within their duplicate window (bac-py: 6 s) with the earlier request's reply.
+    0 reuses IDs at once (for responders without duplicate detection)."""
     foreign_device: bool = False
     """Register every client (except FDT/BDT readers) as a foreign device with the BBMD."""
     bbmd: str | None = None

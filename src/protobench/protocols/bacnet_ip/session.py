@@ -104,6 +104,7 @@ async def open_client(
             route_of(target),
             request_timeout,
             options.retries,
+            options.reuse_after,
         )
     except OSError as exc:
         raise OpError(ErrorClass.CONNECT, f"cannot open a UDP socket: {exc}") from exc

@@ -1,0 +1,191 @@
+"""Helpers of the BACnet/IP tests: in-process embedded targets, scripted responders, sessions."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import time
+from collections.abc import AsyncIterator
+from typing import Any, cast
+
+from bac_py.encoding.apdu import ComplexAckPDU, ConfirmedRequestPDU, decode_apdu, encode_apdu
+from bac_py.encoding.primitives import encode_application_real
+from bac_py.network.npdu import NPDU, decode_npdu, encode_npdu
+from bac_py.services.read_property import ReadPropertyACK, ReadPropertyRequest
+from bac_py.transport.bvll import decode_bvll, encode_bvll
+from bac_py.types.enums import BvlcFunction
+
+from protobench.protocols.bacnet_ip import BacnetIpProtocol
+from protobench.protocols.bacnet_ip.params import OPERATIONS, BacnetIpOptions
+from protobench.protocols.base import (
+    AsyncSession,
+    CallbackSession,
+    OpError,
+    Session,
+    SessionContext,
+)
+from protobench.targets.base import Announcement, EmbeddedTarget
+
+
+@contextlib.asynccontextmanager
+async def served(target: EmbeddedTarget, **options: Any) -> AsyncIterator[Announcement]:
+    """Run an embedded target in this event loop; yield its announcement."""
+    announced: asyncio.Future[Announcement] = asyncio.get_running_loop().create_future()
+    task = asyncio.create_task(
+        target.serve("127.0.0.1", 0, target.options(**options), announced.set_result)
+    )
+    try:
+        yield await asyncio.wait_for(asyncio.shield(announced), 20)
+    finally:
+        task.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await task
+
+
+async def open_op(
+    url: str,
+    op: str,
+    params: dict[str, Any] | None = None,
+    options: dict[str, Any] | None = None,
+    op_timeout: float = 2.0,
+    index: int = 0,
+) -> Session:
+    ctx = SessionContext(
+        target=url,
+        group=op,
+        op=op,
+        index=index,
+        worker=0,
+        params=OPERATIONS[op].model_validate(params or {}),
+        options=BacnetIpOptions.model_validate(options or {}),
+        timeout=op_timeout,
+    )
+    return await BacnetIpProtocol().open_session(ctx)
+
+
+async def exchange(session: Session) -> tuple[OpError | None, int]:
+    """One exchange of a callback or async session: (error or None, bytes received)."""
+    if isinstance(session, AsyncSession):
+        try:
+            return None, await session.call()
+        except OpError as exc:
+            return exc, 0
+    done: asyncio.Future[tuple[OpError | None, int]] = asyncio.get_running_loop().create_future()
+    cast(CallbackSession, session).submit(lambda error, nbytes: done.set_result((error, nbytes)))
+    return await asyncio.wait_for(done, 30)
+
+
+class Responder(asyncio.DatagramProtocol):
+    """A scripted BACnet/IP device on 127.0.0.1: answers ReadProperty with ``value``.
+
+    It records every request as (client address, invoke ID, time); ``silent``
+    drops requests, ``delay`` answers late.
+    """
+
+    def __init__(self, value: float = 61.5) -> None:
+        self.value = value
+        self.silent = False
+        self.delay = 0.0
+        self.requests: list[tuple[tuple[str, int], int, float]] = []
+        self.transport: asyncio.DatagramTransport | None = None
+
+    @classmethod
+    async def start(cls, value: float = 61.5) -> Responder:
+        loop = asyncio.get_running_loop()
+        _, responder = await loop.create_datagram_endpoint(
+            lambda: cls(value), local_addr=("127.0.0.1", 0)
+        )
+        return responder
+
+    @property
+    def url(self) -> str:
+        assert self.transport is not None
+        host, port = self.transport.get_extra_info("sockname")[:2]
+        return f"bacnet://{host}:{port}/?device=1"
+
+    def connection_made(self, transport: asyncio.BaseTransport) -> None:
+        self.transport = cast(asyncio.DatagramTransport, transport)
+
+    def datagram_received(self, data: bytes, addr: tuple[str, int]) -> None:
+        pdu = decode_apdu(decode_npdu(decode_bvll(data).data).apdu)
+        assert isinstance(pdu, ConfirmedRequestPDU)
+        self.requests.append((addr, pdu.invoke_id, time.monotonic()))
+        if self.silent:
+            return
+        request = ReadPropertyRequest.decode(pdu.service_request)
+        ack = ReadPropertyACK(
+            request.object_identifier,
+            request.property_identifier,
+            request.property_array_index,
+            encode_application_real(self.value),
+        )
+        apdu = encode_apdu(
+            ComplexAckPDU(False, False, pdu.invoke_id, None, None, pdu.service_choice, ack.encode())
+        )
+        reply = encode_bvll(BvlcFunction.ORIGINAL_UNICAST_NPDU, encode_npdu(NPDU(apdu=apdu)))
+        assert self.transport is not None
+        if self.delay:
+            asyncio.get_running_loop().call_later(self.delay, self.transport.sendto, reply, addr)
+        else:
+            self.transport.sendto(reply, addr)
+
+    def close(self) -> None:
+        if self.transport is not None:
+            self.transport.close()
+
+
+class DropProxy(asyncio.DatagramProtocol):
+    """A UDP relay to a device on 127.0.0.1; ``drop`` makes the device go silent."""
+
+    def __init__(self, upstream: tuple[str, int]) -> None:
+        self.upstream = upstream
+        self.drop = False
+        self.transport: asyncio.DatagramTransport | None = None
+        self.links: dict[tuple[str, int], asyncio.DatagramTransport] = {}
+
+    @classmethod
+    async def start(cls, upstream: tuple[str, int]) -> DropProxy:
+        loop = asyncio.get_running_loop()
+        _, proxy = await loop.create_datagram_endpoint(
+            lambda: cls(upstream), local_addr=("127.0.0.1", 0)
+        )
+        return proxy
+
+    @property
+    def address(self) -> str:
+        assert self.transport is not None
+        host, port = self.transport.get_extra_info("sockname")[:2]
+        return f"{host}:{port}"
+
+    def connection_made(self, transport: asyncio.BaseTransport) -> None:
+        self.transport = cast(asyncio.DatagramTransport, transport)
+
+    def datagram_received(self, data: bytes, addr: tuple[str, int]) -> None:
+        if self.drop:
+            return
+        link = self.links.get(addr)
+        if link is None:
+            asyncio.get_running_loop().create_task(self._link(addr, data))
+        else:
+            link.sendto(data)
+
+    async def _link(self, client: tuple[str, int], first: bytes) -> None:
+        proxy = self
+
+        class Back(asyncio.DatagramProtocol):
+            def datagram_received(self, data: bytes, addr: tuple[str, int]) -> None:
+                if not proxy.drop and proxy.transport is not None:
+                    proxy.transport.sendto(data, client)
+
+        loop = asyncio.get_running_loop()
+        transport, _ = await loop.create_datagram_endpoint(
+            Back, local_addr=("127.0.0.1", 0), remote_addr=self.upstream
+        )
+        self.links[client] = transport
+        transport.sendto(first)
+
+    def close(self) -> None:
+        for link in self.links.values():
+            link.close()
+        if self.transport is not None:
+            self.transport.close()
