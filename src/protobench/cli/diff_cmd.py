@@ -1,14 +1,247 @@
-"""``protobench diff BASE NEW``: compare runs with real statistics."""
+"""``protobench diff BASE NEW``: compare runs with real statistics, like benchstat.
+
+``protobench diff BASE1 BASE2 -- NEW1 NEW2`` compares several runs on each
+side (their intervals are pooled). References are snapshot ids, id prefixes,
+paths, ``latest`` or ``latest~N``. The text output is one block per metric:
+each side's median ± the 95% confidence interval (as a share of the median),
+the change with the Mann-Whitney p-value and sample sizes (``~`` when not
+significant at ``--alpha``), and the whole-phase figures of both sides.
+Exit codes: 0, 1 when a ``--fail-on`` gate is crossed, 2 on bad input.
+"""
 
 from __future__ import annotations
 
-import typer
+import math
+from pathlib import Path
+from typing import Annotated, Any
 
-from protobench.cli.common import fail
+import typer
+from typer.core import TyperCommand
+
+from protobench.cli.common import fail, print_json
+from protobench.cli.render import us
+from protobench.snapshots.diff import (
+    LABELS,
+    METRICS,
+    Diff,
+    GeomeanRow,
+    Row,
+    compare,
+    metric_name,
+    parse_gate,
+)
+from protobench.snapshots.series import TOTAL
+from protobench.snapshots.stats import Estimate
+from protobench.snapshots.store import SnapshotError, SnapshotStore
+
+_NEW_SIDE = "protobench.diff.new"
+
+
+class DiffCommand(TyperCommand):
+    """Keeps the references after ``--`` apart: they are the NEW side.
+
+    Options may still follow them (``A -- B --json``): the NEW side ends at the
+    first word that starts with ``-``.
+    """
+
+    def parse_args(self, ctx: Any, args: list[str]) -> list[str]:
+        if "--" in args:
+            split = args.index("--")
+            tail = args[split + 1 :]
+            end = next((i for i, word in enumerate(tail) if word.startswith("-")), len(tail))
+            ctx.meta[_NEW_SIDE] = tail[:end]
+            args = args[:split] + tail[end:]
+        return super().parse_args(ctx, args)
+
+
+def format_value(metric: str, value: float | None) -> str:
+    if value is None:
+        return "-"
+    if metric == "throughput":
+        return f"{_si(value)}/s"
+    if metric == "error_rate":
+        return f"{value:.2%}"
+    return us(value)
+
+
+def _si(value: float) -> str:
+    for factor, suffix in ((1e9, "G"), (1e6, "M"), (1e3, "k")):
+        if abs(value) >= factor:
+            return f"{value / factor:.3g}{suffix}"
+    return f"{value:.3g}"
+
+
+def format_change(metric: str, change: float | None) -> str:
+    if change is None:
+        return "?"
+    if metric == "error_rate":
+        return f"{change * 100:+.2f}pp"
+    return f"{change:+.2%}"
+
+
+def _side(metric: str, est: Estimate | None) -> str:
+    if est is None:
+        return "-"
+    spread = est.spread
+    margin = "± ∞" if spread is None or math.isinf(spread) else f"± {spread:.0%}"
+    return f"{format_value(metric, est.center)} {margin}"
+
+
+def _verdict(row: Row) -> str:
+    if row.base is None or row.new is None or row.p_value is None:
+        return "-"
+    sizes = f"n={row.base.n}" if row.base.n == row.new.n else f"n={row.base.n}+{row.new.n}"
+    head = format_change(row.metric, row.change) if row.significant else "~"
+    return f"{head} (p={row.p_value:.3f} {sizes})"
+
+
+def _phase(row: Row) -> str:
+    base = format_value(row.metric, row.phase_base)
+    new = format_value(row.metric, row.phase_new)
+    return f"{base} → {new} {format_change(row.metric, row.phase_change)}"
+
+
+def _geomean_cells(item: GeomeanRow) -> list[str]:
+    return [
+        "geomean",
+        format_value(item.metric, item.base),
+        format_value(item.metric, item.new),
+        format_change(item.metric, item.change),
+        "",
+    ]
+
+
+def _tables(blocks: list[list[list[str]]]) -> list[str]:
+    """Blocks of cells, aligned on common column widths, a blank line before each."""
+    cells = [line for block in blocks for line in block]
+    widths = [max(len(line[i]) for line in cells) for i in range(len(cells[0]))]
+    out = []
+    for block in blocks:
+        out.append("")
+        out.extend(
+            "  ".join(c.ljust(w) for c, w in zip(line, widths, strict=True)).rstrip()
+            for line in block
+        )
+    return out
+
+
+def _runs(label: str, runs: list[Any]) -> str:
+    samples = sum(run.intervals for run in runs)
+    ids = ", ".join(run.id for run in runs)
+    count = f"{len(runs)} runs: " if len(runs) > 1 else ""
+    return f"{label} {count}{ids} ({samples} intervals)"
+
+
+def render_text(diff: Diff) -> str:
+    """The comparison as a terminal table, warnings first."""
+    out = [_runs("base:", diff.base), _runs("new: ", diff.new)]
+    if diff.warnings:
+        out.append("WARNING: the runs may not be comparable:")
+        out.extend(f"  - {warning}" for warning in diff.warnings)
+    out.extend(f"note: {note}" for note in diff.notes)
+    out.append(
+        f"sustain intervals: median ± {diff.confidence:.0%} CI; Mann-Whitney U at "
+        f"alpha={diff.alpha:g}, '~' = no significant change; whole phase from merged histograms"
+    )
+    shown = [*diff.ops, TOTAL] if len(diff.ops) > 1 else diff.ops or [TOTAL]
+    blocks = []
+    for metric in diff.metrics:
+        lines = [[LABELS.get(metric, metric), "base", "new", "vs base", "whole phase"]]
+        for op in shown:
+            row = diff.row(op, metric)
+            lines.append(
+                [op, _side(metric, row.base), _side(metric, row.new), _verdict(row), _phase(row)]
+            )
+        lines.extend(_geomean_cells(g) for g in diff.geomeans if g.metric == metric)
+        blocks.append(lines)
+    out.extend(_tables(blocks))
+    if diff.gates:
+        out.append("")
+    for gate, crossed in diff.gates:
+        if crossed:
+            where = ", ".join(f"{r.op} {format_change(r.metric, r.change)}" for r in crossed)
+            out.append(f"gate FAILED: {gate.expr} ({where})")
+        else:
+            out.append(f"gate passed: {gate.expr}")
+    return "\n".join(out)
+
+
+def _load(store: SnapshotStore, refs: list[str]) -> list[dict[str, Any]]:
+    snapshots = []
+    for ref in refs:
+        try:
+            snapshots.append(store.load(ref))
+        except SnapshotError as exc:
+            fail(str(exc))
+    return snapshots
 
 
 def register(app: typer.Typer) -> None:
-    @app.command("diff")
-    def diff_command() -> None:
-        """Compare two runs (or two sets of runs)."""
-        fail("diff is being written (issue 4)")
+    @app.command("diff", cls=DiffCommand)
+    def diff_command(
+        ctx: typer.Context,
+        refs: Annotated[
+            list[str],
+            typer.Argument(
+                help="BASE NEW, or BASE... -- NEW... (ids, id prefixes, paths, latest, latest~N)."
+            ),
+        ],
+        metric: Annotated[
+            str,
+            typer.Option(
+                "--metric",
+                "-m",
+                help="Comma-separated metrics: throughput,p50,p90,p99,p99.9,error_rate.",
+            ),
+        ] = ",".join(METRICS),
+        alpha: Annotated[
+            float, typer.Option(help="Significance level of the Mann-Whitney U test.")
+        ] = 0.05,
+        fail_on: Annotated[
+            list[str] | None,
+            typer.Option(
+                "--fail-on",
+                help="Exit 1 when a significant change crosses this gate, e.g. 'p99:+10%', "
+                "'throughput:-5%', 'get:p50:+20%', '*:p99:+10%' (repeatable).",
+            ),
+        ] = None,
+        as_json: Annotated[
+            bool, typer.Option("--json", help="Print the comparison as JSON.")
+        ] = False,
+        snapshots_dir: Annotated[
+            Path | None,
+            typer.Option(
+                "--snapshots-dir", help="Snapshot store (default ./.protobench/snapshots)."
+            ),
+        ] = None,
+    ) -> None:
+        """Compare runs: medians with 95% CIs, Mann-Whitney U, percentile deltas, gates."""
+        new_refs: list[str] | None = ctx.meta.get(_NEW_SIDE)
+        if new_refs is not None:
+            base_refs = list(refs)
+            if not base_refs or not new_refs:
+                fail("give at least one run on each side of '--'")
+        elif len(refs) == 2:
+            base_refs, new_refs = [refs[0]], [refs[1]]
+        else:
+            fail("give BASE NEW, or BASE1 BASE2 ... -- NEW1 NEW2 ...")
+        if not 0 < alpha < 1:
+            fail("--alpha: expected a number between 0 and 1")
+        try:
+            metrics = tuple(dict.fromkeys(metric_name(m) for m in metric.split(",") if m.strip()))
+            gates = [parse_gate(expr) for expr in fail_on or []]
+        except ValueError as exc:
+            fail(str(exc))
+        if not metrics:
+            fail("--metric: expected at least one metric")
+        store = SnapshotStore(snapshots_dir)
+        base, new = _load(store, base_refs), _load(store, new_refs)
+        try:
+            diff = compare(base, new, metrics=metrics, alpha=alpha, gates=gates)
+        except ValueError as exc:
+            fail(str(exc))
+        if as_json:
+            print_json(diff.to_dict())
+        else:
+            typer.echo(render_text(diff))
+        raise typer.Exit(diff.exit_code)

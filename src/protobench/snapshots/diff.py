@@ -1,0 +1,453 @@
+"""The comparison of two sets of runs (``protobench diff``), as data.
+
+Each side is one or more snapshots. For every operation and the ``TOTAL`` of
+all operations, and for each metric (throughput, p50, p90, p99, p99.9, error
+rate), a side's samples are the metric's values in its **sustain intervals**
+(intervals shorter than half the plan's interval are left out; with several
+runs the samples of all of them are pooled). A side is summarised by the
+median and its 95% confidence interval; the two sides are compared with the
+Mann-Whitney U test, and a change is *significant* when p < alpha
+(:mod:`protobench.snapshots.stats`). Beside the interval statistics, each row
+carries the whole-phase figure of each side: percentiles from the merged
+phase histograms, throughput and error rate from the phase counts.
+
+Changes are relative (``+0.12`` is +12%), except for the error rate whose
+change is the difference of the two rates (``+0.005`` is +0.5 percentage
+points). A geomean row per metric summarises the operations (not for the
+error rate, which is often 0).
+
+Gates (``--fail-on``) are ``[OP:]METRIC:+N%`` or ``-N%``: the gate fails when
+a significant change goes beyond N% in that direction (``+`` for a rise,
+``-`` for a fall) on the ``TOTAL`` row, on operation ``OP``, or on every row
+with ``*:``. For ``error_rate`` N is in percentage points.
+
+Before any figure, :func:`comparability` lists why the runs may not be
+comparable: another host, CPU, profile, profile hash, overrides, tool version
+or protocol; a generator-bound run; a partial run.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from protobench.engine.metrics import PERCENTILES
+from protobench.snapshots.series import (
+    TOTAL,
+    Interval,
+    intervals,
+    operations,
+    phase_counts,
+    phase_histogram,
+)
+from protobench.snapshots.stats import (
+    CONFIDENCE,
+    Estimate,
+    estimate,
+    geomean,
+    mann_whitney_p,
+    min_samples_for_ci,
+    smallest_p,
+)
+
+METRICS = ("throughput", "p50", "p90", "p99", "p999", "error_rate")
+LATENCY_METRICS = ("p50", "p90", "p99", "p999")
+LABELS = {"p999": "p99.9", "error_rate": "error rate"}
+ALIASES = {"p99.9": "p999", "error-rate": "error_rate", "errors": "error_rate", "rps": "throughput"}
+ALPHA = 0.05
+MIN_INTERVAL_FRACTION = 0.5
+_PERCENTILE = dict(PERCENTILES)
+_GATE = re.compile(
+    r"^\s*(?:(?P<op>.+):)?(?P<metric>[a-z_0-9.-]+)\s*:\s*(?P<sign>[+-])\s*"
+    r"(?P<value>\d+(?:\.\d+)?)\s*(?P<unit>%|pp)\s*$"
+)
+
+
+def metric_name(text: str) -> str:
+    """The canonical metric name of ``text`` (``p99.9`` -> ``p999``); ``ValueError`` if unknown."""
+    name = ALIASES.get(text.strip(), text.strip())
+    if name not in METRICS:
+        known = ", ".join(LABELS.get(m, m) for m in METRICS)
+        raise ValueError(f"unknown metric {text!r} (expected one of {known})")
+    return name
+
+
+@dataclass(frozen=True)
+class Gate:
+    """A ``--fail-on`` gate: fail when a significant change of ``metric`` passes ``limit``.
+
+    ``direction`` is +1 (a rise fails) or -1 (a fall fails); ``limit`` >= 0 is a
+    fraction (relative change, or rate points for ``error_rate``). ``op`` is
+    ``TOTAL``, an operation name, or ``*`` for every row.
+    """
+
+    expr: str
+    op: str
+    metric: str
+    direction: int
+    limit: float
+
+    def crossed(self, row: Row) -> bool:
+        if not row.significant or row.change is None:
+            return False
+        return self.direction * row.change > self.limit
+
+
+def parse_gate(expr: str) -> Gate:
+    """Parse ``[OP:]METRIC:+N%`` / ``-N%``; ``ValueError`` says what was expected."""
+    match = _GATE.match(expr)
+    if not match:
+        raise ValueError(
+            f"expected a gate like 'p99:+10%', 'throughput:-5%' or 'get:p50:+20%', got {expr!r}"
+        )
+    metric = metric_name(match["metric"])
+    return Gate(
+        expr=expr.strip(),
+        op=(match["op"] or TOTAL).strip(),
+        metric=metric,
+        direction=1 if match["sign"] == "+" else -1,
+        limit=float(match["value"]) / 100.0,
+    )
+
+
+@dataclass(frozen=True)
+class Row:
+    """One operation (or ``TOTAL``) and one metric, compared."""
+
+    op: str
+    metric: str
+    base: Estimate | None
+    new: Estimate | None
+    change: float | None
+    p_value: float | None
+    significant: bool
+    phase_base: float | None
+    phase_new: float | None
+    phase_change: float | None
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "op": self.op,
+            "metric": self.metric,
+            "base": self.base.to_dict() if self.base else None,
+            "new": self.new.to_dict() if self.new else None,
+            "change": self.change,
+            "change_kind": change_kind(self.metric),
+            "p_value": self.p_value,
+            "significant": self.significant,
+            "phase": {"base": self.phase_base, "new": self.phase_new, "change": self.phase_change},
+        }
+
+
+@dataclass(frozen=True)
+class GeomeanRow:
+    """The geometric mean of one metric's medians over the operations, on each side."""
+
+    metric: str
+    base: float
+    new: float
+    change: float
+    ops: int
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "metric": self.metric,
+            "base": self.base,
+            "new": self.new,
+            "change": self.change,
+            "ops": self.ops,
+        }
+
+
+@dataclass(frozen=True)
+class RunInfo:
+    """What the comparison says about each run it read."""
+
+    id: str
+    created_at: str
+    profile: str
+    intervals: int
+    partial: bool
+    generator_bound: bool
+
+    @classmethod
+    def of(cls, snapshot: dict[str, Any], samples: int) -> RunInfo:
+        return cls(
+            id=snapshot["id"],
+            created_at=snapshot["created_at"],
+            profile=snapshot["report"]["profile"],
+            intervals=samples,
+            partial=bool(snapshot["partial"]),
+            generator_bound=bool(snapshot["report"]["verdicts"]["generator_bound"]),
+        )
+
+
+@dataclass
+class Diff:
+    """The whole comparison: runs, warnings, rows, geomeans and gate results."""
+
+    base: list[RunInfo]
+    new: list[RunInfo]
+    alpha: float
+    confidence: float
+    metrics: tuple[str, ...]
+    ops: list[str]
+    warnings: list[str] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+    rows: list[Row] = field(default_factory=list)
+    geomeans: list[GeomeanRow] = field(default_factory=list)
+    gates: list[tuple[Gate, list[Row]]] = field(default_factory=list)
+
+    @property
+    def failed_gates(self) -> list[Gate]:
+        return [gate for gate, crossed in self.gates if crossed]
+
+    @property
+    def exit_code(self) -> int:
+        return 1 if self.failed_gates else 0
+
+    def row(self, op: str, metric: str) -> Row:
+        for row in self.rows:
+            if row.op == op and row.metric == metric:
+                return row
+        raise KeyError((op, metric))
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "schema": "protobench.diff/1",
+            "base": [vars(run) for run in self.base],
+            "new": [vars(run) for run in self.new],
+            "alpha": self.alpha,
+            "confidence": self.confidence,
+            "metrics": list(self.metrics),
+            "ops": self.ops,
+            "warnings": self.warnings,
+            "notes": self.notes,
+            "rows": [row.to_dict() for row in self.rows if row.metric in self.metrics],
+            "geomean": [g.to_dict() for g in self.geomeans if g.metric in self.metrics],
+            "gates": [
+                {
+                    "expr": gate.expr,
+                    "failed": bool(crossed),
+                    "crossed": [{"op": r.op, "change": r.change} for r in crossed],
+                }
+                for gate, crossed in self.gates
+            ],
+            "exit_code": self.exit_code,
+        }
+
+
+def change_kind(metric: str) -> str:
+    """``points`` for the error rate (a difference of rates), ``relative`` otherwise."""
+    return "points" if metric == "error_rate" else "relative"
+
+
+def _change(metric: str, base: float | None, new: float | None) -> float | None:
+    if base is None or new is None:
+        return None
+    if metric == "error_rate":
+        return new - base
+    if base == 0:
+        return None
+    return new / base - 1.0
+
+
+def samples(items: Sequence[Interval], op: str, metric: str) -> list[float]:
+    """The metric's value in every interval that has one (latency needs a success)."""
+    values = []
+    for item in items:
+        figures = item.ops.get(op)
+        if figures is None:
+            continue
+        if metric == "throughput":
+            values.append(float(figures["throughput"]))
+        elif metric == "error_rate":
+            if figures["ok"] + figures["errors"]:
+                values.append(float(figures["error_rate"]))
+        elif metric in figures["latency_us"]:
+            values.append(float(figures["latency_us"][metric]))
+    return values
+
+
+def whole_phase(snapshots: Sequence[dict[str, Any]], op: str, metric: str) -> float | None:
+    """The metric over the whole sustain phase of every snapshot together."""
+    if metric in LATENCY_METRICS:
+        hist = phase_histogram(snapshots, op)
+        if hist.get_total_count() == 0:
+            return None
+        return float(hist.get_value_at_percentile(_PERCENTILE[metric]))
+    ok, errors, seconds = phase_counts(snapshots, op)
+    if metric == "throughput":
+        return ok / seconds if seconds > 0 else None
+    return errors / (ok + errors) if ok + errors else None
+
+
+def compare_samples(
+    op: str,
+    metric: str,
+    base: Sequence[float],
+    new: Sequence[float],
+    alpha: float,
+    confidence: float,
+) -> tuple[Estimate | None, Estimate | None, float | None, float | None, bool]:
+    """(base estimate, new estimate, change of medians, p-value, significant)."""
+    base_est = estimate(base, confidence) if base else None
+    new_est = estimate(new, confidence) if new else None
+    if base_est is None or new_est is None:
+        return base_est, new_est, None, None, False
+    change = _change(metric, base_est.center, new_est.center)
+    p = mann_whitney_p(base, new)
+    return base_est, new_est, change, p, p < alpha
+
+
+def comparability(base: Sequence[dict[str, Any]], new: Sequence[dict[str, Any]]) -> list[str]:
+    """Why these runs may not be comparable, one sentence each (empty when they are)."""
+    warnings = []
+    facts: list[tuple[str, Any]] = [
+        ("host", lambda s: s["provenance"]["host"]),
+        (
+            "CPU",
+            lambda s: f"{s['provenance']['cpu_model']} x{s['provenance']['cpu_count']}",
+        ),
+        ("protocol", lambda s: s["report"]["protocol"]),
+        ("profile", lambda s: s["report"]["profile"]),
+        ("profile hash", lambda s: str(s["provenance"]["profile_sha256"])[:12]),
+        ("tool version", lambda s: s["provenance"]["tool_version"]),
+    ]
+    keys = sorted({key for s in [*base, *new] for key in s["provenance"]["overrides"]})
+    for key in keys:
+        facts.append((f"{key} override", _override(key)))
+    for name, fact in facts:
+        base_values = sorted({str(fact(s)) for s in base})
+        new_values = sorted({str(fact(s)) for s in new})
+        if len(set(base_values) | set(new_values)) > 1:
+            warnings.append(
+                f"other {name}: base {' | '.join(base_values)}, new {' | '.join(new_values)}"
+            )
+    for side, snapshots in (("base", base), ("new", new)):
+        for snapshot in snapshots:
+            verdicts = snapshot["report"]["verdicts"]
+            if verdicts["generator_bound"]:
+                warnings.append(
+                    f"{side} run {snapshot['id']} was generator-bound: {verdicts['reason']}"
+                )
+            if snapshot["partial"]:
+                reason = snapshot["report"].get("stop_reason", "stopped early")
+                warnings.append(f"{side} run {snapshot['id']} is partial ({reason})")
+    return warnings
+
+
+def _override(key: str) -> Any:
+    def fact(snapshot: dict[str, Any]) -> str:
+        value = snapshot["provenance"]["overrides"].get(key)
+        return "(not given)" if value is None else json.dumps(value, sort_keys=True)
+
+    return fact
+
+
+def compare(
+    base: Sequence[dict[str, Any]],
+    new: Sequence[dict[str, Any]],
+    metrics: Sequence[str] = METRICS,
+    alpha: float = ALPHA,
+    confidence: float = CONFIDENCE,
+    gates: Sequence[Gate] = (),
+) -> Diff:
+    """Compare the sustain phases of ``base`` and ``new`` snapshots (each side non-empty)."""
+    if not base or not new:
+        raise ValueError("each side of a comparison needs at least one snapshot")
+    base_intervals = [intervals(s, "sustain", MIN_INTERVAL_FRACTION) for s in base]
+    new_intervals = [intervals(s, "sustain", MIN_INTERVAL_FRACTION) for s in new]
+    base_ops = [op for s in base for op in operations(s)]
+    new_ops = [op for s in new for op in operations(s)]
+    ops = [op for op in dict.fromkeys(base_ops) if op in new_ops]
+    wanted = tuple(dict.fromkeys([*metrics, *(g.metric for g in gates)]))
+    result = Diff(
+        base=[RunInfo.of(s, len(i)) for s, i in zip(base, base_intervals, strict=True)],
+        new=[RunInfo.of(s, len(i)) for s, i in zip(new, new_intervals, strict=True)],
+        alpha=alpha,
+        confidence=confidence,
+        metrics=tuple(metrics),
+        ops=ops,
+        warnings=comparability(base, new),
+    )
+    for side, names, other in (("base", base_ops, new_ops), ("new", new_ops, base_ops)):
+        for op in dict.fromkeys(names):
+            if op not in other:
+                result.warnings.append(f"operation {op!r} is only in the {side} runs")
+    for gate in gates:
+        if gate.op not in (TOTAL, "*") and gate.op not in ops:
+            raise ValueError(f"gate {gate.expr!r}: no operation {gate.op!r} on both sides")
+    pooled_base = [item for run in base_intervals for item in run]
+    pooled_new = [item for run in new_intervals for item in run]
+    result.notes.extend(_sample_notes(len(pooled_base), len(pooled_new), alpha, confidence))
+    for op in [*ops, TOTAL]:
+        for metric in wanted:
+            base_est, new_est, change, p, significant = compare_samples(
+                op,
+                metric,
+                samples(pooled_base, op, metric),
+                samples(pooled_new, op, metric),
+                alpha,
+                confidence,
+            )
+            phase_base = whole_phase(base, op, metric)
+            phase_new = whole_phase(new, op, metric)
+            result.rows.append(
+                Row(
+                    op=op,
+                    metric=metric,
+                    base=base_est,
+                    new=new_est,
+                    change=change,
+                    p_value=p,
+                    significant=significant,
+                    phase_base=phase_base,
+                    phase_new=phase_new,
+                    phase_change=_change(metric, phase_base, phase_new),
+                )
+            )
+    if len(ops) > 1:
+        result.geomeans = _geomeans(result.rows, wanted)
+    for gate in gates:
+        matching = [
+            row for row in result.rows if row.metric == gate.metric and gate.op in ("*", row.op)
+        ]
+        result.gates.append((gate, [row for row in matching if gate.crossed(row)]))
+    return result
+
+
+def _sample_notes(n_base: int, n_new: int, alpha: float, confidence: float) -> list[str]:
+    notes = []
+    need = min_samples_for_ci(confidence)
+    if min(n_base, n_new) < need:
+        notes.append(
+            f"need >= {need} intervals per side for a {confidence:.0%} confidence interval "
+            f"(have {n_base} + {n_new}): use a longer --duration or a shorter --interval"
+        )
+    if n_base and n_new and smallest_p(n_base, n_new) >= alpha:
+        notes.append(
+            f"with {n_base} + {n_new} intervals no change can be significant at "
+            f"alpha={alpha:g}: use a longer --duration or a shorter --interval"
+        )
+    return notes
+
+
+def _geomeans(rows: Sequence[Row], metrics: Sequence[str]) -> list[GeomeanRow]:
+    out = []
+    for metric in metrics:
+        if metric == "error_rate":
+            continue
+        pairs = [
+            (row.base.center, row.new.center)
+            for row in rows
+            if row.metric == metric and row.op != TOTAL and row.base and row.new
+        ]
+        base = geomean([b for b, _ in pairs])
+        new = geomean([n for _, n in pairs])
+        if base is not None and new is not None:
+            out.append(GeomeanRow(metric, base, new, new / base - 1.0, len(pairs)))
+    return out

@@ -1,0 +1,116 @@
+"""Reading a snapshot's measurements: its interval series and phase histograms.
+
+Shared by ``diff`` and ``export``. A snapshot's ``series`` holds one record per
+interval with one summary per operation (and that interval's encoded
+histogram); :func:`intervals` adds the ``TOTAL`` of all operations to each
+record, merged exactly with the engine's own accumulator (histograms summed,
+never percentiles averaged). :func:`phase_histogram` and :func:`phase_counts`
+give a phase's whole-run figures over one or several snapshots.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from hdrh.histogram import HdrHistogram
+
+from protobench.engine.aggregate import op_summary
+from protobench.engine.metrics import OpAccumulator, OpInterval, encode, merge
+
+TOTAL = "TOTAL"
+
+
+@dataclass(frozen=True)
+class Interval:
+    """One interval of a run: where it lies in the run and each op's summary, plus ``TOTAL``."""
+
+    phase: str
+    index: int
+    start: float
+    end: float
+    duration: float
+    ops: dict[str, dict[str, Any]]
+
+
+def operations(snapshot: dict[str, Any]) -> list[str]:
+    """The snapshot's operation (group) names, in plan order."""
+    return [group["name"] for group in snapshot["plan"]["groups"]]
+
+
+def _as_interval(summary: dict[str, Any]) -> OpInterval:
+    return OpInterval(
+        ok=summary.get("ok", 0),
+        errors=dict(summary.get("errors_by_class", {})),
+        error_codes=dict(summary.get("error_codes", {})),
+        bytes_in=summary.get("bytes_in", 0),
+        late=summary.get("late", 0),
+        out_of_range=summary.get("out_of_range", 0),
+        counters=dict(summary.get("counters", {})),
+        hist=summary.get("hist", ""),
+    )
+
+
+def total_of(ops: dict[str, dict[str, Any]], seconds: float) -> dict[str, Any]:
+    """The exact merge of one interval's per-op summaries, with its encoded histogram."""
+    acc = OpAccumulator()
+    for summary in ops.values():
+        acc.add(_as_interval(summary))
+    total = op_summary(acc, seconds, corrected=False)
+    total["hist"] = encode(acc.hist) if acc.ok else ""
+    return total
+
+
+def intervals(
+    snapshot: dict[str, Any], phase: str | None = "sustain", min_fraction: float = 0.0
+) -> list[Interval]:
+    """The intervals of ``phase`` (every phase when ``None``), in run order.
+
+    Intervals shorter than ``min_fraction`` of the plan's interval (a run cut
+    short, a phase that is not a multiple of the interval) are left out.
+    """
+    shortest = min_fraction * float(snapshot["plan"].get("interval", 0.0))
+    out = []
+    for record in snapshot["series"]:
+        if phase is not None and record["phase"] != phase:
+            continue
+        duration = float(record["duration"])
+        if duration < shortest:
+            continue
+        ops = dict(record["ops"])
+        ops[TOTAL] = total_of(record["ops"], duration)
+        end = float(record["elapsed"])
+        out.append(Interval(record["phase"], record["index"], end - duration, end, duration, ops))
+    return out
+
+
+def phase_histogram(
+    snapshots: Sequence[dict[str, Any]], op: str, phase: str = "sustain"
+) -> HdrHistogram:
+    """The merged latency histogram of ``op`` (or ``TOTAL``) over the phase of every snapshot."""
+    encoded: list[str] = []
+    for snapshot in snapshots:
+        hists = snapshot.get("histograms", {}).get(phase, {})
+        names = list(hists) if op == TOTAL else [op]
+        encoded.extend(hists[name]["hist"] for name in names if name in hists)
+    return merge(encoded)
+
+
+def phase_counts(
+    snapshots: Sequence[dict[str, Any]], op: str, phase: str = "sustain"
+) -> tuple[int, int, float]:
+    """(successes, errors, seconds) of ``op`` (or ``TOTAL``) over the phase of every snapshot."""
+    ok = errors = 0
+    seconds = 0.0
+    for snapshot in snapshots:
+        section = snapshot["report"]["phases"].get(phase)
+        if section is None:
+            continue
+        figures = section["total"] if op == TOTAL else section["ops"].get(op)
+        if figures is None:
+            continue
+        ok += figures["ok"]
+        errors += figures["errors"]
+        seconds += section["duration_s"]
+    return ok, errors, seconds

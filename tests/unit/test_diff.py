@@ -1,0 +1,231 @@
+"""The comparison of runs, on snapshots built from known distributions."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from protobench.engine.metrics import merge
+from protobench.snapshots.diff import compare, metric_name, parse_gate
+from protobench.snapshots.series import TOTAL
+from protobench.snapshots.stats import estimate, geomean
+from tests.unit.conftest_snapshots import OpSpec, make_snapshot
+
+SLOWER = {"get": OpSpec(median_us=1500.0)}
+
+
+def test_same_distribution_shows_no_significant_throughput_or_p50_change() -> None:
+    diff = compare([make_snapshot(seed=1)], [make_snapshot(seed=2)])
+    for metric in ("throughput", "p50"):
+        row = diff.row("get", metric)
+        assert not row.significant
+        assert row.p_value is not None
+        assert row.p_value >= 0.05
+        assert row.base is not None
+        assert row.base.n == 12
+    assert diff.warnings == []
+    assert diff.exit_code == 0
+
+
+def test_slower_latency_is_significant_and_trips_the_gate() -> None:
+    gates = [parse_gate("p50:+10%"), parse_gate("p50:+80%"), parse_gate("throughput:-5%")]
+    diff = compare([make_snapshot(seed=1)], [make_snapshot(SLOWER, seed=3)], gates=gates)
+    row = diff.row(TOTAL, "p50")
+    assert row.significant
+    assert row.p_value is not None
+    assert row.p_value < 0.001
+    assert row.change == pytest.approx(0.5, abs=0.05)
+    assert row.phase_change == pytest.approx(0.5, abs=0.05)
+    assert [g.expr for g in diff.failed_gates] == ["p50:+10%"]
+    assert diff.exit_code == 1
+
+
+def test_each_side_is_the_median_and_ci_of_its_interval_samples() -> None:
+    snapshot = make_snapshot(seed=1)
+    diff = compare([snapshot], [make_snapshot(seed=2)])
+    sustain = [r for r in snapshot["series"] if r["phase"] == "sustain"]
+    p99s = [r["ops"]["get"]["latency_us"]["p99"] for r in sustain]
+    throughputs = [r["ops"]["get"]["throughput"] for r in sustain]
+    assert diff.row("get", "p99").base == estimate(p99s)
+    assert diff.row("get", "throughput").base == estimate(throughputs)
+
+
+def test_whole_phase_figures_come_from_the_merged_histograms_and_counts() -> None:
+    base = make_snapshot(seed=1)
+    diff = compare([base], [make_snapshot(seed=2)])
+    report = base["report"]["phases"]["sustain"]["ops"]["get"]
+    for metric in ("p50", "p90", "p99", "p999"):
+        assert diff.row("get", metric).phase_base == report["latency_us"][metric]
+    assert diff.row("get", "throughput").phase_base == pytest.approx(report["throughput"])
+    assert diff.row("get", "error_rate").phase_base == 0.0
+
+
+def test_several_runs_per_side_pool_their_intervals_and_histograms() -> None:
+    base = [make_snapshot(seed=s) for s in (1, 2)]
+    new = [make_snapshot(seed=s) for s in (3, 4, 5)]
+    diff = compare(base, new)
+    row = diff.row("get", "p99")
+    assert row.base is not None
+    assert row.base.n == 24
+    assert row.new is not None
+    assert row.new.n == 36
+    merged = merge([s["histograms"]["sustain"]["get"]["hist"] for s in base])
+    assert row.phase_base == merged.get_value_at_percentile(99.0)
+    ok = sum(s["report"]["phases"]["sustain"]["total"]["ok"] for s in new)
+    seconds = sum(s["report"]["phases"]["sustain"]["duration_s"] for s in new)
+    assert diff.row(TOTAL, "throughput").phase_new == pytest.approx(ok / seconds)
+    assert [run.intervals for run in diff.new] == [12, 12, 12]
+
+
+def test_a_short_last_interval_is_left_out_of_the_samples() -> None:
+    short = make_snapshot(seed=1, last_interval_fraction=0.2)
+    diff = compare([short], [make_snapshot(seed=2)])
+    assert diff.base[0].intervals == 11
+    assert diff.row("get", "throughput").base.n == 11  # type: ignore[union-attr]
+
+
+def test_error_rate_changes_are_in_points() -> None:
+    failing = {"get": OpSpec(error_rate=0.05)}
+    diff = compare(
+        [make_snapshot(seed=1)],
+        [make_snapshot(failing, seed=2)],
+        gates=[parse_gate("error_rate:+1%"), parse_gate("error_rate:+10pp")],
+    )
+    row = diff.row("get", "error_rate")
+    assert row.significant
+    assert row.change == pytest.approx(0.05, abs=0.015)
+    assert row.phase_change == pytest.approx(0.05, abs=0.01)
+    assert [g.expr for g in diff.failed_gates] == ["error_rate:+1%"]
+
+
+def test_geomean_row_summarises_the_operations() -> None:
+    ops = {"get": OpSpec(median_us=1000.0), "post": OpSpec(median_us=4000.0, rate=500.0)}
+    slower = {"get": OpSpec(median_us=2000.0), "post": OpSpec(median_us=4000.0, rate=500.0)}
+    diff = compare([make_snapshot(ops, seed=1)], [make_snapshot(slower, seed=2)])
+    by_metric = {g.metric: g for g in diff.geomeans}
+    assert "error_rate" not in by_metric
+    p50 = by_metric["p50"]
+    base = [diff.row(op, "p50").base.center for op in ("get", "post")]  # type: ignore[union-attr]
+    assert p50.base == pytest.approx(geomean(base))
+    assert p50.change == pytest.approx(2**0.5 - 1, abs=0.05)
+    assert p50.ops == 2
+    assert (
+        diff.row("post", "p50").significant is False
+        or abs(diff.row("post", "p50").change or 0) < 0.05
+    )
+
+
+def test_single_operation_has_no_geomean() -> None:
+    assert compare([make_snapshot(seed=1)], [make_snapshot(seed=2)]).geomeans == []
+
+
+def test_runs_that_are_not_comparable_are_named() -> None:
+    base = make_snapshot(seed=1)
+    new = make_snapshot(
+        seed=2,
+        host="other-host",
+        cpu_model="Other CPU",
+        profile_sha256="b" * 64,
+        overrides={"serve": {"delay": 0.005}},
+        tool_version="0.2.0",
+        partial=True,
+        generator_bound=True,
+    )
+    warnings = compare([base], [new]).warnings
+    text = "\n".join(warnings)
+    assert "other host: base bench-host, new other-host" in text
+    assert "other CPU: base Test CPU x2, new Other CPU x2" in text
+    assert "other profile hash: base aaaaaaaaaaaa, new bbbbbbbbbbbb" in text
+    assert 'other serve override: base (not given), new {"delay": 0.005}' in text
+    assert "other tool version: base 0.1.0, new 0.2.0" in text
+    assert f"new run {new['id']} was generator-bound" in text
+    assert f"new run {new['id']} is partial (interrupted)" in text
+    assert len(warnings) == 7
+
+
+def test_operations_on_one_side_only_are_reported() -> None:
+    both = {"get": OpSpec(), "post": OpSpec()}
+    diff = compare([make_snapshot(both, seed=1)], [make_snapshot(seed=2)])
+    assert diff.ops == ["get"]
+    assert "operation 'post' is only in the base runs" in diff.warnings
+    with pytest.raises(ValueError, match="no operation 'post'"):
+        compare(
+            [make_snapshot(both, seed=1)],
+            [make_snapshot(seed=2)],
+            gates=[parse_gate("post:p50:+1%")],
+        )
+
+
+def test_few_intervals_are_noted() -> None:
+    few = compare([make_snapshot(seed=1, intervals=3)], [make_snapshot(seed=2, intervals=3)])
+    assert any("need >= 6 intervals" in note for note in few.notes)
+    assert any("no change can be significant" in note for note in few.notes)
+    row = few.row("get", "p50")
+    assert row.base is not None
+    assert row.base.low is None
+
+
+@pytest.mark.parametrize(
+    ("expr", "op", "metric", "direction", "limit"),
+    [
+        ("p99:+10%", TOTAL, "p99", 1, 0.10),
+        ("throughput:-5%", TOTAL, "throughput", -1, 0.05),
+        ("get:p50:+20%", "get", "p50", 1, 0.20),
+        ("*:p99.9:+0%", "*", "p999", 1, 0.0),
+        (" error_rate : +0.5pp ", TOTAL, "error_rate", 1, 0.005),
+    ],
+)
+def test_gate_parsing(expr: str, op: str, metric: str, direction: int, limit: float) -> None:
+    gate = parse_gate(expr)
+    assert (gate.op, gate.metric, gate.direction) == (op, metric, direction)
+    assert gate.limit == pytest.approx(limit)
+
+
+@pytest.mark.parametrize("expr", ["p99:10%", "p99>10%", "p99:+10", "latency:+10%", ""])
+def test_bad_gates_say_what_was_expected(expr: str) -> None:
+    with pytest.raises(ValueError, match=r"expected|unknown metric"):
+        parse_gate(expr)
+
+
+def test_a_wildcard_gate_checks_every_row() -> None:
+    ops = {"get": OpSpec(), "post": OpSpec()}
+    slower = {"get": OpSpec(), "post": OpSpec(median_us=1500.0)}
+    diff = compare(
+        [make_snapshot(ops, seed=1)],
+        [make_snapshot(slower, seed=2)],
+        gates=[parse_gate("*:p50:+10%")],
+    )
+    ((_, crossed),) = diff.gates
+    assert {row.op for row in crossed} == {"post", TOTAL}
+
+
+def test_metric_names_and_json_output() -> None:
+    assert metric_name("p99.9") == "p999"
+    with pytest.raises(ValueError, match="unknown metric"):
+        metric_name("p42")
+    diff = compare(
+        [make_snapshot(seed=1)],
+        [make_snapshot(SLOWER, seed=3)],
+        metrics=("throughput", "p50"),
+        gates=[parse_gate("p99:+10%")],
+    )
+    data = json.loads(json.dumps(diff.to_dict()))
+    assert data["schema"] == "protobench.diff/1"
+    assert {(r["op"], r["metric"]) for r in data["rows"]} == {
+        ("get", "throughput"),
+        ("get", "p50"),
+        (TOTAL, "throughput"),
+        (TOTAL, "p50"),
+    }
+    assert data["gates"] == [
+        {
+            "expr": "p99:+10%",
+            "failed": True,
+            "crossed": [{"op": TOTAL, "change": diff.row(TOTAL, "p99").change}],
+        }
+    ]
+    assert data["exit_code"] == 1
+    p50 = next(r for r in data["rows"] if r["op"] == "get" and r["metric"] == "p50")
+    assert set(p50) >= {"base", "new", "change", "change_kind", "p_value", "significant", "phase"}
+    assert set(p50["base"]) == {"median", "ci_low", "ci_high", "n"}
