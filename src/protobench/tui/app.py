@@ -1,0 +1,339 @@
+"""The monitor application: reads a MetricsSource, renders it, sends the user's commands.
+
+Data flow: the source calls a :class:`Feed` with every event; the feed posts
+:class:`ViewUpdated` at most four times a second; :meth:`on_view_updated`
+renders the visible view inside ``batch_update``. Keys act on the source
+(``pause``, ``set_rate_factor``, ``stop``...) and each command is posted as a
+:class:`CommandSent`. The app never exits while a live run is going: ``q``
+asks once and stops the run, Ctrl-C stops it at once, a crashed worker or a
+dead target is shown and the run goes on; the summary stays on screen until
+the user quits, and the snapshot is saved by the engine in every case.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import signal
+import time
+from pathlib import Path
+from typing import Any, ClassVar
+
+from textual import work
+from textual.app import App
+from textual.binding import Binding, BindingType
+from textual.worker import Worker, WorkerState
+
+from protobench.snapshots.store import SUFFIX, SnapshotError, SnapshotStore
+from protobench.tui.baseline import Baseline
+from protobench.tui.display import Display, Playback
+from protobench.tui.feed import REFRESH, Feed
+from protobench.tui.messages import BaselineChosen, CommandSent, NoticeShown, RunEnded, ViewUpdated
+from protobench.tui.model import RunView, empty_view
+from protobench.tui.screens.baseline_picker import CLEAR, BaselinePicker
+from protobench.tui.screens.confirm import ConfirmScreen
+from protobench.tui.screens.help import HelpScreen
+from protobench.tui.screens.logs import LogsScreen
+from protobench.tui.screens.monitor import MonitorScreen
+from protobench.tui.source import MetricsSource
+from protobench.tui.widgets.line_chart import REDRAW
+
+RATE_STEP = 0.1
+VIEWS = Binding.Group("views", compact=True)
+STEPS = Binding.Group("rate", compact=True)
+SEEK = Binding.Group("seek", compact=True)
+
+
+class MonitorApp(App[int]):
+    """The live monitor (and the replay viewer: the same screens on a snapshot)."""
+
+    CSS_PATH = "app.tcss"
+    TITLE = "protobench"
+    ENABLE_COMMAND_PALETTE = False
+    BINDINGS: ClassVar[list[BindingType]] = [
+        Binding("q", "stop", "Stop"),
+        Binding("q", "quit", "Quit"),
+        Binding("ctrl+c", "interrupt", "Interrupt", show=False, priority=True),
+        Binding("p", "pause", "Pause"),
+        Binding("plus,equals_sign", "step(1)", "+", group=STEPS),
+        Binding("minus", "step(-1)", "-", group=STEPS),
+        Binding("left", "seek(-10)", "-10s", group=SEEK),
+        Binding("right", "seek(10)", "+10s", group=SEEK),
+        Binding("t", "toggle_corrected", "Corrected"),
+        Binding("b", "baseline", "Baseline"),
+        Binding("1", "view('overview')", "overview", group=VIEWS),
+        Binding("2", "view('latency')", "latency", group=VIEWS),
+        Binding("3", "view('errors')", "errors", group=VIEWS),
+        Binding("4", "view('resources')", "resources", group=VIEWS),
+        Binding("5", "view('summary')", "Summary"),
+        Binding("l", "logs", "Logs"),
+        Binding("s", "save_report", "JSON"),
+        Binding("question_mark", "help", "Help"),
+    ]
+
+    def __init__(
+        self,
+        source: MetricsSource,
+        store: SnapshotStore | None = None,
+        *,
+        refresh: float = REFRESH,
+        chart_refresh: float = REDRAW,
+        speed: float = 1.0,
+        handle_signals: bool = False,
+    ) -> None:
+        super().__init__()
+        self.source = source
+        self.store = store
+        self.feed = Feed(self.post_message, refresh)
+        self.handle_signals = handle_signals
+        self.view: RunView = empty_view()
+        self.corrected = True
+        self.baseline: Baseline | None = None
+        self.rate_factor = 1.0
+        self.speed = speed
+        self.load_paused = False
+        self.playback_paused = False
+        self.stopping = False
+        self.finished = False
+        self.exit_when_finished = False
+        self.error: str | None = None
+        self.monitor = MonitorScreen(chart_refresh)
+        self.launched = time.monotonic()
+
+    @property
+    def replay(self) -> bool:
+        return self.source.kind == "replay"
+
+    async def on_mount(self) -> None:
+        await self.push_screen(self.monitor)
+        self.render_view()
+        self.set_interval(1.0, self._tick_while_starting)
+        self.run_worker(self.source.run(self.feed), name="source", exit_on_error=False)
+        if self.handle_signals:
+            loop = self._loop
+            if loop is not None:
+                with contextlib.suppress(NotImplementedError, RuntimeError, ValueError):
+                    loop.add_signal_handler(signal.SIGTERM, self._terminate)
+                    loop.add_signal_handler(signal.SIGINT, self.action_interrupt)
+
+    def _tick_while_starting(self) -> None:
+        """Count the seconds while the target and workers come up (no events yet)."""
+        if self.view.state == "starting" and self.error is None:
+            self.render_view()
+
+    def display_now(self) -> Display:
+        return Display(
+            view=self.view,
+            corrected=self.corrected,
+            baseline=self.baseline,
+            stopping=self.stopping,
+            playback=Playback(self.speed, self.playback_paused) if self.replay else None,
+            source=self.source.kind,
+            error=self.error,
+            waited=time.monotonic() - self.launched,
+        )
+
+    def render_view(self) -> None:
+        with self.batch_update():
+            self.monitor.show(self.display_now())
+
+    def on_view_updated(self, message: ViewUpdated) -> None:
+        self.view = message.view
+        self.render_view()
+
+    def on_notice_shown(self, message: NoticeShown) -> None:
+        notice = message.notice
+        if notice.alert:
+            self.notify(notice.message, title=notice.kind, severity="error", timeout=10)
+        elif not self.replay:
+            self.notify(notice.message, title=notice.kind, timeout=3)
+
+    def on_run_ended(self, message: RunEnded) -> None:
+        self.finished = True
+        self.stopping = False
+        self.monitor.switch("summary")
+        self.refresh_bindings()
+        if self.exit_when_finished:
+            self.exit(message.exit_code if message.exit_code is not None else 3)
+
+    def on_worker_state_changed(self, event: Worker.StateChanged) -> None:
+        if event.worker.name != "source" or event.state != WorkerState.ERROR:
+            return
+        self.error = f"the run failed: {event.worker.error!r}"
+        self.finished = True
+        self.notify(self.error, title="engine", severity="error", timeout=30)
+        self.monitor.switch("summary")
+        self.render_view()
+        self.refresh_bindings()
+
+    def on_baseline_chosen(self, message: BaselineChosen) -> None:
+        self.baseline = message.baseline
+        self.render_view()
+        if message.baseline is None:
+            self.notify("baseline removed", timeout=3)
+        else:
+            self.notify(f"baseline: {message.baseline.id}", timeout=3)
+
+    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        controls = self.source.controls
+        info = self.view.info
+        open_model = info is not None and info.open_model
+        running = not self.finished and self.error is None
+        if action == "stop":
+            return running and "stop" in controls
+        if action == "quit":
+            return not (running and "stop" in controls)
+        if action == "pause":
+            return (running and "pause" in controls) or self.replay
+        if action == "step":
+            return (running and "rate" in controls and open_model) or "speed" in controls
+        if action == "seek":
+            return "seek" in controls
+        if action == "toggle_corrected":
+            return open_model
+        if action == "save_report":
+            return self.view.report is not None
+        if action == "view" and parameters == ("summary",):
+            return self.finished
+        return True
+
+    def send(self, command: str, value: Any = None) -> None:
+        """Send a command to the source and post it (for tests and listeners)."""
+        source = self.source
+        if command == "pause":
+            source.pause()
+        elif command == "resume":
+            source.resume()
+        elif command == "rate":
+            source.set_rate_factor(float(value))
+        elif command == "speed":
+            source.set_speed(float(value))
+        elif command == "seek":
+            source.seek(float(value))
+        elif command == "stop":
+            source.stop(str(value))
+        self.post_message(CommandSent(command, value))
+
+    def action_stop(self) -> None:
+        if self.stopping:
+            self.notify("stopping: the snapshot is being saved", timeout=3)
+            return
+
+        def answered(yes: bool | None) -> None:
+            if yes:
+                self._stop("stopped")
+
+        self.push_screen(ConfirmScreen("Stop the run now and save the snapshot?"), answered)
+
+    def _stop(self, reason: str) -> None:
+        if self.stopping or self.finished:
+            return
+        self.stopping = True
+        self.send("stop", reason)
+        self.notify("stopping the run; the snapshot is being saved…", timeout=5)
+        self.render_view()
+        self.refresh_bindings()
+
+    def action_interrupt(self) -> None:
+        if self.finished or "stop" not in self.source.controls:
+            self.action_quit_now()
+        elif self.stopping:
+            self.notify("stopping: the snapshot is being saved", timeout=3)
+        else:
+            self._stop("interrupted")
+
+    def _terminate(self) -> None:
+        self.exit_when_finished = True
+        self.action_interrupt()
+
+    async def action_quit(self) -> None:
+        """Ctrl+Q and ``q`` after the end: quit, but never lose a live run."""
+        if not self.finished and self.error is None and "stop" in self.source.controls:
+            self._stop("interrupted")
+            return
+        self.action_quit_now()
+
+    def action_quit_now(self) -> None:
+        code = self.view.exit_code
+        self.exit(code if code is not None and not self.replay else 0)
+
+    def action_pause(self) -> None:
+        if self.replay:
+            self.playback_paused = not self.playback_paused
+            self.send("pause" if self.playback_paused else "resume")
+        else:
+            self.load_paused = not self.load_paused
+            self.send("pause" if self.load_paused else "resume")
+        self.render_view()
+
+    def action_step(self, direction: int) -> None:
+        if "speed" in self.source.controls:
+            self.speed = min(max(self.speed * (2.0 if direction > 0 else 0.5), 0.125), 1000.0)
+            self.send("speed", self.speed)
+            self.notify(f"playback ×{self.speed:g}", timeout=2)
+            self.render_view()
+            return
+        factor = round(max(RATE_STEP, self.rate_factor + direction * RATE_STEP), 2)
+        self.rate_factor = factor
+        self.send("rate", factor)
+
+    def action_seek(self, seconds: float) -> None:
+        self.send("seek", seconds)
+
+    def action_toggle_corrected(self) -> None:
+        self.corrected = not self.corrected
+        mode = (
+            "corrected (from the intended send time)"
+            if self.corrected
+            else "uncorrected (from the actual send time)"
+        )
+        self.notify(f"latency: {mode}", timeout=3)
+        self.render_view()
+
+    def action_view(self, view: str) -> None:
+        self.monitor.switch(view)
+
+    def action_baseline(self) -> None:
+        if self.store is None:
+            self.notify("no snapshot store to pick a baseline from", severity="warning")
+            return
+
+        def picked(choice: Path | str | None) -> None:
+            if choice == CLEAR:
+                self.post_message(BaselineChosen(None))
+            elif isinstance(choice, Path):
+                self.load_baseline(choice)
+
+        current = self.baseline.id if self.baseline else None
+        self.push_screen(BaselinePicker(self.store.paths(), current), picked)
+
+    @work(thread=True, exclusive=True, group="baseline")
+    def load_baseline(self, path: Path) -> None:
+        """Read a snapshot off the UI thread and post it as the baseline."""
+        assert self.store is not None
+        try:
+            baseline = Baseline.from_snapshot(self.store.load(str(path)))
+        except (SnapshotError, KeyError, TypeError) as exc:
+            self.call_from_thread(self.notify, f"cannot use {path.name}: {exc}", severity="error")
+            return
+        self.post_message(BaselineChosen(baseline))
+
+    def action_logs(self) -> None:
+        self.push_screen(LogsScreen(self.source.log_dir))
+
+    def action_save_report(self) -> None:
+        report = self.view.report
+        if report is None:
+            self.notify("the report exists when the run has ended", severity="warning")
+            return
+        snapshot = Path(str(report.get("snapshot") or "protobench"))
+        path = Path.cwd() / (snapshot.name.removesuffix(SUFFIX) + ".report.json")
+        try:
+            path.write_text(json.dumps(report, indent=2, default=str) + "\n")
+        except OSError as exc:
+            self.notify(f"cannot write {path}: {exc}", severity="error")
+            return
+        self.notify(f"report written to {path}", timeout=8)
+
+    def action_help(self) -> None:
+        self.push_screen(HelpScreen())

@@ -1,0 +1,37 @@
+"""What the widgets render: the run's view plus the screen's own settings."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from protobench.tui.baseline import Baseline
+from protobench.tui.model import RunView
+
+
+@dataclass(frozen=True)
+class Playback:
+    """How a replay plays: its speed and whether playback is paused."""
+
+    speed: float
+    paused: bool
+
+
+@dataclass(frozen=True)
+class Display:
+    """One render: the run's view, the baseline, the corrected toggle, the app's state."""
+
+    view: RunView
+    corrected: bool = True
+    baseline: Baseline | None = None
+    stopping: bool = False
+    playback: Playback | None = None
+    source: str = "live"
+    error: str | None = None
+    waited: float = 0.0
+    """Seconds since the monitor opened (shown while the run is starting)."""
+
+    @property
+    def latency_key(self) -> str:
+        """Which latency figures to show: corrected unless toggled in the open model."""
+        open_model = self.view.info is not None and self.view.info.open_model
+        return "" if self.corrected or not open_model else "_uncorrected"

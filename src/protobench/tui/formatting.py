@@ -1,0 +1,46 @@
+"""Short human forms of the monitor's numbers: latencies, rates, sizes, times."""
+
+from __future__ import annotations
+
+from protobench.profiles.units import format_duration
+
+
+def latency(us: float | None) -> str:
+    """A latency given in µs: ``870µs``, ``1.23ms``, ``2.5s``; ``-`` when unknown."""
+    return "-" if us is None else format_duration(us / 1e6)
+
+
+def rate(value: float) -> str:
+    """Operations per second with a k/M suffix: ``950``, ``12.3k``, ``1.05M``."""
+    for limit, suffix in ((1e6, "M"), (1e3, "k")):
+        if value >= limit:
+            scaled = value / limit
+            return f"{scaled:.3g}{suffix}" if scaled < 1000 else f"{scaled:.0f}{suffix}"
+    return f"{value:.3g}" if value < 100 else f"{value:.0f}"
+
+
+def size(n: float | None) -> str:
+    """Bytes in binary units: ``512B``, ``3.4MiB``."""
+    if n is None:
+        return "-"
+    for unit in ("B", "KiB", "MiB", "GiB"):
+        if abs(n) < 1024 or unit == "GiB":
+            return f"{n:.0f}{unit}" if unit == "B" else f"{n:.1f}{unit}"
+        n /= 1024
+    return f"{n:.1f}GiB"
+
+
+def clock(seconds: float) -> str:
+    """``m:ss`` (or ``h:mm:ss``) for a duration in seconds."""
+    total = max(0, int(seconds + 0.5))
+    hours, rest = divmod(total, 3600)
+    minutes, secs = divmod(rest, 60)
+    return f"{hours}:{minutes:02d}:{secs:02d}" if hours else f"{minutes}:{secs:02d}"
+
+
+def delta(value: float | None, base: float | None) -> str:
+    """Relative change of ``value`` against ``base``: ``+12%``, ``-3.4%``; empty when unknown."""
+    if value is None or base is None or base == 0:
+        return ""
+    change = (value - base) / base * 100
+    return f"{change:+.0f}%" if abs(change) >= 10 else f"{change:+.1f}%"

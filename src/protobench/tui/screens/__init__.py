@@ -1,0 +1,1 @@
+"""The monitor's screens: the main monitor and its modal dialogs."""

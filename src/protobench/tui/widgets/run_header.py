@@ -1,0 +1,97 @@
+"""The header: profile, protocol, target, load model, workers, phase progress, badges."""
+
+from __future__ import annotations
+
+from rich.console import Group, RenderableType
+from rich.text import Text
+
+from protobench.tui import formatting
+from protobench.tui.display import Display
+from protobench.tui.widgets.panel import Panel
+
+PHASE_STYLES = {
+    "warmup": "bold yellow",
+    "sustain": "bold green",
+    "drain": "bold blue",
+    "finished": "bold",
+    "starting": "bold",
+}
+BAR_WIDTH = 28
+
+
+def load_model(display: Display) -> str:
+    """``closed model · 50 sessions`` or ``open model · 5.5k/s (×1.10) · 64 sessions``."""
+    info = display.view.info
+    if info is None:
+        return ""
+    if info.open_model and info.rate is not None:
+        factor = display.view.rate_factor
+        text = f"open model · {formatting.rate(info.rate * factor)}/s"
+        if abs(factor - 1.0) > 1e-9:
+            text += f" (×{factor:.2f})"
+        if info.ramp_to is not None:
+            text += f" ramp to {formatting.rate(info.ramp_to * factor)}/s"
+        return f"{text} · {info.sessions} sessions"
+    return f"closed model · {info.sessions} sessions"
+
+
+class RunHeader(Panel):
+    """Three lines: what runs against what, the load, the phase and its progress."""
+
+    def render_display(self, display: Display) -> RenderableType:
+        info = display.view.info
+        title = Text.assemble(("protobench ", "bold"))
+        if info is None:
+            title.append("starting: target and workers are coming up… ", "italic")
+            title.append(f"{display.waited:.0f}s", "dim")
+            return Group(title, Text(""), self._progress(display))
+        title.append(info.profile, "bold cyan")
+        title.append(f" · {info.protocol} → {info.target}")
+        title.append(f" ({info.target_kind})", "dim")
+        load = Text(load_model(display))
+        load.append(f" · {info.workers} worker processes")
+        if info.sessions_failed:
+            load.append(f" · {info.sessions_failed} sessions failed to open", "bold red")
+        if display.playback is not None:
+            play = display.playback
+            load.append(f" · REPLAY ×{play.speed:g}", "bold magenta")
+        return Group(title, load, self._progress(display))
+
+    def _progress(self, display: Display) -> Text:
+        view, info = display.view, display.view.info
+        if view.state == "finished":
+            phase = "finished"
+        elif info is None:
+            phase = "starting"
+        else:
+            phase = view.phase or "starting"
+        line = Text(f"{phase.upper():<9}", PHASE_STYLES.get(phase, "bold"))
+        total = (info.warmup + info.duration) if info else 0.0
+        elapsed = min(view.elapsed, total) if total else 0.0
+        done = round(BAR_WIDTH * elapsed / total) if total else 0
+        line.append("━" * done, PHASE_STYLES.get(phase, "bold"))
+        line.append("━" * (BAR_WIDTH - done), "grey30")
+        line.append(f" {formatting.clock(elapsed)} / {formatting.clock(total)}")
+        if view.state == "running" and total:
+            line.append(f" · {formatting.clock(total - elapsed)} left", "dim")
+        for text, style in self._badges(display):
+            line.append("  ")
+            line.append(f" {text} ", style)
+        return line
+
+    def _badges(self, display: Display) -> list[tuple[str, str]]:
+        view = display.view
+        badges = []
+        if display.playback is not None and display.playback.paused:
+            badges.append(("PLAYBACK PAUSED", "reverse magenta"))
+        if view.paused:
+            badges.append(("LOAD PAUSED", "reverse yellow"))
+        if display.stopping and view.state != "finished":
+            badges.append(("STOPPING · SAVING", "reverse yellow"))
+        if view.generator_bound:
+            badges.append(("GENERATOR-BOUND", "reverse bold red"))
+        if view.report is not None and view.report.get("partial"):
+            badges.append((f"PARTIAL: {view.report.get('stop_reason')}", "reverse red"))
+        if display.baseline is not None:
+            badges.append((f"vs {display.baseline.id[:24]}", "reverse grey50"))
+        return badges

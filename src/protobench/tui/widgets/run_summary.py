@@ -1,0 +1,135 @@
+"""The end of the run: outcome, per-operation table, thresholds, verdicts, snapshot path."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from rich import box
+from rich.console import Group, RenderableType
+from rich.table import Table
+from rich.text import Text
+
+from protobench.tui import formatting
+from protobench.tui.display import Display
+from protobench.tui.widgets.panel import Panel
+from protobench.tui.widgets.threshold_list import observed
+
+PERCENTILES = (("p50", "p50"), ("p90", "p90"), ("p99", "p99"), ("p999", "p99.9"), ("max", "max"))
+
+
+def outcome(report: dict[str, Any], exit_code: int | None) -> Text:
+    """One line: completed, thresholds failed, or partial (and why), with the exit code."""
+    code = f" · exit code {exit_code}" if exit_code is not None else ""
+    if report.get("partial"):
+        return Text(f"⚠ PARTIAL RUN: {report.get('stop_reason')}{code}", "bold yellow")
+    if not report.get("verdicts", {}).get("thresholds_passed", True):
+        return Text(f"✘ THRESHOLDS FAILED{code}", "bold red")
+    return Text(f"✔ COMPLETED{code}", "bold green")
+
+
+class RunSummary(Panel):
+    """The final report on screen until the user quits."""
+
+    def render_display(self, display: Display) -> RenderableType:
+        view = display.view
+        self.border_title = "summary"
+        report = view.report
+        if report is None:
+            if display.error:
+                return Text(f"✘ {display.error}", "bold red")
+            return Text("The summary appears here when the run ends.", "dim")
+        parts: list[RenderableType] = [outcome(report, view.exit_code)]
+        sustain = report.get("phases", {}).get("sustain")
+        model = report.get("model", {})
+        head = f"{report.get('profile')} · {report.get('protocol')} → {report.get('target')}"
+        parts.append(Text(head))
+        if sustain is None:
+            parts.append(Text("no sustain phase was measured", "yellow"))
+        else:
+            load = f"{model.get('type')} model · {model.get('sessions')} sessions"
+            if model.get("rate"):
+                load += f" · rate {formatting.rate(float(model['rate']))}/s"
+            parts.append(
+                Text(
+                    f"sustain {sustain['duration_s']:.1f}s · {load} · "
+                    f"{report.get('processes')} workers",
+                    "dim",
+                )
+            )
+            parts.append(self._table(sustain, display))
+        parts.extend(self._thresholds(report))
+        verdicts = report.get("verdicts", {})
+        if verdicts.get("generator_bound"):
+            parts.append(Text(f"⚠ GENERATOR-BOUND: {verdicts.get('reason')}", "bold red"))
+        parts.append(self._resources(report))
+        for notice in view.notices:
+            if notice.alert:
+                parts.append(Text(f"{notice.kind}: {notice.message}", "red"))
+        snapshot = report.get("snapshot")
+        line = Text("snapshot ", "bold")
+        line.append(str(snapshot) if snapshot else "not saved", "bold cyan" if snapshot else "red")
+        parts.append(line)
+        parts.append(Text("s write the JSON report · q quit · 1-4 the run's views", "dim"))
+        return Group(*parts)
+
+    def _table(self, sustain: dict[str, Any], display: Display) -> Table:
+        key = "latency_uncorrected_us" if display.latency_key else "latency_us"
+        baseline = display.baseline
+        table = Table(
+            box=box.SIMPLE_HEAD, expand=True, pad_edge=False, padding=(0, 1), show_edge=False
+        )
+        table.add_column("op", no_wrap=True, overflow="ellipsis", ratio=2)
+        for header in ("ok", "err", "err%", "ops/s"):
+            table.add_column(header, justify="right", no_wrap=True)
+        for _, header in PERCENTILES:
+            table.add_column(header, justify="right", no_wrap=True)
+        if baseline is not None:
+            table.add_column("Δops/s", justify="right", no_wrap=True, style="grey62")
+            table.add_column("Δp99", justify="right", no_wrap=True, style="grey62")
+        ops = sustain.get("ops", {})
+        rows = [*ops.items(), *([("total", sustain["total"])] if len(ops) > 1 else [])]
+        for name, scope in rows:
+            latency = scope.get(key) or scope.get("latency_us", {})
+            style = "bold" if name == "total" else ""
+            cells = [
+                Text(name, style),
+                Text(str(scope.get("ok", 0)), style),
+                Text(str(scope.get("errors", 0)), "red" if scope.get("errors") else style),
+                Text(f"{scope.get('error_rate', 0.0):.2%}", style),
+                Text(formatting.rate(float(scope.get("throughput", 0.0))), style),
+                *(Text(formatting.latency(latency.get(k)), style) for k, _ in PERCENTILES),
+            ]
+            if baseline is not None:
+                base = baseline.figures(name, corrected=not display.latency_key)
+                cells.append(
+                    Text(formatting.delta(scope.get("throughput"), baseline.throughput.get(name)))
+                )
+                cells.append(Text(formatting.delta(latency.get("p99"), base.get("p99"))))
+            table.add_row(*cells)
+        return table
+
+    def _thresholds(self, report: dict[str, Any]) -> list[Text]:
+        lines = []
+        for item in report.get("thresholds", []):
+            ok = item["ok"]
+            line = Text("✔ " if ok else "✘ ", "bold green" if ok else "bold red")
+            line.append(f"{item['expr']}  observed {observed(item['expr'], item['value'])}")
+            lines.append(line)
+        return lines
+
+    def _resources(self, report: dict[str, Any]) -> Text:
+        resources = report.get("resources", {})
+        generator = resources.get("generator") or {}
+        target = resources.get("target")
+        text = Text("generator cpu peak ", "dim")
+        text.append(f"{generator.get('worker_cpu_peak', '-')}%")
+        text.append(" rss ", "dim")
+        text.append(formatting.size(generator.get("rss_peak")))
+        if target:
+            text.append(" · target cpu peak ", "dim")
+            text.append(f"{target.get('cpu_peak', '-')}%")
+            text.append(" rss ", "dim")
+            text.append(formatting.size(target.get("rss_peak")))
+            if target.get("rss_per_session") is not None:
+                text.append(f" ({formatting.size(target['rss_per_session'])}/session)")
+        return text

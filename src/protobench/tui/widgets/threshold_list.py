@@ -1,0 +1,47 @@
+"""The run's thresholds and their live state against the sustain phase so far."""
+
+from __future__ import annotations
+
+from rich.console import RenderableType
+from rich.text import Text
+
+from protobench.engine.thresholds import LATENCY_METRICS, parse_threshold
+from protobench.tui import formatting
+from protobench.tui.display import Display
+from protobench.tui.widgets.panel import Panel
+
+
+def observed(expr: str, value: float | None) -> str:
+    """An observed threshold value in its metric's unit."""
+    if value is None:
+        return "-"
+    metric = parse_threshold(expr).metric
+    if metric in LATENCY_METRICS:
+        return formatting.latency(value)
+    if metric == "throughput":
+        return f"{formatting.rate(value)}/s"
+    return f"{value:.3%}"
+
+
+class ThresholdList(Panel):
+    """✔ passing, ✘ failing, … waiting (no sustain figures yet)."""
+
+    def render_display(self, display: Display) -> RenderableType:
+        view = display.view
+        final = view.report is not None
+        self.border_title = "thresholds · final" if final else "thresholds · live"
+        if not view.thresholds:
+            return Text("none set (add --threshold 'p99 < 5ms')", "dim")
+        out = Text(no_wrap=True, overflow="ellipsis")
+        for number, state in enumerate(view.thresholds):
+            if number:
+                out.append("\n")
+            if state.ok is None:
+                out.append("… ", "dim")
+                out.append(state.expr, "dim")
+                out.append("  waiting for sustain", "dim")
+                continue
+            out.append("✔ " if state.ok else "✘ ", "bold green" if state.ok else "bold red")
+            out.append(state.expr)
+            out.append(f"  {observed(state.expr, state.value)}", "green" if state.ok else "red")
+        return out
