@@ -1,0 +1,96 @@
+"""The MQTT plugin's options, parameters, target URLs, secrets and built-in profiles."""
+
+from __future__ import annotations
+
+import pytest
+from pydantic import ValidationError
+
+from protobench.profiles import loader
+from protobench.protocols import registry
+from protobench.protocols.base import OpError
+from protobench.protocols.mqtt import MqttProtocol
+from protobench.protocols.mqtt.codec import V5, V311
+from protobench.protocols.mqtt.options import MqttOptions, PublishParams, SubscribeParams, endpoint
+from protobench.targets.mqtt import MqttBrokerOptions, mosquitto_config
+
+
+@pytest.mark.parametrize(("given", "level"), [("3.1.1", V311), (4, V311), (5, V5), ("5.0", V5)])
+def test_version_spellings(given: object, level: int) -> None:
+    assert MqttOptions.model_validate({"version": given}).protocol_level == level
+
+
+def test_bad_options_and_params_are_rejected() -> None:
+    with pytest.raises(ValidationError):
+        MqttOptions.model_validate({"version": "3"})
+    with pytest.raises(ValidationError):
+        MqttOptions.model_validate({"keepalive": "70000s"})
+    with pytest.raises(ValidationError, match="wildcards"):
+        PublishParams(topic="a/#")
+    with pytest.raises(ValidationError, match=r"\{client\} and \{seq\}"):
+        PublishParams(topic="a/{nope}")
+    with pytest.raises(ValidationError):
+        PublishParams(size=19)  # smaller than the 20-byte stamp
+    with pytest.raises(ValidationError, match="outside"):
+        PublishParams(sizes={10: 1.0})
+    with pytest.raises(ValidationError):
+        SubscribeParams(topics=[])
+    with pytest.raises(ValidationError):
+        PublishParams.model_validate({"qos": 3})
+
+
+def test_size_mix_keys_from_toml_strings() -> None:
+    assert PublishParams.model_validate({"sizes": {"64": 70, "1024": 30}}).sizes == {
+        64: 70,
+        1024: 30,
+    }
+
+
+def test_endpoints() -> None:
+    plain = endpoint("mqtt://127.0.0.1:1999", MqttOptions())
+    assert (plain.host, plain.port, plain.ssl_context) == ("127.0.0.1", 1999, None)
+    assert endpoint("127.0.0.1", MqttOptions()).port == 1883
+    tls = endpoint("mqtts://localhost", MqttOptions(insecure=True))
+    assert tls.port == 8883
+    assert tls.ssl_context is not None
+    assert not tls.ssl_context.check_hostname
+    assert endpoint("mqtt://127.0.0.1:1", MqttOptions(tls=True)).ssl_context is not None
+    with pytest.raises(OpError, match="scheme"):
+        endpoint("http://127.0.0.1", MqttOptions())
+
+
+def test_password_is_secret() -> None:
+    plugin = registry.load("mqtt")
+    assert isinstance(plugin, MqttProtocol)
+    assert plugin.redact({"username": "u", "password": "p"}) == {
+        "username": "u",
+        "password": "<secret>",
+    }
+
+
+@pytest.mark.parametrize(
+    "name", ["mqtt-fanout", "mqtt-throughput", "mqtt-qos1", "mqtt-connections"]
+)
+def test_builtin_profiles_load(name: str) -> None:
+    profile = loader.load(name).profile
+    assert profile.protocol == "mqtt"
+    assert profile.target == "embedded"
+
+
+def test_fanout_profile_is_iotds_case() -> None:
+    groups = {g.op: g for g in loader.load("mqtt-fanout").profile.group}
+    assert groups["publish"].count == 100
+    assert groups["publish"].every == pytest.approx(0.1)
+    assert groups["publish"].params["size"] == 256
+    assert groups["subscribe"].count == 20
+
+
+def test_mosquitto_config() -> None:
+    text = mosquitto_config(
+        "127.0.0.1", 1884, MqttBrokerOptions(password_file="/x/pw", max_queued_messages=10)
+    )
+    lines = text.splitlines()
+    assert "persistence false" in lines
+    assert "listener 1884 127.0.0.1" in lines
+    assert "allow_anonymous true" in lines
+    assert "password_file /x/pw" in lines
+    assert "max_queued_messages 10" in lines
