@@ -1,7 +1,8 @@
-"""``protobench snapshots list | show ID``."""
+"""``protobench snapshots list | show ID | export ID | prune --keep N``."""
 
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 from typing import Annotated
 
@@ -9,6 +10,8 @@ import typer
 
 from protobench.cli.common import fail, print_json
 from protobench.cli.render import summary_table, us
+from protobench.snapshots.export import FORMATS, PHASES, export
+from protobench.snapshots.prune import prune
 from protobench.snapshots.store import SnapshotError, SnapshotStore
 
 app = typer.Typer(help="List and inspect saved runs.", no_args_is_help=True)
@@ -84,3 +87,67 @@ def show(
         f"python {prov['python']}  protobench {prov['tool_version']}"
     )
     typer.echo(summary_table({**data["report"], "snapshot": str(store.resolve(ref))}))
+
+
+@app.command("export")
+def export_snapshot(
+    ref: Annotated[str, typer.Argument(help="Id, id prefix, path, latest or latest~N.")],
+    fmt: Annotated[
+        str | None,
+        typer.Option(
+            "--format",
+            "-f",
+            help="hlog (HdrHistogram interval log), csv (interval series) or json "
+            "(default: from the -o suffix).",
+        ),
+    ] = None,
+    output: Annotated[
+        Path | None, typer.Option("--output", "-o", help="Write here instead of stdout.")
+    ] = None,
+    phase: Annotated[
+        str, typer.Option(help="Phase of hlog/csv: sustain, warmup, drain or all.")
+    ] = "sustain",
+    snapshots_dir: DirOption = None,
+) -> None:
+    """Export a snapshot as an HdrHistogram log, a CSV of its intervals, or JSON."""
+    if fmt is None:
+        suffix = output.suffix.lstrip(".") if output else ""
+        if suffix not in FORMATS:
+            fail(f"--format: give one of {', '.join(FORMATS)}")
+        fmt = suffix
+    if fmt not in FORMATS:
+        fail(f"--format {fmt!r}: expected one of {', '.join(FORMATS)}")
+    if phase not in PHASES:
+        fail(f"--phase {phase!r}: expected one of {', '.join(PHASES)}")
+    store = SnapshotStore(snapshots_dir)
+    try:
+        data = store.load(ref)
+    except SnapshotError as exc:
+        fail(str(exc))
+    if output is None:
+        export(data, fmt, sys.stdout, phase)
+        sys.stdout.flush()
+        return
+    with output.open("w", encoding="utf-8", newline="") as out:
+        export(data, fmt, out, phase)
+    typer.echo(f"wrote {output}", err=True)
+
+
+@app.command("prune")
+def prune_snapshots(
+    keep: Annotated[int, typer.Option("--keep", help="How many of the newest snapshots to keep.")],
+    dry_run: Annotated[
+        bool, typer.Option("--dry-run", help="List what would be removed; remove nothing.")
+    ] = False,
+    snapshots_dir: DirOption = None,
+) -> None:
+    """Remove all but the newest --keep snapshots, with their logs."""
+    if keep < 0:
+        fail("--keep: expected a number >= 0")
+    store = SnapshotStore(snapshots_dir)
+    total = len(store.paths())
+    removed = prune(store, keep, dry_run)
+    verb = "would remove" if dry_run else "removed"
+    for path in removed:
+        typer.echo(f"{verb} {path.name}")
+    typer.echo(f"{verb} {len(removed)} snapshots, kept {total - len(removed)}")

@@ -1,14 +1,191 @@
-"""``protobench sweep PROFILE --vary KEY=LEVELS``: run a profile at several load levels."""
+"""``protobench sweep PROFILE --vary KEY=LEVELS``: run a profile at several levels, find the knee.
+
+Every level is a full run (warmup, sustain) saved as a snapshot labelled with
+the sweep's group id, its axis and level. Progress goes to stderr; the table
+(or ``--json``) to stdout. Every level's plan is resolved before the first
+run, so a bad level fails at once (exit 2). Exit code 3 when the sweep was
+interrupted, else 0.
+"""
 
 from __future__ import annotations
 
+import json
+import sys
+from pathlib import Path
+from typing import Annotated, Any
+
 import typer
 
-from protobench.cli.common import fail
+from protobench.cli.common import fail, parse_pairs, print_json
+from protobench.cli.render import Progress, us
+from protobench.cli.run_cmd import _parse, run_plan
+from protobench.engine.plan import Overrides, RunPlan, resolve
+from protobench.engine.report import EXIT_INCOMPLETE
+from protobench.engine.sweep import (
+    DEFAULT_STOP,
+    Point,
+    Sweep,
+    SweepResult,
+    apply_level,
+    describe,
+    parse_axis,
+)
+from protobench.profiles import loader
+from protobench.profiles.units import parse_duration, parse_rate
+from protobench.protocols.registry import PluginError
+from protobench.snapshots.store import SUFFIX, SnapshotStore
+
+
+def _key(assignment: dict[str, Any]) -> str:
+    return json.dumps(assignment, sort_keys=True)
+
+
+def _pct(value: float | None) -> str:
+    return "-" if value is None else f"{value:.0f}%"
+
+
+def _rate(value: float | None) -> str:
+    return "-" if value is None else f"{value:,.0f}/s"
+
+
+def render_table(result: SweepResult) -> str:
+    """The sweep as a table: one row per run, the knee and generator-bound runs marked."""
+    keys = [axis.key for axis in result.axes]
+    header = [*keys, "throughput", "p50", "p99", "errors", "gen cpu", "target cpu", "", "snapshot"]
+    lines = [header]
+    for index, point in enumerate(result.points):
+        marks = []
+        if index in result.knees:
+            marks.append("<- knee")
+        if point.generator_bound:
+            marks.append("GENERATOR-BOUND")
+        if point.partial:
+            marks.append("PARTIAL")
+        snapshot = Path(point.snapshot).name.removesuffix(SUFFIX) if point.snapshot else "-"
+        lines.append(
+            [
+                *(str(point.assignment[k]) for k in keys),
+                _rate(point.throughput),
+                us(point.p50),
+                us(point.p99),
+                "-" if point.error_rate is None else f"{point.error_rate:.2%}",
+                _pct(point.generator_cpu),
+                _pct(point.target_cpu),
+                " ".join(marks),
+                snapshot,
+            ]
+        )
+    widths = [max(len(line[i]) for line in lines) for i in range(len(header))]
+    out = [f"sweep {result.group}: {len(result.points)} runs"]
+    out.extend(
+        "  ".join(cell.ljust(width) for cell, width in zip(line, widths, strict=True)).rstrip()
+        for line in lines
+    )
+    out.append("gen cpu: all worker processes, % of one core (mean over sustain); target cpu: same")
+    for index in result.knees:
+        out.append(f"knee: {describe(result.points[index].assignment)}")
+    if not result.knees:
+        out.append("knee: none found (throughput kept rising, or latency did not climb)")
+    out.extend(f"stopped: {stop}" for stop in result.stops)
+    out.extend(f"skipped: {describe(level)}" for level in result.skipped)
+    return "\n".join(out)
 
 
 def register(app: typer.Typer) -> None:
     @app.command("sweep")
-    def sweep_command() -> None:
-        """Run a profile once per level and find the knee."""
-        fail("sweep is being written (issue 4)")
+    def sweep_command(
+        profile: Annotated[str, typer.Argument(help="Built-in profile name or a profile file.")],
+        vary: Annotated[
+            list[str],
+            typer.Option(
+                "--vary",
+                help="KEY=L1,L2,... (repeatable): connections, processes, rate, ramp_to, "
+                "duration, warmup, interval, timeout, options.KEY, serve.KEY. The first is "
+                "the load axis.",
+            ),
+        ],
+        stop_on: Annotated[
+            list[str] | None,
+            typer.Option(
+                "--stop-on",
+                help=f"Skip the higher levels once this holds (repeatable; "
+                f"default '{DEFAULT_STOP}').",
+            ),
+        ] = None,
+        target: Annotated[
+            str | None, typer.Option("--target", "-t", help="Target URL (default: embedded).")
+        ] = None,
+        duration: Annotated[
+            str | None, typer.Option("--duration", "-d", help="Sustain phase of each run.")
+        ] = None,
+        warmup: Annotated[str | None, typer.Option(help="Warmup phase of each run.")] = None,
+        interval: Annotated[str | None, typer.Option(help="Report interval, e.g. 1s.")] = None,
+        connections: Annotated[
+            int | None, typer.Option("--connections", "-c", help="Sessions (when not varied).")
+        ] = None,
+        rate: Annotated[
+            str | None, typer.Option("--rate", "-r", help="Open-model rate (when not varied).")
+        ] = None,
+        processes: Annotated[
+            int | None, typer.Option("--processes", "-p", help="Worker processes.")
+        ] = None,
+        opt: Annotated[
+            list[str] | None,
+            typer.Option("--opt", "-o", help="Protocol option KEY=VALUE (repeatable)."),
+        ] = None,
+        serve_opt: Annotated[
+            list[str] | None,
+            typer.Option("--serve-opt", help="Embedded target option KEY=VALUE (repeatable)."),
+        ] = None,
+        as_json: Annotated[bool, typer.Option("--json", help="Print the sweep as JSON.")] = False,
+        quiet: Annotated[
+            bool, typer.Option("--quiet", "-q", help="No progress on stderr.")
+        ] = False,
+        snapshots_dir: Annotated[
+            Path | None, typer.Option("--snapshots-dir", help="Where snapshots are saved.")
+        ] = None,
+    ) -> None:
+        """Run a profile once per level of each --vary axis; mark the knee; stop on errors."""
+        base = Overrides(
+            target=target,
+            duration=_parse(duration, parse_duration, "--duration"),
+            warmup=_parse(warmup, parse_duration, "--warmup"),
+            interval=_parse(interval, parse_duration, "--interval"),
+            connections=connections,
+            rate=_parse(rate, parse_rate, "--rate"),
+            processes=processes,
+            options=parse_pairs(opt or [], "--opt"),
+            serve=parse_pairs(serve_opt or [], "--serve-opt"),
+        )
+        try:
+            sweep = Sweep([parse_axis(v) for v in vary], stop_on or [DEFAULT_STOP])
+            loaded = loader.load(profile)
+            plans: dict[str, RunPlan] = {
+                _key(level): resolve(loaded, apply_level(base, level)) for level in sweep.levels()
+            }
+        except (ValueError, loader.ProfileError, PluginError) as exc:
+            fail(str(exc))
+        store = SnapshotStore(snapshots_dir)
+        total = len(plans)
+        done: list[Point] = []
+
+        def runner(level: dict[str, Any], labels: dict[str, Any]) -> dict[str, Any]:
+            plan = plans[_key(level)]
+            subscribers: list[Any] = []
+            progress = None
+            if not quiet:
+                typer.echo(f"[{len(done) + 1}/{total}] {describe(level)}", err=True)
+                progress = Progress(plan.duration, plan.warmup)
+                subscribers.append(progress)
+            report = run_plan(plan, store, subscribers, labels=labels)
+            if progress is not None:
+                progress.close()
+            return report
+
+        result = sweep.run(runner, on_point=done.append)
+        if as_json:
+            print_json(result.to_dict())
+        else:
+            typer.echo(render_table(result))
+        sys.stdout.flush()
+        raise typer.Exit(EXIT_INCOMPLETE if result.interrupted else 0)

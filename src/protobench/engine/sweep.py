@@ -1,0 +1,305 @@
+"""Sweeps: one run of a profile per level of one or more axes, the knee, early stops.
+
+An axis is ``KEY=LEVEL,LEVEL,...`` where KEY is a run override
+(``connections``, ``processes``, ``rate``, ``ramp_to``, ``duration``,
+``warmup``, ``interval``, ``timeout``), a protocol option (``options.KEY``) or
+an embedded-target option (``serve.KEY``). With several axes every
+combination runs; the **first** axis is the load axis: runs go through its
+levels in the order given, once for each combination of the other axes (a
+*series*).
+
+The **knee** of a series is the last level before throughput stops rising
+while latency climbs: the first step where throughput grows by less than half
+as much as the load (:data:`KNEE_MIN_EFFICIENCY`; by less than 10%,
+:data:`KNEE_MIN_GAIN`, when the levels are not increasing numbers) while p50
+grows by more than 20% (:data:`KNEE_MIN_RISE`) marks the level before it.
+
+A series **stops early** when a stop condition (a threshold expression such
+as ``error_rate > 5%``; true means stop) holds for a run: its higher levels
+are skipped. An interrupted run ends the sweep.
+
+The engine knows nothing of how a level is run: :meth:`Sweep.run` calls a
+runner with the level (its values by key) and its labels and reads the report
+the runner returns.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import itertools
+import json
+import secrets
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field, replace
+from typing import Any
+
+from protobench.engine.plan import Overrides
+from protobench.engine.thresholds import Threshold, parse_threshold
+from protobench.profiles.units import parse_duration, parse_rate
+
+KNEE_MIN_EFFICIENCY = 0.5
+KNEE_MIN_GAIN = 0.10
+KNEE_MIN_RISE = 0.20
+DEFAULT_STOP = "error_rate > 5%"
+
+
+def _count(value: str) -> int:
+    number = int(value)
+    if number < 1:
+        raise ValueError("expected a whole number >= 1")
+    return number
+
+
+def _scalar(value: str) -> Any:
+    try:
+        return json.loads(value)
+    except ValueError:
+        return value
+
+
+PARSERS: dict[str, Callable[[str], Any]] = {
+    "connections": _count,
+    "processes": _count,
+    "rate": parse_rate,
+    "ramp_to": parse_rate,
+    "duration": parse_duration,
+    "warmup": parse_duration,
+    "interval": parse_duration,
+    "timeout": parse_duration,
+}
+PREFIXES = ("options.", "serve.")
+
+
+@dataclass(frozen=True)
+class Axis:
+    """One ``--vary``: a key and its levels, parsed."""
+
+    key: str
+    levels: tuple[Any, ...]
+    texts: tuple[str, ...]
+
+
+def parse_axis(text: str) -> Axis:
+    """Parse ``KEY=L1,L2,...``; ``ValueError`` says what was expected."""
+    key, eq, raw = text.partition("=")
+    key = key.strip().replace("-", "_")
+    texts = tuple(t.strip() for t in raw.split(","))
+    if not eq or not key or not all(texts):
+        raise ValueError(f"expected KEY=LEVEL,LEVEL,... such as connections=1,2,4, got {text!r}")
+    if key.startswith(PREFIXES) and key.partition(".")[2]:
+        parser: Callable[[str], Any] = _scalar
+    elif key in PARSERS:
+        parser = PARSERS[key]
+    else:
+        known = ", ".join([*PARSERS, "options.KEY", "serve.KEY"])
+        raise ValueError(f"cannot vary {key!r} (expected one of {known})")
+    levels = []
+    for item in texts:
+        try:
+            levels.append(parser(item))
+        except ValueError as exc:
+            raise ValueError(f"{key}={item}: {exc}") from None
+    return Axis(key, tuple(levels), texts)
+
+
+def apply_level(base: Overrides, assignment: dict[str, Any]) -> Overrides:
+    """``base`` with the assignment's values set (options and serve merged key by key)."""
+    options, serve = dict(base.options), dict(base.serve)
+    changes: dict[str, Any] = {}
+    for key, value in assignment.items():
+        section, _, name = key.partition(".")
+        if section == "options" and name:
+            options[name] = value
+        elif section == "serve" and name:
+            serve[name] = value
+        else:
+            changes[key] = value
+    return replace(base, options=options, serve=serve, **changes)
+
+
+def grid(axes: Sequence[Axis]) -> list[dict[str, Any]]:
+    """Every combination of levels, the first axis varying fastest."""
+    if not axes:
+        return []
+    load, others = axes[0], axes[1:]
+    combos = itertools.product(*(axis.levels for axis in others))
+    return [
+        {load.key: level, **dict(zip((a.key for a in others), combo, strict=True))}
+        for combo in combos
+        for level in load.levels
+    ]
+
+
+def new_group_id() -> str:
+    stamp = dt.datetime.now(dt.UTC).strftime("%Y%m%d-%H%M%S")
+    return f"sweep-{stamp}-{secrets.token_hex(2)}"
+
+
+def _figure(scope: dict[str, Any], key: str) -> float | None:
+    value = scope.get("latency_us", {}).get(key) if key.startswith("p") else scope.get(key)
+    return None if value is None else float(value)
+
+
+@dataclass(frozen=True)
+class Point:
+    """One run of a sweep, summarised from its report."""
+
+    assignment: dict[str, Any]
+    throughput: float | None
+    p50: float | None
+    p99: float | None
+    error_rate: float | None
+    generator_cpu: float | None
+    target_cpu: float | None
+    generator_bound: bool
+    partial: bool
+    snapshot: str | None
+
+    @classmethod
+    def from_report(cls, assignment: dict[str, Any], report: dict[str, Any]) -> Point:
+        total = report.get("phases", {}).get("sustain", {}).get("total", {})
+        resources = report.get("resources", {})
+        generator = resources.get("generator") or {}
+        target = resources.get("target") or {}
+        worker_mean = generator.get("worker_cpu_mean")
+        return cls(
+            assignment=dict(assignment),
+            throughput=_figure(total, "throughput"),
+            p50=_figure(total, "p50"),
+            p99=_figure(total, "p99"),
+            error_rate=_figure(total, "error_rate"),
+            generator_cpu=(
+                round(worker_mean * report.get("processes", 1), 1)
+                if worker_mean is not None
+                else None
+            ),
+            target_cpu=target.get("cpu_mean"),
+            generator_bound=bool(report.get("verdicts", {}).get("generator_bound")),
+            partial=bool(report.get("partial")),
+            snapshot=report.get("snapshot"),
+        )
+
+    def to_dict(self) -> dict[str, Any]:
+        return dict(vars(self))
+
+
+def _load_step(before: Any, after: Any) -> float | None:
+    """The relative increase of a numeric load level, or ``None``."""
+    if isinstance(before, bool) or not isinstance(before, int | float):
+        return None
+    if isinstance(after, bool) or not isinstance(after, int | float) or not 0 < before < after:
+        return None
+    return float(after) / float(before) - 1.0
+
+
+def find_knee(points: Sequence[Point], load: str | None = None) -> int | None:
+    """Index of the knee of a series in load order, or ``None`` if throughput never flattens.
+
+    ``load`` is the load axis's key in each point's assignment.
+    """
+    for index in range(1, len(points)):
+        before, after = points[index - 1], points[index]
+        if not (before.throughput and after.throughput and before.p50 and after.p50):
+            continue
+        gain = after.throughput / before.throughput - 1.0
+        rise = after.p50 / before.p50 - 1.0
+        step = _load_step(before.assignment.get(load), after.assignment.get(load)) if load else None
+        flat = gain < KNEE_MIN_EFFICIENCY * step if step is not None else gain < KNEE_MIN_GAIN
+        if flat and rise > KNEE_MIN_RISE:
+            return index - 1
+    return None
+
+
+@dataclass
+class SweepResult:
+    """What a sweep did: its points in run order, knees, stops and skipped levels."""
+
+    group: str
+    axes: list[Axis]
+    points: list[Point] = field(default_factory=list)
+    knees: list[int] = field(default_factory=list)
+    stops: list[str] = field(default_factory=list)
+    skipped: list[dict[str, Any]] = field(default_factory=list)
+    interrupted: bool = False
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "sweep": self.group,
+            "axes": [{"key": a.key, "levels": list(a.levels)} for a in self.axes],
+            "points": [{**p.to_dict(), "knee": i in self.knees} for i, p in enumerate(self.points)],
+            "knees": [self.points[i].assignment for i in self.knees],
+            "stops": self.stops,
+            "skipped": self.skipped,
+            "interrupted": self.interrupted,
+        }
+
+
+Runner = Callable[[dict[str, Any], dict[str, Any]], dict[str, Any]]
+
+
+class Sweep:
+    """Runs the levels of ``axes`` in order, with stop conditions (threshold expressions)."""
+
+    def __init__(
+        self, axes: Sequence[Axis], stop_on: Sequence[str] = (DEFAULT_STOP,), group: str = ""
+    ) -> None:
+        if not axes:
+            raise ValueError("a sweep needs at least one axis")
+        keys = [axis.key for axis in axes]
+        if len(set(keys)) != len(keys):
+            raise ValueError("each axis may be given once")
+        self.axes = list(axes)
+        self.stop_on: list[Threshold] = [parse_threshold(expr) for expr in stop_on]
+        self.group = group or new_group_id()
+
+    def levels(self) -> list[dict[str, Any]]:
+        return grid(self.axes)
+
+    def labels(self, assignment: dict[str, Any]) -> dict[str, Any]:
+        load = self.axes[0].key
+        return {"sweep": self.group, "axis": load, "level": assignment[load], "levels": assignment}
+
+    def run(self, runner: Runner, on_point: Callable[[Point], None] | None = None) -> SweepResult:
+        """Run every level through ``runner(assignment, labels) -> report``."""
+        result = SweepResult(self.group, self.axes)
+        levels = self.levels()
+        size = len(self.axes[0].levels)
+        for start in range(0, len(levels), size):
+            series: list[int] = []
+            stopped = False
+            for assignment in levels[start : start + size]:
+                if result.interrupted or stopped:
+                    result.skipped.append(assignment)
+                    continue
+                report = runner(assignment, self.labels(assignment))
+                point = Point.from_report(assignment, report)
+                result.points.append(point)
+                series.append(len(result.points) - 1)
+                if on_point is not None:
+                    on_point(point)
+                if report.get("stop_reason") == "interrupted":
+                    result.interrupted = True
+                    result.stops.append(f"{describe(assignment)}: interrupted")
+                    continue
+                reason = self._stop_reason(report)
+                if reason is not None:
+                    result.stops.append(f"{describe(assignment)}: {reason}")
+                    stopped = True
+            knee = find_knee([result.points[i] for i in series], self.axes[0].key)
+            if knee is not None:
+                result.knees.append(series[knee])
+        return result
+
+    def _stop_reason(self, report: dict[str, Any]) -> str | None:
+        if "sustain" not in report.get("phases", {}):
+            return f"no sustain phase was measured ({report.get('stop_reason', 'error')})"
+        for threshold in self.stop_on:
+            value, holds = threshold.evaluate(report)
+            if holds:
+                return f"{threshold.expr} (observed {value:g})"
+        return None
+
+
+def describe(assignment: dict[str, Any]) -> str:
+    """``connections=4 processes=2``."""
+    return " ".join(f"{k}={v}" for k, v in assignment.items())
