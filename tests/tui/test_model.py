@@ -1,0 +1,150 @@
+"""The monitor's model against known truth: the engine's own merged histograms and report."""
+
+from __future__ import annotations
+
+import asyncio
+import itertools
+
+import numpy as np
+import pytest
+
+from protobench.engine.events import IntervalUpdate, Notice, ResourceSample, RunFinished
+from protobench.engine.metrics import counts_view, merge, summary
+from protobench.tui.feed import Feed
+from protobench.tui.latency import Window, counts_of, distribution
+from protobench.tui.messages import NoticeShown, RunEnded, ViewUpdated
+from protobench.tui.model import NoticeItem, RunModel
+from protobench.tui.script import Script, scripted_run
+
+
+def fold_all(script: Script, upto: type | None = RunFinished) -> tuple[RunModel, list[NoticeItem]]:
+    run = scripted_run(script)
+    model = RunModel()
+    alerts: list[NoticeItem] = []
+    for event in run.events:
+        if upto is not None and isinstance(event, upto):
+            break
+        alerts.extend(model.apply(event))
+    return model, alerts
+
+
+@pytest.mark.parametrize("script", [Script(), Script(rate=800.0), Script(crash_at=6.0)])
+def test_phase_percentiles_equal_the_reports(script: Script) -> None:
+    run = scripted_run(script)
+    model, _ = fold_all(script)
+    view = model.view()
+    sustain = run.report["phases"]["sustain"]
+    assert view.measured_phase == "sustain"
+    for op in view.ops:
+        expected = sustain["ops"][op.name]["latency_us"]
+        assert op.latency["phase"] == expected
+        assert op.ok == sustain["ops"][op.name]["ok"]
+        assert op.errors == sustain["ops"][op.name]["errors"]
+        if script.rate is not None:
+            unc = sustain["ops"][op.name]["latency_uncorrected_us"]
+            assert op.latency["phase_uncorrected"] == unc
+    assert view.total is not None
+    assert view.total.latency["phase"] == (sustain["total"]["latency_us"])
+
+
+def test_window_percentiles_are_the_merge_of_the_last_ten_intervals() -> None:
+    script = Script(warmup=2.0, duration=14.0)
+    run = scripted_run(script)
+    model, _ = fold_all(script)
+    intervals = [e for e in run.events if isinstance(e, IntervalUpdate) and e.phase != "drain"]
+    last = intervals[-10:]
+    for name in script.ops:
+        expected = summary(merge([e.ops[name]["hist"] for e in last]))
+        got = next(op for op in model.view().ops if op.name == name)
+        assert got.latency["window"] == (expected)
+        ok = sum(e.ops[name]["ok"] for e in last)
+        assert got.throughput == pytest.approx(ok / sum(e.duration for e in last))
+
+
+def test_live_thresholds_and_verdict_match_the_final_report() -> None:
+    script = Script(thresholds=("p99 < 20ms", "p50 < 100us", "error_rate < 1%"))
+    run = scripted_run(script)
+    model, _ = fold_all(script)
+    live = model.view().thresholds
+    final = run.report["thresholds"]
+    assert [(t.expr, t.ok) for t in live] == [(t["expr"], t["ok"]) for t in final]
+    for state, expected in zip(live, final, strict=True):
+        assert state.value == pytest.approx(expected["value"], rel=1e-5)
+    assert model.view().generator_bound == run.report["verdicts"]["generator_bound"]
+
+
+def test_thresholds_wait_for_the_sustain_phase() -> None:
+    run = scripted_run(Script())
+    model = RunModel()
+    for event in run.events[:4]:  # started, warmup, first interval and sample
+        model.apply(event)
+    assert [t.ok for t in model.view().thresholds] == [None, None]
+
+
+def test_crash_dead_target_pause_and_rate_are_noticed() -> None:
+    model, alerts = fold_all(Script(crash_at=4.0, target_dies_at=9.0))
+    assert [(a.kind, a.alert) for a in alerts] == [("worker", True), ("target", True)]
+    view = model.view()
+    assert view.resources is not None
+    assert view.resources.target_gone
+    model.apply(Notice("pause", "load paused", 10.0))
+    assert model.view().paused
+    model.apply(Notice("rate", "rate set", 10.5, {"factor": 1.3}))
+    model.apply(Notice("resume", "load resumed", 11.0))
+    assert not model.view().paused
+    assert model.view().rate_factor == 1.3
+
+
+def test_the_end_brings_the_report_and_its_verdicts() -> None:
+    run = scripted_run(Script())
+    model = RunModel()
+    for event in run.events:
+        model.apply(event)
+    view = model.view()
+    assert view.state == "finished"
+    assert view.report is run.report
+    assert view.exit_code == 0
+    assert view.snapshot == ".protobench/snapshots/scripted.json.gz"
+
+
+def test_window_adds_and_subtracts_exactly() -> None:
+    run = scripted_run(Script())
+    hists = [e.ops["get"]["hist"] for e in run.events if isinstance(e, IntervalUpdate)][:6]
+    window = Window(3)
+    for encoded in hists:
+        window.push(counts_of(encoded))
+    window.push(None)
+    assert np.array_equal(window.counts, counts_view(merge(hists[4:6])))
+
+
+def test_distribution_covers_every_value() -> None:
+    run = scripted_run(Script())
+    encoded = [e.ops["get"]["hist"] for e in run.events if isinstance(e, IntervalUpdate)][2]
+    counts = counts_of(encoded)
+    assert counts is not None
+    bins = distribution(counts, bins=10)
+    assert len(bins) == 10
+    assert sum(n for _, _, n in bins) == int(counts.sum())
+    assert all(low < high for low, high, _ in bins)
+    assert all(a[1] == pytest.approx(b[0]) for a, b in itertools.pairwise(bins))
+
+
+def test_feed_throttles_views_and_never_drops_the_end() -> None:
+    run = scripted_run(Script())
+    posted: list[object] = []
+
+    async def feed_all() -> Feed:
+        feed = Feed(posted.append, refresh=60.0)
+        for event in run.events:
+            feed(event)
+        return feed
+
+    feed = asyncio.run(feed_all())
+    views = [m for m in posted if isinstance(m, ViewUpdated)]
+    intervals = sum(isinstance(e, IntervalUpdate | ResourceSample) for e in run.events)
+    # Start, phases and the end post at once; the ~30 intervals and samples are throttled.
+    assert len(views) == feed.views < intervals
+    assert isinstance(posted[-1], RunEnded)
+    assert isinstance(posted[-2], ViewUpdated)
+    assert posted[-2].view.state == "finished"
+    assert not [m for m in posted if isinstance(m, NoticeShown)]
