@@ -80,18 +80,17 @@ def check(body: bytes, content_type: bytes | None, fmt: Format, depth: Depth) ->
         got = content_type.decode("latin-1") if content_type else "none"
         raise OpError(ErrorClass.VALIDATION, f"expected {expected}, got content type {got}")
     if fmt == "json":
-        if depth == "decode":
-            return _check_decoded(_decode(hs_json.decode_grid, body))
         if depth == "meta":
             return check_json_meta(body)
         try:
             obj = orjson.loads(body)
         except orjson.JSONDecodeError as exc:
             raise OpError(ErrorClass.VALIDATION, f"response is not JSON: {exc}") from None
-        return check_json_grid(obj)
+        return check_json_decoded(obj) if depth == "decode" else check_json_grid(obj)
+    rows = _check_zinc(body, count_rows=depth != "meta")
     if depth == "decode":
-        return _check_decoded(_decode(hs_zinc.decode_grid, _utf8(body)))
-    return _check_zinc(body, count_rows=depth == "grid")
+        _decode(hs_zinc.decode_grid, _utf8(body))
+    return rows
 
 
 def check_json_grid(obj: Any) -> int:
@@ -129,6 +128,13 @@ def _check_json_meta(body: bytes, start: int) -> int:
     if "err" in meta:
         raise OpError(ErrorClass.PROTOCOL, str(meta.get("dis") or "error grid"), code=ERROR_CODE)
     return UNKNOWN_ROWS
+
+
+def check_json_decoded(obj: Any) -> int:
+    """:func:`check_json_grid`, then every value decoded by hs_py (``decode`` depth)."""
+    rows = check_json_grid(obj)
+    _decode(hs_json.decode_grid_dict, obj)
+    return rows
 
 
 def check_json_meta(body: bytes) -> int:

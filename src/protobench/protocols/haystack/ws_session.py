@@ -19,15 +19,14 @@ import ssl as ssl_module
 from collections.abc import Callable
 
 import orjson
-from hs_py.encoding import json as hs_json
 from websockets.asyncio.client import ClientConnection, connect
 from websockets.exceptions import ConnectionClosed, InvalidHandshake, InvalidStatus
 
 from protobench.protocols.base import AsyncSession, ErrorClass, OpError
 from protobench.protocols.haystack.grids import (
-    ERROR_CODE,
     UNKNOWN_ROWS,
     Depth,
+    check_json_decoded,
     check_json_grid,
     check_json_meta,
 )
@@ -151,9 +150,7 @@ class HaystackWsSession(AsyncSession):
         if not isinstance(reply, dict) or reply.get("id") != ident:
             return None
         grid = reply.get("grid")
-        if self._depth == "decode" and isinstance(grid, dict):
-            return _decoded_rows(grid)
-        return check_json_grid(grid)
+        return check_json_decoded(grid) if self._depth == "decode" else check_json_grid(grid)
 
     async def close(self) -> None:
         try:
@@ -163,15 +160,3 @@ class HaystackWsSession(AsyncSession):
                 await self._ws.close()
         except (ConnectionClosed, TimeoutError, OSError):
             pass
-
-
-def _decoded_rows(grid: dict[str, object]) -> int:
-    try:
-        decoded = hs_json.decode_grid_dict(grid)
-    except Exception as exc:
-        raise OpError(ErrorClass.VALIDATION, f"undecodable grid: {exc}") from None
-    if decoded.is_error:
-        raise OpError(
-            ErrorClass.PROTOCOL, str(decoded.meta.get("dis") or "error grid"), code=ERROR_CODE
-        )
-    return len(decoded.rows)

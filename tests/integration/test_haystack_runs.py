@@ -1,0 +1,48 @@
+"""Built-in Haystack profiles run through the CLI for a few seconds against the embedded server."""
+
+from __future__ import annotations
+
+import secrets
+from pathlib import Path
+
+from tests.integration.conftest_haystack import SHORT, assert_all_groups_clean, run, stored_text
+
+
+def test_haystack_http_profile_runs_clean_and_keeps_the_password_secret(tmp_path: Path) -> None:
+    password = "pw-" + secrets.token_hex(12)
+    result = run(
+        tmp_path, "haystack-http", *SHORT, "--opt", f"password={password}",
+        env={"HAYSTACK_PASSWORD": password},
+    )  # fmt: skip
+    assert result.returncode == 0, result.stderr
+    report = result.json()
+    assert_all_groups_clean(report, ["about", "ops", "read-site", "read-point", "nav"])
+    assert password not in result.stdout
+    assert password not in result.stderr
+    stored = stored_text(tmp_path)
+    assert report["snapshot"]
+    assert "haystack-http" in stored
+    assert password not in stored
+
+
+def test_haystack_ws_profile_runs_clean(tmp_path: Path) -> None:
+    result = run(tmp_path, "haystack-ws", *SHORT)
+    assert result.returncode == 0, result.stderr
+    assert_all_groups_clean(
+        result.json(), ["ws-about", "ws-ops", "ws-read-site", "ws-read-point", "ws-nav"]
+    )
+
+
+def test_wrong_password_is_counted_as_auth_with_the_server_message(tmp_path: Path) -> None:
+    wrong = "wrong-" + secrets.token_hex(8)
+    result = run(
+        tmp_path, "haystack-http", "--warmup", "0s", "--duration", "2s", "--json", "--quiet",
+        "-c", "5", "-p", "1", "--opt", f"password={wrong}", "--opt", "auth_per=worker",
+    )  # fmt: skip
+    assert result.returncode == 1, result.stderr
+    total = result.json()["phases"]["sustain"]["total"]
+    assert total["ok"] == 0
+    assert set(total["errors_by_class"]) == {"auth"}
+    assert "Authentication failed" in total["last_errors"]["auth"]
+    assert wrong not in result.stdout
+    assert wrong not in stored_text(tmp_path)
