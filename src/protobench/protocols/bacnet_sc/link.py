@@ -1,8 +1,8 @@
 """One stress node's connection to the SC hub, and the error mapping.
 
-:func:`open_link` first probes the hub with one WebSocket handshake (bac-py's
-``SCWebSocket``, same TLS context), because bac-py's hub connector retries in
-the background and keeps the reason of a failure to itself; then it starts an
+:func:`open_link` first probes the hub with one TCP (and TLS, same context)
+connection, because bac-py's hub connector retries in the background and keeps
+the reason of a failure to itself; then it starts an
 ``SCTransport`` with a random VMAC and waits for the BVLC-SC connection.
 
 ``refused``  nothing listens on the hub's port
@@ -22,9 +22,7 @@ from urllib.parse import urlsplit
 
 from bac_py.transport.sc import SCTransport, SCTransportConfig
 from bac_py.transport.sc.tls import SCTLSConfig, build_client_ssl_context
-from bac_py.transport.sc.types import SC_HUB_SUBPROTOCOL
 from bac_py.transport.sc.vmac import SCVMAC
-from bac_py.transport.sc.websocket import SCWebSocket
 
 from protobench.protocols.bacnet_sc.options import BacnetScOptions
 from protobench.protocols.base import ErrorClass, OpError
@@ -87,12 +85,13 @@ def tls_config(url: str, options: BacnetScOptions) -> SCTLSConfig:
 
 
 async def _probe(url: str, context: ssl.SSLContext | None, within: float) -> None:
-    host = urlsplit(url).hostname
+    """Open TCP (and TLS) to the hub once, to name why a connection would fail."""
+    parts = urlsplit(url)
+    host = parts.hostname or "127.0.0.1"
+    port = parts.port or (443 if parts.scheme == "wss" else 80)
     try:
-        ws = await asyncio.wait_for(
-            SCWebSocket.connect(url, context, SC_HUB_SUBPROTOCOL, handshake_timeout=within),
-            within,
-        )
+        async with asyncio.timeout(within):
+            _, writer = await asyncio.open_connection(host, port, ssl=context)
     except ConnectionRefusedError:
         raise OpError(ErrorClass.REFUSED, f"connection refused by the hub at {url}") from None
     except ssl.SSLCertVerificationError as exc:
@@ -104,12 +103,10 @@ async def _probe(url: str, context: ssl.SSLContext | None, within: float) -> Non
             ErrorClass.CONNECT, f"TLS handshake with {host} failed: {exc.reason or exc}"
         ) from None
     except TimeoutError:
-        raise OpError(
-            ErrorClass.CONNECT, f"no WebSocket handshake with the hub within {within:g}s"
-        ) from None
-    except Exception as exc:  # bac-py and websockets raise their own errors too
+        raise OpError(ErrorClass.CONNECT, f"no connection to the hub within {within:g}s") from None
+    except OSError as exc:
         raise OpError(ErrorClass.CONNECT, f"cannot reach the hub at {url}: {exc}") from None
-    await ws.close()
+    writer.close()
 
 
 async def open_link(target: str, options: BacnetScOptions, within: float) -> Link:
