@@ -47,9 +47,11 @@ _BVLC_RESULT = 0x00
 _NETWORK_MESSAGE = 0x80
 _HAS_DNET = 0x20
 _HAS_SNET = 0x08
-_ACK_TYPES = frozenset({0x2, 0x3, 0x5, 0x6, 0x7})
+_SEGMENT_ACK = 0x4
+_SIMPLE_ACK = 0x2
 _SWEEPS_PER_ATTEMPT = 8
 _MIN_TICK = 0.005
+_IID = tuple(bytes((i,)) for i in range(INVOKE_IDS))
 MAX_LANES = 1024
 NEVER = -1e18
 
@@ -58,13 +60,17 @@ Pending = tuple[Done, Request, bytes, int]
 
 
 class Lane(asyncio.DatagramProtocol):
-    """One socket of a client, with its 256 invoke IDs."""
+    """One socket of a client, with its 256 invoke IDs.
+
+    ``used[i]`` is when invoke ID ``i`` was last sent (its deadline is that
+    plus the attempt timeout); ``pending[i]`` is its request while in flight.
+    """
 
     def __init__(self, client: DatagramClient) -> None:
         self.client = client
+        self.direct = client.route is None
         self.transport: asyncio.DatagramTransport | None = None
         self.pending: list[Pending | None] = [None] * INVOKE_IDS
-        self.deadline = [0.0] * INVOKE_IDS
         self.used = [NEVER] * INVOKE_IDS
         self.next = 0
         self.inflight = 0
@@ -73,28 +79,32 @@ class Lane(asyncio.DatagramProtocol):
         self.transport = cast(asyncio.DatagramTransport, transport)
 
     def datagram_received(self, data: bytes, addr: tuple[str | int, ...]) -> None:
-        client = self.client
-        if len(data) < 9 or data[1] != _ORIGINAL_UNICAST:
-            client.other(data)
+        size = len(data)
+        if (
+            size < 9
+            or data[1] != _ORIGINAL_UNICAST
+            or data[0] != _BVLC_TYPE
+            or (data[2] << 8 | data[3]) != size
+        ):
+            self.client.other(data)
             return
-        if data[0] != _BVLC_TYPE or (data[2] << 8 | data[3]) != len(data):
-            client.stray += 1
+        if data[5] == 0 and self.direct:
+            start = 6
+        else:
+            start = self.client.apdu_start(data)
+            if start < 0 or start + 3 > size:
+                self.client.stray += 1
+                return
+        kind = data[start] >> 4
+        entry = self.pending[data[start + 1]]
+        if entry is None or kind < _SIMPLE_ACK or kind == _SEGMENT_ACK:
+            self.client.stray += 1
             return
-        start = 6 if data[5] == 0 and client.route is None else client.apdu_start(data)
-        if start < 0 or start + 3 > len(data) or (data[start] >> 4) not in _ACK_TYPES:
-            client.stray += 1
-            return
-        invoke_id = data[start + 1]
-        entry = self.pending[invoke_id]
-        if entry is None:
-            client.stray += 1
-            return
-        self.pending[invoke_id] = None
+        self.pending[data[start + 1]] = None
         self.inflight -= 1
-        client.inflight -= 1
         error = entry[1].accept(data, start)
         if error is None:
-            entry[0](None, len(data))
+            entry[0](None, size)
         else:
             entry[0](error, 0)
 
@@ -103,7 +113,6 @@ class Lane(asyncio.DatagramProtocol):
             if entry is not None:
                 self.pending[invoke_id] = None
                 self.inflight -= 1
-                self.client.inflight -= 1
                 entry[0](error, 0)
 
     def error_received(self, exc: Exception) -> None:
@@ -137,11 +146,10 @@ class DatagramClient:
         self.tick = max(_MIN_TICK, self.attempt_timeout / _SWEEPS_PER_ATTEMPT)
         self.reuse_after = reuse_after
         self.lanes: list[Lane] = []
-        self.inflight = 0
         self.resent = 0
         self.stray = 0
         self.closed = False
-        self._lane_index = 0
+        self._lane: Lane | None = None
         self._parked: deque[tuple[Request, Done]] = deque()
         self._growth: asyncio.Task[None] | None = None
         self._max_lanes = MAX_LANES
@@ -164,10 +172,10 @@ class DatagramClient:
     ) -> DatagramClient:
         """A client with one lane bound to ``local_host``, connected to ``host:port``."""
         client = cls(host, port, local_host, route, request_timeout, retries, reuse_after)
-        await client._add_lane()
+        client._lane = await client._add_lane()
         return client
 
-    async def _add_lane(self) -> None:
+    async def _add_lane(self) -> Lane:
         loop = asyncio.get_running_loop()
         transport, lane = await loop.create_datagram_endpoint(
             lambda: Lane(self), local_addr=(self.local_host, 0), remote_addr=self.remote
@@ -176,43 +184,54 @@ class DatagramClient:
             transport.close()
             raise OpError(ErrorClass.CLOSED, "session closed")
         self.lanes.append(lane)
+        return lane
+
+    @property
+    def inflight(self) -> int:
+        return sum(lane.inflight for lane in self.lanes)
 
     def send(self, request: Request, done: Done) -> None:
         """Send ``request``; ``done(error or None, bytes)`` is called once with the outcome."""
         now = monotonic()
-        lane = self.lanes[self._lane_index]
+        lane = self._lane
+        assert lane is not None
         invoke_id = lane.next
         if (
-            self._parked
+            lane.transport is None
+            or self._parked
             or lane.pending[invoke_id] is not None
             or now - lane.used[invoke_id] < self.reuse_after
         ):
-            if self._parked or not self._rotate(now):
-                self._park(request, done, now)
-                return
-            lane = self.lanes[self._lane_index]
-            invoke_id = lane.next
-        self._transmit(lane, invoke_id, request, done, now)
+            self._send_elsewhere(request, done, now)
+        else:
+            self._transmit(lane, request, done, now)
 
-    def _transmit(
-        self, lane: Lane, invoke_id: int, request: Request, done: Done, now: float
-    ) -> None:
-        transport = lane.transport
-        if transport is None:
+    def _transmit(self, lane: Lane, request: Request, done: Done, now: float) -> None:
+        """Send on ``lane``, whose next invoke ID is usable."""
+        invoke_id = lane.next
+        lane.next = (invoke_id + 1) & 0xFF
+        lane.used[invoke_id] = now
+        wire = request.head + _IID[invoke_id] + request.tail
+        lane.pending[invoke_id] = (done, request, wire, 0)
+        lane.inflight += 1
+        if self._timer is None:
+            self._timer = asyncio.get_running_loop().call_later(self.tick, self._sweep)
+        lane.transport.sendto(wire)  # type: ignore[union-attr]  # usable lanes have one
+
+    def _send_elsewhere(self, request: Request, done: Done, now: float) -> None:
+        """The current lane cannot send now: use another, or park the request."""
+        if self.closed:
             asyncio.get_running_loop().call_soon(
                 done, OpError(ErrorClass.CLOSED, "session closed"), 0
             )
             return
-        lane.next = (invoke_id + 1) & 0xFF
-        lane.used[invoke_id] = now
-        wire = request.head + bytes((invoke_id,)) + request.tail
-        lane.pending[invoke_id] = (done, request, wire, 0)
-        lane.deadline[invoke_id] = now + self.attempt_timeout
-        lane.inflight += 1
-        self.inflight += 1
-        if self._timer is None:
-            self._timer = asyncio.get_running_loop().call_later(self.tick, self._sweep)
-        transport.sendto(wire)
+        if not self._parked:
+            lane = self._usable_lane(now)
+            if lane is not None:
+                self._transmit(lane, request, done, now)
+                return
+        self._parked.append((request, done))
+        self._need_capacity(now)
 
     def _usable(self, lane: Lane, now: float) -> bool:
         invoke_id = lane.next
@@ -222,24 +241,32 @@ class DatagramClient:
             and now - lane.used[invoke_id] >= self.reuse_after
         )
 
-    def _rotate(self, now: float) -> bool:
-        """Move to the next lane whose next invoke ID is usable; False if there is none."""
+    def _usable_lane(self, now: float) -> Lane | None:
+        """The current lane, or the next one whose next invoke ID may be used now."""
+        current = self._lane
+        if current is not None and self._usable(current, now):
+            return current
         count = len(self.lanes)
+        first = self.lanes.index(current) if current is not None else -1
         for step in range(1, count + 1):
-            index = (self._lane_index + step) % count
-            if self._usable(self.lanes[index], now):
-                self._lane_index = index
-                return True
-        return False
+            lane = self.lanes[(first + step) % count]
+            if self._usable(lane, now):
+                self._lane = lane
+                return lane
+        return None
 
-    def _park(self, request: Request, done: Done, now: float) -> None:
-        if self.closed:
-            asyncio.get_running_loop().call_soon(
-                done, OpError(ErrorClass.CLOSED, "session closed"), 0
-            )
-            return
-        self._parked.append((request, done))
-        self._need_capacity(now)
+    def _unpark(self) -> None:
+        """Send parked requests while some lane can; else grow or wait for an ID to cool."""
+        self._wake = None
+        parked = self._parked
+        while parked:
+            now = monotonic()
+            lane = self._usable_lane(now)
+            if lane is None:
+                self._need_capacity(now)
+                return
+            request, done = parked.popleft()
+            self._transmit(lane, request, done, now)
 
     def _need_capacity(self, now: float) -> None:
         """Open another lane, or (at the lane limit) wake up when an invoke ID cools down."""
@@ -254,25 +281,12 @@ class DatagramClient:
 
     async def _grow(self) -> None:
         try:
-            await self._add_lane()
-            self._lane_index = len(self.lanes) - 1
+            self._lane = await self._add_lane()
         except (OSError, OpError):
             self._max_lanes = len(self.lanes)
         finally:
             self._growth = None
         self._unpark()
-
-    def _unpark(self) -> None:
-        self._wake = None
-        parked = self._parked
-        while parked:
-            now = monotonic()
-            if not self._usable(self.lanes[self._lane_index], now) and not self._rotate(now):
-                self._need_capacity(now)
-                return
-            request, done = parked.popleft()
-            lane = self.lanes[self._lane_index]
-            self._transmit(lane, lane.next, request, done, now)
 
     def apdu_start(self, data: bytes) -> int:
         """Where the APDU starts in a datagram whose NPDU carries addresses; -1 if not ours."""
@@ -297,28 +311,29 @@ class DatagramClient:
     def _sweep(self) -> None:
         self._timer = None
         now = monotonic()
+        expired = now - self.attempt_timeout
+        busy = False
         for lane in self.lanes:
             if not lane.inflight:
                 continue
-            pending, deadline = lane.pending, lane.deadline
+            pending, used = lane.pending, lane.used
             for invoke_id in range(INVOKE_IDS):
                 entry = pending[invoke_id]
-                if entry is None or deadline[invoke_id] > now:
+                if entry is None or used[invoke_id] > expired:
                     continue
                 done, request, wire, attempts = entry
                 if attempts < self.retries and lane.transport is not None:
                     pending[invoke_id] = (done, request, wire, attempts + 1)
-                    deadline[invoke_id] = now + self.attempt_timeout
-                    lane.used[invoke_id] = now
+                    used[invoke_id] = now
                     self.resent += 1
                     lane.transport.sendto(wire)
                     continue
                 pending[invoke_id] = None
                 lane.inflight -= 1
-                self.inflight -= 1
                 waited = self.attempt_timeout * (attempts + 1)
                 done(OpError(ErrorClass.TIMEOUT, f"{request.label}: no reply in {waited:.3g}s"), 0)
-        if self.inflight and self._timer is None and not self.closed:
+            busy = busy or lane.inflight > 0
+        if busy and self._timer is None and not self.closed:
             self._timer = asyncio.get_running_loop().call_later(self.tick, self._sweep)
 
     async def request(self, request: Request) -> int:
@@ -362,6 +377,7 @@ class DatagramClient:
     def other(self, data: bytes) -> None:
         """A datagram other than an Original-Unicast-NPDU: a BVLC-Result, or ignored."""
         if len(data) != 6 or data[0] != _BVLC_TYPE or data[1] != _BVLC_RESULT or data[3] != 6:
+            self.stray += 1
             return
         if self._registration is not None and not self._registration.done():
             self._registration.set_result((data[4] << 8) | data[5])

@@ -72,6 +72,8 @@ MAX_APDU = 1476
 INVOKE_IDS = 256
 _IID = tuple(bytes((i,)) for i in range(INVOKE_IDS))
 _CLOSING_TAG_3 = 0x3F
+_COMPLEX_ACK_HEAD = 0x30
+_SIMPLE_ACK_HEAD = 0x20
 _COMPLEX_ACK = 0x3
 _SIMPLE_ACK = 0x2
 _SEGMENTED = 0x08
@@ -136,6 +138,8 @@ def check_tags(raw: bytes) -> None:
 def decode_value(raw: bytes) -> object:
     """A property value: application-tagged values decoded (one value unwrapped);
     a constructed value is checked tag by tag and returned as bytes."""
+    if not raw:
+        raise ValueError("empty value")
     try:
         values = decode_all_application_values(raw)
     except ValueError:
@@ -180,6 +184,8 @@ class Request:
     def accept(self, data: bytes, start: int) -> OpError | None:
         """Check the reply APDU at ``data[start:]``; ``None`` when it is right."""
         first = data[start]
+        if first == _SIMPLE_ACK_HEAD and self.simple and data[start + 2] == self.service:
+            return None
         kind = first >> 4
         if kind == _COMPLEX_ACK and not self.simple:
             if first & _SEGMENTED:
@@ -210,7 +216,7 @@ class Request:
 class ReadRequest(Request):
     """ReadProperty of one property, optionally checked against an expected value."""
 
-    __slots__ = ("_ok_raw", "expect", "prefix", "value")
+    __slots__ = ("_ok_raw", "body", "expect", "prefix", "value")
 
     def __init__(
         self,
@@ -229,9 +235,22 @@ class ReadRequest(Request):
             simple=False,
         )
         self.prefix = ReadPropertyACK(oid, prop, array_index, b"").encode()[:-1]
+        self.body = 3 + len(self.prefix)
         self.expect = expect
         self.value: object = None
         self._ok_raw: bytes | None = None
+
+    def accept(self, data: bytes, start: int) -> OpError | None:
+        # The common case first: a ComplexACK of ReadProperty for this object and property.
+        if (
+            data[start] == _COMPLEX_ACK_HEAD
+            and data[start + 2] == self.service
+            and data[-1] == _CLOSING_TAG_3
+            and data.startswith(self.prefix, start + 3)
+        ):
+            raw = data[start + self.body : -1]
+            return None if raw == self._ok_raw else self._check_raw(raw)
+        return super().accept(data, start)
 
     def check_ack(self, data: bytes, start: int) -> OpError | None:
         body = start + len(self.prefix)
@@ -241,9 +260,10 @@ class ReadRequest(Request):
             or not data.startswith(self.prefix, start)
         ):
             return self._mismatch(data[start:])
-        raw = data[body:-1]
-        if raw == self._ok_raw:
-            return None
+        return self._check_raw(data[body:-1])
+
+    def _check_raw(self, raw: bytes) -> OpError | None:
+        """Decode and check a value other than the last one accepted."""
         try:
             value = decode_value(raw)
         except (ValueError, IndexError) as exc:
