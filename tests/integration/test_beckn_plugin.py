@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import time
 from typing import Any
 
@@ -160,3 +161,17 @@ async def test_missing_callback_is_a_timeout() -> None:
         finally:
             await session.close()
     assert "no on_init callback" in error_of(results[0], ErrorClass.TIMEOUT).detail
+
+
+async def test_connection_closed_by_the_bpp_while_idle_is_reopened() -> None:
+    async with bpp_server(idle_timeout=0.3) as url:
+        session = await BecknProtocol().open_session(beckn_context(url, "discover"))
+        try:
+            first = await exchange(session, 1)
+            await asyncio.sleep(0.8)
+            second = await exchange(session, 2)
+        finally:
+            await session.close()
+        stats = await bpp_stats(url)
+    assert [error for error, _ in first + second] == [None] * 3
+    assert stats["ack"] == 3

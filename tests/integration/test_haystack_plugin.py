@@ -204,3 +204,16 @@ async def test_websocket_with_a_bad_token_is_an_auth_error(url: str) -> None:
 async def test_no_login_against_a_server_that_wants_one_is_auth(url: str) -> None:
     results = await open_and_run(context(url, "about", auth=False), n=1)
     assert error_of(results[0], ErrorClass.AUTH).code == "401"
+
+
+async def test_connection_closed_by_the_server_while_idle_is_reopened() -> None:
+    async with haystack_server(idle_timeout=0.3) as served:
+        for op in ("read", "ws-read"):
+            session = await HaystackProtocol().open_session(context(served, op))
+            try:
+                first = await exchange(session, 1)
+                await asyncio.sleep(0.8)
+                second = await exchange(session, 2)
+            finally:
+                await session.close()
+            assert [error for error, _ in first + second] == [None] * 3, op

@@ -19,6 +19,7 @@ after each ACK it POSTs ``on_{action}`` (same ``transactionId`` and
 ``bapUri``, signed with the BPP's key (default: the same development key,
 as subscriber ``--bpp-id``).
 
+Keep-alive connections idle for ``--idle-timeout`` (60 s) are closed.
 ``GET /__protobench__/stats`` returns the counters (``served``, ``ack``,
 ``unauthorized``, ``bad_request``, ``callbacks``, ``callback_errors``) so
 tests can check a generator's counts against the server's. It runs on the
@@ -67,6 +68,9 @@ class BecknBppOptions(StrictModel):
     bpp_id: str = Field(default="bpp.protobench.local", description="this BPP's subscriber id")
     callback_delay: Duration | None = Field(
         default=None, description="send on_{action} callbacks this long after the ACK"
+    )
+    idle_timeout: Duration = Field(
+        default=60.0, gt=0, le=3600, description="close keep-alive connections idle this long"
     )
 
 
@@ -152,7 +156,9 @@ class BecknBppTarget(EmbeddedTarget):
             signer = Signer(options.bpp_id, DEV_KEY_ID, private_key(DEV_PRIVATE_KEY))
             sender = CallbackSender(signer, options.bpp_id)
         state = _BppState(options, sender)
-        server = await loop.create_server(lambda: HandlerProtocol(state.handle), host, port)
+        server = await loop.create_server(
+            lambda: HandlerProtocol(state.handle, options.idle_timeout), host, port
+        )
         try:
             bound = server.sockets[0].getsockname()
             url_host = f"[{bound[0]}]" if ":" in bound[0] else bound[0]

@@ -36,6 +36,7 @@ from hs_py.ops import HaystackOps
 from hs_py.storage.memory import InMemoryAdapter
 from pydantic import Field, SecretStr
 
+from protobench.profiles.model import Duration
 from protobench.protocols.base import StrictModel
 from protobench.protocols.haystack.credentials import DEV_USER, PASSWORD_ENV, resolve_password
 from protobench.targets.base import Announcement, EmbeddedTarget, Ready
@@ -55,6 +56,8 @@ class HaystackServeOptions(StrictModel):
     meters_per_site: int = Field(default=6, ge=0, le=100)
     his_samples: int = Field(default=24, ge=0, le=10_000)
     default_format: Literal["json", "zinc"] = "json"
+    idle_timeout: Duration = Field(default=5.0, gt=0, le=3600)
+    """Keep-alive connections idle this long are closed (uvicorn's timeout_keep_alive)."""
 
 
 class _Ops(HaystackOps):
@@ -122,6 +125,7 @@ class HaystackTarget(EmbeddedTarget):
             http="httptools",
             ws="websockets-sansio",
             ws_max_size=16 * 1024 * 1024,
+            timeout_keep_alive=options.idle_timeout,  # type: ignore[arg-type]
         )
         server = uvicorn.Server(config)
         task = asyncio.ensure_future(server.serve(sockets=[sock]))

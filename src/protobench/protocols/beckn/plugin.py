@@ -69,7 +69,7 @@ class BecknProtocol(Protocol):
         )
         ssl = _ssl_context(options.insecure, options.ca_file) if endpoint.tls else None
         conn = await HttpConnection.connect(endpoint, ssl=ssl, timeout=ctx.timeout)
-        return BecknSession(conn, endpoint, ctx.op, bodies, signer, ctx.timeout, listener)
+        return BecknSession(conn, endpoint, ctx.op, bodies, signer, ctx.timeout, listener, ssl)
 
 
 def _signer(options: BecknOptions) -> Signer:

@@ -5,6 +5,8 @@ Both Beckn servers are this protocol with a different handler: the mock BPP
 (:mod:`protobench.protocols.beckn.callbacks`). A handler gets the method, the
 URL, the ``Authorization`` header and the body of each complete request and
 returns the whole encoded response; responses go out in request order.
+A connection idle for ``idle_timeout`` seconds (no request in progress) is
+closed, as keep-alive servers do.
 """
 
 from __future__ import annotations
@@ -35,8 +37,10 @@ def json_response(status: str, payload: object, extra_headers: str = "") -> byte
 class HandlerProtocol(asyncio.Protocol):
     """One server connection: parse requests, answer each with ``handler``'s response."""
 
-    def __init__(self, handler: Handler) -> None:
+    def __init__(self, handler: Handler, idle_timeout: float | None = None) -> None:
         self._handler = handler
+        self._idle_timeout = idle_timeout
+        self._idle: asyncio.TimerHandle | None = None
         self._transport: asyncio.Transport | None = None
         self._parser = httptools.HttpRequestParser(self)
         self._url = b""
@@ -45,8 +49,22 @@ class HandlerProtocol(asyncio.Protocol):
 
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
         self._transport = cast(asyncio.Transport, transport)
+        self._arm_idle()
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        if self._idle is not None:
+            self._idle.cancel()
+
+    def _arm_idle(self) -> None:
+        if self._idle_timeout is not None and self._transport is not None:
+            self._idle = asyncio.get_running_loop().call_later(
+                self._idle_timeout, self._transport.close
+            )
 
     def data_received(self, data: bytes) -> None:
+        if self._idle is not None:
+            self._idle.cancel()
+            self._idle = None
         try:
             self._parser.feed_data(data)
         except httptools.HttpParserError:
@@ -80,3 +98,5 @@ class HandlerProtocol(asyncio.Protocol):
         transport.write(response)
         if not self._parser.should_keep_alive():
             transport.close()
+        else:
+            self._arm_idle()

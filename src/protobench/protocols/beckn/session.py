@@ -11,6 +11,10 @@ shared lean HTTP client. The reply is mapped to the taxonomy:
 * any other status is ``protocol`` with the status as its code; a body that
   is not an Ack is ``validation``.
 
+A connection the server closed between requests is reopened before the
+next request (the connect time counts in its latency; a failure to connect
+is its error).
+
 With ``await_callback`` an exchange ends when the ``on_{action}`` callback
 with the request's ``messageId`` reaches the worker's callback listener (and
 the ACK has arrived), so its latency is request -> callback; no callback
@@ -20,6 +24,7 @@ within the timeout is ``timeout``.
 from __future__ import annotations
 
 import asyncio
+import ssl as ssl_module
 
 import orjson
 
@@ -77,8 +82,11 @@ class BecknSession(CallbackSession):
         signer: Signer | None,
         timeout: float,
         listener: CallbackListener | None = None,
+        ssl: ssl_module.SSLContext | None = None,
     ) -> None:
         self._conn = conn
+        self._ssl = ssl
+        self._reconnecting: asyncio.Task[None] | None = None
         self._endpoint = endpoint
         self._path = f"/{action}"
         self._action = action
@@ -93,6 +101,22 @@ class BecknSession(CallbackSession):
         self._timer: asyncio.TimerHandle | None = None
 
     def submit(self, done: Done) -> None:
+        if not self._conn.alive:
+            self._reconnecting = asyncio.ensure_future(self._reconnect_then_send(done))
+            return
+        self._send(done)
+
+    async def _reconnect_then_send(self, done: Done) -> None:
+        try:
+            self._conn = await HttpConnection.connect(
+                self._endpoint, ssl=self._ssl, timeout=self._timeout
+            )
+        except OpError as exc:
+            done(exc, 0)
+            return
+        self._send(done)
+
+    def _send(self, done: Done) -> None:
         body = self._bodies()
         headers = [_JSON]
         if self._signer is not None:
@@ -158,6 +182,8 @@ class BecknSession(CallbackSession):
         done(error, nbytes)
 
     async def close(self) -> None:
+        if self._reconnecting is not None and not self._reconnecting.done():
+            self._reconnecting.cancel()
         if self._listener is not None:
             self._listener.forget(self._message_id)
         if self._timer is not None:

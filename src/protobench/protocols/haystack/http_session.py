@@ -8,6 +8,11 @@ status and the grid (:func:`protobench.protocols.haystack.grids.check`).
 Status mapping: 200 with a valid grid is a success; 401/403 is ``auth`` (a 401
 also marks the token stale: the next request logs in again first); any other
 status is ``protocol`` with the status as its code.
+
+A connection the server closed between requests (an idle keep-alive timeout:
+uvicorn's is 5 s) is reopened before the next request is sent; the connect
+time then counts in that request's latency, and a failure to connect is that
+request's error.
 """
 
 from __future__ import annotations
@@ -23,8 +28,10 @@ Source = Callable[[], bytes]
 """Gives the next request to send."""
 SourceFactory = Callable[[str | None], Source]
 """Builds the request source for an auth token (``None``: no authentication)."""
-Relogin = Callable[[str | None], Awaitable[str]]
-"""Logs in again, given the rejected token; returns the new token."""
+Relogin = Callable[[HttpConnection, str | None], Awaitable[str]]
+"""Logs in again on a connection, given the rejected token; returns the new token."""
+Reconnect = Callable[[], Awaitable[HttpConnection]]
+"""Opens a new connection to the target."""
 
 
 class HaystackHttpSession(CallbackSession):
@@ -33,6 +40,7 @@ class HaystackHttpSession(CallbackSession):
     def __init__(
         self,
         conn: HttpConnection,
+        reconnect: Reconnect,
         make_source: SourceFactory,
         token: str | None,
         fmt: Format,
@@ -43,6 +51,7 @@ class HaystackHttpSession(CallbackSession):
         closing: SourceFactory | None = None,
     ) -> None:
         self._conn = conn
+        self._reconnect = reconnect
         self._make_source = make_source
         self._token = token
         self._source = make_source(token)
@@ -56,9 +65,8 @@ class HaystackHttpSession(CallbackSession):
         self._task: asyncio.Task[None] | None = None
 
     def submit(self, done: Done) -> None:
-        if self._stale:
-            self._stale = False
-            self._task = asyncio.ensure_future(self._login_then_send(done))
+        if self._stale or not self._conn.alive:
+            self._task = asyncio.ensure_future(self._prepare_then_send(done))
             return
         self._done = done
         self._conn.send(self._source(), self._on_response, keep_body=True)
@@ -95,15 +103,18 @@ class HaystackHttpSession(CallbackSession):
             return
         done(None, nbytes)
 
-    async def _login_then_send(self, done: Done) -> None:
-        assert self._relogin is not None
+    async def _prepare_then_send(self, done: Done) -> None:
+        """Reconnect and/or log in again, then send the request."""
         try:
-            self._token = await self._relogin(self._token)
+            if not self._conn.alive:
+                self._conn = await self._reconnect()
+            if self._stale and self._relogin is not None:
+                self._token = await self._relogin(self._conn, self._token)
+                self._stale = False
+                self._source = self._make_source(self._token)
         except OpError as exc:
-            self._stale = True
             done(exc, 0)
             return
-        self._source = self._make_source(self._token)
         self._done = done
         self._conn.send(self._source(), self._on_response, keep_body=True)
 

@@ -192,13 +192,17 @@ async def _open(
         encoded = http_request(endpoint, closing, fmt, tok)
         return lambda: encoded
 
-    async def relogin(rejected: str | None) -> str:
+    async def relogin(on: HttpConnection, rejected: str | None) -> str:
         if shared and rejected is not None:
             tokens.forget(endpoint, options.user, rejected)
-        return await tokens.obtain(conn, endpoint, options.user, password, shared=shared)
+        return await tokens.obtain(on, endpoint, options.user, password, shared=shared)
+
+    async def reconnect() -> HttpConnection:
+        return await HttpConnection.connect(endpoint, ssl=ssl, timeout=ctx.timeout)
 
     return HaystackHttpSession(
         conn,
+        reconnect,
         make_source,
         token,
         fmt,
