@@ -10,6 +10,7 @@ from textual.message import Message
 from textual.widgets import ContentSwitcher, Log
 
 from protobench.snapshots.store import SnapshotStore
+from protobench.tui.app import MonitorApp
 from protobench.tui.messages import BaselineChosen, CommandSent, NoticeShown, RunEnded
 from protobench.tui.screens.baseline_picker import BaselinePicker
 from protobench.tui.screens.confirm import ConfirmScreen
@@ -17,6 +18,7 @@ from protobench.tui.screens.help import HelpScreen
 from protobench.tui.screens.logs import LogsScreen
 from protobench.tui.screens.monitor import throughput_series
 from protobench.tui.script import Script, scripted_snapshot
+from protobench.tui.source import ReplaySource
 from tests.tui.helpers import of_type, panel_text, scripted_app, settle, wait_for
 
 pytestmark = pytest.mark.anyio
@@ -25,10 +27,7 @@ SIZE = (120, 40)
 OPEN = Script(rate=800.0)
 
 
-def current_view(app: object) -> str:
-    from protobench.tui.app import MonitorApp  # noqa: PLC0415
-
-    assert isinstance(app, MonitorApp)
+def current_view(app: MonitorApp) -> str:
     return app.monitor.query_one("#views", ContentSwitcher).current or ""
 
 
@@ -270,3 +269,28 @@ async def test_question_mark_opens_help() -> None:
         await wait_for(pilot, lambda: isinstance(app.screen, HelpScreen))
         await pilot.press("escape")
         await wait_for(pilot, lambda: app.screen is app.monitor)
+
+
+async def test_replay_keys_pause_seek_and_change_speed() -> None:
+    source = ReplaySource(scripted_snapshot(Script()), speed=4.0)
+    app = MonitorApp(source, refresh=0.0, chart_refresh=0.0, speed=4.0)
+    messages: list[Message] = []
+    async with app.run_test(size=SIZE, message_hook=messages.append) as pilot:
+        await wait_for(pilot, lambda: app.view.state == "running")
+        await pilot.press("p", "plus", "minus", "minus", "right", "left")
+        await wait_for(pilot, lambda: len(of_type(messages, CommandSent)) == 6)
+        assert source.paused
+        assert source.speed == 2.0
+        assert "PLAYBACK PAUSED" in panel_text(app, "#header")
+        await pilot.press("q")  # a replay quits at once
+        await wait_for(pilot, lambda: not app.is_running)
+    sent = [(m.command, m.value) for m in of_type(messages, CommandSent)]
+    assert sent == [
+        ("pause", None),
+        ("speed", 8.0),
+        ("speed", 4.0),
+        ("speed", 2.0),
+        ("seek", 10),
+        ("seek", -10),
+    ]
+    assert app.return_value == 0

@@ -40,7 +40,8 @@ from protobench.tui.widgets.line_chart import REDRAW
 
 RATE_STEP = 0.1
 VIEWS = Binding.Group("views", compact=True)
-STEPS = Binding.Group("rate", compact=True)
+RATE = Binding.Group("rate", compact=True)
+SPEED = Binding.Group("speed", compact=True)
 SEEK = Binding.Group("seek", compact=True)
 
 
@@ -55,8 +56,10 @@ class MonitorApp(App[int]):
         Binding("q", "quit", "Quit"),
         Binding("ctrl+c", "interrupt", "Interrupt", show=False, priority=True),
         Binding("p", "pause", "Pause"),
-        Binding("plus,equals_sign", "step(1)", "+", group=STEPS),
-        Binding("minus", "step(-1)", "-", group=STEPS),
+        Binding("plus,equals_sign", "rate(1)", "+", group=RATE),
+        Binding("minus", "rate(-1)", "-", group=RATE),
+        Binding("plus,equals_sign", "speed(2)", "+", group=SPEED),
+        Binding("minus", "speed(0.5)", "-", group=SPEED),
         Binding("left", "seek(-10)", "-10s", group=SEEK),
         Binding("right", "seek(10)", "+10s", group=SEEK),
         Binding("t", "toggle_corrected", "Corrected"),
@@ -138,8 +141,11 @@ class MonitorApp(App[int]):
             self.monitor.show(self.display_now())
 
     def on_view_updated(self, message: ViewUpdated) -> None:
+        known = self.view.info
         self.view = message.view
         self.render_view()
+        if known != message.view.info:
+            self.refresh_bindings()
 
     def on_notice_shown(self, message: NoticeShown) -> None:
         notice = message.notice
@@ -185,8 +191,10 @@ class MonitorApp(App[int]):
             return not (running and "stop" in controls)
         if action == "pause":
             return (running and "pause" in controls) or self.replay
-        if action == "step":
-            return (running and "rate" in controls and open_model) or "speed" in controls
+        if action == "rate":
+            return running and "rate" in controls and open_model
+        if action == "speed":
+            return "speed" in controls
         if action == "seek":
             return "seek" in controls
         if action == "toggle_corrected":
@@ -266,16 +274,17 @@ class MonitorApp(App[int]):
             self.send("pause" if self.load_paused else "resume")
         self.render_view()
 
-    def action_step(self, direction: int) -> None:
-        if "speed" in self.source.controls:
-            self.speed = min(max(self.speed * (2.0 if direction > 0 else 0.5), 0.125), 1000.0)
-            self.send("speed", self.speed)
-            self.notify(f"playback ×{self.speed:g}", timeout=2)
-            self.render_view()
-            return
-        factor = round(max(RATE_STEP, self.rate_factor + direction * RATE_STEP), 2)
-        self.rate_factor = factor
-        self.send("rate", factor)
+    def action_rate(self, direction: int) -> None:
+        """Open model: the rate ±10% of the plan's (never below 10%)."""
+        self.rate_factor = round(max(RATE_STEP, self.rate_factor + direction * RATE_STEP), 2)
+        self.send("rate", self.rate_factor)
+
+    def action_speed(self, factor: float) -> None:
+        """Replay: playback speed ×2 or ÷2."""
+        self.speed = min(max(self.speed * factor, 0.125), 1000.0)
+        self.send("speed", self.speed)
+        self.notify(f"playback ×{self.speed:g}", timeout=2)
+        self.render_view()
 
     def action_seek(self, seconds: float) -> None:
         self.send("seek", seconds)

@@ -38,6 +38,7 @@ from protobench.tui.latency import Window, counts_of, distribution, zeros
 
 WINDOW_SECONDS = 10.0
 HISTORY = 300
+DISTRIBUTION_BINS = 16
 ALERT_KINDS = frozenset({"worker", "workers", "target"})
 LATENCY_KEYS = ("window", "phase", "window_uncorrected", "phase_uncorrected")
 
@@ -418,10 +419,11 @@ class RunModel:
             throughput["total"] = tuple(self.total.history)
         distributions: dict[str, tuple[tuple[float, float, int], ...]] = {}
         if self.total is not None:
-            distributions["corrected"] = tuple(distribution(self.total.window.counts))
+            window = self.total.window.counts
+            distributions["corrected"] = tuple(distribution(window, DISTRIBUTION_BINS))
             if self.total.window_uncorrected is not None:
                 distributions["uncorrected"] = tuple(
-                    distribution(self.total.window_uncorrected.counts)
+                    distribution(self.total.window_uncorrected.counts, DISTRIBUTION_BINS)
                 )
         bound, reason = self._verdict()
         return RunView(

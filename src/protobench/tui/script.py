@@ -114,7 +114,8 @@ class _Run:
         ops = {}
         for number, op in enumerate(script.ops):
             recorder = OpRecorder(op)
-            n = int(script.per_second * (t1 - t0) / script.workers / (number + 1))
+            wave = 1.0 + 0.15 * math.sin(index + 2 * number)
+            n = int(script.per_second * wave * (t1 - t0) / script.workers / (number + 1))
             median_ns = 800_000 * (number + 1)
             if self.target_alive:
                 values = self.rng.lognormal(math.log(median_ns), 0.5, n).astype(np.int64)

@@ -98,9 +98,8 @@ class MonitorScreen(Screen[None]):
                     yield ResourceMeters(id="resources-now")
                     yield ThresholdList(id="thresholds")
             with Vertical(id="latency"):
-                with Horizontal(classes="tables"):
-                    yield LatencyTable("window", id="latency-window")
-                    yield LatencyTable("phase", id="latency-phase")
+                yield LatencyTable("window", id="latency-window")
+                yield LatencyTable("phase", id="latency-phase")
                 yield LatencyDistribution(id="distribution")
             with Vertical(id="errors"):
                 yield ErrorTable(compact=False, id="errors-all")
@@ -131,9 +130,10 @@ class MonitorScreen(Screen[None]):
             shows.show(display)
 
     def switch(self, view: str) -> None:
+        """Show another view, rendered once its panels have their size."""
         self.query_one("#views", ContentSwitcher).current = view
         if self.display_state is not None:
-            self.show(self.display_state)
+            self.call_after_refresh(self.show, self.display_state)
 
     def on_resize(self, event: events.Resize) -> None:
         width, height = event.size.width, event.size.height

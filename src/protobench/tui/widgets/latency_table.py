@@ -44,7 +44,7 @@ class LatencyTable(Panel):
         table = Table(
             box=box.SIMPLE_HEAD, expand=True, pad_edge=False, padding=(0, 1), show_edge=False
         )
-        table.add_column("op", ratio=2, min_width=6, no_wrap=True, overflow="ellipsis")
+        table.add_column("op", ratio=2, min_width=8, no_wrap=True, overflow="ellipsis")
         table.add_column("ops/s", justify="right", no_wrap=True)
         for _, header in COLUMNS:
             table.add_column(header, justify="right", no_wrap=True)
@@ -71,8 +71,6 @@ class LatencyTable(Panel):
         base = baseline.figures(stats.name, corrected=not display.latency_key)
         base_rate = baseline.throughput.get(stats.name)
         cells = [Text(formatting.latency(base.get(k)), "grey50") for k, _ in COLUMNS]
-        if "p99" in figures and "p99" in base:
-            cells[2].append(f" {formatting.delta(figures['p99'], base['p99'])}", "grey62")
         table.add_row(
             Text("  ↳ base", "grey50"),
             Text(formatting.rate(base_rate) if base_rate is not None else "-", "grey50"),

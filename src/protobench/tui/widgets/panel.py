@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from rich.console import RenderableType
+from textual.app import RenderResult
 from textual.widgets import Static
 
 from protobench.tui.display import Display
@@ -16,9 +17,24 @@ class Panel(Static):
     """
 
     DEFAULT_CLASSES = "panel"
+    SIZED = False
+    """True for panels whose content depends on their size: built when drawn."""
+
+    def __init__(self, *, id: str | None = None) -> None:
+        super().__init__(id=id)
+        self._display: Display | None = None
 
     def show(self, display: Display) -> None:
-        self.update(self.render_display(display))
+        if self.SIZED:
+            self._display = display
+            self.refresh()
+        else:
+            self.update(self.render_display(display))
+
+    def render(self) -> RenderResult:
+        if self.SIZED:
+            return "" if self._display is None else self.render_display(self._display)
+        return super().render()
 
     def render_display(self, display: Display) -> RenderableType:
         raise NotImplementedError

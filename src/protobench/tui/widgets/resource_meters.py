@@ -26,6 +26,8 @@ def meter(percent: float, width: int) -> Text:
 class ResourceMeters(Panel):
     """Meters of the newest resource sample; dead workers and a gone target in red."""
 
+    SIZED = True
+
     def render_display(self, display: Display) -> RenderableType:
         view = display.view
         self.border_title = "resources"
@@ -74,5 +76,5 @@ class ResourceMeters(Panel):
         out.append_text(meter(cpu, width))
         out.append(f" {cpu:5.1f}%\n")
         out.append(f"     rss {formatting.size(target.get('rss'))}")
-        out.append(f"  fds {target.get('fds', '-')}  threads {target.get('threads', '-')}\n")
+        out.append(f"  fds {target.get('fds', '-')}  thr {target.get('threads', '-')}\n")
         return out
