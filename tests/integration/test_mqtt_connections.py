@@ -229,6 +229,31 @@ async def test_backpressure_stops_qos0_completions_until_the_socket_drains() -> 
         await pub.close()
 
 
+async def test_a_socket_full_for_the_whole_timeout_fails_held_qos0_publishes() -> None:
+    async with fake_broker(lambda transport: transport.pause_reading()) as url:
+        pub = cast(
+            PublishSession,
+            await PLUGIN.open_session(context(url, "publish", size=60_000, timeout=1)),
+        )
+        errors: list[OpError] = []
+
+        def done(error: OpError | None, nbytes: int) -> None:
+            if error is not None:
+                errors.append(error)
+            elif len(errors) < 1:
+                pub.submit(done)
+
+        pub.submit(done)
+        for _ in range(500):
+            await asyncio.sleep(0.01)
+            if errors:
+                break
+        assert errors
+        assert errors[0].error_class is ErrorClass.TIMEOUT
+        assert "not reading" in errors[0].detail
+        await pub.close()
+
+
 async def test_keepalive_without_pingresp_times_out() -> None:
     async with fake_broker(lambda transport: None) as url:
         session = await PLUGIN.open_session(context(url, "idle", options={"keepalive": "1s"}))

@@ -5,7 +5,8 @@ exchange. QoS 1/2 exchanges complete on PUBACK/PUBCOMP; QoS 0 exchanges
 complete once the message is queued on the connection: completions are handed
 out in bursts of at most :data:`BURST` per event-loop turn, and not at all while
 the transport's buffer is full (back-pressure), so a back-to-back publisher
-runs as fast as the broker reads and never faster. Sessions of a group share
+runs as fast as the broker reads and never faster; held longer than the
+timeout, they fail with ``timeout``. Sessions of a group share
 connections ``inflight`` at a time (:class:`ConnectionShare`).
 
 ``subscribe`` (:class:`SubscribeSession`) records, for every stamped message,
@@ -175,6 +176,7 @@ class PublishSession(CallbackSession):
         "_ready",
         "_release",
         "_scheduled",
+        "_stall_timer",
         "conn",
         "fixed_topic",
         "index",
@@ -215,6 +217,7 @@ class PublishSession(CallbackSession):
         self._ready: deque[Done] = deque()
         self._scheduled = False
         self._draining = False
+        self._stall_timer: asyncio.TimerHandle | None = None
 
     def _prefix(self, topic: str, size: int) -> bytes:
         """Fixed header + topic (+ nothing else) of a message of ``size`` payload bytes."""
@@ -281,6 +284,7 @@ class PublishSession(CallbackSession):
         if conn.paused:
             self._scheduled = True
             conn.resume_waiters.append(self._resumed)
+            self._stall_timer = self._loop.call_later(self.timeout, self._stalled)
             return
         self._draining = True
         try:
@@ -295,8 +299,21 @@ class PublishSession(CallbackSession):
             self._loop.call_soon(self._drain)
 
     def _resumed(self) -> None:
+        if self._stall_timer is not None:
+            self._stall_timer.cancel()
+            self._stall_timer = None
         self._scheduled = False
         self._drain()
+
+    def _stalled(self) -> None:
+        """The socket stayed full for the whole timeout: fail the held QoS 0 publishes."""
+        self._stall_timer = None
+        ready, self._ready = self._ready, deque()
+        error = OpError(
+            ErrorClass.TIMEOUT, f"send buffer full for {self.timeout:g}s: the broker is not reading"
+        )
+        for done in ready:
+            done(error, 0)
 
     async def close(self) -> None:
         release, self._release = self._release, _nothing
