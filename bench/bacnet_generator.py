@@ -62,6 +62,7 @@ from protobench.protocols.bacnet_ip import BacnetIpProtocol
 from protobench.protocols.bacnet_ip.address import parse_target
 from protobench.protocols.bacnet_ip.codec import DeviceProbe, ReadRequest
 from protobench.protocols.bacnet_ip.params import BacnetIpOptions, ReadPropertyParams
+from protobench.protocols.bacnet_ip.session import LeanSession
 from protobench.protocols.base import SessionContext
 
 REPO = Path(__file__).resolve().parent.parent
@@ -287,7 +288,7 @@ async def protobench_client(
             hist.decode_and_add(item.hist)
     cpu1, t1 = own_cpu(), time.perf_counter()
     state.stop()
-    sockets = sum(len(slot.session.client.lanes) for slot in slots if slot.session is not None)  # type: ignore[attr-defined]
+    sockets = sum(len(s.session.client.lanes) for s in slots if isinstance(s.session, LeanSession))
     for slot in slots:
         await slot.close()
     return {
