@@ -94,3 +94,8 @@ def test_mosquitto_config() -> None:
     assert "allow_anonymous true" in lines
     assert "password_file /x/pw" in lines
     assert "max_queued_messages 10" in lines
+
+
+def test_missing_ca_file_is_a_connect_error() -> None:
+    with pytest.raises(OpError, match="ca_file"):
+        endpoint("mqtts://127.0.0.1", MqttOptions(ca_file="/nonexistent/ca.pem"))

@@ -20,6 +20,7 @@ from protobench.profiles.model import Duration
 from protobench.protocols.base import ErrorClass, OpError, StrictModel
 from protobench.protocols.mqtt.codec import V5, V311
 from protobench.protocols.mqtt.payload import HEADER_SIZE
+from protobench.tlsutil import client_context
 
 MAX_PAYLOAD = 256 * 1024 * 1024 - 1024
 
@@ -157,8 +158,8 @@ def endpoint(target: str, options: MqttOptions) -> Endpoint:
     host = parts.hostname or "127.0.0.1"
     context = None
     if tls:
-        context = ssl.create_default_context(cafile=options.ca_file)
-        if options.insecure:
-            context.check_hostname = False
-            context.verify_mode = ssl.CERT_NONE
+        try:
+            context = client_context(ca_file=options.ca_file, insecure=options.insecure)
+        except OSError as exc:
+            raise OpError(ErrorClass.CONNECT, f"TLS: cannot load ca_file: {exc}") from None
     return Endpoint(host, port, context)
