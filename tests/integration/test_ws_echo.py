@@ -223,3 +223,29 @@ async def test_subscribe_raises_closed_when_the_server_goes() -> None:
             await task
     assert info.value.error_class is ErrorClass.CLOSED
     await session.close()
+
+
+async def test_headers_and_subprotocols_reach_the_server() -> None:
+    def require_token(connection: ServerConnection, request: Request) -> Response | None:
+        if request.headers.get("Authorization") != "Bearer t0ken":
+            return connection.respond(401, "token please\n")
+        return None
+
+    async def echo(ws: ServerConnection) -> None:
+        async for message in ws:
+            await ws.send(message)
+
+    async with serve(
+        echo, "127.0.0.1", 0, process_request=require_token, subprotocols=["v2.echo"]
+    ) as server:
+        url = f"ws://127.0.0.1:{server.sockets[0].getsockname()[1]}/"
+        with pytest.raises(OpError) as info:
+            await open_session(PLUGIN, url, "echo")
+        options = {"headers": {"Authorization": "Bearer t0ken"}, "subprotocols": ["v2.echo"]}
+        session = await open_session(PLUGIN, url, "echo", options=options)
+        assert isinstance(session, EchoSession)
+        assert session.conn.client.subprotocol == "v2.echo"
+        outcome = await drive([session], 10)
+        await session.close()
+    assert (info.value.error_class, info.value.code) == (ErrorClass.AUTH, "401")
+    assert outcome.ok == 10
