@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 import os
-import socket
 import subprocess
 import sys
 from collections.abc import Callable
@@ -56,9 +55,3 @@ def cli(tmp_path: Path) -> Callable[..., CliResult]:
         return run_cli(list(args), tmp_path, timeout=timeout)
 
     return invoke
-
-
-def free_port(kind: int = socket.SOCK_STREAM) -> int:
-    with socket.socket(socket.AF_INET, kind) as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])

@@ -23,6 +23,7 @@ from typing import Any
 import pytest
 
 from protobench.engine.metrics import OpRecorder
+from protobench.hostutil import free_port
 from protobench.protocols.base import CallbackSession, OpError, SessionContext, StrictModel
 from protobench.protocols.mqtt import MqttProtocol
 from protobench.protocols.mqtt.options import MqttOptions
@@ -75,12 +76,6 @@ class Broker:
         raise RuntimeError("mosquitto did not listen in 10 s")
 
 
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
-
-
 @contextmanager
 def mosquitto(
     directory: Path,
@@ -92,7 +87,7 @@ def mosquitto(
     if MOSQUITTO is None:
         pytest.skip("mosquitto is not installed")
     directory.mkdir(parents=True, exist_ok=True)
-    port = _free_port()
+    port = free_port()
     lines = ["persistence false", "log_dest stderr", "log_type error", "log_type warning"]
     if os.geteuid() == 0:
         lines.append("user root")  # else mosquitto drops to a user who cannot read tmp_path

@@ -8,7 +8,7 @@ import psutil
 import pytest
 
 from protobench.targets.base import Announcement
-from protobench.targets.mqtt import MqttBrokerOptions, MqttBrokerTarget
+from protobench.targets.mqtt import BrokerUnavailable, MqttBrokerOptions, MqttBrokerTarget
 from tests.integration.conftest_mqtt import PLUGIN, context, needs_mosquitto
 
 pytestmark = [needs_mosquitto, pytest.mark.anyio]
@@ -39,7 +39,7 @@ async def test_serve_announces_mosquittos_pid_and_stops_it() -> None:
 
 async def test_a_mosquitto_that_cannot_start_is_reported() -> None:
     options = MqttBrokerOptions(password_file="/nonexistent/passwd")
-    with pytest.raises(RuntimeError, match="mosquitto"):
+    with pytest.raises(BrokerUnavailable, match="mosquitto"):
         await asyncio.wait_for(
             MqttBrokerTarget().serve("127.0.0.1", 0, options, lambda a: None), 30
         )

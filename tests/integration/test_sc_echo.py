@@ -7,13 +7,13 @@ from pathlib import Path
 
 import pytest
 
+from protobench.hostutil import free_port
 from protobench.protocols.bacnet_sc import BacnetScProtocol
 from protobench.protocols.bacnet_sc.sessions import BroadcastSession
 from protobench.protocols.base import AsyncSession, CallbackSession, ErrorClass, OpError
 from protobench.protocols.payloads import TaggedPayloads, parse_mix
 from protobench.targets.bacnet_sc import BacnetScTarget
 from protobench.tlsutil import generate, split_url_files, url_with_files
-from tests.conftest import free_port
 from tests.integration.conftest_echo import drive, open_session, serving
 
 pytestmark = pytest.mark.anyio

@@ -48,5 +48,22 @@ def test_threshold_parsing_and_evaluation() -> None:
 
 @pytest.mark.parametrize("expr", ["p98 < 5ms", "p99 5ms", "throughput > fast"])
 def test_bad_thresholds(expr: str) -> None:
-    with pytest.raises(ValueError, match="expected|unknown"):
+    with pytest.raises(ValueError, match=r"expected|unknown"):
         parse_threshold(expr)
+
+
+def test_thresholds_on_counters_and_error_counts() -> None:
+    report = {
+        "phases": {
+            "sustain": {
+                "total": {"errors": 3, "counters": {"lost": 0}},
+                "ops": {"sub": {"errors": 0, "counters": {"lost": 2, "received": 10}}},
+            }
+        }
+    }
+    assert parse_threshold("counters.lost == 0").evaluate(report) == (0.0, True)
+    assert parse_threshold("counters.lost[sub] == 0").evaluate(report) == (2.0, False)
+    assert parse_threshold("counters.received[sub] >= 10").evaluate(report) == (10.0, True)
+    assert parse_threshold("errors < 1").evaluate(report) == (3.0, False)
+    with pytest.raises(ValueError, match="expected a number"):
+        parse_threshold("counters.lost == none")

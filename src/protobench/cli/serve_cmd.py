@@ -9,7 +9,8 @@ import typer
 from protobench.cli.common import fail
 from protobench.protocols.registry import PluginError
 from protobench.targets import registry
-from protobench.targets.serve import ServeError, parse_flags, serve
+from protobench.targets.base import ServeError
+from protobench.targets.serve import parse_flags, serve
 
 
 def register(app: typer.Typer) -> None:

@@ -24,7 +24,8 @@ from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStre
 
 from protobench.engine.frames import FrameDecoder, FrameError, encode_frame
 from protobench.engine.plan import WorkerSlice
-from protobench.targets.launcher import stop_process, tail
+from protobench.hostutil import tail
+from protobench.targets.launcher import stop_process
 
 Frame = tuple["WorkerHandle", str, Any]
 

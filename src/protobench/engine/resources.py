@@ -9,12 +9,13 @@ memory per connection comes from the broker's RSS, never from the generator's.
 from __future__ import annotations
 
 import contextlib
-import ipaddress
 import socket
 from typing import Any
 from urllib.parse import urlsplit
 
 import psutil
+
+from protobench.hostutil import is_loopback_host
 
 
 def _process(pid: int | None) -> psutil.Process | None:
@@ -75,15 +76,6 @@ def target_rss(pid: int | None) -> int | None:
         return int(process.memory_info().rss)
     except psutil.Error:
         return None
-
-
-def is_loopback_host(host: str) -> bool:
-    if host == "localhost":
-        return True
-    try:
-        return ipaddress.ip_address(host).is_loopback
-    except ValueError:
-        return False
 
 
 def find_listener(target: str) -> int | None:

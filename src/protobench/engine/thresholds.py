@@ -3,9 +3,11 @@
 Grammar: ``METRIC[op] CMP VALUE`` where ``[op]`` is optional (default: the
 total over all operations). Metrics: ``error_rate`` (a fraction, ``0.5%``),
 ``throughput`` (per second, ``1000/s``), latency ``p50 p90 p99 p999 max mean``
-(a duration, ``5ms``), and ``late`` (a fraction of scheduled slots).
-Comparators: ``< <= > >=``. Examples: ``error_rate < 0.5%``, ``p99 < 5ms``,
-``p99[read-property] <= 2ms``, ``throughput > 1000/s``.
+(a duration, ``5ms``), ``late`` (a fraction of scheduled slots), ``errors``
+(a count) and ``counters.NAME`` (a plugin counter such as ``lost``, a count).
+Comparators: ``< <= > >= ==``. Examples: ``error_rate < 0.5%``, ``p99 < 5ms``,
+``p99[read-property] <= 2ms``, ``throughput > 1000/s``,
+``counters.lost[subscribe] == 0``.
 """
 
 from __future__ import annotations
@@ -18,12 +20,15 @@ from typing import Any
 
 from protobench.profiles.units import parse_duration, parse_fraction, parse_rate
 
-_EXPR = re.compile(r"^\s*([a-z_0-9]+)\s*(?:\[\s*([^\]]+?)\s*\])?\s*(<=|>=|<|>)\s*(.+?)\s*$")
+_EXPR = re.compile(
+    r"^\s*([a-z_0-9]+(?:\.[A-Za-z_0-9-]+)?)\s*(?:\[\s*([^\]]+?)\s*\])?\s*(<=|>=|==|<|>)\s*(.+?)\s*$"
+)
 _COMPARATORS: dict[str, Callable[[float, float], bool]] = {
     "<": operator.lt,
     "<=": operator.le,
     ">": operator.gt,
     ">=": operator.ge,
+    "==": operator.eq,
 }
 LATENCY_METRICS = ("p50", "p90", "p99", "p999", "max", "mean")
 
@@ -52,6 +57,8 @@ def _observe(scope: Mapping[str, Any], metric: str) -> float | None:
     if metric in LATENCY_METRICS:
         latency = scope.get("latency_us", {})
         return float(latency[metric]) if metric in latency else None
+    if metric.startswith("counters."):
+        return float(scope.get("counters", {}).get(metric.removeprefix("counters."), 0))
     if metric == "late":
         scheduled = scope.get("ok", 0) + scope.get("errors", 0)
         return scope.get("late", 0) / scheduled if scheduled else 0.0
@@ -74,8 +81,15 @@ def parse_threshold(expr: str) -> Threshold:
         limit = parse_fraction(raw)
     elif metric == "throughput":
         limit = parse_rate(raw)
+    elif metric == "errors" or metric.startswith("counters."):
+        try:
+            limit = float(raw)
+        except ValueError:
+            raise ValueError(f"expected a number for {metric}, got {raw!r}") from None
     else:
-        known = ", ".join(("error_rate", "throughput", "late", *LATENCY_METRICS))
+        known = ", ".join(
+            ("error_rate", "throughput", "late", "errors", "counters.NAME", *LATENCY_METRICS)
+        )
         raise ValueError(f"unknown threshold metric {metric!r} (expected one of {known})")
     return Threshold(expr.strip(), metric, op, comparator, limit)
 

@@ -7,7 +7,8 @@ then ``GO`` (the monotonic start time), then control frames (``PAUSE``,
 ``RESUME``, ``RATE``, ``STOP``). It opens its sessions, answers ``HELLO``,
 waits for the start, runs the warmup and sustain phases on uvloop, sends one
 ``STATS`` frame per interval (intervals never straddle a phase boundary), lets
-in-flight exchanges finish during ``drain`` (their results form the ``drain``
+in-flight exchanges finish during ``drain`` and stream sessions receive for a
+short grace (deliveries still on their way; all of it forms the ``drain``
 phase), then sends ``BYE``. A fatal error is sent as ``ERROR`` with its message.
 """
 
@@ -16,7 +17,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import os
-import resource
 import sys
 import time
 import traceback
@@ -34,10 +34,13 @@ from protobench.engine.schedule import (
     Slot,
     StreamDriver,
 )
+from protobench.hostutil import raise_fd_limit
 from protobench.protocols import registry
 from protobench.protocols.base import SessionContext, StreamSession
 
 OPEN_CONCURRENCY = 256
+STREAM_GRACE = 0.5
+"""Seconds stream sessions keep receiving after the last exchange ended (in flight deliveries)."""
 LAG_TICK = 0.05
 
 Driver = ClosedDriver | ArrivalDriver | StreamDriver
@@ -223,6 +226,8 @@ class Worker:
             getattr(d, "inflight", 0) for d in self.drivers if not isinstance(d, StreamDriver)
         ):
             await asyncio.sleep(0.01)
+        if any(isinstance(d, StreamDriver) for d in self.drivers):
+            await asyncio.sleep(max(0.0, min(STREAM_GRACE, deadline - time.monotonic())))
         for task in tasks:
             task.cancel()
         await asyncio.gather(*tasks, return_exceptions=True)
@@ -241,13 +246,6 @@ async def _wait_until(deadline: float, stop: asyncio.Event) -> bool:
     with contextlib.suppress(TimeoutError):
         await asyncio.wait_for(stop.wait(), timeout=remaining)
     return stop.is_set()
-
-
-def raise_fd_limit() -> None:
-    """Raise the soft open-file limit to the hard limit (many connections per worker)."""
-    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
-    if soft < hard:
-        resource.setrlimit(resource.RLIMIT_NOFILE, (hard, hard))
 
 
 async def serve_controller(out: FrameWriter) -> None:

@@ -22,6 +22,10 @@ from typing import ClassVar
 from protobench.protocols.base import NoParams, StrictModel
 
 
+class ServeError(Exception):
+    """A target that cannot be served as asked (bad option, non-loopback host, no server)."""
+
+
 @dataclass(frozen=True)
 class Announcement:
     """What a started target tells: where it listens, what it is, which process serves."""

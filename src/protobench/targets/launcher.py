@@ -20,6 +20,7 @@ from typing import Any
 import anyio
 from anyio.abc import Process
 
+from protobench.hostutil import tail
 from protobench.targets.base import Announcement
 
 START_TIMEOUT = 60.0
@@ -28,13 +29,6 @@ STOP_TIMEOUT = 5.0
 
 class TargetError(Exception):
     """The embedded target could not be started."""
-
-
-def tail(path: Path, lines: int = 20) -> str:
-    try:
-        return "\n".join(path.read_text(errors="replace").splitlines()[-lines:])
-    except OSError:
-        return ""
 
 
 def serve_command(name: str, options: dict[str, Any]) -> list[str]:

@@ -23,17 +23,16 @@ import importlib.metadata
 import importlib.util
 import os
 import re
-import resource
 import shutil
-import socket
 import tempfile
 from pathlib import Path
 from typing import Any, Final
 
 from pydantic import Field
 
+from protobench.hostutil import free_port, raise_fd_limit, tail
 from protobench.protocols.base import StrictModel
-from protobench.targets.base import Announcement, EmbeddedTarget, Ready
+from protobench.targets.base import Announcement, EmbeddedTarget, Ready, ServeError
 
 MOSQUITTO_PATHS: Final = ("/usr/sbin/mosquitto", "/usr/local/sbin/mosquitto")
 START_TIMEOUT: Final = 10.0
@@ -41,7 +40,7 @@ STOP_TIMEOUT: Final = 5.0
 PORT_ATTEMPTS: Final = 3
 
 
-class BrokerUnavailable(RuntimeError):
+class BrokerUnavailable(ServeError):
     """No MQTT broker can be started on this machine."""
 
 
@@ -101,20 +100,6 @@ def mosquitto_config(host: str, port: int, options: MqttBrokerOptions) -> str:
     return "\n".join(lines) + "\n"
 
 
-def free_port(host: str) -> int:
-    """A port free on ``host`` right now (the broker binds it a moment later)."""
-    with socket.socket(socket.AF_INET6 if ":" in host else socket.AF_INET) as sock:
-        sock.bind((host, 0))
-        return int(sock.getsockname()[1])
-
-
-def raise_nofile_limit() -> None:
-    """Let the broker (which inherits it) hold as many sockets as the hard limit allows."""
-    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
-    if soft < hard:
-        resource.setrlimit(resource.RLIMIT_NOFILE, (hard, hard))
-
-
 async def _listening(host: str, port: int, proc: asyncio.subprocess.Process) -> bool:
     """Wait until ``host:port`` accepts connections; False if ``proc`` exits first."""
     loop = asyncio.get_running_loop()
@@ -166,7 +151,7 @@ class MqttBrokerTarget(EmbeddedTarget):
         self, binary: str, host: str, port: int, options: MqttBrokerOptions, ready: Ready
     ) -> None:
         version = await mosquitto_version(binary)
-        raise_nofile_limit()
+        raise_fd_limit()
         with tempfile.TemporaryDirectory(prefix="protobench-mosquitto-") as tmp:
             log_path = Path(tmp) / "mosquitto.log"
             for _ in range(PORT_ATTEMPTS):
@@ -191,13 +176,13 @@ class MqttBrokerTarget(EmbeddedTarget):
                         )
                         code = await proc.wait()
                         raise BrokerUnavailable(
-                            f"mosquitto exited with code {code}: {_tail(log_path)}"
+                            f"mosquitto exited with code {code}: {_log_summary(log_path)}"
                         )
                 finally:
                     await _stop(proc)
                 if port:
                     break
-            raise BrokerUnavailable(f"mosquitto did not start: {_tail(log_path)}")
+            raise BrokerUnavailable(f"mosquitto did not start: {_log_summary(log_path)}")
 
     async def _serve_amqtt(self, host: str, port: int, ready: Ready) -> None:
         broker_module: Any = importlib.import_module("amqtt.broker")
@@ -224,9 +209,5 @@ class MqttBrokerTarget(EmbeddedTarget):
             await broker.shutdown()
 
 
-def _tail(path: Path, lines: int = 10) -> str:
-    try:
-        text = path.read_text(errors="replace").strip().splitlines()
-    except OSError:
-        return "(no log)"
-    return " | ".join(text[-lines:]) or "(empty log)"
+def _log_summary(path: Path) -> str:
+    return " | ".join(tail(path, 10).splitlines()) or "(empty log)"

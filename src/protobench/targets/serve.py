@@ -20,14 +20,10 @@ from typing import Any
 import uvloop
 from pydantic import ValidationError
 
-from protobench.engine.resources import is_loopback_host
+from protobench.hostutil import is_loopback_host
 from protobench.protocols.base import StrictModel
 from protobench.targets import registry
-from protobench.targets.base import Announcement, EmbeddedTarget
-
-
-class ServeError(Exception):
-    """A target that cannot be served as asked (bad option, non-loopback host)."""
+from protobench.targets.base import Announcement, EmbeddedTarget, ServeError
 
 
 def parse_options(target: EmbeddedTarget, values: dict[str, Any]) -> StrictModel:
