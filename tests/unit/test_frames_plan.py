@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import pytest
 
 from protobench.engine.frames import FrameDecoder, FrameError, encode_frame
@@ -65,7 +67,9 @@ def test_sessions_are_dealt_across_workers_and_rates_follow_sessions() -> None:
     assert sum(r for (_, name), r in rates.items() if name == "read" and r) == pytest.approx(500.0)
     assert sum(r for (_, name), r in rates.items() if name == "write" and r) == pytest.approx(100.0)
     assert all(r is None for (_, name), r in rates.items() if name == "list")
-    write_worker = next(s.worker for s in slices for g in s.groups if g.name == "write" and g.indices)
+    write_worker = next(
+        s.worker for s in slices for g in s.groups if g.name == "write" and g.indices
+    )
     list_worker = next(s.worker for s in slices for g in s.groups if g.name == "list" and g.indices)
     assert write_worker != list_worker
 
@@ -73,3 +77,17 @@ def test_sessions_are_dealt_across_workers_and_rates_follow_sessions() -> None:
 def test_no_more_workers_than_sessions() -> None:
     groups = (GroupPlan("get", "request", 1, None, 1.0, {}),)
     assert len(worker_slices(_plan(groups, processes=8))) == 1
+
+
+def test_redacted_plan_hides_secret_serve_options() -> None:
+    groups = (GroupPlan("about", "about", 1, None, 1.0, {}),)
+    plan = replace(
+        _plan(groups, processes=1),
+        protocol="haystack",
+        embedded="haystack",
+        serve={"password": "s3cret-serve", "sites": 2},
+        overrides={"serve": {"password": "s3cret-serve"}},
+    )
+    text = repr(plan.redacted())
+    assert "s3cret-serve" not in text
+    assert plan.redacted()["serve"] == {"password": "<secret>", "sites": 2}

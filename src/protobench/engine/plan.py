@@ -17,6 +17,7 @@ from protobench.engine.thresholds import parse_threshold
 from protobench.profiles.loader import LoadedProfile, ProfileError, check_protocol_keys
 from protobench.profiles.model import Profile
 from protobench.protocols import registry
+from protobench.targets import registry as targets
 
 Model = Literal["closed", "open"]
 
@@ -114,15 +115,29 @@ class RunPlan:
         data = self.to_dict()
         data["options"] = plugin.redact(self.options)
         data["groups"] = [{**g, "params": plugin.redact(g["params"])} for g in data["groups"]]
-        data["overrides"] = {
-            **self.overrides,
-            **(
-                {"options": plugin.redact(self.overrides["options"])}
-                if "options" in self.overrides
-                else {}
-            ),
-        }
+        hidden = target_secrets(self.embedded)
+        data["serve"] = _hide(self.serve, hidden)
+        overrides = dict(self.overrides)
+        if "options" in overrides:
+            overrides["options"] = plugin.redact(overrides["options"])
+        if "serve" in overrides:
+            overrides["serve"] = _hide(overrides["serve"], hidden)
+        data["overrides"] = overrides
         return data
+
+
+def target_secrets(name: str | None) -> frozenset[str]:
+    """The secret option names of an embedded target (none when it cannot be loaded)."""
+    if name is None:
+        return frozenset()
+    try:
+        return targets.load(name).secret_options
+    except registry.PluginError:
+        return frozenset()
+
+
+def _hide(values: dict[str, Any], secret: frozenset[str]) -> dict[str, Any]:
+    return {k: ("<secret>" if k in secret else v) for k, v in values.items()}
 
 
 def resolve(loaded: LoadedProfile, overrides: Overrides) -> RunPlan:

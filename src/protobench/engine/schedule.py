@@ -14,7 +14,8 @@
   corrected latency includes that scheduling delay.
 
 Sessions live in :class:`Slot` objects that reopen them after a connection
-failure (immediately, then every 100 ms), counting ``reconnects``.
+failure (immediately, then after 0.1 s, doubling up to 2 s, so that a
+refused login does not hammer the server), counting ``reconnects``.
 """
 
 from __future__ import annotations
@@ -39,6 +40,7 @@ from protobench.protocols.base import (
 
 RECONNECT_CLASSES = frozenset({ErrorClass.CLOSED, ErrorClass.REFUSED, ErrorClass.CONNECT})
 REOPEN_DELAY = 0.1
+REOPEN_MAX_DELAY = 2.0
 MAX_BACKLOG = 1_000_000
 
 perf_ns = time.perf_counter_ns
@@ -129,7 +131,7 @@ class Slot:
                 if self.on_open is not None:
                     self.on_open(self)
                 return
-            delay = REOPEN_DELAY
+            delay = min(REOPEN_MAX_DELAY, max(REOPEN_DELAY, delay * 2))
 
     async def close(self) -> None:
         if self._reopening is not None:

@@ -46,6 +46,8 @@ class EmbeddedTarget(abc.ABC):
     description: ClassVar[str] = ""
     default_port: ClassVar[int] = 0
     options: ClassVar[type[StrictModel]] = NoParams
+    secret_options: ClassVar[frozenset[str]] = frozenset()
+    """Option names whose values are secrets (never stored nor printed)."""
 
     @abc.abstractmethod
     async def serve(self, host: str, port: int, options: StrictModel, ready: Ready) -> None:
