@@ -19,7 +19,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import errno
-import socket
 import tempfile
 from collections.abc import Callable
 from importlib.metadata import version
@@ -31,6 +30,7 @@ from bac_py.transport.sc.tls import SCTLSConfig
 from bac_py.transport.sc.vmac import SCVMAC, DeviceUUID
 from pydantic import Field
 
+from protobench.hostutil import free_port
 from protobench.protocols.base import StrictModel
 from protobench.targets.base import Announcement, EmbeddedTarget, Ready
 from protobench.tlsutil import CertPair, MockPki, generate, url_with_files
@@ -62,16 +62,10 @@ def _tls(pki: MockPki | None, pair: CertPair | None) -> SCTLSConfig:
     )
 
 
-def _free_port(host: str) -> int:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as probe:
-        probe.bind((host, 0))
-        return int(probe.getsockname()[1])
-
-
 async def _start_hub(host: str, port: int, tls: SCTLSConfig) -> tuple[SCHubFunction, int]:
     """Start the hub on ``port`` (0: a free port, retried if taken meanwhile)."""
     for attempt in range(_BIND_TRIES):
-        chosen = port or _free_port(host)
+        chosen = port or free_port(host)
         hub = SCHubFunction(
             SCVMAC.random(),
             DeviceUUID.generate(),
