@@ -1,6 +1,6 @@
 """The statistics of a comparison: medians, their confidence intervals, Mann-Whitney U, geomeans.
 
-The methods are benchstat's, computed with scipy.stats:
+The methods are benchstat's; the tests and intervals are scipy.stats':
 
 * a side is summarised by the **median** of its samples and a distribution-free
   **confidence interval of the median**: the order statistics ``x(l)`` and
@@ -13,8 +13,11 @@ The methods are benchstat's, computed with scipy.stats:
   (``scipy.stats.mannwhitneyu``: exact for small samples without ties, the
   normal approximation with tie correction otherwise). When every sample of
   both sides is the same value nothing changed and the p-value is 1;
-* several rows are summarised by their **geometric mean**, defined only for
-  positive values.
+* several rows are summarised by their **geometric mean** (the exponential
+  of the mean logarithm), defined only for positive values.
+
+scipy.stats is imported by the functions that need it, not with this module:
+it costs 1-5 s to import, which ``protobench --help`` and every run would pay.
 """
 
 from __future__ import annotations
@@ -24,7 +27,6 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
-from scipy import stats
 
 CONFIDENCE = 0.95
 
@@ -69,6 +71,8 @@ def median_ci(
     """The order-statistics confidence interval of the median, or ``None`` if n is too small."""
     if not values:
         return None
+    from scipy import stats  # noqa: PLC0415 - deferred, see the module docstring
+
     data = np.asarray(values, dtype=np.float64)
     result = stats.quantile_test(data, q=float(np.median(data)), p=0.5)
     interval = result.confidence_interval(confidence_level=confidence)
@@ -99,6 +103,8 @@ def mann_whitney_p(base: Sequence[float], new: Sequence[float]) -> float:
         raise ValueError("Mann-Whitney U needs samples on both sides")
     if len({*base, *new}) == 1:
         return 1.0
+    from scipy import stats  # noqa: PLC0415 - deferred, see the module docstring
+
     result = stats.mannwhitneyu(base, new, alternative="two-sided")
     return float(result.pvalue)
 
@@ -115,4 +121,4 @@ def geomean(values: Sequence[float]) -> float | None:
     """The geometric mean, or ``None`` when empty or when a value is not positive."""
     if not values or any(v <= 0 for v in values):
         return None
-    return float(stats.gmean(np.asarray(values, dtype=np.float64)))
+    return float(np.exp(np.mean(np.log(np.asarray(values, dtype=np.float64)))))
