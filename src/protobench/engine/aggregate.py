@@ -34,6 +34,10 @@ def op_summary(acc: OpAccumulator, seconds: float, corrected: bool) -> dict[str,
         "late": acc.late,
         "out_of_range": acc.out_of_range,
         "counters": dict(sorted(acc.counters.items())),
+        "counter_rates": {
+            name: round(value / seconds, 3) if seconds > 0 else 0.0
+            for name, value in sorted(acc.counters.items())
+        },
         "latency_us": summary(acc.hist),
     }
     if corrected:
