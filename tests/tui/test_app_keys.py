@@ -294,3 +294,23 @@ async def test_replay_keys_pause_seek_and_change_speed() -> None:
         ("seek", -10),
     ]
     assert app.return_value == 0
+
+
+async def test_generator_bound_is_shown_loudly() -> None:
+    app, fake = scripted_app(Script(worker_cpu=95.0))
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot, app, fake)
+        banner = app.monitor.query_one("#verdict")
+        assert banner.has_class("-active")
+        assert banner.display
+        text = panel_text(app, "#verdict")
+        assert "GENERATOR-BOUND" in text
+        assert "a worker process used >= 90% of a core" in text
+        assert "GENERATOR-BOUND" in panel_text(app, "#header")
+
+
+async def test_no_banner_when_the_generator_keeps_up() -> None:
+    app, fake = scripted_app()
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot, app, fake)
+        assert not app.monitor.query_one("#verdict").display

@@ -49,6 +49,7 @@ class Script:
     workers: int = 2
     rate: float | None = None
     per_second: int = 400
+    worker_cpu: float = 35.0
     thresholds: tuple[str, ...] = ("p99 < 20ms", "error_rate < 1%")
     crash_at: float | None = None
     target_dies_at: float | None = None
@@ -144,7 +145,13 @@ class _Run:
 
     def sample(self, elapsed: float, phase: str) -> None:
         workers = [
-            {"pid": 4100 + w, "cpu": 35.0 + 10 * w, "rss": (60 + w) * MiB, "threads": 3, "fds": 40}
+            {
+                "pid": 4100 + w,
+                "cpu": self.script.worker_cpu + 10 * w,
+                "rss": (60 + w) * MiB,
+                "threads": 3,
+                "fds": 40,
+            }
             for w in sorted(self.alive)
         ]
         target = (

@@ -10,7 +10,8 @@ which of them mean something for this source.
 * :class:`LiveSource` runs a :class:`Controller` in its own thread with its
   own event loop (uvloop), so aggregation, resource sampling and the
   snapshot write never stall the screen, and a failure of the UI cannot lose
-  the run: commands cross to the engine's loop with ``call_soon_threadsafe``.
+  the run: commands cross to the engine's loop as tasks
+  (``run_coroutine_threadsafe``).
   ``emit`` is called in the engine's thread.
 * :class:`ReplaySource` plays a snapshot's intervals, resource samples and
   notices at their recorded pace divided by ``speed``, with pause and seek.
@@ -141,7 +142,9 @@ class LiveSource:
                 return
             loop = self._loop
         if not self._done.is_set():
-            loop.call_soon_threadsafe(command, *args)
+            # In a task of the engine's loop: the controller's commands start
+            # tasks in its task groups, which a bare loop callback cannot do.
+            asyncio.run_coroutine_threadsafe(_invoke(command, *args), loop)
 
     def pause(self) -> None:
         self._call(self.controller.pause)
@@ -170,6 +173,10 @@ class LiveSource:
         if self._thread is None:
             return True
         return self._done.wait(timeout)
+
+
+async def _invoke(command: Callable[..., None], *args: Any) -> None:
+    command(*args)
 
 
 _ORDER = {RunStarted: 0, IntervalUpdate: 1, ResourceSample: 2, PhaseChanged: 3, Notice: 4}

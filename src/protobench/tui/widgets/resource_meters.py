@@ -26,15 +26,13 @@ def meter(percent: float, width: int) -> Text:
 class ResourceMeters(Panel):
     """Meters of the newest resource sample; dead workers and a gone target in red."""
 
-    SIZED = True
-
     def render_display(self, display: Display) -> RenderableType:
         view = display.view
         self.border_title = "resources"
         resources = view.resources
         if resources is None:
             return Text("waiting for the first sample…", "dim")
-        width = max(6, min(30, self.content_size.width - 26))
+        width = max(6, min(30, (self.content_size.width or 38) - 26))
         out = Text(no_wrap=True, overflow="crop")
         out.append("workers ", "bold")
         out.append("(% of one core)\n", "dim")

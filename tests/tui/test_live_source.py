@@ -1,0 +1,61 @@
+"""The live source runs the real engine in its own thread; commands cross to it."""
+
+from __future__ import annotations
+
+import asyncio
+import importlib.util
+import threading
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+
+from protobench.engine.events import Event, IntervalUpdate, Notice, RunFinished, RunStarted
+from protobench.engine.plan import Overrides, resolve
+from protobench.profiles import loader
+from protobench.snapshots.store import SnapshotStore
+from protobench.tui.source import LiveSource
+
+pytestmark = pytest.mark.skipif(
+    importlib.util.find_spec("protobench.protocols.http") is None,
+    reason="the http plugin (protobench.protocols.http) is not in the tree yet",
+)
+
+
+def test_commands_from_another_thread_reach_the_engine(tmp_path: Path) -> None:
+    overrides = Overrides(duration=6.0, warmup=0.0, processes=1, connections=4, rate=200.0)
+    plan = resolve(loader.load("http-get"), overrides)
+    store = SnapshotStore(tmp_path / "snapshots")
+    source = LiveSource(plan, store)
+    events: list[Event] = []
+    threads: set[str] = set()
+
+    def ui(*commands: Callable[[], None]) -> None:
+        """Send commands the way the UI does: from a thread other than the engine's."""
+        thread = threading.Thread(target=lambda: [command() for command in commands])
+        thread.start()
+
+    def emit(event: Event) -> None:
+        events.append(event)
+        threads.add(threading.current_thread().name)
+        if isinstance(event, RunStarted):
+            ui(source.pause, lambda: source.set_rate_factor(1.5), source.resume)
+        if isinstance(event, IntervalUpdate) and event.elapsed >= 1.0:
+            ui(lambda: source.stop("stopped"))
+
+    asyncio.run(source.run(emit))
+    assert threads == {"protobench-engine"}
+    assert isinstance(events[0], RunStarted)
+    assert isinstance(events[-1], RunFinished)
+    notices = [(e.kind, e.details.get("factor")) for e in events if isinstance(e, Notice)]
+    assert notices == [("pause", None), ("rate", 1.5), ("resume", None)]
+    report = source.report
+    assert report is not None
+    assert report["stop_reason"] == "stopped"
+    assert report["phases"]["sustain"]["duration_s"] < 5.0  # the workers did stop early
+    assert [n["kind"] for n in report["notices"]] == ["pause", "rate", "resume"]
+    assert Path(report["snapshot"]).is_file()
+    assert source.log_dir is not None
+    assert (source.log_dir / "worker-0.log").is_file()
+    assert not source.running
+    assert source.join(0)
