@@ -44,7 +44,7 @@ from protobench.engine.report import build_report, exit_code_for
 from protobench.engine.resources import Sampler, find_listener, target_rss
 from protobench.snapshots.store import SnapshotStore
 from protobench.targets.base import Announcement
-from protobench.targets.launcher import TargetError, embedded_target
+from protobench.targets.launcher import StartingTarget, TargetError, embedded_target
 
 START_DELAY = 0.3
 HELLO_GRACE = 30.0
@@ -136,9 +136,20 @@ class Controller:
         baseline_rss: int | None = None
         started_wall = time.time()
         try:
-            async with self._target() as (announcement, target_pid):
+            async with (
+                self._target() as starting,
+                WorkerPool(worker_slices(self.plan), self.log_dir) as pool,
+            ):
+                self.pool = pool
+                announcement = await starting.ready()
+                target_pid = self.target_pid or (
+                    announcement.pid
+                    if self.plan.target is None
+                    else find_listener(announcement.url)
+                )
                 baseline_rss = target_rss(target_pid)
-                await self._run_workers(announcement, target_pid)
+                await pool.start(announcement.url)
+                await self._run_workers(pool, announcement, target_pid)
                 peak = self._target_peak_rss()
         except TargetError as exc:
             self.stop_reason = "error"
@@ -167,58 +178,56 @@ class Controller:
         return report
 
     @contextlib.asynccontextmanager
-    async def _target(self) -> AsyncIterator[tuple[Announcement, int | None]]:
+    async def _target(self) -> AsyncIterator[StartingTarget]:
         plan = self.plan
         if plan.target is not None:
-            pid = self.target_pid or find_listener(plan.target)
-            yield Announcement(plan.target, "external", pid or 0), pid
+            yield StartingTarget.external(Announcement(plan.target, "external", 0))
             return
         assert plan.embedded is not None
         log = self.log_dir / "target.log"
-        async with embedded_target(plan.embedded, plan.serve, log) as (announcement, _process):
-            yield announcement, self.target_pid or announcement.pid
+        async with embedded_target(plan.embedded, plan.serve, log) as starting:
+            yield starting
 
-    async def _run_workers(self, announcement: Announcement, target_pid: int | None) -> None:
+    async def _run_workers(
+        self, pool: WorkerPool, announcement: Announcement, target_pid: int | None
+    ) -> None:
         plan = self.plan
-        slices = worker_slices(plan)
-        async with WorkerPool(slices, announcement.url, self.log_dir) as pool:
-            self.pool = pool
-            try:
-                with anyio.fail_after(HELLO_GRACE + plan.timeout + plan.sessions / 200):
-                    hellos = await pool.wait_hello(self._stop_event)
-            except TimeoutError:
-                self.notice("workers", "workers did not open their sessions in time")
+        try:
+            with anyio.fail_after(HELLO_GRACE + plan.timeout + plan.sessions / 200):
+                hellos = await pool.wait_hello(self._stop_event)
+        except TimeoutError:
+            self.notice("workers", "workers did not open their sessions in time")
+            self.stop_reason = "error"
+            return
+        if self.stop_requested or not pool.live:
+            if not pool.live:
                 self.stop_reason = "error"
-                return
-            if self.stop_requested or not pool.live:
-                if not pool.live:
-                    self.stop_reason = "error"
-                    self._report_failures(pool)
-                return
-            self.aggregator.live = set(pool.live)
-            opened = sum(h.get("opened", 0) for h in hellos)
-            failed = sum(h.get("failed", 0) for h in hellos)
-            self.start_at = time.monotonic() + START_DELAY
-            pool.broadcast("GO", {"start_at": self.start_at})
-            self.emit(
-                RunStarted(
-                    plan=plan.redacted(),
-                    target=announcement.url,
-                    target_kind=announcement.kind,
-                    workers=len(slices),
-                    sessions_opened=opened,
-                    sessions_failed=failed,
-                    log_dir=str(self.log_dir),
-                )
+                self._report_failures(pool)
+            return
+        self.aggregator.live = set(pool.live)
+        opened = sum(h.get("opened", 0) for h in hellos)
+        failed = sum(h.get("failed", 0) for h in hellos)
+        self.start_at = time.monotonic() + START_DELAY
+        pool.broadcast("GO", {"start_at": self.start_at})
+        self.emit(
+            RunStarted(
+                plan=plan.redacted(),
+                target=announcement.url,
+                target_kind=announcement.kind,
+                workers=len(pool.handles),
+                sessions_opened=opened,
+                sessions_failed=failed,
+                log_dir=str(self.log_dir),
             )
-            sampler = Sampler(pool.pids(), target_pid)
-            deadline = self.start_at + plan.warmup + plan.duration + plan.drain + BYE_GRACE
-            async with anyio.create_task_group() as group:
-                group.start_soon(self._sample_resources, sampler)
-                group.start_soon(self._phase_clock)
-                await self._consume(pool, deadline)
-                group.cancel_scope.cancel()
-            self._report_failures(pool)
+        )
+        sampler = Sampler(pool.pids(), target_pid)
+        deadline = self.start_at + plan.warmup + plan.duration + plan.drain + BYE_GRACE
+        async with anyio.create_task_group() as group:
+            group.start_soon(self._sample_resources, sampler)
+            group.start_soon(self._phase_clock)
+            await self._consume(pool, deadline)
+            group.cancel_scope.cancel()
+        self._report_failures(pool)
 
     async def _consume(self, pool: WorkerPool, deadline: float) -> None:
         with anyio.move_on_after(max(0.0, deadline - time.monotonic())) as scope:

@@ -1,7 +1,8 @@
 """The worker processes of a run, started with ``anyio.open_process``.
 
-Each worker gets its :class:`WorkerSlice` in a ``PLAN`` frame on stdin and
-answers with frames on stdout (see :mod:`engine.frames`). Its own stdout and
+The processes are spawned first (their imports overlap the target's start);
+:meth:`WorkerPool.start` then sends each its :class:`WorkerSlice` in a ``PLAN``
+frame on stdin, and it answers with frames on stdout (see :mod:`engine.frames`). Its own stdout and
 stderr go to ``worker-N.log`` in the run's log directory. :meth:`WorkerPool.frames`
 yields every frame of every worker, then one ``GONE`` per worker when it has
 said ``BYE`` or died; a worker that died carries its exit code, its last error
@@ -58,9 +59,8 @@ class WorkerHandle:
 class WorkerPool:
     """Start, talk to and stop the worker processes of one run."""
 
-    def __init__(self, slices: list[WorkerSlice], target: str, log_dir: Path) -> None:
+    def __init__(self, slices: list[WorkerSlice], log_dir: Path) -> None:
         self.slices = slices
-        self.target = target
         self.log_dir = log_dir
         self.handles: list[WorkerHandle] = []
         self._group: TaskGroup | None = None
@@ -86,8 +86,12 @@ class WorkerPool:
             self.handles.append(handle)
             self._running += 1
             self._group.start_soon(self._read, handle)
-            await handle.send("PLAN", {"slice": spec.to_dict(), "target": self.target})
         return self
+
+    async def start(self, target: str) -> None:
+        """Send every worker its slice and the target: they open their sessions."""
+        for spec, handle in zip(self.slices, self.handles, strict=True):
+            await handle.send("PLAN", {"slice": spec.to_dict(), "target": target})
 
     async def __aexit__(
         self,

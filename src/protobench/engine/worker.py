@@ -253,6 +253,9 @@ async def serve_controller(out: FrameWriter) -> None:
     queue: asyncio.Queue[tuple[str, Any]] = asyncio.Queue()
     await loop.connect_read_pipe(lambda: ControlReader(queue), sys.stdin.buffer)
     kind, payload = await queue.get()
+    if kind in ("STOP", "EOF"):
+        out.send("BYE", {})
+        return
     if kind != "PLAN":
         raise RuntimeError(f"expected PLAN, got {kind}")
     spec = WorkerSlice.from_dict(payload["slice"])

@@ -1,10 +1,12 @@
 """Starting an embedded target as a child process for a run, and stopping it.
 
-The child is ``python -m protobench serve NAME --host 127.0.0.1 --port 0
---announce`` plus the ``[serve]`` options; its first stdout line is the JSON
-:class:`Announcement`. Its output goes to ``target.log`` in the run's log
-directory. A target that exits or stays silent is a :class:`TargetError`
-with the tail of that log.
+The child is ``python -m protobench.targets.serve NAME --host 127.0.0.1
+--port 0 --announce`` plus the ``[serve]`` options (the same as ``protobench
+serve``, without loading the CLI); its first stdout line is the JSON
+:class:`Announcement`. It is spawned at once and awaited later
+(:meth:`StartingTarget.ready`), so the worker processes start meanwhile.
+Its output goes to ``target.log`` in the run's log directory. A target that
+exits or stays silent is a :class:`TargetError` with the tail of that log.
 """
 
 from __future__ import annotations
@@ -32,7 +34,7 @@ class TargetError(Exception):
 
 
 def serve_command(name: str, options: dict[str, Any]) -> list[str]:
-    command = [sys.executable, "-m", "protobench", "serve", name]
+    command = [sys.executable, "-m", "protobench.targets.serve", name]
     command += ["--host", "127.0.0.1", "--port", "0", "--announce"]
     for key, value in options.items():
         flag = "--" + key.replace("_", "-")
@@ -45,11 +47,34 @@ def serve_command(name: str, options: dict[str, Any]) -> list[str]:
     return command
 
 
+class StartingTarget:
+    """A target being started: :meth:`ready` waits for its announcement."""
+
+    def __init__(self, name: str, process: Process | None, log_path: Path | None) -> None:
+        self.name = name
+        self.process = process
+        self.log_path = log_path
+        self._announcement: Announcement | None = None
+
+    @classmethod
+    def external(cls, announcement: Announcement) -> StartingTarget:
+        target = cls(announcement.url, None, None)
+        target._announcement = announcement
+        return target
+
+    async def ready(self) -> Announcement:
+        if self._announcement is None:
+            assert self.process is not None
+            assert self.log_path is not None
+            self._announcement = await _read_announcement(self.process, self.log_path, self.name)
+        return self._announcement
+
+
 @asynccontextmanager
 async def embedded_target(
     name: str, options: dict[str, Any], log_path: Path
-) -> AsyncIterator[tuple[Announcement, Process]]:
-    """Start the target, yield its announcement and process, stop it on exit."""
+) -> AsyncIterator[StartingTarget]:
+    """Spawn the target (without waiting for it), yield it, stop it on exit."""
     with log_path.open("ab") as log:
         process = await anyio.open_process(
             serve_command(name, options),
@@ -59,8 +84,7 @@ async def embedded_target(
             start_new_session=True,
         )
     try:
-        announcement = await _read_announcement(process, log_path, name)
-        yield announcement, process
+        yield StartingTarget(name, process, log_path)
     finally:
         await stop_process(process)
 

@@ -22,6 +22,7 @@ from pydantic import ValidationError
 
 from protobench.hostutil import is_loopback_host
 from protobench.protocols.base import StrictModel
+from protobench.protocols.registry import PluginError
 from protobench.targets import registry
 from protobench.targets.base import Announcement, EmbeddedTarget, ServeError
 
@@ -87,3 +88,45 @@ def serve(name: str, host: str, port: int, values: dict[str, Any], announce: boo
             await target.serve(host, port, options, ready)
 
     uvloop.run(main())
+
+
+def main(argv: list[str] | None = None) -> int:
+    """``python -m protobench.targets.serve NAME [--host H] [--port P] [--announce] [OPTIONS]``.
+
+    What runs start for their embedded target: the same as ``protobench serve``
+    without loading the CLI (Typer, Rich and every command), so it starts sooner.
+    """
+    args = list(sys.argv[1:] if argv is None else argv)
+    if not args or args[0].startswith("-"):
+        print(
+            "usage: python -m protobench.targets.serve NAME [--host H] [--port P] [--announce]",
+            file=sys.stderr,
+        )
+        return 2
+    name, rest = args[0], args[1:]
+    host, port, announce, options = "127.0.0.1", 0, False, []
+    position = 0
+    while position < len(rest):
+        arg = rest[position]
+        if arg in ("--host", "--port") and position + 1 < len(rest):
+            if arg == "--host":
+                host = rest[position + 1]
+            else:
+                port = int(rest[position + 1])
+            position += 2
+        elif arg == "--announce":
+            announce = True
+            position += 1
+        else:
+            options.append(arg)
+            position += 1
+    try:
+        serve(name, host, port, parse_flags(options), announce)
+    except (ServeError, PluginError) as exc:
+        print(f"protobench: error: {exc}", file=sys.stderr)
+        return 2
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
