@@ -4,11 +4,13 @@ from __future__ import annotations
 
 import json
 import sys
+from collections.abc import Callable
 from typing import Any, NoReturn
 
 import typer
 
 from protobench.engine.report import EXIT_BAD_INPUT
+from protobench.profiles.units import parse_scalar
 
 
 def fail(message: str, code: int = EXIT_BAD_INPUT) -> NoReturn:
@@ -18,17 +20,24 @@ def fail(message: str, code: int = EXIT_BAD_INPUT) -> NoReturn:
 
 
 def parse_pairs(pairs: list[str], flag: str) -> dict[str, Any]:
-    """``["a=1", "b=x"]`` -> ``{"a": 1, "b": "x"}`` (values parsed as JSON when they are)."""
+    """``["a=1", "b=x"]`` -> ``{"a": 1, "b": "x"}`` (values as :func:`parse_scalar`)."""
     values: dict[str, Any] = {}
     for pair in pairs:
         key, eq, raw = pair.partition("=")
         if not eq or not key.strip():
             fail(f"{flag} {pair!r}: expected KEY=VALUE")
-        try:
-            values[key.strip()] = json.loads(raw)
-        except ValueError:
-            values[key.strip()] = raw
+        values[key.strip()] = parse_scalar(raw)
     return values
+
+
+def parse_value[T](value: str | None, parser: Callable[[str], T], flag: str) -> T | None:
+    """Parse an optional flag value; a bad one exits 2 naming the flag."""
+    if value is None:
+        return None
+    try:
+        return parser(value)
+    except ValueError as exc:
+        fail(f"{flag}: {exc}")
 
 
 def print_json(data: Any) -> None:

@@ -20,7 +20,7 @@ from typing import Annotated, Any
 import anyio
 import typer
 
-from protobench.cli.common import fail, parse_pairs, print_json
+from protobench.cli.common import fail, parse_pairs, parse_value, print_json
 from protobench.cli.render import Progress, summary_table
 from protobench.engine.controller import Controller
 from protobench.engine.events import (
@@ -95,15 +95,6 @@ def run_plan(
     return anyio.run(execute, controller, backend="asyncio", backend_options={"use_uvloop": True})
 
 
-def _parse(value: str | None, parser: Any, flag: str) -> Any:
-    if value is None:
-        return None
-    try:
-        return parser(value)
-    except ValueError as exc:
-        fail(f"{flag}: {exc}")
-
-
 def register(app: typer.Typer) -> None:
     @app.command("run")
     def run_command(
@@ -163,14 +154,14 @@ def register(app: typer.Typer) -> None:
         """Run a profile: warmup, sustain, report, thresholds, snapshot."""
         overrides = Overrides(
             target=target,
-            duration=_parse(duration, parse_duration, "--duration"),
-            warmup=_parse(warmup, parse_duration, "--warmup"),
-            interval=_parse(interval, parse_duration, "--interval"),
+            duration=parse_value(duration, parse_duration, "--duration"),
+            warmup=parse_value(warmup, parse_duration, "--warmup"),
+            interval=parse_value(interval, parse_duration, "--interval"),
             connections=connections,
-            rate=_parse(rate, parse_rate, "--rate"),
-            ramp_to=_parse(ramp_to, parse_rate, "--ramp-to"),
+            rate=parse_value(rate, parse_rate, "--rate"),
+            ramp_to=parse_value(ramp_to, parse_rate, "--ramp-to"),
             processes=processes,
-            timeout=_parse(timeout, parse_duration, "--timeout"),
+            timeout=parse_value(timeout, parse_duration, "--timeout"),
             thresholds=tuple(threshold or ()),
             options=parse_pairs(opt or [], "--opt"),
             serve=parse_pairs(serve_opt or [], "--serve-opt"),

@@ -16,9 +16,9 @@ from typing import Annotated, Any
 
 import typer
 
-from protobench.cli.common import fail, parse_pairs, print_json
+from protobench.cli.common import fail, parse_pairs, parse_value, print_json
 from protobench.cli.render import Progress, us
-from protobench.cli.run_cmd import _parse, run_plan
+from protobench.cli.run_cmd import run_plan
 from protobench.engine.plan import Overrides, RunPlan, resolve
 from protobench.engine.report import EXIT_INCOMPLETE
 from protobench.engine.sweep import (
@@ -148,11 +148,11 @@ def register(app: typer.Typer) -> None:
         """Run a profile once per level of each --vary axis; mark the knee; stop on errors."""
         base = Overrides(
             target=target,
-            duration=_parse(duration, parse_duration, "--duration"),
-            warmup=_parse(warmup, parse_duration, "--warmup"),
-            interval=_parse(interval, parse_duration, "--interval"),
+            duration=parse_value(duration, parse_duration, "--duration"),
+            warmup=parse_value(warmup, parse_duration, "--warmup"),
+            interval=parse_value(interval, parse_duration, "--interval"),
             connections=connections,
-            rate=_parse(rate, parse_rate, "--rate"),
+            rate=parse_value(rate, parse_rate, "--rate"),
             processes=processes,
             options=parse_pairs(opt or [], "--opt"),
             serve=parse_pairs(serve_opt or [], "--serve-opt"),

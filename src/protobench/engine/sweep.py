@@ -27,7 +27,6 @@ from __future__ import annotations
 
 import datetime as dt
 import itertools
-import json
 import secrets
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
@@ -35,7 +34,7 @@ from typing import Any
 
 from protobench.engine.plan import Overrides
 from protobench.engine.thresholds import Threshold, parse_threshold
-from protobench.profiles.units import parse_duration, parse_rate
+from protobench.profiles.units import parse_duration, parse_rate, parse_scalar
 
 KNEE_MIN_EFFICIENCY = 0.5
 KNEE_MIN_GAIN = 0.10
@@ -48,13 +47,6 @@ def _count(value: str) -> int:
     if number < 1:
         raise ValueError("expected a whole number >= 1")
     return number
-
-
-def _scalar(value: str) -> Any:
-    try:
-        return json.loads(value)
-    except ValueError:
-        return value
 
 
 PARSERS: dict[str, Callable[[str], Any]] = {
@@ -87,7 +79,7 @@ def parse_axis(text: str) -> Axis:
     if not eq or not key or not all(texts):
         raise ValueError(f"expected KEY=LEVEL,LEVEL,... such as connections=1,2,4, got {text!r}")
     if key.startswith(PREFIXES) and key.partition(".")[2]:
-        parser: Callable[[str], Any] = _scalar
+        parser: Callable[[str], Any] = parse_scalar
     elif key in PARSERS:
         parser = PARSERS[key]
     else:

@@ -8,7 +8,9 @@ says what was expected, which the profile loader turns into a located error.
 
 from __future__ import annotations
 
+import json
 import re
+from typing import Any
 
 _DURATION = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*(us|µs|ms|s|m|h)\s*$")
 _DURATION_FACTORS = {"us": 1e-6, "µs": 1e-6, "ms": 1e-3, "s": 1.0, "m": 60.0, "h": 3600.0}
@@ -54,6 +56,14 @@ def parse_fraction(value: str | float) -> float:
     if text.endswith("%"):
         return float(text[:-1]) / 100.0
     return float(text)
+
+
+def parse_scalar(text: str) -> Any:
+    """A command-line value: JSON when it parses (``5``, ``true``, ``[1, 2]``), else the string."""
+    try:
+        return json.loads(text)
+    except ValueError:
+        return text
 
 
 def format_duration(seconds: float) -> str:
