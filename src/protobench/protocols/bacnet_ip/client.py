@@ -34,6 +34,7 @@ from collections import deque
 from typing import cast
 
 from protobench.protocols.bacnet_ip.codec import (
+    INVOKE_ID_BYTES,
     INVOKE_IDS,
     Request,
     Route,
@@ -51,7 +52,6 @@ _SEGMENT_ACK = 0x4
 _SIMPLE_ACK = 0x2
 _SWEEPS_PER_ATTEMPT = 8
 _MIN_TICK = 0.005
-_IID = tuple(bytes((i,)) for i in range(INVOKE_IDS))
 MAX_LANES = 1024
 NEVER = -1e18
 
@@ -186,10 +186,6 @@ class DatagramClient:
         self.lanes.append(lane)
         return lane
 
-    @property
-    def inflight(self) -> int:
-        return sum(lane.inflight for lane in self.lanes)
-
     def send(self, request: Request, done: Done) -> None:
         """Send ``request``; ``done(error or None, bytes)`` is called once with the outcome."""
         now = monotonic()
@@ -211,7 +207,7 @@ class DatagramClient:
         invoke_id = lane.next
         lane.next = (invoke_id + 1) & 0xFF
         lane.used[invoke_id] = now
-        wire = request.head + _IID[invoke_id] + request.tail
+        wire = request.head + INVOKE_ID_BYTES[invoke_id] + request.tail
         lane.pending[invoke_id] = (done, request, wire, 0)
         lane.inflight += 1
         if self._timer is None:

@@ -70,7 +70,8 @@ from protobench.protocols.base import ErrorClass, OpError
 
 MAX_APDU = 1476
 INVOKE_IDS = 256
-_IID = tuple(bytes((i,)) for i in range(INVOKE_IDS))
+INVOKE_ID_BYTES = tuple(bytes((i,)) for i in range(INVOKE_IDS))
+"""The invoke ID byte of a datagram, ready to concatenate."""
 _CLOSING_TAG_3 = 0x3F
 _COMPLEX_ACK_HEAD = 0x30
 _SIMPLE_ACK_HEAD = 0x20
@@ -176,10 +177,6 @@ class Request:
         self.service = service
         self.simple = simple
         self.label = label
-
-    def wire(self, invoke_id: int) -> bytes:
-        """The datagram with ``invoke_id`` in place."""
-        return self.head + _IID[invoke_id] + self.tail
 
     def accept(self, data: bytes, start: int) -> OpError | None:
         """Check the reply APDU at ``data[start:]``; ``None`` when it is right."""
