@@ -417,7 +417,7 @@ def main() -> int:
         "--sessions", type=int, default=64, help="sessions against the fast responder"
     )
     parser.add_argument(
-        "--server-sessions", type=int, default=8, help="sessions/tasks against bac-py"
+        "--server-sessions", type=int, default=32, help="sessions/tasks against bac-py"
     )
     parser.add_argument("--server-core", type=int, default=0)
     parser.add_argument("--client-core", type=int, default=1)
