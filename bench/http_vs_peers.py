@@ -240,7 +240,11 @@ def run_oha(settings: Settings) -> Result:
     codes = data.get("statusCodeDistribution", {})
     requests = sum(int(v) for k, v in codes.items() if k.startswith("2"))
     errors = sum(int(v) for k, v in codes.items() if not k.startswith("2"))
-    errors += sum(int(v) for v in data.get("errorDistribution", {}).values())
+    errors += sum(
+        int(v)
+        for k, v in data.get("errorDistribution", {}).items()
+        if k != "aborted due to deadline"  # the requests in flight when the run ends
+    )
     return Result("oha", requests, float(data["summary"]["total"]), cpu, errors)
 
 
