@@ -44,6 +44,7 @@ async def settle(pilot: Pilot[int], app: MonitorApp, fake: FakeSource) -> None:
     """Wait until every scripted event but the held end has been shown."""
     await wait_for(pilot, lambda: fake.emitted >= len(fake.events) - 1)
     await pilot.pause()
+    await wait_for(pilot, lambda: not app.feed.pending)
     await wait_for(pilot, lambda: app.view.elapsed == app.feed.model.elapsed)
     await pilot.pause()
 

@@ -4,7 +4,9 @@ A :class:`Feed` is the ``emit`` callback given to a source. It folds each
 event into its :class:`RunModel` at once (in the source's thread), and posts
 a fresh :class:`ViewUpdated` at most once per ``refresh`` seconds (a trailing
 timer makes sure the newest state is always shown); a phase change, a
-notice, the start and the end are posted without delay. Percentiles are
+notice, the start and the end are posted without delay, and a resource
+sample waits for the next interval (at most one interval), so a run redraws
+about once per interval. Percentiles are
 computed when a view is built, so at most ``1 / refresh`` times a second
 whatever the rate of events (a replay at ×100 included).
 """
@@ -18,11 +20,21 @@ from collections.abc import Callable
 
 from textual.message import Message
 
-from protobench.engine.events import Event, Notice, PhaseChanged, RunFinished, RunStarted
+from protobench.engine.events import (
+    Event,
+    Notice,
+    PhaseChanged,
+    ResourceSample,
+    RunFinished,
+    RunStarted,
+)
 from protobench.tui.messages import NoticeShown, RunEnded, ViewUpdated
 from protobench.tui.model import RunModel
 
 REFRESH = 0.25
+HOLD = 4
+"""A resource sample waits up to HOLD refresh periods (at most one interval) to be
+shown with the next interval: one redraw a second instead of two."""
 
 
 class Feed:
@@ -35,6 +47,7 @@ class Feed:
         self.views = 0
         self._last = -math.inf
         self._timer: asyncio.TimerHandle | None = None
+        self._due = 0.0
 
     def __call__(self, event: Event) -> None:
         alerts = self.model.apply(event)
@@ -42,22 +55,36 @@ class Feed:
             self.post(NoticeShown(alert))
         if alerts or isinstance(event, RunStarted | PhaseChanged | Notice | RunFinished):
             self.flush()
+        elif isinstance(event, ResourceSample):
+            info = self.model.info
+            self._schedule(hold=min(info.interval if info else 1.0, HOLD * self.refresh))
         else:
             self._schedule()
         if isinstance(event, RunFinished):
             self.post(RunEnded(event.report, event.exit_code))
 
-    def _schedule(self) -> None:
-        wait = self._last + self.refresh - time.monotonic()
-        if wait <= 0:
+    @property
+    def pending(self) -> bool:
+        """A view is due on the timer."""
+        return self._timer is not None
+
+    def _schedule(self, hold: float = 0.0) -> None:
+        now = time.monotonic()
+        due = max(self._last + self.refresh, now + hold)
+        if due <= now:
             self.flush()
-        elif self._timer is None:
-            try:
-                loop = asyncio.get_running_loop()
-            except RuntimeError:
-                self.flush()
-                return
-            self._timer = loop.call_later(wait, self.flush)
+            return
+        if self._timer is not None and self._due <= due:
+            return
+        try:
+            loop = asyncio.get_running_loop()
+        except RuntimeError:
+            self.flush()
+            return
+        if self._timer is not None:
+            self._timer.cancel()
+        self._due = due
+        self._timer = loop.call_later(due - now, self.flush)
 
     def flush(self) -> None:
         """Post the view of the model now."""

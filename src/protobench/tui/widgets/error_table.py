@@ -18,6 +18,14 @@ class ErrorTable(Panel):
         super().__init__(id=id)
         self.compact = compact
 
+    def key(self, display: Display) -> object:
+        ops = display.view.ops
+        rates = tuple(round(op.error_rate, 4) for op in ops) if not self.compact else ()
+        return tuple((op.name, tuple(op.errors_by_class.items())) for op in ops), rates
+
+    def shape(self, display: Display) -> object:
+        return tuple(len(op.errors_by_class) for op in display.view.ops)
+
     def render_display(self, display: Display) -> RenderableType:
         view = display.view
         total_errors = sum(sum(op.errors_by_class.values()) for op in view.ops)

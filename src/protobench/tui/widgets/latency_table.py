@@ -26,6 +26,9 @@ class LatencyTable(Panel):
         super().__init__(id=id)
         self.scope = scope
 
+    def shape(self, display: Display) -> object:
+        return len(display.view.ops), display.baseline is not None
+
     def title(self, display: Display) -> str:
         view = display.view
         where = (

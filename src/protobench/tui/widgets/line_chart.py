@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -89,8 +90,9 @@ class LineChart(Widget):
             else:
                 tick = ""
             out.append(f"{tick:>{LABEL_WIDTH}}┤" if tick else " " * LABEL_WIDTH + "│", "dim")
-            for char, owner in row:
-                out.append(char, self.series[owner].style if owner is not None else "")
+            for owner, cells in itertools.groupby(row, key=lambda cell: cell[1]):
+                text = "".join(char for char, _ in cells)
+                out.append(text, self.series[owner].style if owner is not None else "")
             out.append("\n")
         span = max((len(v) for v in visible), default=0) * self.interval
         left = f"-{span:.0f}s" if span else ""

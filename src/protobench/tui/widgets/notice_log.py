@@ -14,6 +14,9 @@ TAIL_LINES = 4
 class NoticeLog(Panel):
     """Notices in order, alerts in red with the tail of the failed worker's log."""
 
+    def key(self, display: Display) -> object:
+        return len(display.view.notices)
+
     def render_display(self, display: Display) -> RenderableType:
         notices = display.view.notices
         self.border_title = f"notices · {len(notices)}"

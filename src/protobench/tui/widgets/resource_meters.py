@@ -26,6 +26,14 @@ def meter(percent: float, width: int) -> Text:
 class ResourceMeters(Panel):
     """Meters of the newest resource sample; dead workers and a gone target in red."""
 
+    def shape(self, display: Display) -> object:
+        resources = display.view.resources
+        if resources is None:
+            return None
+        target = "gone" if resources.target_gone else resources.target is not None
+        dead = sum(notice.kind == "worker" for notice in display.view.notices)
+        return len(resources.workers), dead, target
+
     def render_display(self, display: Display) -> RenderableType:
         view = display.view
         self.border_title = "resources"

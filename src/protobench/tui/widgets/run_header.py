@@ -38,6 +38,24 @@ def load_model(display: Display) -> str:
 class RunHeader(Panel):
     """Three lines: what runs against what, the load, the phase and its progress."""
 
+    def key(self, display: Display) -> object:
+        view = display.view
+        report = view.report or {}
+        return (
+            view.info,
+            view.state,
+            view.phase,
+            int(view.elapsed),
+            view.paused,
+            view.rate_factor,
+            view.generator_bound,
+            report.get("stop_reason"),
+            display.stopping,
+            display.playback,
+            display.baseline.id if display.baseline else None,
+            int(display.waited) if view.info is None else 0,
+        )
+
     def render_display(self, display: Display) -> RenderableType:
         info = display.view.info
         title = Text.assemble(("protobench ", "bold"))

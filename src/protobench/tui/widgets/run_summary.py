@@ -30,6 +30,14 @@ def outcome(report: dict[str, Any], exit_code: int | None) -> Text:
 class RunSummary(Panel):
     """The final report on screen until the user quits."""
 
+    def key(self, display: Display) -> object:
+        view = display.view
+        report = id(view.report)
+        return report, len(view.notices), display.baseline, display.latency_key, display.error
+
+    def shape(self, display: Display) -> object:
+        return display.view.report is not None, display.baseline, display.error
+
     def render_display(self, display: Display) -> RenderableType:
         view = display.view
         self.border_title = "summary"

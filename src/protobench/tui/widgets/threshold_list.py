@@ -26,6 +26,9 @@ def observed(expr: str, value: float | None) -> str:
 class ThresholdList(Panel):
     """✔ passing, ✘ failing, … waiting (no sustain figures yet)."""
 
+    def key(self, display: Display) -> object:
+        return display.view.thresholds, display.view.report is not None
+
     def render_display(self, display: Display) -> RenderableType:
         view = display.view
         final = view.report is not None

@@ -12,6 +12,12 @@ from protobench.tui.widgets.panel import Panel
 class VerdictBanner(Panel):
     """A red banner while the generator, not the target, is the bottleneck."""
 
+    def key(self, display: Display) -> object:
+        return self.shape(display)
+
+    def shape(self, display: Display) -> object:
+        return display.view.generator_bound, display.view.generator_reason
+
     def show(self, display: Display) -> None:
         self.set_class(display.view.generator_bound, "-active")
         super().show(display)
