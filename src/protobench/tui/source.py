@@ -269,13 +269,15 @@ class ReplaySource:
     kind = "replay"
     controls = frozenset({"pause", "seek", "speed"})
 
-    def __init__(self, snapshot: dict[str, Any], speed: float = 1.0) -> None:
+    def __init__(
+        self, snapshot: dict[str, Any], speed: float = 1.0, log_dir: Path | None = None
+    ) -> None:
         self.timeline = replay_timeline(snapshot)
         self.end = self.timeline[-1][0]
         self.speed = speed
         self.position = 0.0
         self.paused = False
-        self.log_dir = _log_dir(snapshot)
+        self.log_dir = log_dir if log_dir is not None and log_dir.is_dir() else _log_dir(snapshot)
         self._index = 0
         self._seeks = 0
         self._wake: asyncio.Event | None = None
