@@ -31,9 +31,7 @@ async def client_for(
 ) -> DatagramClient:
     assert responder.transport is not None
     port = responder.transport.get_extra_info("sockname")[1]
-    return await DatagramClient.open(
-        "127.0.0.1", port, "127.0.0.1", None, request_timeout, retries, reuse
-    )
+    return DatagramClient("127.0.0.1", port, "127.0.0.1", None, request_timeout, retries, reuse)
 
 
 async def test_reads_are_answered_and_checked() -> None:
@@ -117,7 +115,7 @@ async def test_a_closed_port_is_refused() -> None:
     with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as probe:
         probe.bind(("127.0.0.1", 0))
         port = probe.getsockname()[1]
-    client = await DatagramClient.open("127.0.0.1", port, "127.0.0.1", None, 2.0)
+    client = DatagramClient("127.0.0.1", port, "127.0.0.1", None, 2.0)
     try:
         with pytest.raises(OpError) as caught:
             await client.request(ReadRequest(AI1, PV, None))

@@ -1,14 +1,17 @@
 """The lean BACnet/IP client: pre-encoded requests over UDP, replies matched by invoke ID.
 
-A :class:`DatagramClient` owns one or more :class:`Lane` sockets, each bound
-to the configured local address (127.0.0.1 by default) on an ephemeral port
-and connected to the target, so the kernel drops datagrams from anyone else
-and reports an ICMP port-unreachable (``refused``). A lane has 256 invoke IDs.
-Sending a request is a datagram concatenation and one ``sendto``; its reply
-is matched by invoke ID and checked by the :class:`Request` that was sent.
-There is no task, future or timer per request: one timer sweeps the
-deadlines a few times per attempt timeout, resends when retries are
-configured, and fails a request with ``timeout`` at the end.
+A :class:`DatagramClient` owns one or more :class:`Lane` sockets: non-blocking
+UDP sockets bound to the configured local address (127.0.0.1 by default) on
+an ephemeral port and connected to the target, so the kernel drops datagrams
+from anyone else and reports an ICMP port-unreachable (``refused``). Each is
+watched with the event loop's ``add_reader`` and read with ``recv``, and
+written with ``send``: no transport object, no address tuple per datagram.
+A lane has 256 invoke IDs. Sending a request is a datagram concatenation and
+one ``send``; its reply is matched by invoke ID and checked by the
+:class:`Request` that was sent. There is no task, future or timer per
+request: one timer sweeps the deadlines a few times per attempt timeout,
+resends when retries are configured, and fails a request with ``timeout`` at
+the end.
 
 **Invoke-ID reuse.** A BACnet server remembers each (client address, invoke
 ID) it answered for a while and answers a request carrying the same pair
@@ -18,9 +21,9 @@ thousands of requests per second from one socket wraps its 256 IDs within
 that window and receives stale replies. So an (address, ID) pair is reused
 only ``reuse_after`` seconds after its last use: when the next ID of every
 lane is still too recent, the client opens another lane (a new address). In
-the steady state a session has ``rate × reuse_after / 256`` lanes. A request
-that finds no usable ID waits (parked) until a lane opens or an ID cools
-down; the wait is part of its latency.
+the steady state a session has ``rate × reuse_after / 256`` lanes. At the
+lane limit (or when no socket can be opened) a request waits until an ID
+cools down; the wait is part of its latency.
 
 The client can register its first lane as a foreign device with a BBMD at
 the target's address; it renews the registration at half its time-to-live.
@@ -29,9 +32,9 @@ the target's address; it renews the registration at half its time-to-live.
 from __future__ import annotations
 
 import asyncio
+import socket
 import time
 from collections import deque
-from typing import cast
 
 from protobench.protocols.bacnet_ip.codec import (
     INVOKE_ID_BYTES,
@@ -52,6 +55,7 @@ _SEGMENT_ACK = 0x4
 _SIMPLE_ACK = 0x2
 _SWEEPS_PER_ATTEMPT = 8
 _MIN_TICK = 0.005
+MAX_DATAGRAM = 1500
 MAX_LANES = 1024
 NEVER = -1e18
 
@@ -59,26 +63,37 @@ monotonic = time.monotonic
 Pending = tuple[Done, Request, bytes, int]
 
 
-class Lane(asyncio.DatagramProtocol):
+class Lane:
     """One socket of a client, with its 256 invoke IDs.
 
     ``used[i]`` is when invoke ID ``i`` was last sent (its deadline is that
     plus the attempt timeout); ``pending[i]`` is its request while in flight.
     """
 
-    def __init__(self, client: DatagramClient) -> None:
+    def __init__(self, client: DatagramClient, sock: socket.socket) -> None:
         self.client = client
+        self.sock = sock
+        self.send = sock.send
+        self.recv = sock.recv
+        self.open = True
         self.direct = client.route is None
-        self.transport: asyncio.DatagramTransport | None = None
         self.pending: list[Pending | None] = [None] * INVOKE_IDS
         self.used = [NEVER] * INVOKE_IDS
         self.next = 0
         self.inflight = 0
 
-    def connection_made(self, transport: asyncio.BaseTransport) -> None:
-        self.transport = cast(asyncio.DatagramTransport, transport)
-
-    def datagram_received(self, data: bytes, addr: tuple[str | int, ...]) -> None:
+    def readable(self) -> None:
+        """The socket has a datagram (the event loop calls this; it calls again if more wait)."""
+        try:
+            data = self.recv(MAX_DATAGRAM)
+        except BlockingIOError:
+            return
+        except ConnectionRefusedError:
+            self.fail_all(OpError(ErrorClass.REFUSED, "ICMP port unreachable"))
+            return
+        except OSError as exc:
+            self.fail_all(OpError(ErrorClass.CLOSED, f"socket error: {exc}"))
+            return
         size = len(data)
         if (
             size < 9
@@ -108,6 +123,21 @@ class Lane(asyncio.DatagramProtocol):
         else:
             entry[0](error, 0)
 
+    def send_failed(self, invoke_id: int, exc: OSError) -> None:
+        """The request pending at ``invoke_id`` could not be sent: fail it (soon)."""
+        entry = self.pending[invoke_id]
+        if entry is None:
+            return
+        self.pending[invoke_id] = None
+        self.inflight -= 1
+        if isinstance(exc, ConnectionRefusedError):
+            error = OpError(ErrorClass.REFUSED, "ICMP port unreachable")
+        elif isinstance(exc, BlockingIOError):
+            error = OpError(ErrorClass.LOCAL, "socket send buffer full")
+        else:
+            error = OpError(ErrorClass.CLOSED, f"socket error: {exc}")
+        self.client.loop.call_soon(entry[0], error, 0)
+
     def fail_all(self, error: OpError) -> None:
         for invoke_id, entry in enumerate(self.pending):
             if entry is not None:
@@ -115,13 +145,12 @@ class Lane(asyncio.DatagramProtocol):
                 self.inflight -= 1
                 entry[0](error, 0)
 
-    def error_received(self, exc: Exception) -> None:
-        if isinstance(exc, ConnectionRefusedError):
-            self.fail_all(OpError(ErrorClass.REFUSED, "ICMP port unreachable"))
-
-    def connection_lost(self, exc: Exception | None) -> None:
-        self.transport = None
-        self.fail_all(OpError(ErrorClass.CLOSED, "session closed before the reply"))
+    def close(self, loop: asyncio.AbstractEventLoop) -> None:
+        if self.open:
+            self.open = False
+            loop.remove_reader(self.sock.fileno())
+            self.sock.close()
+            self.fail_all(OpError(ErrorClass.CLOSED, "session closed before the reply"))
 
 
 class DatagramClient:
@@ -137,6 +166,12 @@ class DatagramClient:
         retries: int = 0,
         reuse_after: float = 0.0,
     ) -> None:
+        """A client with one lane bound to ``local_host``, connected to ``host:port``.
+
+        Must be created in a running event loop; raises ``OSError`` when the
+        first socket cannot be opened.
+        """
+        self.loop = asyncio.get_running_loop()
         self.remote = (host, port)
         self.local_host = local_host
         self.route = route
@@ -149,40 +184,26 @@ class DatagramClient:
         self.resent = 0
         self.stray = 0
         self.closed = False
-        self._lane: Lane | None = None
         self._parked: deque[tuple[Request, Done]] = deque()
-        self._growth: asyncio.Task[None] | None = None
         self._max_lanes = MAX_LANES
         self._timer: asyncio.TimerHandle | None = None
         self._wake: asyncio.TimerHandle | None = None
         self._registration: asyncio.Future[int] | None = None
         self._renewal: asyncio.TimerHandle | None = None
         self._ttl = 0
+        self._lane = self._add_lane()
 
-    @classmethod
-    async def open(
-        cls,
-        host: str,
-        port: int,
-        local_host: str,
-        route: Route | None,
-        request_timeout: float,
-        retries: int = 0,
-        reuse_after: float = 0.0,
-    ) -> DatagramClient:
-        """A client with one lane bound to ``local_host``, connected to ``host:port``."""
-        client = cls(host, port, local_host, route, request_timeout, retries, reuse_after)
-        client._lane = await client._add_lane()
-        return client
-
-    async def _add_lane(self) -> Lane:
-        loop = asyncio.get_running_loop()
-        transport, lane = await loop.create_datagram_endpoint(
-            lambda: Lane(self), local_addr=(self.local_host, 0), remote_addr=self.remote
-        )
-        if self.closed:
-            transport.close()
-            raise OpError(ErrorClass.CLOSED, "session closed")
+    def _add_lane(self) -> Lane:
+        sock = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+        try:
+            sock.setblocking(False)
+            sock.bind((self.local_host, 0))
+            sock.connect(self.remote)
+        except OSError:
+            sock.close()
+            raise
+        lane = Lane(self, sock)
+        self.loop.add_reader(sock.fileno(), lane.readable)
         self.lanes.append(lane)
         return lane
 
@@ -190,99 +211,86 @@ class DatagramClient:
         """Send ``request``; ``done(error or None, bytes)`` is called once with the outcome."""
         now = monotonic()
         lane = self._lane
-        assert lane is not None
         invoke_id = lane.next
         if (
-            lane.transport is None
-            or self._parked
+            self._parked
             or lane.pending[invoke_id] is not None
             or now - lane.used[invoke_id] < self.reuse_after
+            or not lane.open
         ):
             self._send_elsewhere(request, done, now)
-        else:
-            self._transmit(lane, request, done, now)
-
-    def _transmit(self, lane: Lane, request: Request, done: Done, now: float) -> None:
-        """Send on ``lane``, whose next invoke ID is usable."""
-        invoke_id = lane.next
+            return
         lane.next = (invoke_id + 1) & 0xFF
         lane.used[invoke_id] = now
         wire = request.head + INVOKE_ID_BYTES[invoke_id] + request.tail
         lane.pending[invoke_id] = (done, request, wire, 0)
         lane.inflight += 1
         if self._timer is None:
-            self._timer = asyncio.get_running_loop().call_later(self.tick, self._sweep)
-        lane.transport.sendto(wire)  # type: ignore[union-attr]  # usable lanes have one
+            self._timer = self.loop.call_later(self.tick, self._sweep)
+        try:
+            lane.send(wire)
+        except OSError as exc:
+            lane.send_failed(invoke_id, exc)
 
     def _send_elsewhere(self, request: Request, done: Done, now: float) -> None:
-        """The current lane cannot send now: use another, or park the request."""
+        """The current lane cannot send now: move to another or a new one, or park the request."""
         if self.closed:
-            asyncio.get_running_loop().call_soon(
-                done, OpError(ErrorClass.CLOSED, "session closed"), 0
-            )
-            return
-        if not self._parked:
-            lane = self._usable_lane(now)
-            if lane is not None:
-                self._transmit(lane, request, done, now)
-                return
-        self._parked.append((request, done))
-        self._need_capacity(now)
+            self.loop.call_soon(done, OpError(ErrorClass.CLOSED, "session closed"), 0)
+        elif not self._parked and self._usable_lane(now) is not None:
+            self.send(request, done)
+        else:
+            self._parked.append((request, done))
+            self._wake_when_cool(now)
 
     def _usable(self, lane: Lane, now: float) -> bool:
         invoke_id = lane.next
         return (
-            lane.transport is not None
+            lane.open
             and lane.pending[invoke_id] is None
             and now - lane.used[invoke_id] >= self.reuse_after
         )
 
     def _usable_lane(self, now: float) -> Lane | None:
-        """The current lane, or the next one whose next invoke ID may be used now."""
+        """Make the current lane one whose next invoke ID is usable now, opening one if need be.
+
+        Returns it, or ``None`` at the lane limit.
+        """
         current = self._lane
-        if current is not None and self._usable(current, now):
+        if self._usable(current, now):
             return current
         count = len(self.lanes)
-        first = self.lanes.index(current) if current is not None else -1
+        first = self.lanes.index(current)
         for step in range(1, count + 1):
             lane = self.lanes[(first + step) % count]
             if self._usable(lane, now):
                 self._lane = lane
                 return lane
+        if count < self._max_lanes:
+            try:
+                self._lane = self._add_lane()
+            except OSError:
+                self._max_lanes = count
+            else:
+                return self._lane
         return None
 
-    def _unpark(self) -> None:
-        """Send parked requests while some lane can; else grow or wait for an ID to cool."""
-        self._wake = None
-        parked = self._parked
-        while parked:
-            now = monotonic()
-            lane = self._usable_lane(now)
-            if lane is None:
-                self._need_capacity(now)
-                return
-            request, done = parked.popleft()
-            self._transmit(lane, request, done, now)
-
-    def _need_capacity(self, now: float) -> None:
-        """Open another lane, or (at the lane limit) wake up when an invoke ID cools down."""
-        loop = asyncio.get_running_loop()
-        if len(self.lanes) < self._max_lanes:
-            if self._growth is None:
-                self._growth = loop.create_task(self._grow())
-        elif self._wake is None:
-            soonest = min(lane.used[lane.next] for lane in self.lanes)
+    def _wake_when_cool(self, now: float) -> None:
+        """Send the parked requests when the soonest invoke ID cools down."""
+        if self._wake is None:
+            soonest = min(lane.used[lane.next] for lane in self.lanes if lane.open)
             delay = max(_MIN_TICK, soonest + self.reuse_after - now)
-            self._wake = loop.call_later(delay, self._unpark)
+            self._wake = self.loop.call_later(delay, self._unpark)
 
-    async def _grow(self) -> None:
-        try:
-            self._lane = await self._add_lane()
-        except (OSError, OpError):
-            self._max_lanes = len(self.lanes)
-        finally:
-            self._growth = None
-        self._unpark()
+    def _unpark(self) -> None:
+        """Send the parked requests in order, until one has to wait again."""
+        self._wake = None
+        waiting, self._parked = self._parked, deque()
+        while waiting:
+            request, done = waiting.popleft()
+            self.send(request, done)
+            if self._parked:
+                self._parked.extend(waiting)
+                return
 
     def apdu_start(self, data: bytes) -> int:
         """Where the APDU starts in a datagram whose NPDU carries addresses; -1 if not ours."""
@@ -318,23 +326,27 @@ class DatagramClient:
                 if entry is None or used[invoke_id] > expired:
                     continue
                 done, request, wire, attempts = entry
-                if attempts < self.retries and lane.transport is not None:
+                if attempts < self.retries and lane.open:
                     pending[invoke_id] = (done, request, wire, attempts + 1)
                     used[invoke_id] = now
                     self.resent += 1
-                    lane.transport.sendto(wire)
+                    try:
+                        lane.send(wire)
+                    except OSError as exc:
+                        lane.send_failed(invoke_id, exc)
                     continue
                 pending[invoke_id] = None
                 lane.inflight -= 1
-                waited = self.attempt_timeout * (attempts + 1)
-                done(OpError(ErrorClass.TIMEOUT, f"{request.label}: no reply in {waited:.3g}s"), 0)
+                waited = f"no reply in {self.attempt_timeout * (attempts + 1):.3g}s"
+                tries = f" ({attempts + 1} attempts)" if attempts else ""
+                done(OpError(ErrorClass.TIMEOUT, f"{request.label}: {waited}{tries}"), 0)
             busy = busy or lane.inflight > 0
         if busy and self._timer is None and not self.closed:
-            self._timer = asyncio.get_running_loop().call_later(self.tick, self._sweep)
+            self._timer = self.loop.call_later(self.tick, self._sweep)
 
     async def request(self, request: Request) -> int:
         """Send ``request`` and wait for its outcome; return the reply's size or raise OpError."""
-        future: asyncio.Future[int] = asyncio.get_running_loop().create_future()
+        future: asyncio.Future[int] = self.loop.create_future()
 
         def done(error: OpError | None, nbytes: int) -> None:
             if future.done():
@@ -353,22 +365,27 @@ class DatagramClient:
         Waits for the BVLC-Result without a limit: callers bound the wait.
         """
         self._ttl = ttl
-        self._registration = asyncio.get_running_loop().create_future()
+        self._registration = self.loop.create_future()
         self._send_registration()
         code = await self._registration
         if code != 0:
             raise OpError(
                 ErrorClass.PROTOCOL, "foreign device registration refused", f"bvlc:{code:#06x}"
             )
-        self._renewal = asyncio.get_running_loop().call_later(ttl / 2, self._renew)
+        self._renewal = self.loop.call_later(ttl / 2, self._renew)
 
     def _send_registration(self) -> None:
-        if self.lanes and self.lanes[0].transport is not None:
-            self.lanes[0].transport.sendto(encode_register_foreign_device(self._ttl))
+        first = self.lanes[0]
+        if first.open:
+            try:
+                first.send(encode_register_foreign_device(self._ttl))
+            except OSError as exc:
+                if self._registration is not None and not self._registration.done():
+                    self._registration.set_exception(OpError(ErrorClass.REFUSED, str(exc)))
 
     def _renew(self) -> None:
         self._send_registration()
-        self._renewal = asyncio.get_running_loop().call_later(self._ttl / 2, self._renew)
+        self._renewal = self.loop.call_later(self._ttl / 2, self._renew)
 
     def other(self, data: bytes) -> None:
         """A datagram other than an Original-Unicast-NPDU: a BVLC-Result, or ignored."""
@@ -391,5 +408,4 @@ class DatagramClient:
         while self._parked:
             self._parked.popleft()[1](error, 0)
         for lane in self.lanes:
-            if lane.transport is not None:
-                lane.transport.close()
+            lane.close(self.loop)

@@ -97,7 +97,7 @@ async def open_client(
 ) -> DatagramClient:
     """A datagram client to ``target``, registered as a foreign device if the options say so."""
     try:
-        client = await DatagramClient.open(
+        client = DatagramClient(
             target.host,
             target.port,
             options.interface,
