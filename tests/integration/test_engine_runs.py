@@ -124,6 +124,7 @@ def test_target_killed_mid_run_counts_errors_and_saves() -> None:
     assert set(sustain["errors_by_class"]) & {"refused", "closed"}, sustain["errors_by_class"]
     assert sustain["counters"]["reconnects"] >= 1
     assert not report["partial"]
+    assert any(n["kind"] == "target" and "gone" in n["message"] for n in report["notices"])
     assert Path(report["snapshot"]).is_file()
 
 

@@ -133,7 +133,7 @@ class Aggregator:
                 "lag_ms": bucket.lag_ms,
                 "inflight": bucket.inflight,
                 "ops": {
-                    name: {k: v for k, v in op.items() if k != "last_errors"}
+                    name: {k: v for k, v in op.items() if k != "last_errors" or v}
                     for name, op in ops.items()
                 },
             }

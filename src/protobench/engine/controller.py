@@ -52,7 +52,13 @@ BYE_GRACE = 10.0
 
 
 class Controller:
-    """One run of a plan. Commands may be called from any task while it runs."""
+    """One run of a plan.
+
+    Commands (:meth:`pause`, :meth:`resume`, :meth:`set_rate_factor`,
+    :meth:`stop`) may be called from any code running on the controller's event
+    loop, a plain callback included; from another thread, hand them to that
+    loop (``loop.call_soon_threadsafe``).
+    """
 
     def __init__(
         self,
@@ -284,9 +290,18 @@ class Controller:
             self.emit(PhaseChanged(phase, round(self.elapsed(), 3)))
 
     async def _sample_resources(self, sampler: Sampler) -> None:
+        watching = sampler.target is not None
         while True:
             await anyio.sleep(self.plan.interval)
             workers, target, host = sampler.sample()
+            if watching and target is None:
+                watching = False
+                assert sampler.target is not None
+                self.notice(
+                    "target",
+                    f"the target process (pid {sampler.target.pid}) is gone",
+                    pid=sampler.target.pid,
+                )
             sample = ResourceSample(round(self.elapsed(), 3), workers, target, host)
             self.resource_series.append(
                 {

@@ -12,6 +12,7 @@ and the tail of its log. :meth:`WorkerPool.shutdown` stops what is left: a
 
 from __future__ import annotations
 
+import contextlib
 import subprocess
 import sys
 from collections.abc import AsyncIterator
@@ -67,11 +68,15 @@ class WorkerPool:
         self._send: MemoryObjectSendStream[Frame]
         self._receive: MemoryObjectReceiveStream[Frame]
         self._send, self._receive = anyio.create_memory_object_stream[Frame](10_000)
+        self._control_send, self._control_receive = anyio.create_memory_object_stream[
+            tuple[str, Any]
+        ](1_000)
         self._running = 0
 
     async def __aenter__(self) -> WorkerPool:
         self._group = anyio.create_task_group()
         await self._group.__aenter__()
+        self._group.start_soon(self._forward_control)
         for spec in self.slices:
             log_path = self.log_dir / f"worker-{spec.worker}.log"
             with log_path.open("ab") as log:
@@ -112,11 +117,19 @@ class WorkerPool:
         return [h.pid for h in self.handles]
 
     def broadcast(self, kind: str, payload: Any) -> None:
-        """Send a control frame to every live worker (from any task)."""
-        assert self._group is not None
-        for handle in self.handles:
-            if handle.exit_code is None:
-                self._group.start_soon(handle.send, kind, payload)
+        """Queue a control frame for every live worker.
+
+        Safe from any code on the controller's event loop, a bare callback
+        included; a forwarding task writes the frames in order.
+        """
+        with contextlib.suppress(anyio.WouldBlock, anyio.ClosedResourceError):
+            self._control_send.send_nowait((kind, payload))
+
+    async def _forward_control(self) -> None:
+        async for kind, payload in self._control_receive:
+            for handle in self.handles:
+                if handle.exit_code is None:
+                    await handle.send(kind, payload)
 
     async def _read(self, handle: WorkerHandle) -> None:
         decoder = FrameDecoder()
