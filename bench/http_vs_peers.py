@@ -23,6 +23,12 @@ Generators:
 * every peer found on PATH: wrk, oha, k6, hey, locust (FastHttpUser, one
   process). CPU is the whole process's (``wait4`` rusage) over its requests.
 
+Every process (nginx, each generator) starts in its own session: with
+Linux's scheduler autogroups, processes of one session share one weight, so a
+generator in the script's session would get only part of its core while a
+shared machine's other jobs compete for it (protobench's workers start their
+own sessions anyway).
+
 Run it as ``bench/http_vs_peers [--duration 10] [--rounds 3]``. nginx is
 installed from Debian (``apt-get install nginx-light``) when missing. The
 machine may be shared: look at the spread between rounds and at nginx's CPU
@@ -145,7 +151,9 @@ http {{
     )
     command = ["taskset", "-c", str(settings.server_core), find_nginx()]
     command += ["-p", str(root), "-c", str(conf), "-e", str(root / "logs" / "error.log")]
-    process = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    process = subprocess.Popen(
+        command, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, start_new_session=True
+    )
     deadline = time.monotonic() + 10
     while time.monotonic() < deadline:
         try:
@@ -198,6 +206,7 @@ def run_pinned(settings: Settings, command: list[str], **kwargs: Any) -> str:
         text=True,
         timeout=settings.duration * 3 + 120,
         check=False,
+        start_new_session=True,
         **kwargs,
     )
     return str(done.stdout)
@@ -325,7 +334,12 @@ def run_protobench(settings: Settings) -> Result:
     command += ["--ndjson", "--no-tui", "--quiet"]
     command += ["--snapshots-dir", str(settings.workdir / "snapshots")]
     process = subprocess.Popen(
-        command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=settings.workdir
+        command,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        cwd=settings.workdir,
+        start_new_session=True,
     )
     assert process.stdout is not None
     marks: list[tuple[float, int]] = []

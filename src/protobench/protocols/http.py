@@ -23,7 +23,7 @@ from __future__ import annotations
 import asyncio
 import ssl
 from collections.abc import Mapping
-from functools import cache
+from functools import cache, partial
 from pathlib import Path
 from typing import Any, ClassVar
 
@@ -131,7 +131,12 @@ def _ssl_context(
 
 
 class HttpSession(CallbackSession):
-    """One keep-alive connection sending one pre-encoded request back-to-back."""
+    """One keep-alive connection sending one pre-encoded request back-to-back.
+
+    ``submit`` is bound straight to the connection's ``submit`` with the
+    request (a ``functools.partial``, no Python frame of its own); a submit on
+    a connection that died goes to :meth:`_reopen` through ``on_dead``.
+    """
 
     def __init__(
         self,
@@ -140,24 +145,25 @@ class HttpSession(CallbackSession):
         accept: frozenset[int],
         tls: ssl.SSLContext | None,
     ) -> None:
-        self._conn = conn
         self._request = request
         self._accept = accept
         self._tls = tls
         self._reopening: asyncio.Task[None] | None = None
-        conn.accept = accept
+        self._conn = self._bind(conn)
+
+    def _bind(self, conn: HttpConnection) -> HttpConnection:
+        conn.accept = self._accept
+        conn.on_dead = self._reopen
+        self.submit = partial(conn.submit, self._request)  # type: ignore[method-assign]
+        return conn
 
     def submit(self, done: Done) -> None:
-        conn = self._conn
-        if conn.alive:
-            conn.submit(self._request, done)
-        else:
-            self._reopen(done)
+        self._conn.submit(self._request, done)
 
     def _start(self, conn: HttpConnection, done: Done) -> None:
         conn.submit(self._request, done)
 
-    def _reopen(self, done: Done) -> None:
+    def _reopen(self, request: bytes, done: Done) -> None:
         """Reconnect in the background, then start the exchange (or report the failure)."""
         self._reopening = asyncio.get_running_loop().create_task(self._reconnect(done))
 
@@ -168,8 +174,7 @@ class HttpSession(CallbackSession):
         except OpError as exc:
             done(exc, 0)
             return
-        conn.accept = self._accept
-        self._conn = conn
+        self._conn = self._bind(conn)
         self._start(conn, done)
 
     async def close(self) -> None:
@@ -181,12 +186,16 @@ class HttpSession(CallbackSession):
 class HeadSession(HttpSession):
     """A session of HEAD requests: their responses have no body, so they take the full path."""
 
+    def _bind(self, conn: HttpConnection) -> HttpConnection:
+        conn.accept = self._accept
+        return conn
+
     def submit(self, done: Done) -> None:
         conn = self._conn
         if conn.alive:
             self._start(conn, done)
         else:
-            self._reopen(done)
+            self._reopen(self._request, done)
 
     def _start(self, conn: HttpConnection, done: Done) -> None:
         accept = self._accept

@@ -274,6 +274,8 @@ class HttpConnection(asyncio.Protocol):
         self._timer: asyncio.TimerHandle | None = None
         self.alive = False
         """Whether the connection is open and in a known state (can take a request)."""
+        self.on_dead: Callable[[bytes, Done], None] | None = None
+        """Takes a :meth:`submit` made after the connection died (e.g. to reconnect)."""
         self._peer_error: str = ""
 
     # -- opening and closing ------------------------------------------------
@@ -372,14 +374,26 @@ class HttpConnection(asyncio.Protocol):
 
         A status outside :attr:`accept` calls ``done(OpError(protocol, code="503"),
         nbytes)``; a failure calls ``done(OpError(...), 0)``. The connection must
-        be :attr:`alive` and not :attr:`busy`; HEAD requests must use :meth:`send`.
+        not be :attr:`busy`; HEAD requests must use :meth:`send`. On a connection
+        that is no longer :attr:`alive`, :attr:`on_dead` takes the request, or
+        ``done`` gets a ``closed`` error (soon, not from inside this call).
         """
+        if not self.alive:
+            self._submit_dead(request, done)
+            return
         self._done = done
         loop = self._loop
         self._sent_at = now = loop.time()
         if self._timer is None:
             self._timer = loop.call_at(now + self.timeout, self._on_timer)
         self._transport.write(request)  # type: ignore[union-attr]
+
+    def _submit_dead(self, request: bytes, done: Done) -> None:
+        if self.on_dead is not None:
+            self.on_dead(request, done)
+        else:
+            error = OpError(ErrorClass.CLOSED, self._peer_error or "the connection is closed")
+            self._loop.call_soon(done, error, 0)
 
     def on_message_complete(self) -> None:
         """Parser callback of the :meth:`submit` path."""
