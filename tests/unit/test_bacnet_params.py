@@ -95,6 +95,8 @@ def test_params_defaults_reproduce_the_seed_workload() -> None:
     assert CovParams().lifetime == 120.0
     assert BacnetIpOptions().interface == "127.0.0.1"
     assert BacnetIpOptions().broadcast_address == "127.255.255.255"
+    assert BacnetIpOptions(bbmd="localhost:47809").bbmd == "127.0.0.1:47809"
+    assert BacnetIpOptions(reuse_after="6s").reuse_after == 6.0
 
 
 @pytest.mark.parametrize(
@@ -107,6 +109,8 @@ def test_params_defaults_reproduce_the_seed_workload() -> None:
         (ReadPropertyMultipleParams, {"requests": [{"ai:1": ["no-such-property"]}]}),
         (CovParams, {"lifetime": "soon"}),
         (ReadPropertyParams, {"colour": "red"}),
+        (BacnetIpOptions, {"bbmd": "bbmd.example:47808"}),
+        (BacnetIpOptions, {"reuse_after": "-1s"}),
     ],
 )
 def test_bad_params_are_refused(model: type, data: dict[str, object]) -> None:

@@ -94,7 +94,7 @@ def parse_target(url: str) -> TargetAddress:
         raise ValueError("a routed target needs both dnet and dadr (1 to 7 bytes in hex)")
     bbmd = query.get("bbmd")
     if bbmd is not None:
-        bbmd = f"{host}:{port}" if bbmd in ("1", "true", "") else _endpoint(bbmd)
+        bbmd = f"{host}:{port}" if bbmd in ("1", "true", "") else parse_endpoint(bbmd)
     return TargetAddress(host, port, device, dnet, dadr, bbmd)
 
 
@@ -107,7 +107,8 @@ def _ipv4(host: str) -> str:
         raise ValueError(f"expected an IPv4 address as host, got {host!r}") from None
 
 
-def _endpoint(text: str) -> str:
+def parse_endpoint(text: str) -> str:
+    """``HOST:PORT`` with HOST an IPv4 address (or ``localhost``); ``ValueError`` otherwise."""
     host, _, port = text.rpartition(":")
     if not port.isdigit() or not 0 < int(port) < 65536:
         raise ValueError(f"expected HOST:PORT, got {text!r}")

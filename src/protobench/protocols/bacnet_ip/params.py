@@ -15,6 +15,7 @@ from bac_py.types.parsing import parse_property_identifier
 from pydantic import AfterValidator, Field
 
 from protobench.profiles.model import Duration
+from protobench.protocols.bacnet_ip.address import parse_endpoint
 from protobench.protocols.bacnet_ip.objects import parse_selector
 from protobench.protocols.base import StrictModel
 
@@ -43,6 +44,7 @@ def _check_property(text: str) -> str:
 
 
 ObjectSelector = Annotated[str, AfterValidator(_check_selector)]
+Endpoint = Annotated[str, AfterValidator(parse_endpoint)]
 PropertyName = Annotated[str, AfterValidator(_check_property)]
 Priority = Annotated[int, Field(ge=1, le=16)]
 Instance = Annotated[int, Field(ge=0, le=4_194_303)]
@@ -94,7 +96,7 @@ class BacnetIpOptions(StrictModel):
     0 reuses IDs at once (for responders without duplicate detection)."""
     foreign_device: bool = False
     """Register every client (except FDT/BDT readers) as a foreign device with the BBMD."""
-    bbmd: str | None = None
+    bbmd: Endpoint | None = None
     """BBMD ``HOST:PORT`` (default: the target, when its URL has ``bbmd=1``)."""
     bbmd_ttl: int = Field(default=120, ge=1, le=65535)
     """Time-to-live of foreign-device registrations in seconds (renewed at half of it)."""

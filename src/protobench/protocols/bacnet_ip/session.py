@@ -96,6 +96,11 @@ async def open_client(
     target: TargetAddress, options: BacnetIpOptions, request_timeout: float
 ) -> DatagramClient:
     """A datagram client to ``target``, registered as a foreign device if the options say so."""
+    if options.foreign_device and (options.bbmd or target.bbmd) != target.endpoint:
+        raise OpError(
+            ErrorClass.LOCAL,
+            "foreign_device needs a BBMD at the target's address (bbmd=1 in the target URL)",
+        )
     try:
         client = DatagramClient(
             target.host,
@@ -110,13 +115,7 @@ async def open_client(
         raise OpError(ErrorClass.CONNECT, f"cannot open a UDP socket: {exc}") from exc
     if not options.foreign_device:
         return client
-    bbmd = options.bbmd or target.bbmd
     try:
-        if bbmd != target.endpoint:
-            raise OpError(
-                ErrorClass.LOCAL,
-                "foreign_device needs a BBMD at the target's address (bbmd=1 in the target URL)",
-            )
         async with asyncio.timeout(request_timeout):
             await client.register_foreign_device(options.bbmd_ttl)
     except TimeoutError:
