@@ -23,6 +23,10 @@ Two measurements, each client pinned to ``--client-core`` and each server to
    (the server replays its cached reply when an invoke ID comes back within
    6 s; protobench never reuses one that soon).
 
+Every process (responder, server, each client) starts in its own session: with
+Linux's scheduler autogroups a process in the script's session would share
+one weight with it while a shared machine's other jobs compete for the core.
+
 Run it as ``bench/bacnet_generator [--duration 10] [--rounds 3]``. The
 machine may be shared: compare the rounds and the servers' CPU before
 reading the ratios.
@@ -234,7 +238,10 @@ def start_responder(workdir: Path, core: int) -> tuple[subprocess.Popen[str], in
     else:
         command, kind = [str(PYTHON), __file__, "--role", "responder"], "Python/uvloop"
     process = subprocess.Popen(
-        ["taskset", "-c", str(core), *command], stdout=subprocess.PIPE, text=True
+        ["taskset", "-c", str(core), *command],
+        stdout=subprocess.PIPE,
+        text=True,
+        start_new_session=True,
     )
     assert process.stdout is not None
     return process, int(process.stdout.readline()), kind
@@ -244,7 +251,10 @@ def start_bacpy_server(core: int) -> tuple[subprocess.Popen[str], str]:
     """``protobench serve bacnet-ip`` (bac-py's 40-object server) pinned to ``core``."""
     command = ["taskset", "-c", str(core), str(PYTHON), "-m", "protobench", "serve", "bacnet-ip"]
     process = subprocess.Popen(
-        [*command, "--port", "0", "--announce"], stdout=subprocess.PIPE, text=True
+        [*command, "--port", "0", "--announce"],
+        stdout=subprocess.PIPE,
+        text=True,
+        start_new_session=True,
     )
     assert process.stdout is not None
     return process, json.loads(process.stdout.readline())["url"]
@@ -366,7 +376,12 @@ def run_client(
     server_process = psutil.Process(server_pid)
     before = server_process.cpu_times()
     done = subprocess.run(
-        command, capture_output=True, text=True, timeout=args.duration * 4 + 120, check=False
+        command,
+        capture_output=True,
+        text=True,
+        timeout=args.duration * 4 + 120,
+        check=False,
+        start_new_session=True,
     )
     after = server_process.cpu_times()
     if done.returncode != 0:
