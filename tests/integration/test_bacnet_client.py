@@ -27,11 +27,18 @@ def anyio_backend() -> str:
 
 
 async def client_for(
-    responder: Responder, request_timeout: float, retries: int = 0, reuse: float = 0.0
+    responder: Responder,
+    request_timeout: float,
+    retries: int = 0,
+    reuse: float = 0.0,
+    counted: Counter[str] | None = None,
 ) -> DatagramClient:
     assert responder.transport is not None
     port = responder.transport.get_extra_info("sockname")[1]
-    return DatagramClient("127.0.0.1", port, "127.0.0.1", None, request_timeout, retries, reuse)
+    count = None if counted is None else (lambda name, n: counted.update({name: n}))
+    return DatagramClient(
+        "127.0.0.1", port, "127.0.0.1", None, request_timeout, retries, reuse, count
+    )
 
 
 async def test_reads_are_answered_and_checked() -> None:
@@ -50,7 +57,8 @@ async def test_reads_are_answered_and_checked() -> None:
 async def test_unanswered_request_is_resent_then_times_out() -> None:
     responder = await Responder.start()
     responder.silent = True
-    client = await client_for(responder, 0.3, retries=2)
+    counted: Counter[str] = Counter()
+    client = await client_for(responder, 0.3, retries=2, counted=counted)
     loop = asyncio.get_running_loop()
     try:
         started = loop.time()
@@ -63,6 +71,7 @@ async def test_unanswered_request_is_resent_then_times_out() -> None:
     assert caught.value.error_class == ErrorClass.TIMEOUT
     assert 0.3 <= waited < 5.0
     assert client.resent == 2
+    assert counted == {"resent": 2}, "reported to the group's counters"
     assert len(responder.requests) == 3
     assert len({(addr, invoke_id) for addr, invoke_id, _ in responder.requests}) == 1
 
@@ -70,7 +79,8 @@ async def test_unanswered_request_is_resent_then_times_out() -> None:
 async def test_late_reply_is_ignored_after_the_timeout() -> None:
     responder = await Responder.start()
     responder.delay = 0.4
-    client = await client_for(responder, 0.1)
+    counted: Counter[str] = Counter()
+    client = await client_for(responder, 0.1, counted=counted)
     try:
         with pytest.raises(OpError) as caught:
             await client.request(ReadRequest(AI1, PV, None))
@@ -80,6 +90,7 @@ async def test_late_reply_is_ignored_after_the_timeout() -> None:
         responder.close()
     assert caught.value.error_class == ErrorClass.TIMEOUT
     assert client.stray == 1
+    assert counted == {"stray": 1}
 
 
 async def test_invoke_ids_are_not_reused_within_the_reuse_window() -> None:

@@ -74,3 +74,17 @@ def test_invalid_toml_names_the_line(tmp_path: Path) -> None:
 def test_missing_profile_lists_the_builtins() -> None:
     with pytest.raises(loader.ProfileError, match=r"built-ins: .*http-get"):
         loader.load("no-such-profile")
+
+
+@pytest.mark.parametrize(
+    ("target", "expected"),
+    [
+        ("mqtt://127.0.0.1:1883", "expected an http:// or https:// URL"),
+        ("127.0.0.1:8080", "expected an http:// or https:// URL"),
+    ],
+)
+def test_wrong_target_is_bad_input(tmp_path: Path, target: str, expected: str) -> None:
+    with pytest.raises(loader.ProfileError) as caught:
+        resolve(loader.load(_write(tmp_path, GOOD)), Overrides(target=target))
+    assert str(caught.value).startswith("--target: target: ")
+    assert expected in str(caught.value)

@@ -114,7 +114,9 @@ class RunPlan:
         plugin = registry.load(self.protocol)
         data = self.to_dict()
         data["options"] = plugin.redact(self.options)
-        data["groups"] = [{**g, "params": plugin.redact(g["params"])} for g in data["groups"]]
+        data["groups"] = [
+            {**g, "params": plugin.redact(g["params"], self.options)} for g in data["groups"]
+        ]
         hidden = target_secrets(self.embedded)
         data["serve"] = _hide(self.serve, hidden)
         overrides = dict(self.overrides)
@@ -157,15 +159,22 @@ def resolve(loaded: LoadedProfile, overrides: Overrides) -> RunPlan:
     if ramp_to is not None and rate is None:
         raise ProfileError(loaded.source, "ramp_to", "a ramp needs a starting rate (--rate)")
     target = overrides.target or profile.target
+    plugin = registry.load(profile.protocol)
     embedded = None
     if target == "embedded" or target.startswith("embedded:"):
-        embedded = target.partition(":")[2] or registry.load(profile.protocol).embedded_target
+        embedded = target.partition(":")[2] or plugin.embedded_target
         if embedded is None:
             raise ProfileError(
                 loaded.source,
                 "target",
                 f"protocol {profile.protocol!r} has no embedded target; give --target",
             )
+    else:
+        try:
+            plugin.check_target(target)
+        except ValueError as exc:
+            where = "--target" if overrides.target else loaded.source
+            raise ProfileError(where, "target", str(exc)) from None
     return RunPlan(
         profile=profile.name,
         source=loaded.source,

@@ -52,6 +52,8 @@ class RunState:
     def __init__(self) -> None:
         self.running = True
         self.paused = False
+        self.active = True
+        """``running and not paused``, kept as a plain attribute for the hot path."""
         self.rate_factor = 1.0
         self._resumed = asyncio.Event()
         self._resumed.set()
@@ -62,10 +64,12 @@ class RunState:
 
     def pause(self) -> None:
         self.paused = True
+        self.active = False
         self._resumed.clear()
 
     def resume(self) -> None:
         self.paused = False
+        self.active = self.running
         self._resumed.set()
         for callback in self._listeners:
             callback()
@@ -73,13 +77,10 @@ class RunState:
     def stop(self) -> None:
         self.running = False
         self.resume()
+        self.active = False
 
     async def wait_resumed(self) -> None:
         await self._resumed.wait()
-
-    @property
-    def active(self) -> bool:
-        return self.running and not self.paused
 
 
 class Slot:
@@ -214,7 +215,7 @@ class ClosedDriver:
 class _CallbackLoop:
     """The completion callback chain of one callback session."""
 
-    __slots__ = ("append", "driver", "recorder", "session", "slot", "start")
+    __slots__ = ("append", "callback", "driver", "recorder", "session", "slot", "start")
 
     def __init__(self, driver: ClosedDriver, slot: Slot, session: CallbackSession) -> None:
         self.driver = driver
@@ -222,12 +223,13 @@ class _CallbackLoop:
         self.session = session
         self.recorder = driver.recorder
         self.append = driver.recorder.latencies.append
+        self.callback = self.done
         self.start = 0
 
     def next(self, now: int) -> None:
         self.start = now
         self.driver.inflight += 1
-        self.session.submit(self.done)
+        self.session.submit(self.callback)
 
     def done(self, error: OpError | None, nbytes: int) -> None:
         now = perf_ns()

@@ -90,7 +90,9 @@ class Worker:
         self.drivers: list[Driver] = []
         self.max_lag = 0.0
 
-    def _contexts(self, group: GroupPlan, part: GroupSlice) -> list[SessionContext]:
+    def _contexts(
+        self, group: GroupPlan, part: GroupSlice, recorder: OpRecorder
+    ) -> list[SessionContext]:
         options = self.plugin.options.model_validate(self.plan.options)
         params = self.plugin.operations[group.op].model_validate(group.params)
         return [
@@ -103,6 +105,7 @@ class Worker:
                 params=params,
                 options=options,
                 timeout=self.plan.timeout,
+                count=recorder.count,
             )
             for index in part.indices
         ]
@@ -121,7 +124,8 @@ class Worker:
                 continue
             group = groups[part.name]
             recorder = self.recorders[part.name] = OpRecorder(part.name)
-            slots = [Slot(self.plugin, ctx, recorder) for ctx in self._contexts(group, part)]
+            contexts = self._contexts(group, part, recorder)
+            slots = [Slot(self.plugin, ctx, recorder) for ctx in contexts]
             self.slots[part.name] = slots
             results = await asyncio.gather(*(open_one(slot) for slot in slots))
             opened += sum(results)

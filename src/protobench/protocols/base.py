@@ -46,7 +46,7 @@ from __future__ import annotations
 import abc
 import enum
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from pydantic import BaseModel, ConfigDict
@@ -93,6 +93,30 @@ class NoParams(StrictModel):
     """Parameters of an operation that takes none."""
 
 
+SECRET = "<secret>"
+SECRET_HEADERS = frozenset(
+    {"authorization", "proxy-authorization", "cookie", "x-api-key", "x-auth-token"}
+)
+"""Header names whose values are always secret, in every protocol."""
+_CREDENTIAL_WORDS = ("auth", "token", "secret", "password", "passwd", "api-key", "apikey")
+
+
+def is_secret_header(name: str, extra: frozenset[str] = frozenset()) -> bool:
+    """Whether a header's value is secret: a known name, a listed one, or a credential's name."""
+    lowered = name.lower()
+    return (
+        lowered in SECRET_HEADERS
+        or lowered in extra
+        or any(word in lowered for word in _CREDENTIAL_WORDS)
+        or "cookie" in lowered
+    )
+
+
+def redact_headers(headers: Mapping[str, Any], extra: frozenset[str]) -> dict[str, Any]:
+    """``headers`` with the values of secret headers replaced by ``"<secret>"``."""
+    return {k: (SECRET if is_secret_header(str(k), extra) else v) for k, v in headers.items()}
+
+
 Done = Callable[[OpError | None, int], None]
 """Completion callback of a :class:`CallbackSession`: ``(error or None, bytes)``."""
 
@@ -105,7 +129,8 @@ class SessionContext:
     worker processes, ``worker`` the worker process index; both are stable for a
     run, so plugins can derive client ids, invoke-id ranges or payload tags.
     ``options`` and ``params`` carry secret values in clear: a session may use
-    them but never log them.
+    them but never log them. ``count(name, n)`` adds to a named counter of the
+    group (``resent``, ``stray``...), for what is not an exchange's outcome.
     """
 
     target: str
@@ -116,6 +141,7 @@ class SessionContext:
     params: StrictModel
     options: StrictModel
     timeout: float
+    count: Callable[[str, int], None] = field(default=lambda name, n: None, compare=False)
 
 
 class Session(abc.ABC):
@@ -160,15 +186,42 @@ class Protocol(abc.ABC):
     embedded_target: ClassVar[str | None] = None
     secret_options: ClassVar[frozenset[str]] = frozenset()
     """Option names whose values are secrets (never stored nor printed)."""
+    url_schemes: ClassVar[tuple[str, ...]] = ()
+    """The target URL schemes this protocol accepts (empty: any)."""
+
+    def check_target(self, url: str) -> None:
+        """Raise ``ValueError`` saying what was expected when ``url`` cannot be a target.
+
+        Called when the plan is made, so a wrong ``--target`` is a bad-input
+        error (exit 2) instead of connection errors during the run. The default
+        checks the scheme against ``url_schemes``; plugins may check more.
+        """
+        scheme = url.partition("://")[0].lower() if "://" in url else ""
+        if self.url_schemes and scheme not in self.url_schemes:
+            expected = " or ".join(f"{s}://" for s in self.url_schemes)
+            raise ValueError(f"bad URL {url!r}: expected a {expected} URL")
 
     @abc.abstractmethod
     async def open_session(self, ctx: SessionContext) -> Session:
         """Open one session for ``ctx.op``; raise :class:`OpError` on failure."""
 
-    def redact(self, params: Mapping[str, Any]) -> dict[str, Any]:
-        """Return ``params`` with secret values replaced, for storage and output.
+    def redact(
+        self, values: Mapping[str, Any], options: Mapping[str, Any] | None = None
+    ) -> dict[str, Any]:
+        """``values`` (an options table or a group's params) with secrets replaced.
 
-        The default hides the keys listed in ``secret_options``; plugins with
-        secrets inside structured values (an ``Authorization`` header) extend it.
+        Hides the keys listed in ``secret_options`` and the values of secret
+        headers in a ``headers`` table (see :func:`is_secret_header`; a
+        ``secret_headers`` list in ``values`` or ``options`` names more).
+        Plugins with secrets elsewhere in structured values extend it.
         """
-        return {k: ("<secret>" if k in self.secret_options else v) for k, v in params.items()}
+        out = {k: (SECRET if k in self.secret_options else v) for k, v in values.items()}
+        headers = out.get("headers")
+        if isinstance(headers, Mapping):
+            listed: set[str] = set()
+            for source in (options or {}, values):
+                names = source.get("secret_headers")
+                if isinstance(names, list | tuple):
+                    listed.update(str(name).lower() for name in names)
+            out["headers"] = redact_headers(headers, frozenset(listed))
+        return out

@@ -25,7 +25,7 @@ import ssl
 from collections.abc import Mapping
 from functools import cache, partial
 from pathlib import Path
-from typing import Any, ClassVar
+from typing import ClassVar
 
 from pydantic import Field, field_validator, model_validator
 
@@ -50,10 +50,6 @@ from protobench.protocols.http_client import (
     status_error,
 )
 
-DEFAULT_SECRET_HEADERS = ("authorization", "cookie", "proxy-authorization", "x-api-key")
-_SECRET_WORDS = ("auth", "token", "secret", "password", "passwd", "api-key", "apikey", "cookie")
-SECRET = "<secret>"
-
 
 class HttpOptions(StrictModel):
     """Protocol-wide options of ``http`` (the profile's ``[options]`` table)."""
@@ -63,8 +59,8 @@ class HttpOptions(StrictModel):
     cert_file: str | None = Field(default=None, description="client certificate (PEM)")
     key_file: str | None = Field(default=None, description="client certificate's key (PEM)")
     secret_headers: list[str] = Field(
-        default_factory=lambda: list(DEFAULT_SECRET_HEADERS),
-        description="headers whose values are never stored or printed",
+        default_factory=list,
+        description="more headers whose values are never stored or printed",
     )
 
     @model_validator(mode="after")
@@ -115,12 +111,6 @@ class RequestParams(StrictModel):
             raise ValueError("give body or body_file, not both")
         check_request(self.method, self.path, self.headers)
         return self
-
-
-def is_secret_header(name: str, secret_headers: frozenset[str]) -> bool:
-    """Whether a header's value must be hidden: listed, or named like a credential."""
-    lowered = name.lower()
-    return lowered in secret_headers or any(word in lowered for word in _SECRET_WORDS)
 
 
 @cache
@@ -219,6 +209,10 @@ class HttpProtocol(Protocol):
     options: ClassVar[type[StrictModel]] = HttpOptions
     operations: ClassVar[Mapping[str, type[StrictModel]]] = {"request": RequestParams}
     embedded_target: ClassVar[str | None] = "http"
+    url_schemes: ClassVar[tuple[str, ...]] = ("http", "https")
+
+    def check_target(self, url: str) -> None:
+        parse_url(url)
 
     def __init__(self) -> None:
         self._bodies: dict[str, bytes] = {}
@@ -262,26 +256,3 @@ class HttpProtocol(Protocol):
         conn = await HttpConnection.connect(endpoint, ssl=tls, timeout=ctx.timeout)
         kind = HeadSession if params.method == "HEAD" else HttpSession
         return kind(conn, request, accept, tls)
-
-    def redact(
-        self, params: Mapping[str, Any], options: Mapping[str, Any] | None = None
-    ) -> dict[str, Any]:
-        """Hide secret header values (``Authorization`` -> ``"<secret>"``).
-
-        Secret headers are those listed in ``secret_headers`` (of ``options``,
-        when given, or of ``params`` when it is the options table itself),
-        the defaults, and names that look like credentials.
-        """
-        out = super().redact(params)
-        names = set(DEFAULT_SECRET_HEADERS)
-        for source in (options or {}, params):
-            listed = source.get("secret_headers")
-            if isinstance(listed, list):
-                names.update(str(n).lower() for n in listed)
-        secret = frozenset(names)
-        headers = out.get("headers")
-        if isinstance(headers, Mapping):
-            out["headers"] = {
-                k: (SECRET if is_secret_header(str(k), secret) else v) for k, v in headers.items()
-            }
-        return out

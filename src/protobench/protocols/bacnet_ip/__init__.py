@@ -41,6 +41,10 @@ class BacnetIpProtocol(Protocol):
     options: ClassVar[type[StrictModel]] = BacnetIpOptions
     operations = OPERATIONS
     embedded_target = "bacnet-ip"
+    url_schemes = ("bacnet",)
+
+    def check_target(self, url: str) -> None:
+        parse_target(url)
 
     async def open_session(self, ctx: SessionContext) -> Session:
         try:

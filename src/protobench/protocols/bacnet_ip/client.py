@@ -35,6 +35,7 @@ import asyncio
 import socket
 import time
 from collections import deque
+from collections.abc import Callable
 
 from protobench.protocols.bacnet_ip.codec import (
     INVOKE_ID_BYTES,
@@ -108,12 +109,12 @@ class Lane:
         else:
             start = self.client.apdu_start(data)
             if start < 0 or start + 3 > size:
-                self.client.stray += 1
+                self.client.note_stray()
                 return
         kind = data[start] >> 4
         entry = self.pending[data[start + 1]]
         if entry is None or kind < _SIMPLE_ACK or kind == _SEGMENT_ACK:
-            self.client.stray += 1
+            self.client.note_stray()
             return
         self.pending[data[start + 1]] = None
         self.inflight -= 1
@@ -165,6 +166,7 @@ class DatagramClient:
         request_timeout: float,
         retries: int = 0,
         reuse_after: float = 0.0,
+        count: Callable[[str, int], None] | None = None,
     ) -> None:
         """A client with one lane bound to ``local_host``, connected to ``host:port``.
 
@@ -183,6 +185,7 @@ class DatagramClient:
         self.lanes: list[Lane] = []
         self.resent = 0
         self.stray = 0
+        self.count = count or _uncounted
         self.closed = False
         self._parked: deque[tuple[Request, Done]] = deque()
         self._max_lanes = MAX_LANES
@@ -192,6 +195,11 @@ class DatagramClient:
         self._renewal: asyncio.TimerHandle | None = None
         self._ttl = 0
         self._lane = self._add_lane()
+
+    def note_stray(self) -> None:
+        """A datagram that answers no request in flight (late, duplicate, foreign)."""
+        self.stray += 1
+        self.count("stray", 1)
 
     def _add_lane(self) -> Lane:
         sock = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
@@ -330,6 +338,7 @@ class DatagramClient:
                     pending[invoke_id] = (done, request, wire, attempts + 1)
                     used[invoke_id] = now
                     self.resent += 1
+                    self.count("resent", 1)
                     try:
                         lane.send(wire)
                     except OSError as exc:
@@ -390,7 +399,7 @@ class DatagramClient:
     def other(self, data: bytes) -> None:
         """A datagram other than an Original-Unicast-NPDU: a BVLC-Result, or ignored."""
         if len(data) != 6 or data[0] != _BVLC_TYPE or data[1] != _BVLC_RESULT or data[3] != 6:
-            self.stray += 1
+            self.note_stray()
             return
         if self._registration is not None and not self._registration.done():
             self._registration.set_result((data[4] << 8) | data[5])
@@ -409,3 +418,7 @@ class DatagramClient:
             self._parked.popleft()[1](error, 0)
         for lane in self.lanes:
             lane.close(self.loop)
+
+
+def _uncounted(name: str, n: int) -> None:
+    """The counter of a client that reports to no recorder: counts nowhere."""

@@ -93,7 +93,10 @@ def route_of(target: TargetAddress) -> Route | None:
 
 
 async def open_client(
-    target: TargetAddress, options: BacnetIpOptions, request_timeout: float
+    target: TargetAddress,
+    options: BacnetIpOptions,
+    request_timeout: float,
+    count: Callable[[str, int], None] | None = None,
 ) -> DatagramClient:
     """A datagram client to ``target``, registered as a foreign device if the options say so."""
     if options.foreign_device and (options.bbmd or target.bbmd) != target.endpoint:
@@ -110,6 +113,7 @@ async def open_client(
             request_timeout,
             options.retries,
             options.reuse_after,
+            count,
         )
     except OSError as exc:
         raise OpError(ErrorClass.CONNECT, f"cannot open a UDP socket: {exc}") from exc
@@ -223,7 +227,7 @@ async def open_lean_session(
     """Open a hot-path session for ``ctx.op``."""
     build = BUILDERS[ctx.op]
     device = ctx.params.device if isinstance(ctx.params, ObjectListParams) else None
-    client = await open_client(target, options, ctx.timeout)
+    client = await open_client(target, options, ctx.timeout, ctx.count)
     try:
         inventory = await probe(client, target, device)
         requests = build(ctx.params, inventory, route_of(target))

@@ -25,6 +25,7 @@ class BacnetScProtocol(Protocol):
         "broadcast": BroadcastParams,
     }
     embedded_target: ClassVar[str | None] = "bacnet-sc"
+    url_schemes: ClassVar[tuple[str, ...]] = ("wss", "ws")
     secret_options: ClassVar[frozenset[str]] = frozenset({"key_password"})
 
     async def open_session(self, ctx: SessionContext) -> Session:

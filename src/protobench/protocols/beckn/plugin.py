@@ -44,6 +44,7 @@ class BecknProtocol(Protocol):
     options: ClassVar[type[StrictModel]] = BecknOptions
     operations: ClassVar[Mapping[str, type[StrictModel]]] = OPERATIONS
     embedded_target: ClassVar[str | None] = "beckn-bpp"
+    url_schemes: ClassVar[tuple[str, ...]] = ("http", "https")
     secret_options: ClassVar[frozenset[str]] = frozenset({"private_key"})
 
     async def open_session(self, ctx: SessionContext) -> Session:

@@ -76,6 +76,7 @@ class HaystackProtocol(Protocol):
     options: ClassVar[type[StrictModel]] = HaystackOptions
     operations: ClassVar[Mapping[str, type[StrictModel]]] = OPERATIONS
     embedded_target: ClassVar[str | None] = "haystack"
+    url_schemes: ClassVar[tuple[str, ...]] = ("http", "https")
     secret_options: ClassVar[frozenset[str]] = frozenset({"password"})
 
     async def open_session(self, ctx: SessionContext) -> Session:

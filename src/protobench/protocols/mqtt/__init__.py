@@ -35,6 +35,7 @@ class MqttProtocol(Protocol):
         "idle": IdleParams,
     }
     embedded_target = "mqtt"
+    url_schemes = ("mqtt", "mqtts")
     secret_options = frozenset({"password"})
 
     async def open_session(self, ctx: SessionContext) -> Session:

@@ -1,24 +1,17 @@
 """Options of the ``websocket`` protocol and parameters of its operations.
 
-Secrets: ``key_password`` is secret, and so is the value of every header whose
-name is in :data:`SECRET_HEADERS` or in the ``secret_headers`` option;
-:func:`redact_headers` hides them for storage and output.
+Secrets: ``key_password`` is secret, and so is the value of every secret header
+(:func:`protobench.protocols.base.is_secret_header`, or listed in the
+``secret_headers`` option); the base ``Protocol.redact`` hides them.
 """
 
 from __future__ import annotations
-
-from typing import Any
 
 from pydantic import Field, model_validator
 
 from protobench.profiles.model import Rate
 from protobench.protocols.base import StrictModel
 from protobench.protocols.payloads import Mode, PayloadSize, check_mix, parse_mix
-
-SECRET_HEADERS = frozenset(
-    {"authorization", "proxy-authorization", "cookie", "x-api-key", "x-auth-token"}
-)
-SECRET = "<secret>"
 
 
 class WebSocketOptions(StrictModel):
@@ -77,9 +70,3 @@ class SubscribeParams(StrictModel):
     path: str | None = None
     message: str | None = None
     stamped: bool = True
-
-
-def redact_headers(headers: dict[str, Any], extra: list[str]) -> dict[str, Any]:
-    """``headers`` with the values of secret headers replaced."""
-    secret = SECRET_HEADERS | {name.lower() for name in extra}
-    return {k: (SECRET if k.lower() in secret else v) for k, v in headers.items()}

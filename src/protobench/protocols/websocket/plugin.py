@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any, ClassVar
+from typing import ClassVar
 
 from protobench.protocols.base import Protocol, Session, SessionContext, StrictModel
 from protobench.protocols.payloads import TaggedPayloads
@@ -13,7 +13,6 @@ from protobench.protocols.websocket.options import (
     SendParams,
     SubscribeParams,
     WebSocketOptions,
-    redact_headers,
 )
 from protobench.protocols.websocket.sessions import EchoSession, SendSession, SubscribeSession
 
@@ -32,6 +31,7 @@ class WebSocketProtocol(Protocol):
         "subscribe": SubscribeParams,
     }
     embedded_target: ClassVar[str | None] = "ws"
+    url_schemes: ClassVar[tuple[str, ...]] = ("ws", "wss")
     secret_options: ClassVar[frozenset[str]] = frozenset({"key_password"})
 
     async def open_session(self, ctx: SessionContext) -> Session:
@@ -47,10 +47,3 @@ class WebSocketProtocol(Protocol):
         if isinstance(params, SendParams):
             return SendSession(conn, payloads, params.rate)
         return EchoSession(conn, payloads, ctx.timeout)
-
-    def redact(self, params: Mapping[str, Any]) -> dict[str, Any]:
-        out = super().redact(params)
-        headers = out.get("headers")
-        if isinstance(headers, dict):
-            out["headers"] = redact_headers(headers, list(out.get("secret_headers", [])))
-        return out
