@@ -54,7 +54,12 @@ def test_run_under_a_terminal_shows_metrics_and_q_saves_the_snapshot(tmp_path: P
         f"{shlex.quote(sys.executable)} -m protobench run http-get --duration 4s --warmup 1s "
         f"--processes 2; echo $? > {shlex.quote(str(exit_file))}"
     )
-    tmux("new-session", "-d", "-s", session, "-x", "120", "-y", "40", "-c", str(tmp_path), command)
+    # A tmux server started by this very command may give its window the default
+    # 80x24 whatever -x/-y say; fix the size before the monitor starts.
+    tmux("new-session", "-d", "-s", session, "-x", "120", "-y", "40", "-c", str(tmp_path))
+    tmux("set-option", "-t", session, "window-size", "manual")
+    tmux("resize-window", "-t", session, "-x", "120", "-y", "40")
+    tmux("send-keys", "-t", session, command, "Enter")
     try:
         screen = wait_screen(
             session,
