@@ -9,11 +9,12 @@ import pytest
 from pydantic import ValidationError
 
 from protobench.engine.plan import Overrides, resolve
+from protobench.hostutil import is_loopback_host
 from protobench.profiles import loader
 from protobench.protocols import registry
 from protobench.protocols.http import HttpOptions, HttpProtocol, RequestParams
 from protobench.targets import registry as targets
-from protobench.targets.http import HttpTargetOptions, encode_response, is_loopback
+from protobench.targets.http import HttpTargetOptions, encode_response
 
 
 def test_plugin_is_registered_with_its_embedded_target() -> None:
@@ -150,4 +151,4 @@ def test_encoded_response_sizes() -> None:
     ],
 )
 def test_is_loopback(host: str, loopback: bool) -> None:
-    assert is_loopback(host) is loopback
+    assert is_loopback_host(host) is loopback

@@ -9,8 +9,9 @@ from typing import Any, NoReturn
 
 import typer
 
+from protobench.engine.plan import Overrides
 from protobench.engine.report import EXIT_BAD_INPUT
-from protobench.profiles.units import parse_scalar
+from protobench.profiles.units import parse_duration, parse_rate, parse_scalar
 
 
 def fail(message: str, code: int = EXIT_BAD_INPUT) -> NoReturn:
@@ -43,3 +44,35 @@ def parse_value[T](value: str | None, parser: Callable[[str], T], flag: str) -> 
 def print_json(data: Any) -> None:
     sys.stdout.write(json.dumps(data, indent=2, default=str) + "\n")
     sys.stdout.flush()
+
+
+def build_overrides(
+    *,
+    target: str | None,
+    duration: str | None,
+    warmup: str | None,
+    interval: str | None,
+    connections: int | None,
+    rate: str | None,
+    processes: int | None,
+    opt: list[str] | None,
+    serve_opt: list[str] | None,
+    ramp_to: str | None = None,
+    timeout: str | None = None,
+    threshold: list[str] | None = None,
+) -> Overrides:
+    """The plan overrides of the run flags (shared by ``run`` and ``sweep``); bad ones exit 2."""
+    return Overrides(
+        target=target,
+        duration=parse_value(duration, parse_duration, "--duration"),
+        warmup=parse_value(warmup, parse_duration, "--warmup"),
+        interval=parse_value(interval, parse_duration, "--interval"),
+        connections=connections,
+        rate=parse_value(rate, parse_rate, "--rate"),
+        ramp_to=parse_value(ramp_to, parse_rate, "--ramp-to"),
+        processes=processes,
+        timeout=parse_value(timeout, parse_duration, "--timeout"),
+        thresholds=tuple(threshold or ()),
+        options=parse_pairs(opt or [], "--opt"),
+        serve=parse_pairs(serve_opt or [], "--serve-opt"),
+    )

@@ -20,7 +20,7 @@ from typing import Annotated, Any
 import anyio
 import typer
 
-from protobench.cli.common import fail, parse_pairs, parse_value, print_json
+from protobench.cli.common import build_overrides, fail, print_json
 from protobench.cli.render import Progress, summary_table
 from protobench.engine.controller import Controller
 from protobench.engine.events import (
@@ -32,10 +32,9 @@ from protobench.engine.events import (
     RunFinished,
     RunStarted,
 )
-from protobench.engine.plan import Overrides, RunPlan, resolve
+from protobench.engine.plan import RunPlan, resolve
 from protobench.engine.report import EXIT_INCOMPLETE
 from protobench.profiles import loader
-from protobench.profiles.units import parse_duration, parse_rate
 from protobench.protocols.registry import PluginError
 from protobench.snapshots.store import SnapshotStore
 
@@ -152,19 +151,19 @@ def register(app: typer.Typer) -> None:
         ] = None,
     ) -> None:
         """Run a profile: warmup, sustain, report, thresholds, snapshot."""
-        overrides = Overrides(
+        overrides = build_overrides(
             target=target,
-            duration=parse_value(duration, parse_duration, "--duration"),
-            warmup=parse_value(warmup, parse_duration, "--warmup"),
-            interval=parse_value(interval, parse_duration, "--interval"),
+            duration=duration,
+            warmup=warmup,
+            interval=interval,
             connections=connections,
-            rate=parse_value(rate, parse_rate, "--rate"),
-            ramp_to=parse_value(ramp_to, parse_rate, "--ramp-to"),
+            rate=rate,
             processes=processes,
-            timeout=parse_value(timeout, parse_duration, "--timeout"),
-            thresholds=tuple(threshold or ()),
-            options=parse_pairs(opt or [], "--opt"),
-            serve=parse_pairs(serve_opt or [], "--serve-opt"),
+            opt=opt,
+            serve_opt=serve_opt,
+            ramp_to=ramp_to,
+            timeout=timeout,
+            threshold=threshold,
         )
         try:
             plan = resolve(loader.load(profile), overrides)

@@ -16,10 +16,10 @@ from typing import Annotated, Any
 
 import typer
 
-from protobench.cli.common import fail, parse_pairs, parse_value, print_json
+from protobench.cli.common import build_overrides, fail, print_json
 from protobench.cli.render import Progress, us
 from protobench.cli.run_cmd import run_plan
-from protobench.engine.plan import Overrides, RunPlan, resolve
+from protobench.engine.plan import RunPlan, resolve
 from protobench.engine.report import EXIT_INCOMPLETE
 from protobench.engine.sweep import (
     DEFAULT_STOP,
@@ -31,7 +31,6 @@ from protobench.engine.sweep import (
     parse_axis,
 )
 from protobench.profiles import loader
-from protobench.profiles.units import parse_duration, parse_rate
 from protobench.protocols.registry import PluginError
 from protobench.snapshots.store import SUFFIX, SnapshotStore
 
@@ -146,16 +145,16 @@ def register(app: typer.Typer) -> None:
         ] = None,
     ) -> None:
         """Run a profile once per level of each --vary axis; mark the knee; stop on errors."""
-        base = Overrides(
+        base = build_overrides(
             target=target,
-            duration=parse_value(duration, parse_duration, "--duration"),
-            warmup=parse_value(warmup, parse_duration, "--warmup"),
-            interval=parse_value(interval, parse_duration, "--interval"),
+            duration=duration,
+            warmup=warmup,
+            interval=interval,
             connections=connections,
-            rate=parse_value(rate, parse_rate, "--rate"),
+            rate=rate,
             processes=processes,
-            options=parse_pairs(opt or [], "--opt"),
-            serve=parse_pairs(serve_opt or [], "--serve-opt"),
+            opt=opt,
+            serve_opt=serve_opt,
         )
         try:
             sweep = Sweep([parse_axis(v) for v in vary], stop_on or [DEFAULT_STOP])

@@ -26,7 +26,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import ctypes
-import ipaddress
 import json
 import queue
 import sys
@@ -41,6 +40,7 @@ from typing import ClassVar, cast
 import httptools
 from pydantic import Field
 
+from protobench.hostutil import is_loopback_host
 from protobench.profiles.model import Duration
 from protobench.protocols.base import StrictModel
 from protobench.targets.base import Announcement, EmbeddedTarget, Ready
@@ -64,16 +64,6 @@ class HttpTargetOptions(StrictModel):
         default=None, description="stall the server once, this long after the first request"
     )
     stall_for: Duration = Field(default=1.0, ge=0, le=600, description="length of the stall")
-
-
-def is_loopback(host: str) -> bool:
-    """Whether ``host`` is ``localhost`` or a loopback IP address."""
-    if host.lower() == "localhost":
-        return True
-    try:
-        return ipaddress.ip_address(host.strip("[]")).is_loopback
-    except ValueError:
-        return False
 
 
 def encode_response(status: int, body_size: int) -> bytes:
@@ -333,7 +323,7 @@ async def start_server(
     host: str, port: int, options: HttpTargetOptions, *, ssl: SSLContext | None = None
 ) -> HttpServer:
     """Listen on ``host:port`` (loopback only; 0 = any free port), optionally over TLS."""
-    if not is_loopback(host):
+    if not is_loopback_host(host):
         raise ValueError(
             "the http target binds loopback addresses only"
             f" (127.0.0.1, ::1, localhost), not {host!r}"
