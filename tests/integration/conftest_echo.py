@@ -10,12 +10,8 @@ sessions, the way the closed model does, and returns what completed.
 from __future__ import annotations
 
 import asyncio
-import json
-import subprocess
-import sys
-import urllib.request
-from collections.abc import AsyncIterator, Iterator
-from contextlib import asynccontextmanager, contextmanager
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -105,47 +101,3 @@ async def drive(sessions: list[CallbackSession], per_session: int, limit: float 
     async with asyncio.timeout(limit):
         await finished
     return outcome
-
-
-@dataclass
-class ServedProcess:
-    """``protobench serve NAME`` in its own process."""
-
-    url: str
-    process: subprocess.Popen[str]
-
-    def stats(self) -> dict[str, int]:
-        """The ws target's ``GET /stats`` counters."""
-        http = self.url.split("#", 1)[0].replace("ws://", "http://", 1)
-        with urllib.request.urlopen(http.rstrip("/") + "/stats", timeout=5) as reply:
-            data: dict[str, int] = json.loads(reply.read())
-        return data
-
-    def kill(self) -> None:
-        self.process.kill()
-        self.process.wait(timeout=10)
-
-
-@contextmanager
-def served(name: str, *flags: str) -> Iterator[ServedProcess]:
-    """Start ``protobench serve NAME --port 0 --announce FLAGS``; stop it afterwards."""
-    process = subprocess.Popen(
-        [sys.executable, "-m", "protobench", "serve", name, "--port", "0", "--announce", *flags],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.DEVNULL,
-        text=True,
-    )
-    try:
-        assert process.stdout is not None
-        line = process.stdout.readline()
-        if not line:
-            raise RuntimeError(f"serve {name} did not start (exit code {process.wait(10)})")
-        yield ServedProcess(json.loads(line)["url"], process)
-    finally:
-        if process.poll() is None:
-            process.terminate()
-            try:
-                process.wait(timeout=10)
-            except subprocess.TimeoutExpired:
-                process.kill()
-                process.wait(timeout=10)

@@ -8,7 +8,6 @@ import gzip
 import os
 import subprocess
 import sys
-from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
@@ -25,9 +24,9 @@ from protobench.protocols.base import (
 from protobench.protocols.haystack import HaystackProtocol
 from protobench.protocols.haystack.credentials import DEV_PASSWORD
 from protobench.protocols.haystack.models import OPERATIONS, HaystackOptions
-from protobench.targets.base import Announcement
 from protobench.targets.haystack import HaystackServeOptions, HaystackTarget
 from tests.conftest import CliResult
+from tests.targets import running
 
 UVLOOP_BACKEND = ("asyncio", {"use_uvloop": True})
 SMALL: dict[str, Any] = {
@@ -40,24 +39,9 @@ SMALL: dict[str, Any] = {
 """A small portfolio (1 site, 14 equips, 126 points): fast to build, same shape."""
 
 
-@contextlib.asynccontextmanager
-async def haystack_server(**options: Any) -> AsyncIterator[str]:
-    """The embedded Haystack server on 127.0.0.1 (free port) in this loop; yields its URL."""
-    loop = asyncio.get_running_loop()
-    ready: asyncio.Future[Announcement] = loop.create_future()
-    serve = HaystackTarget().serve(
-        "127.0.0.1", 0, HaystackServeOptions(**{**SMALL, **options}), ready.set_result
-    )
-    task = asyncio.ensure_future(serve)
-    await asyncio.wait({ready, task}, timeout=60, return_when=asyncio.FIRST_COMPLETED)
-    try:
-        if not ready.done():
-            raise RuntimeError("the Haystack server did not start")
-        yield ready.result().url
-    finally:
-        task.cancel()
-        with contextlib.suppress(asyncio.CancelledError):
-            await task
+def haystack_server(**options: Any) -> contextlib.AbstractAsyncContextManager[str]:
+    """The embedded Haystack server (a small portfolio) in this loop; yields its URL."""
+    return running(HaystackTarget(), HaystackServeOptions(**{**SMALL, **options}))
 
 
 def context(

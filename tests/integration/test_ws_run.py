@@ -6,7 +6,7 @@ from collections.abc import Callable
 from typing import Any
 
 from tests.conftest import CliResult
-from tests.integration.conftest_echo import served
+from tests.targets import served
 
 SHORT = ("--warmup", "1s", "--duration", "2s", "--json", "--quiet")
 
@@ -27,7 +27,7 @@ def test_both_sides_count_the_same_and_corruption_is_caught(
 ) -> None:
     with served("ws", "--corrupt-every", "25") as target:
         result = cli("run", "ws-echo", "--target", target.url, "-c", "6", "-p", "2", *SHORT)
-        stats = target.stats()
+        stats = target.get_json("stats")
     assert result.returncode == 1, result.stderr
     report = result.json()
     assert report["phases"]["sustain"]["total"]["ok"] > 100
