@@ -475,23 +475,24 @@ def generators(selected: list[str] | None) -> dict[str, Any]:
     return found
 
 
-def summarize(results: list[Result]) -> list[dict[str, Any]]:
+def summarize(results: list[Result], reference: str = "wrk") -> list[dict[str, Any]]:
+    """Medians per generator, and each one's ratio to ``reference``'s median rate."""
     names = list(dict.fromkeys(r.generator for r in results))
-    wrk = [r.rps for r in results if r.generator == "wrk"]
-    wrk_median = statistics.median(wrk) if wrk else None
+    base = [r.rps for r in results if r.generator == reference]
+    base_median = statistics.median(base) if base else None
     rows = []
     for name in names:
         runs = [r for r in results if r.generator == name]
-        rps = [r.rps for r in runs]
-        median = statistics.median(rps)
+        rates = [r.rps for r in runs]
+        median = statistics.median(rates)
         rows.append(
             {
                 "generator": name,
-                "rps_median": median,
-                "rps_min": min(rps),
-                "rps_max": max(rps),
-                "cpu_us_per_request": statistics.median(r.cpu_us_per_request for r in runs),
-                "ratio_to_wrk": median / wrk_median if wrk_median else None,
+                "rate_median": median,
+                "rate_min": min(rates),
+                "rate_max": max(rates),
+                "cpu_us_per_op": statistics.median(r.cpu_us_per_request for r in runs),
+                f"ratio_to_{reference}": median / base_median if base_median else None,
                 "server_cpu_median": statistics.median(r.server_cpu for r in runs),
                 "errors": sum(r.errors for r in runs),
                 "notes": sorted({r.note for r in runs if r.note}),
@@ -500,22 +501,31 @@ def summarize(results: list[Result]) -> list[dict[str, Any]]:
     return rows
 
 
-def print_table(rows: list[dict[str, Any]], rounds: int) -> None:
+def print_table(
+    rows: list[dict[str, Any]],
+    rounds: int,
+    reference: str = "wrk",
+    unit: str = "req",
+    server: str = "nginx",
+    what: str = "request",
+) -> None:
+    rate, cpu, ratio_head = f"{unit}/s (median)", f"CPU µs/{unit}", f"x {reference}"
     print(
-        f"\n{'generator':<18} {'req/s (median)':>15} {'min..max':>18} {'CPU µs/req':>11}"
-        f" {'x wrk':>7} {'nginx CPU':>10} {'errors':>7}"
+        f"\n{'generator':<18} {rate:>15} {'min..max':>18} {cpu:>11}"
+        f" {ratio_head:>7} {server + ' CPU':>10} {'errors':>7}"
     )
     for row in rows:
-        ratio = f"{row['ratio_to_wrk']:.2f}" if row["ratio_to_wrk"] is not None else "-"
-        spread = f"{row['rps_min'] / 1000:.1f}k..{row['rps_max'] / 1000:.1f}k"
+        value = row[f"ratio_to_{reference}"]
+        ratio = f"{value:.2f}" if value is not None else "-"
+        spread = f"{row['rate_min'] / 1000:.1f}k..{row['rate_max'] / 1000:.1f}k"
         print(
-            f"{row['generator']:<18} {row['rps_median']:>15,.0f} {spread:>18}"
-            f" {row['cpu_us_per_request']:>11.2f} {ratio:>7} {row['server_cpu_median']:>9.0%}"
+            f"{row['generator']:<18} {row['rate_median']:>15,.0f} {spread:>18}"
+            f" {row['cpu_us_per_op']:>11.2f} {ratio:>7} {row['server_cpu_median']:>9.0%}"
             f" {row['errors']:>7}"
         )
         for note in row["notes"]:
             print(f"{'':<18}   note: {note}")
-    print(f"({rounds} rounds; CPU = the generator's user+system time per request)")
+    print(f"({rounds} rounds; CPU = the generator's user+system time per {what})")
 
 
 def main() -> int:

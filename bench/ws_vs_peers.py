@@ -42,7 +42,6 @@ import asyncio
 import json
 import resource
 import shutil
-import statistics
 import subprocess
 import sys
 import tempfile
@@ -58,8 +57,10 @@ from http_vs_peers import (
     Result,
     Settings,
     free_port,
+    print_table,
     process_cpu,
     run_pinned,
+    summarize,
     tree_cpu,
 )
 from protobench.engine.metrics import fold, new_histogram
@@ -362,52 +363,6 @@ async def _drive(url: str, connections: int, warmup: float, duration: float) -> 
     return {"messages": messages, "seconds": seconds, "cpu": cpu, "errors": state["errors"]}
 
 
-# -- the table --------------------------------------------------------------------
-
-
-def summarize(results: list[Result]) -> list[dict[str, Any]]:
-    names = list(dict.fromkeys(r.generator for r in results))
-    k6 = [r.rps for r in results if r.generator == "k6"]
-    k6_median = statistics.median(k6) if k6 else None
-    rows = []
-    for name in names:
-        runs = [r for r in results if r.generator == name]
-        rates = [r.rps for r in runs]
-        median = statistics.median(rates)
-        rows.append(
-            {
-                "generator": name,
-                "msg_s_median": median,
-                "msg_s_min": min(rates),
-                "msg_s_max": max(rates),
-                "cpu_us_per_msg": statistics.median(r.cpu_us_per_request for r in runs),
-                "ratio_to_k6": median / k6_median if k6_median else None,
-                "server_cpu_median": statistics.median(r.server_cpu for r in runs),
-                "errors": sum(r.errors for r in runs),
-                "notes": sorted({r.note for r in runs if r.note}),
-            }
-        )
-    return rows
-
-
-def print_table(rows: list[dict[str, Any]], rounds: int) -> None:
-    print(
-        f"\n{'generator':<18} {'msg/s (median)':>15} {'min..max':>18} {'CPU µs/msg':>11}"
-        f" {'x k6':>6} {'echo CPU':>9} {'errors':>7}"
-    )
-    for row in rows:
-        ratio = f"{row['ratio_to_k6']:.2f}" if row["ratio_to_k6"] is not None else "-"
-        spread = f"{row['msg_s_min'] / 1000:.1f}k..{row['msg_s_max'] / 1000:.1f}k"
-        print(
-            f"{row['generator']:<18} {row['msg_s_median']:>15,.0f} {spread:>18}"
-            f" {row['cpu_us_per_msg']:>11.2f} {ratio:>6} {row['server_cpu_median']:>8.0%}"
-            f" {row['errors']:>7}"
-        )
-        for note in row["notes"]:
-            print(f"{'':<18}   note: {note}")
-    print(f"({rounds} rounds; CPU = the generator's user+system time per echoed message)")
-
-
 GENERATORS = {
     "protobench": run_protobench,
     "protobench-plugin": run_plugin_driver,
@@ -483,8 +438,8 @@ def main() -> int:
         finally:
             echo.terminate()
             echo.wait(timeout=10)
-    rows = summarize(results)
-    print_table(rows, args.rounds)
+    rows = summarize(results, reference="k6")
+    print_table(rows, args.rounds, reference="k6", unit="msg", server="echo", what="echoed message")
     if args.json:
         args.json.write_text(
             json.dumps({"rows": rows, "runs": [r.__dict__ for r in results]}, indent=2)
