@@ -5,13 +5,45 @@ from __future__ import annotations
 import json
 import sys
 from collections.abc import Callable
-from typing import Any, NoReturn
+from pathlib import Path
+from typing import Annotated, Any, NoReturn
 
 import typer
 
 from protobench.engine.plan import Overrides
 from protobench.engine.report import EXIT_BAD_INPUT
 from protobench.profiles.units import parse_duration, parse_rate, parse_scalar
+
+TargetOption = Annotated[
+    str | None, typer.Option("--target", "-t", help="Target URL (default: embedded).")
+]
+DurationOption = Annotated[
+    str | None, typer.Option("--duration", "-d", help="Sustain phase, e.g. 30s.")
+]
+WarmupOption = Annotated[str | None, typer.Option("--warmup", help="Warmup phase, e.g. 5s.")]
+IntervalOption = Annotated[str | None, typer.Option("--interval", help="Report interval, e.g. 1s.")]
+ConnectionsOption = Annotated[
+    int | None,
+    typer.Option("--connections", "-c", help="Sessions of the back-to-back groups."),
+]
+RateOption = Annotated[
+    str | None, typer.Option("--rate", "-r", help="Open model: total rate, e.g. 20000/s.")
+]
+ProcessesOption = Annotated[
+    int | None, typer.Option("--processes", "-p", help="Worker processes (default: cores).")
+]
+OptOption = Annotated[
+    list[str] | None, typer.Option("--opt", "-o", help="Protocol option KEY=VALUE (repeatable).")
+]
+ServeOptOption = Annotated[
+    list[str] | None,
+    typer.Option("--serve-opt", help="Embedded target option KEY=VALUE (repeatable)."),
+]
+QuietOption = Annotated[bool, typer.Option("--quiet", "-q", help="No progress on stderr.")]
+SnapshotsDirOption = Annotated[
+    Path | None, typer.Option("--snapshots-dir", help="Where snapshots are saved.")
+]
+"""The flags that ``run`` and ``sweep`` share, declared once."""
 
 
 def fail(message: str, code: int = EXIT_BAD_INPUT) -> NoReturn:

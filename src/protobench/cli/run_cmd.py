@@ -14,13 +14,27 @@ import dataclasses
 import json
 import signal
 import sys
-from pathlib import Path
 from typing import Annotated, Any
 
 import anyio
 import typer
 
-from protobench.cli.common import build_overrides, fail, print_json
+from protobench.cli.common import (
+    ConnectionsOption,
+    DurationOption,
+    IntervalOption,
+    OptOption,
+    ProcessesOption,
+    QuietOption,
+    RateOption,
+    ServeOptOption,
+    SnapshotsDirOption,
+    TargetOption,
+    WarmupOption,
+    build_overrides,
+    fail,
+    print_json,
+)
 from protobench.cli.render import Progress, summary_table
 from protobench.engine.controller import Controller
 from protobench.engine.events import (
@@ -98,40 +112,23 @@ def register(app: typer.Typer) -> None:
     @app.command("run")
     def run_command(
         profile: Annotated[str, typer.Argument(help="Built-in profile name or a profile file.")],
-        target: Annotated[
-            str | None, typer.Option("--target", "-t", help="Target URL (default: embedded).")
-        ] = None,
-        duration: Annotated[
-            str | None, typer.Option("--duration", "-d", help="Sustain phase, e.g. 30s.")
-        ] = None,
-        warmup: Annotated[str | None, typer.Option(help="Warmup phase, e.g. 5s.")] = None,
-        connections: Annotated[
-            int | None,
-            typer.Option("--connections", "-c", help="Sessions of the back-to-back groups."),
-        ] = None,
-        rate: Annotated[
-            str | None, typer.Option("--rate", "-r", help="Open model: total rate, e.g. 20000/s.")
-        ] = None,
+        target: TargetOption = None,
+        duration: DurationOption = None,
+        warmup: WarmupOption = None,
+        connections: ConnectionsOption = None,
+        rate: RateOption = None,
         ramp_to: Annotated[
             str | None, typer.Option("--ramp-to", help="Open model: ramp linearly to this rate.")
         ] = None,
-        processes: Annotated[
-            int | None, typer.Option("--processes", "-p", help="Worker processes (default: cores).")
-        ] = None,
-        interval: Annotated[str | None, typer.Option(help="Report interval, e.g. 1s.")] = None,
+        processes: ProcessesOption = None,
+        interval: IntervalOption = None,
         timeout: Annotated[str | None, typer.Option(help="Per-operation timeout.")] = None,
         threshold: Annotated[
             list[str] | None,
             typer.Option("--threshold", help="Extra threshold, e.g. 'p99<5ms' (repeatable)."),
         ] = None,
-        opt: Annotated[
-            list[str] | None,
-            typer.Option("--opt", "-o", help="Protocol option KEY=VALUE (repeatable)."),
-        ] = None,
-        serve_opt: Annotated[
-            list[str] | None,
-            typer.Option("--serve-opt", help="Embedded target option KEY=VALUE (repeatable)."),
-        ] = None,
+        opt: OptOption = None,
+        serve_opt: ServeOptOption = None,
         target_pid: Annotated[
             int | None, typer.Option("--target-pid", help="PID of the target, for its resources.")
         ] = None,
@@ -143,12 +140,8 @@ def register(app: typer.Typer) -> None:
             typer.Option("--ndjson", help="Stream one JSON line per interval, then the report."),
         ] = False,
         no_tui: Annotated[bool, typer.Option("--no-tui", help="Never open the monitor.")] = False,
-        quiet: Annotated[
-            bool, typer.Option("--quiet", "-q", help="No progress on stderr.")
-        ] = False,
-        snapshots_dir: Annotated[
-            Path | None, typer.Option("--snapshots-dir", help="Where snapshots are saved.")
-        ] = None,
+        quiet: QuietOption = False,
+        snapshots_dir: SnapshotsDirOption = None,
     ) -> None:
         """Run a profile: warmup, sustain, report, thresholds, snapshot."""
         overrides = build_overrides(

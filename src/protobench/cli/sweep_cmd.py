@@ -16,7 +16,22 @@ from typing import Annotated, Any
 
 import typer
 
-from protobench.cli.common import build_overrides, fail, print_json
+from protobench.cli.common import (
+    ConnectionsOption,
+    DurationOption,
+    IntervalOption,
+    OptOption,
+    ProcessesOption,
+    QuietOption,
+    RateOption,
+    ServeOptOption,
+    SnapshotsDirOption,
+    TargetOption,
+    WarmupOption,
+    build_overrides,
+    fail,
+    print_json,
+)
 from protobench.cli.render import Progress, us
 from protobench.cli.run_cmd import run_plan
 from protobench.engine.plan import RunPlan, resolve
@@ -111,38 +126,18 @@ def register(app: typer.Typer) -> None:
                 f"default '{DEFAULT_STOP}').",
             ),
         ] = None,
-        target: Annotated[
-            str | None, typer.Option("--target", "-t", help="Target URL (default: embedded).")
-        ] = None,
-        duration: Annotated[
-            str | None, typer.Option("--duration", "-d", help="Sustain phase of each run.")
-        ] = None,
-        warmup: Annotated[str | None, typer.Option(help="Warmup phase of each run.")] = None,
-        interval: Annotated[str | None, typer.Option(help="Report interval, e.g. 1s.")] = None,
-        connections: Annotated[
-            int | None, typer.Option("--connections", "-c", help="Sessions (when not varied).")
-        ] = None,
-        rate: Annotated[
-            str | None, typer.Option("--rate", "-r", help="Open-model rate (when not varied).")
-        ] = None,
-        processes: Annotated[
-            int | None, typer.Option("--processes", "-p", help="Worker processes.")
-        ] = None,
-        opt: Annotated[
-            list[str] | None,
-            typer.Option("--opt", "-o", help="Protocol option KEY=VALUE (repeatable)."),
-        ] = None,
-        serve_opt: Annotated[
-            list[str] | None,
-            typer.Option("--serve-opt", help="Embedded target option KEY=VALUE (repeatable)."),
-        ] = None,
+        target: TargetOption = None,
+        duration: DurationOption = None,
+        warmup: WarmupOption = None,
+        interval: IntervalOption = None,
+        connections: ConnectionsOption = None,
+        rate: RateOption = None,
+        processes: ProcessesOption = None,
+        opt: OptOption = None,
+        serve_opt: ServeOptOption = None,
         as_json: Annotated[bool, typer.Option("--json", help="Print the sweep as JSON.")] = False,
-        quiet: Annotated[
-            bool, typer.Option("--quiet", "-q", help="No progress on stderr.")
-        ] = False,
-        snapshots_dir: Annotated[
-            Path | None, typer.Option("--snapshots-dir", help="Where snapshots are saved.")
-        ] = None,
+        quiet: QuietOption = False,
+        snapshots_dir: SnapshotsDirOption = None,
     ) -> None:
         """Run a profile once per level of each --vary axis; mark the knee; stop on errors."""
         base = build_overrides(
