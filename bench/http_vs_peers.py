@@ -528,14 +528,33 @@ def print_table(
     print(f"({rounds} rounds; CPU = the generator's user+system time per {what})")
 
 
-def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+def common_arguments(doc: str, connections: int) -> argparse.ArgumentParser:
+    """The arguments every peers bench takes (duration, rounds, connections, cores)."""
+    parser = argparse.ArgumentParser(description=doc.split("\n\n", maxsplit=1)[0])
     parser.add_argument("--duration", type=float, default=10.0, help="seconds per run (10)")
     parser.add_argument("--warmup", type=float, default=2.0, help="protobench warmup (2)")
     parser.add_argument("--rounds", type=int, default=3, help="rounds (3)")
-    parser.add_argument("--connections", type=int, default=50, help="connections (50)")
+    parser.add_argument(
+        "--connections", type=int, default=connections, help=f"connections ({connections})"
+    )
     parser.add_argument("--server-core", type=int, default=0)
     parser.add_argument("--client-core", type=int, default=1)
+    return parser
+
+
+def settings_from(args: argparse.Namespace, workdir: Path) -> Settings:
+    return Settings(
+        duration=args.duration,
+        warmup=args.warmup,
+        connections=args.connections,
+        server_core=args.server_core,
+        client_core=args.client_core,
+        workdir=workdir,
+    )
+
+
+def main() -> int:
+    parser = common_arguments(__doc__, connections=50)
     parser.add_argument("--only", nargs="*", help="run only these generators")
     parser.add_argument("--target", help="benchmark this URL instead of starting nginx")
     parser.add_argument("--json", type=Path, help="also write the results here")
@@ -548,14 +567,7 @@ def main() -> int:
         return 0
 
     with tempfile.TemporaryDirectory(prefix="protobench-bench-") as tmp:
-        settings = Settings(
-            duration=args.duration,
-            warmup=args.warmup,
-            connections=args.connections,
-            server_core=args.server_core,
-            client_core=args.client_core,
-            workdir=Path(tmp),
-        )
+        settings = settings_from(args, Path(tmp))
         nginx = None
         if args.target:
             settings.url = args.target

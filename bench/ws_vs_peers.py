@@ -56,10 +56,12 @@ import uvloop
 from http_vs_peers import (
     Result,
     Settings,
+    common_arguments,
     free_port,
     print_table,
     process_cpu,
     run_pinned,
+    settings_from,
     summarize,
     tree_cpu,
 )
@@ -374,13 +376,7 @@ GENERATORS = {
 
 
 def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--duration", type=float, default=10.0, help="seconds per run (10)")
-    parser.add_argument("--warmup", type=float, default=2.0, help="protobench warmup (2)")
-    parser.add_argument("--rounds", type=int, default=3, help="rounds (3)")
-    parser.add_argument("--connections", type=int, default=20, help="connections (20)")
-    parser.add_argument("--server-core", type=int, default=0)
-    parser.add_argument("--client-core", type=int, default=1)
+    parser = common_arguments(__doc__, connections=20)
     parser.add_argument("--only", nargs="*", choices=sorted(GENERATORS), help="run only these")
     parser.add_argument("--json", type=Path, help="also write the results here")
     parser.add_argument("--driver", metavar="URL", help=argparse.SUPPRESS)
@@ -392,14 +388,7 @@ def main() -> int:
         return 0
 
     with tempfile.TemporaryDirectory(prefix="protobench-bench-") as tmp:
-        settings = Settings(
-            duration=args.duration,
-            warmup=args.warmup,
-            connections=args.connections,
-            server_core=args.server_core,
-            client_core=args.client_core,
-            workdir=Path(tmp),
-        )
+        settings = settings_from(args, Path(tmp))
         chosen = {k: v for k, v in GENERATORS.items() if not args.only or k in args.only}
         if "k6" in chosen or "k6-plain" in chosen:
             k6 = find_k6()
