@@ -20,8 +20,12 @@ Every publish run is cross-checked against the broker: the delta of
 messages the generator counted (it also includes warmup and drain).
 
 mqtt-benchmark (Go) is used when ``mqtt-benchmark`` is on PATH or in
-``~/go/bin``; it could not be fetched here (the Go module proxy answers 403
-for github.com/krylovsk/mqtt-benchmark), so its column is normally absent.
+``~/go/bin``. The Go module proxy answers 403 for github.com/krylovsk/mqtt-benchmark,
+so ``go install`` fails; build it from a clone of its repository instead
+(``go build -o ~/go/bin/mqtt-benchmark .``: its dependencies come from the proxy).
+It keeps one message in flight per client (QoS 1 waits for each PUBACK) and its
+rate is its own ``total_msgs_per_sec`` (connects included); its CPU is the
+process's user + system time over the messages it counted.
 
 Run it as ``bench/mqtt_vs_peers [--duration 10] [--rounds 2]``. The machine
 may be shared: read the spread between rounds before the ratios.
@@ -49,6 +53,7 @@ from pathlib import Path
 from typing import Any
 
 import paho.mqtt.client as paho
+import psutil
 import uvloop
 from paho.mqtt.enums import CallbackAPIVersion
 
@@ -118,6 +123,12 @@ class SysWatcher:
 
 
 # --------------------------------------------------------------------------- generators
+
+
+def broker_cpu(process: psutil.Process) -> float:
+    """The broker's user + system CPU seconds so far."""
+    times = process.cpu_times()
+    return float(times.user + times.system)
 
 
 def cpu_seconds() -> float:
@@ -222,22 +233,24 @@ def mqtt_benchmark_binary() -> str | None:
 def run_mqtt_benchmark(
     binary: str, port: int, mode: str, args: argparse.Namespace
 ) -> dict[str, Any]:
+    """mqtt-benchmark's own figure: each client publishes one message at a time, no pause."""
     qos = 0 if mode == "qos0" else 1
-    count = 20_000 if qos == 0 else 5_000
-    start = time.monotonic()
+    per_second = 7_000 if qos == 0 else 4_000  # its per-client rate here: runs last ~duration
+    before = cpu_seconds()
     done = subprocess.run(
         ["taskset", "-c", str(args.client_core), binary, "-broker", f"tcp://127.0.0.1:{port}",
-         "-clients", str(args.clients), "-count", str(count), "-size", str(args.size),
-         "-qos", str(qos), "-format", "json"],
-        capture_output=True, text=True, check=True, timeout=600,
+         "-clients", str(args.clients), "-count", str(int(per_second * args.duration)),
+         "-size", str(args.size), "-qos", str(qos), "-message-interval", "0", "-quiet",
+         "-format", "json"],
+        capture_output=True, text=True, check=True, timeout=args.duration * 20 + 60,
     )  # fmt: skip
-    elapsed = time.monotonic() - start
     totals = json.loads(done.stdout)["totals"]
+    successes = int(totals["successes"])
     return {
-        "rate": float(totals["msgs_per_sec"]),
-        "counted": int(totals["successes"]),
-        "errors": int(totals.get("failures", 0)),
-        "cpu_us": cpu_seconds() / max(1, totals["successes"]) * 1e6 if elapsed else 0.0,
+        "rate": float(totals["total_msgs_per_sec"]),
+        "counted": successes,
+        "errors": int(totals["failures"]),
+        "cpu_us": (cpu_seconds() - before) / max(1, successes) * 1e6,
     }
 
 
@@ -329,8 +342,9 @@ def main() -> None:
     benchmark = mqtt_benchmark_binary()
     if benchmark is None:
         log(
-            "mqtt-benchmark: not installed (`go install github.com/krylovsk/mqtt-benchmark@latest`"
-            " failed here: the Go module proxy answers 403); its column is skipped"
+            "mqtt-benchmark: not installed (build it from a clone of"
+            " github.com/krylovsk/mqtt-benchmark: `go build -o ~/go/bin/mqtt-benchmark .`);"
+            " its column is skipped"
         )
     results: dict[str, dict[str, list[dict[str, Any]]]] = {}
     with tempfile.TemporaryDirectory(prefix="mqtt-bench-") as tmp:
@@ -338,6 +352,7 @@ def main() -> None:
         broker, port = start_mosquitto(directory, args.broker_core)
         url = f"mqtt://127.0.0.1:{port}"
         watcher = SysWatcher(port)
+        broker_process = psutil.Process(broker.pid)
         try:
             for round_no in range(1, args.rounds + 1):
                 for mode in ("qos0", "qos1"):
@@ -351,13 +366,18 @@ def main() -> None:
                         )
                     for name, run in tools.items():
                         start = watcher.fresh()
+                        busy, wall = broker_cpu(broker_process), time.monotonic()
                         result = run()
+                        result["broker_cpu"] = (
+                            (broker_cpu(broker_process) - busy) / (time.monotonic() - wall) * 100
+                        )
                         result["broker_received"] = watcher.fresh() - start
                         results.setdefault(mode, {}).setdefault(name, []).append(result)
                         log(
                             f"round {round_no} {mode:5} {name:15} {result['rate']:>10,.0f} msg/s "
                             f"{result['cpu_us']:6.2f} µs CPU/msg  counted {result['counted']:,} "
-                            f"broker received {result['broker_received']:,}"
+                            f"broker received {result['broker_received']:,} "
+                            f"broker CPU {result['broker_cpu']:.0f}%"
                         )
                 result = run_subscriber_cost(url, port, args, directory)
                 results.setdefault("sub", {}).setdefault("protobench", []).append(result)
@@ -383,8 +403,11 @@ def print_table(
         f"\n{args.clients} clients, {args.size} B, {args.duration:g} s x {args.rounds} rounds; "
         f"mosquitto on core {args.broker_core}, generator on core {args.client_core}"
     )
-    header = ("mode", "generator", "msg/s (median)", "µs CPU/msg", "vs paho", "vs mqtt-benchmark")
-    row = "{:6} {:15} {:>15} {:>11} {:>8} {:>18}"
+    header = (
+        "mode", "generator", "msg/s (median)", "µs CPU/msg", "broker CPU", "vs paho",
+        "vs mqtt-benchmark",
+    )  # fmt: skip
+    row = "{:6} {:15} {:>15} {:>11} {:>11} {:>8} {:>18}"
     print(row.format(*header))
     for mode, by_tool in results.items():
         medians = {
@@ -392,13 +415,20 @@ def print_table(
         }
         for name, runs in by_tool.items():
             cpu = statistics.median(r["cpu_us"] for r in runs)
+            broker = "-"
+            if "broker_cpu" in runs[0]:
+                broker = f"{statistics.median(r['broker_cpu'] for r in runs):.0f}%"
             paho_ratio = "-"
             if "paho-mqtt" in medians:
                 paho_ratio = f"{medians[name] / medians['paho-mqtt']:.2f}x"
             peer = "n/a"
             if "mqtt-benchmark" in medians:
                 peer = f"{medians[name] / medians['mqtt-benchmark']:.2f}x"
-            print(row.format(mode, name, f"{medians[name]:,.0f}", f"{cpu:.2f}", paho_ratio, peer))
+            print(
+                row.format(
+                    mode, name, f"{medians[name]:,.0f}", f"{cpu:.2f}", broker, paho_ratio, peer
+                )
+            )
 
 
 if __name__ == "__main__":
