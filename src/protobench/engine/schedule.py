@@ -213,12 +213,17 @@ class ClosedDriver:
 
 
 class _CallbackLoop:
-    """The completion callback chain of one callback session."""
+    """The completion callback chain of one callback session.
 
-    __slots__ = ("append", "callback", "driver", "recorder", "session", "slot", "start")
+    A success while the run is active starts the next exchange at once, from
+    inside the completion (the slot stays counted in ``driver.inflight``).
+    """
+
+    __slots__ = ("append", "callback", "driver", "recorder", "session", "slot", "start", "state")
 
     def __init__(self, driver: ClosedDriver, slot: Slot, session: CallbackSession) -> None:
         self.driver = driver
+        self.state = driver.state
         self.slot = slot
         self.session = session
         self.recorder = driver.recorder
@@ -233,19 +238,22 @@ class _CallbackLoop:
 
     def done(self, error: OpError | None, nbytes: int) -> None:
         now = perf_ns()
-        driver = self.driver
-        driver.inflight -= 1
         if error is None:
             self.append(now - self.start)
             self.recorder.bytes_in += nbytes
-        elif driver.failed(self.slot, error):
-            return
-        if driver.state.active:
-            if error is None:
-                self.next(now)
-            else:
+            if self.state.active:
+                self.start = now
+                self.session.submit(self.callback)
+                return
+        driver = self.driver
+        driver.inflight -= 1
+        if error is not None:
+            if driver.failed(self.slot, error):
+                return
+            if self.state.active:
                 asyncio.get_running_loop().call_soon(self.next, now)
-        elif driver.state.running:
+                return
+        if self.state.running:
             driver._idle.append(self.slot)
 
 
