@@ -18,6 +18,11 @@ one event-loop turn are coalesced into one ``transport.write``. The transport's
 wake the callbacks in ``resume_waiters``, so publishers stop producing when
 the socket's buffer is full instead of queueing without bound.
 
+Reads are decoded with :meth:`Decoder.split`: the messages of one read reach
+``on_messages`` in one call, as payload offsets into the bytes read (no
+object per message), and successful PUBACKs complete their publishes without
+an object either; every other packet is decoded in full.
+
 Outgoing QoS 1/2 messages are tracked in ``inflight`` (packet id -> completion
 callback and deadline); a periodic sweep fails those whose acknowledgement did
 not arrive before the deadline with ``timeout`` (their packet ids are not
@@ -34,6 +39,7 @@ import errno
 import resource
 import socket
 import ssl
+import struct
 import time
 from collections import deque
 from collections.abc import Callable
@@ -69,8 +75,13 @@ AUTH_REASONS_V5: Final = frozenset({0x86, 0x87, 0x8C})
 
 monotonic_ns = time.monotonic_ns
 
-type MessageHandler = Callable[[Publish, int], None]
-"""Called with every incoming PUBLISH and the monotonic time (ns) its bytes were read."""
+type MessageHandler = Callable[[bytes, list[int], int], None]
+"""Called with the messages of one read: ``(data, spans, now)``.
+
+The payload of each message is ``data[spans[i]:spans[i + 1]]`` for even ``i``,
+in arrival order, and ``now`` is the monotonic time (ns) the bytes were read.
+``spans`` is the handler's to keep; ``data`` may be larger than the payloads.
+"""
 
 
 def fd_limit_error(exc: OSError) -> OpError:
@@ -107,6 +118,11 @@ def connack_error(connack: Connack, version: int) -> OpError:
     return OpError(cls, f"CONNACK refused: {reason_text(code, version)}", code=f"0x{code:02x}")
 
 
+def _pubacks(pids: list[int]) -> bytes:
+    """PUBACKs (success, no properties) for ``pids``, back to back."""
+    return struct.pack(f">{len(pids)}I", *[0x4002_0000 | pid for pid in pids])
+
+
 def _property(props: Properties, ident: int, default: int) -> int:
     for key, value in props:
         if key == ident and isinstance(value, int):
@@ -126,7 +142,7 @@ class MqttConnection(asyncio.Protocol):
         self.closed: asyncio.Future[OpError] = self.loop.create_future()
         self.paused = False
         self.resume_waiters: list[Callable[[], None]] = []
-        self.on_publish: MessageHandler | None = None
+        self.on_messages: MessageHandler | None = None
         self.inflight: dict[int, tuple[Done, float]] = {}
         self.waiting: deque[Callable[[], None]] = deque()
         self.send_quota = MAX_PACKET_ID
@@ -182,11 +198,23 @@ class MqttConnection(asyncio.Protocol):
 
     def data_received(self, data: bytes) -> None:
         now = monotonic_ns()
+        decoder = self.decoder
         try:
-            packets = self.decoder.feed(data)
+            packets = decoder.split(data)
         except MalformedPacket as exc:
             self.abort(OpError(ErrorClass.PROTOCOL, f"malformed packet from the broker: {exc}"))
             return
+        to_ack = decoder.to_ack
+        if to_ack:
+            self.send(_pubacks(to_ack), len(to_ack))
+        acked = decoder.acked
+        if acked:
+            self._acked(acked)
+        messages = decoder.messages
+        if messages:
+            handler = self.on_messages
+            if handler is not None:
+                handler(decoder.data, messages, now)
         for packet in packets:
             kind = type(packet)
             if kind is Publish:
@@ -217,6 +245,7 @@ class MqttConnection(asyncio.Protocol):
     # ------------------------------------------------------------------ incoming traffic
 
     def _received_publish(self, packet: Publish, now: int) -> None:
+        """A PUBLISH the decoder's fast path did not take (QoS 2, MQTT 5 properties...)."""
         qos = packet.qos
         if qos:
             pid = packet.packet_id
@@ -227,9 +256,21 @@ class MqttConnection(asyncio.Protocol):
                 if pid in self._qos2_in:
                     return
                 self._qos2_in.add(pid)
-        handler = self.on_publish
+        handler = self.on_messages
         if handler is not None:
-            handler(packet, now)
+            handler(packet.payload, [0, len(packet.payload)], now)
+
+    def _acked(self, pids: list[int]) -> None:
+        """Successful PUBACKs (the decoder's fast path)."""
+        inflight = self.inflight
+        for pid in pids:
+            entry = inflight.pop(pid, None)
+            if entry is None:
+                self._late_ids.discard(pid)
+            else:
+                entry[0](None, 4)
+        if self.waiting:
+            self._release_waiting()
 
     def _received_ack(self, ack: Ack) -> None:
         kind = ack.kind
@@ -261,10 +302,10 @@ class MqttConnection(asyncio.Protocol):
 
     # ------------------------------------------------------------------ outgoing traffic
 
-    def send(self, data: bytes) -> None:
-        """Queue bytes; everything queued in one loop turn goes out in one write."""
+    def send(self, data: bytes, packets: int = 1) -> None:
+        """Queue the bytes of ``packets`` packets; one loop turn's queue goes out in one write."""
         self._out.append(data)
-        self.sent_packets += 1
+        self.sent_packets += packets
         if self._flush_handle is None:
             self._flush_handle = self.loop.call_soon(self._flush)
 

@@ -28,6 +28,8 @@ from typing import Final
 V311: Final = 4
 V5: Final = 5
 MAX_REMAINING: Final = 268_435_455
+TOPICS_REMEMBERED: Final = 16
+"""Topics (length-prefixed, as on the wire) a :class:`Decoder` remembers as valid UTF-8."""
 
 CONNECT, CONNACK, PUBLISH, PUBACK, PUBREC, PUBREL, PUBCOMP = 1, 2, 3, 4, 5, 6, 7
 SUBSCRIBE, SUBACK, UNSUBSCRIBE, UNSUBACK, PINGREQ, PINGRESP, DISCONNECT = (
@@ -621,14 +623,23 @@ class Decoder:
 
     ``max_size`` bounds the remaining length accepted (a larger packet is
     malformed input, never buffered).
+
+    :meth:`split` is ``feed`` for the hot path of a client: the commonest
+    packets are not built as objects but left as offsets and numbers in
+    :attr:`data`, :attr:`messages`, :attr:`to_ack` and :attr:`acked`.
     """
 
-    __slots__ = ("_buf", "max_size", "version")
+    __slots__ = ("_buf", "_topics", "acked", "data", "max_size", "messages", "to_ack", "version")
 
     def __init__(self, version: int = V311, max_size: int = MAX_REMAINING) -> None:
         self.version = version
         self.max_size = max_size
         self._buf = b""
+        self._topics: tuple[bytes, ...] = ()
+        self.data = b""
+        self.messages: list[int] = []
+        self.to_ack: list[int] = []
+        self.acked: list[int] = []
 
     @property
     def buffered(self) -> int:
@@ -636,39 +647,105 @@ class Decoder:
         return len(self._buf)
 
     def feed(self, data: bytes) -> list[Packet]:
+        """The packets ``data`` completes, every one built as a packet object."""
+        return self._decode(data, False)
+
+    def split(self, data: bytes) -> list[Packet]:
+        """:meth:`feed`, except that the commonest packets are not built as objects.
+
+        * A PUBLISH of QoS 0, or of QoS 1 with a non-zero packet identifier
+          (MQTT 5: with an empty property block), adds the start and end
+          offsets of its payload in :attr:`data` (the buffer this call decoded)
+          to :attr:`messages`, one pair per message in arrival order; a QoS 1
+          one also adds its packet identifier to :attr:`to_ack`. The topic is
+          validated (UTF-8; the first :data:`TOPICS_REMEMBERED` valid topics
+          are remembered and not decoded again) but not returned, nor are
+          retain and dup.
+        * A PUBACK carrying only a packet identifier (a success) adds that
+          identifier to :attr:`acked`.
+
+        Every other packet is returned as :meth:`feed` returns it. The input
+        accepted and the :class:`MalformedPacket` raised are those of
+        :meth:`feed` (a packet the fast path cannot take whole is decoded the
+        general way). Each call replaces :attr:`data` and the three lists;
+        after a :class:`MalformedPacket` they are not to be used.
+        """
+        self.messages = []
+        self.to_ack = []
+        self.acked = []
+        return self._decode(data, True)
+
+    def _decode(self, data: bytes, fast: bool) -> list[Packet]:
         if self._buf:
             data = self._buf + data
         n = len(data)
         pos = 0
         out: list[Packet] = []
         version = self.version
+        max_size = self.max_size
+        v5 = version == V5
+        messages = self.messages
+        to_ack = self.to_ack
+        acked = self.acked
+        topics = self._topics
         while n - pos >= 2:
             first = data[pos]
             length = data[pos + 1]
-            header = 2
+            start = pos + 2
             if length & 0x80:
                 length &= 0x7F
                 shift = 7
                 while True:
-                    if pos + header >= n:
+                    if start >= n:
                         self._buf = data[pos:]
+                        self.data = data
                         return out
-                    byte = data[pos + header]
-                    header += 1
+                    byte = data[start]
+                    start += 1
                     length |= (byte & 0x7F) << shift
                     if not byte & 0x80:
                         break
                     shift += 7
-                    if header > 4:
+                    if start - pos > 4:
                         raise MalformedPacket("remaining length longer than 4 bytes")
-            if length > self.max_size:
-                raise MalformedPacket(
-                    f"packet of {length} bytes exceeds the limit of {self.max_size}"
-                )
-            end = pos + header + length
+            if length > max_size:
+                raise MalformedPacket(f"packet of {length} bytes exceeds the limit of {max_size}")
+            end = start + length
             if end > n:
                 break
-            out.append(_decode_body(first, data, pos + header, end, version))
             pos = end
+            if fast:
+                if first & 0xF4 == 0x30 and length >= 2:  # PUBLISH of QoS 0 or 1
+                    at = start + 2 + (data[start] << 8 | data[start + 1])
+                    pid = 0
+                    if first & 0x02:
+                        if at + 2 <= end:
+                            pid = data[at] << 8 | data[at + 1]
+                        at += 2
+                    if v5:
+                        at = at + 1 if at < end and not data[at] else end + 1
+                    if at <= end and (pid or not first & 0x02):
+                        if not data.startswith(topics, start):
+                            self._check_topic(data, start)
+                        if pid:
+                            to_ack.append(pid)
+                        messages.append(at)
+                        messages.append(end)
+                        continue
+                elif first == 0x40 and length == 2:  # PUBACK, success
+                    acked.append(data[start] << 8 | data[start + 1])
+                    continue
+            out.append(_decode_body(first, data, start, end, version))
         self._buf = data[pos:] if pos < n else b""
+        self.data = data
         return out
+
+    def _check_topic(self, data: bytes, start: int) -> None:
+        """Validate the topic at ``start``; remember it while fewer than 16 are remembered."""
+        end = start + 2 + (data[start] << 8 | data[start + 1])
+        try:
+            data[start + 2 : end].decode()
+        except UnicodeDecodeError:
+            raise MalformedPacket("string is not valid UTF-8") from None
+        if len(self._topics) < TOPICS_REMEMBERED:
+            self._topics += (data[start:end],)

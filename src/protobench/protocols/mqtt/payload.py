@@ -74,29 +74,33 @@ class SequenceTracker:
     back from ``lost``; one already seen is ``duplicated``. The first message
     seen from a publisher starts its count (messages before it are not lost:
     the subscriber was not there).
+
+    ``expected`` maps every publisher seen to its next sequence number; a hot
+    path may advance it itself for a message in order and call :meth:`observe`
+    for the others.
     """
 
-    __slots__ = ("_gaps", "_next")
+    __slots__ = ("_gaps", "expected")
 
     def __init__(self) -> None:
-        self._next: dict[int, int] = {}
+        self.expected: dict[int, int] = {}
         self._gaps: dict[int, list[list[int]]] = {}
 
     @property
     def publishers(self) -> int:
-        return len(self._next)
+        return len(self.expected)
 
     def observe(self, publisher: int, seq: int, counters: MutableMapping[str, int]) -> None:
-        expected = self._next.get(publisher)
+        expected = self.expected.get(publisher)
         if expected == seq or expected is None:
-            self._next[publisher] = seq + 1
+            self.expected[publisher] = seq + 1
         elif seq > expected:
             counters["lost"] = counters.get("lost", 0) + seq - expected
             gaps = self._gaps.setdefault(publisher, [])
             gaps.append([expected, seq])
             if len(gaps) > MAX_GAPS:
                 del gaps[0]
-            self._next[publisher] = seq + 1
+            self.expected[publisher] = seq + 1
         elif self._fill(publisher, seq):
             counters["lost"] = counters.get("lost", 0) - 1
             counters["out_of_order"] = counters.get("out_of_order", 0) + 1

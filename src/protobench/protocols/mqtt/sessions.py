@@ -42,7 +42,7 @@ from protobench.protocols.base import (
     StreamSession,
 )
 from protobench.protocols.mqtt.client import MqttConnection, monotonic_ns, open_connection
-from protobench.protocols.mqtt.codec import V5, Connect, Prop, Publish, publish_prefix, reason_text
+from protobench.protocols.mqtt.codec import V5, Connect, Prop, publish_prefix, reason_text
 from protobench.protocols.mqtt.options import (
     MqttOptions,
     PublishParams,
@@ -349,7 +349,7 @@ class SubscribeSession(_HeldConnection):
         super().__init__(conn)
         self.tracker: SequenceTracker | None = None if shared else SequenceTracker()
         self._recorder: OpRecorder | None = None
-        conn.on_publish = self._message
+        conn.on_messages = self._messages
 
     async def run(self, recorder: OpRecorder) -> None:
         self._recorder = recorder
@@ -358,24 +358,43 @@ class SubscribeSession(_HeldConnection):
         finally:
             self._recorder = None
 
-    def _message(self, packet: Publish, now: int) -> None:
+    def _messages(self, data: bytes, spans: list[int], now: int) -> None:
+        """The messages of one read (counters are added once per read, not per message)."""
         recorder = self._recorder
         if recorder is None:
             return
-        payload = packet.payload
+        append = recorder.latencies.append
+        unpack = HEADER.unpack_from
+        tracker = self.tracker
+        expected = tracker.expected if tracker is not None else {}
         counters = recorder.counters
-        if len(payload) < HEADER_SIZE:
-            counters["foreign"] += 1
-            return
-        magic, _, publisher, seq, sent = HEADER.unpack_from(payload)
-        if magic != MAGIC:
-            counters["foreign"] += 1
-            return
-        recorder.latencies.append(now - sent)
-        recorder.bytes_in += len(payload)
-        counters["received"] += 1
-        if self.tracker is not None:
-            self.tracker.observe(publisher, seq, counters)
+        received = foreign = size = 0
+        i = 0
+        n = len(spans)
+        while i < n:
+            start = spans[i]
+            end = spans[i + 1]
+            i += 2
+            if end - start < HEADER_SIZE:
+                foreign += 1
+                continue
+            magic, _, publisher, seq, sent = unpack(data, start)
+            if magic != MAGIC:
+                foreign += 1
+                continue
+            append(now - sent)
+            size += end - start
+            received += 1
+            if tracker is not None:
+                if expected.get(publisher) == seq:
+                    expected[publisher] = seq + 1
+                else:
+                    tracker.observe(publisher, seq, counters)
+        if received:
+            counters["received"] += received
+            recorder.bytes_in += size
+        if foreign:
+            counters["foreign"] += foreign
 
 
 class IdleSession(_HeldConnection):

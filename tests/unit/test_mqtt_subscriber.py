@@ -1,0 +1,136 @@
+"""The subscriber's receive path in memory: a connection fed bytes, counted per read.
+
+The counters a :class:`SubscribeSession` keeps per read must be those of the
+per-message reference (:meth:`SequenceTracker.observe` for every stamped
+message), however the bytes are cut, and the acknowledgements it writes those
+the protocol asks for.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections import Counter
+from typing import Any, cast
+
+import pytest
+
+from protobench.engine.metrics import OpRecorder
+from protobench.protocols.base import OpError
+from protobench.protocols.mqtt.client import MqttConnection
+from protobench.protocols.mqtt.codec import PUBREL, V5, V311, Ack, Publish, encode
+from protobench.protocols.mqtt.payload import HEADER_SIZE, SequenceTracker, stamp
+from protobench.protocols.mqtt.sessions import SubscribeSession
+
+pytestmark = pytest.mark.anyio
+
+
+class Wire:
+    """A transport that keeps what is written."""
+
+    def __init__(self) -> None:
+        self.written = bytearray()
+
+    def write(self, data: bytes) -> None:
+        self.written += data
+
+    def get_extra_info(self, name: str) -> Any:
+        return None
+
+    def abort(self) -> None:
+        return None
+
+
+def message(publisher: int, seq: int, size: int = 40) -> bytes:
+    return stamp(publisher, seq, 1_000) + bytes(size - HEADER_SIZE)
+
+
+# (publisher, seq): in order, a gap, a late arrival, a duplicate, a new publisher mid-stream
+SEQUENCE = [(1, 0), (1, 1), (2, 5), (1, 4), (1, 2), (2, 6), (1, 2), (2, 6), (1, 5), (3, 9)]
+
+
+def stream(version: int) -> tuple[bytes, list[bytes]]:
+    """Broker bytes mixing QoS 0 and 1, foreign payloads and a QoS 2 message; the payloads."""
+    packets: list[Publish] = []
+    for i, (publisher, seq) in enumerate(SEQUENCE):
+        packets.append(
+            Publish(f"t/{publisher}", message(publisher, seq), qos=i % 2, packet_id=i + 1)
+        )
+    packets.insert(3, Publish("t/x", b"short"))
+    packets.insert(6, Publish("t/x", b"\x00" * 30, qos=1, packet_id=99))
+    packets.append(Publish("t/q2", message(4, 0), qos=2, packet_id=7))
+    payloads = [p.payload for p in packets]
+    return b"".join(encode(p, version) for p in packets), payloads
+
+
+def reference(payloads: list[bytes]) -> Counter[str]:
+    counters: Counter[str] = Counter()
+    tracker = SequenceTracker()
+    for payload in payloads:
+        if len(payload) < HEADER_SIZE or payload[:2] != b"PB":
+            counters["foreign"] += 1
+            continue
+        counters["received"] += 1
+        tracker.observe(int.from_bytes(payload[4:8]), int.from_bytes(payload[8:12]), counters)
+    return counters
+
+
+async def receive(version: int, chunks: list[bytes]) -> tuple[OpRecorder, bytes]:
+    conn = MqttConnection(version)
+    wire = Wire()
+    conn.connection_made(cast(asyncio.Transport, wire))
+    session = SubscribeSession(conn, shared=False)
+    recorder = OpRecorder("subscribe")
+    task = asyncio.create_task(session.run(recorder))
+    await asyncio.sleep(0)
+    for chunk in chunks:
+        conn.data_received(chunk)
+    await asyncio.sleep(0)
+    task.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await task
+    return recorder, bytes(wire.written)
+
+
+@pytest.mark.parametrize("version", [V311, V5])
+async def test_counters_match_the_per_message_reference_however_cut(version: int) -> None:
+    data, payloads = stream(version)
+    want = reference(payloads)
+    assert want == Counter(received=11, foreign=2, lost=1, out_of_order=1, duplicated=2)
+    whole, acks = await receive(version, [data])
+    dribbled, acks_dribbled = await receive(version, [data[i : i + 1] for i in range(len(data))])
+    for recorder in (whole, dribbled):
+        assert recorder.counters == want
+        assert len(recorder.latencies) == 11
+        assert recorder.bytes_in == 11 * 40
+    assert min(whole.latencies) > 0
+    puback_ids = [i + 1 for i in range(len(SEQUENCE)) if i % 2] + [99]
+    want_acks = [bytes((0x40, 2, 0, pid)) for pid in puback_ids] + [bytes((0x50, 2, 0, 7))]
+    assert packets_of(acks) == packets_of(acks_dribbled) == sorted(want_acks)
+
+
+def packets_of(written: bytes) -> list[bytes]:
+    """The 4-byte acknowledgements written, sorted (their order across a read is free)."""
+    return sorted(written[i : i + 4] for i in range(0, len(written), 4))
+
+
+async def test_qos2_duplicates_are_dropped_until_pubrel() -> None:
+    first = encode(Publish("t", message(5, 0), qos=2, packet_id=3))
+    again = encode(Publish("t", message(5, 0), qos=2, packet_id=3, dup=True))
+    release = encode(Ack(PUBREL, 3))
+    recorder, written = await receive(V311, [first + again, release + first])
+    assert recorder.counters == Counter(received=2, duplicated=1)
+    assert written == bytes.fromhex("50020003 50020003 70020003 50020003")
+
+
+async def test_malformed_bytes_fail_the_connection_and_count_nothing() -> None:
+    conn = MqttConnection(V311)
+    conn.connection_made(cast(asyncio.Transport, Wire()))
+    session = SubscribeSession(conn, shared=False)
+    recorder = OpRecorder("subscribe")
+    task = asyncio.create_task(session.run(recorder))
+    await asyncio.sleep(0)
+    conn.data_received(encode(Publish("t", message(1, 0))) + bytes.fromhex("3004 0002 fffe"))
+    conn.connection_lost(None)
+    with pytest.raises(OpError, match="UTF-8"):
+        await task
+    assert recorder.counters == Counter(disconnects=1)
