@@ -2,8 +2,12 @@
 
 from __future__ import annotations
 
+import gc
 import random
+import weakref
 from array import array
+
+from hdrh.histogram import HdrHistogram
 
 from protobench.engine.metrics import (
     HIGHEST_US,
@@ -11,6 +15,7 @@ from protobench.engine.metrics import (
     OpRecorder,
     counts_view,
     decode,
+    encode,
     fold,
     merge,
     new_histogram,
@@ -85,3 +90,30 @@ def test_accumulator_adds_intervals_exactly() -> None:
     assert acc.ok == 3_000
     assert acc.errors == {"timeout": 3}
     assert acc.hist.get_total_count() == 3_000
+
+
+def _live_histograms() -> int:
+    return sum(1 for o in gc.get_objects() if isinstance(o, HdrHistogram))
+
+
+def test_histograms_are_freed_when_dropped_without_the_cycle_collector() -> None:
+    """A worker's interval histograms and the controller's decoded ones never pile up."""
+    recorder = OpRecorder("get")
+    accumulator = OpAccumulator()
+    gc.collect()
+    gc.disable()
+    try:
+        before = _live_histograms()
+        dropped = weakref.ref(new_histogram())
+        assert dropped() is None
+        for _ in range(20):
+            recorder.latencies.extend(_values(3, 100))
+            recorder.uncorrected.extend(_values(4, 100))
+            accumulator.add(recorder.flush())
+        assert merge([encode(decode(accumulator.to_interval().hist))] * 3).get_total_count()
+        assert _live_histograms() == before
+    finally:
+        gc.enable()
+    assert accumulator.ok == 2_000
+    assert accumulator.hist.get_total_count() == 2_000
+    assert accumulator.hist_uncorrected.get_total_count() == 2_000

@@ -47,7 +47,7 @@ from protobench.engine.events import (
     RunFinished,
     RunStarted,
 )
-from protobench.engine.metrics import OpAccumulator
+from protobench.engine.metrics import OpAccumulator, add_encoded
 from protobench.engine.plan import RunPlan
 from protobench.engine.report import EXIT_INCOMPLETE, exit_code_for
 from protobench.snapshots.store import SnapshotStore
@@ -257,9 +257,9 @@ def _total(ops: dict[str, dict[str, Any]], seconds: float, corrected: bool) -> d
         for cls, n in data.get("errors_by_class", {}).items():
             total.errors[cls] = total.errors.get(cls, 0) + n
         if data.get("hist"):
-            total.hist.decode_and_add(data["hist"])
+            add_encoded(total.hist, data["hist"])
         if data.get("hist_uncorrected"):
-            total.hist_uncorrected.decode_and_add(data["hist_uncorrected"])
+            add_encoded(total.hist_uncorrected, data["hist_uncorrected"])
     return op_summary(total, seconds, corrected)
 
 
