@@ -5,6 +5,14 @@ complete when every live worker has reported it (or the run ends); it is then
 summarised and emitted. Phase totals accumulate every report, so the phase's
 percentiles come from the merged histograms of all workers and intervals,
 never from averaged percentiles.
+
+The interval series (one record per interval, each with its operations'
+encoded histograms) is what a snapshot keeps of the run's course. So that the
+controller's memory stays flat however long the run, a phase keeps at most
+:data:`SERIES_LIMIT` records: past it, each new interval merges the oldest
+adjacent pair of the finest records into one (counts added, histograms merged
+exactly), so the recent past stays at full resolution and older stretches
+become coarser (2, 4, 8... intervals per record), as in a round-robin database.
 """
 
 from __future__ import annotations
@@ -16,6 +24,8 @@ from protobench.engine.events import IntervalUpdate
 from protobench.engine.metrics import OpAccumulator, OpInterval, encode, summary
 
 PHASES = ("warmup", "sustain", "drain")
+SERIES_LIMIT = 3600
+"""Series records kept per phase (an hour of 1 s intervals at full resolution)."""
 
 
 def op_summary(acc: OpAccumulator, seconds: float, corrected: bool) -> dict[str, Any]:
@@ -45,6 +55,61 @@ def op_summary(acc: OpAccumulator, seconds: float, corrected: bool) -> dict[str,
     return data
 
 
+def interval_of(summary: dict[str, Any]) -> OpInterval:
+    """An operation's figures from a series record (an :func:`op_summary` plus histograms)."""
+    return OpInterval(
+        ok=summary.get("ok", 0),
+        errors=dict(summary.get("errors_by_class", {})),
+        error_codes=dict(summary.get("error_codes", {})),
+        last_errors=dict(summary.get("last_errors", {})),
+        bytes_in=summary.get("bytes_in", 0),
+        late=summary.get("late", 0),
+        out_of_range=summary.get("out_of_range", 0),
+        counters=dict(summary.get("counters", {})),
+        hist=summary.get("hist", ""),
+        hist_uncorrected=summary.get("hist_uncorrected", ""),
+    )
+
+
+def series_ops(
+    accs: dict[str, OpAccumulator], names: list[str], seconds: float, corrected: bool
+) -> dict[str, dict[str, Any]]:
+    """The ``ops`` of a series record: each op's summary with its encoded histograms."""
+    ops = {}
+    for name in names:
+        acc = accs.get(name, OpAccumulator())
+        op = op_summary(acc, seconds, corrected)
+        if not op["last_errors"]:
+            del op["last_errors"]
+        op["hist"] = encode(acc.hist) if acc.ok else ""
+        if corrected:
+            unc = acc.hist_uncorrected
+            op["hist_uncorrected"] = encode(unc) if unc.get_total_count() else ""
+        ops[name] = op
+    return ops
+
+
+def merge_records(first: dict[str, Any], second: dict[str, Any], corrected: bool) -> dict[str, Any]:
+    """One series record covering two adjacent ones of the same phase, merged exactly."""
+    seconds = first["duration"] + second["duration"]
+    names = list(dict.fromkeys([*first["ops"], *second["ops"]]))
+    accs: dict[str, OpAccumulator] = {}
+    for name in names:
+        acc = accs[name] = OpAccumulator()
+        for record in (first, second):
+            if name in record["ops"]:
+                acc.add(interval_of(record["ops"][name]))
+    return {
+        "phase": first["phase"],
+        "index": first["index"],
+        "elapsed": second["elapsed"],
+        "duration": round(seconds, 6),
+        "lag_ms": max(first["lag_ms"], second["lag_ms"]),
+        "inflight": second["inflight"],
+        "ops": series_ops(accs, names, seconds, corrected),
+    }
+
+
 @dataclass
 class _Bucket:
     t0: float = 0.0
@@ -67,6 +132,9 @@ class Aggregator:
         self.totals: dict[str, dict[str, OpAccumulator]] = {}
         self.durations: dict[str, float] = {}
         self.series: list[dict[str, Any]] = []
+        self._weights: list[int] = []
+        """How many intervals each series record covers."""
+        self.series_limit = SERIES_LIMIT
 
     def add(self, report: dict[str, Any]) -> list[IntervalUpdate]:
         """Take one STATS frame; return the intervals it completed."""
@@ -103,16 +171,10 @@ class Aggregator:
         seconds = max(bucket.t1 - bucket.t0, 1e-9)
         if phase != "drain":
             self.durations[phase] = max(self.durations.get(phase, 0.0), bucket.t1)
-        ops = {}
+        ops = series_ops(bucket.ops, self.op_names, seconds, self.corrected)
         total = OpAccumulator()
-        for name in self.op_names:
-            acc = bucket.ops.get(name, OpAccumulator())
+        for acc in bucket.ops.values():
             total.absorb(acc)
-            ops[name] = op_summary(acc, seconds, self.corrected)
-            ops[name]["hist"] = encode(acc.hist) if acc.ok else ""
-            if self.corrected:
-                unc = acc.hist_uncorrected
-                ops[name]["hist_uncorrected"] = encode(unc) if unc.get_total_count() else ""
         total_summary = op_summary(total, seconds, self.corrected)
         update = IntervalUpdate(
             phase=phase,
@@ -132,13 +194,30 @@ class Aggregator:
                 "duration": update.duration,
                 "lag_ms": bucket.lag_ms,
                 "inflight": bucket.inflight,
-                "ops": {
-                    name: {k: v for k, v in op.items() if k != "last_errors" or v}
-                    for name, op in ops.items()
-                },
+                "ops": {name: dict(op) for name, op in ops.items()},
             }
         )
+        self._weights.append(1)
+        self._limit(phase)
         return update
+
+    def _limit(self, phase: str) -> None:
+        """Merge the oldest finest adjacent pair of ``phase`` while it has too many records."""
+        positions = [i for i, record in enumerate(self.series) if record["phase"] == phase]
+        if len(positions) <= self.series_limit:
+            return
+        weights = self._weights
+        series = self.series
+        pairs = [
+            (weights[i], i)
+            for i in positions[:-2]  # the newest record stays as it came
+            if series[i + 1]["phase"] == phase and weights[i] == weights[i + 1]
+        ]
+        if not pairs:
+            return
+        _, at = min(pairs)
+        series[at : at + 2] = [merge_records(series[at], series[at + 1], self.corrected)]
+        weights[at : at + 2] = [weights[at] + weights[at + 1]]
 
     def phase_report(self, phase: str) -> dict[str, Any] | None:
         """The report section of a phase: duration, total and per-op figures."""

@@ -16,8 +16,8 @@ from typing import Any
 
 from hdrh.histogram import HdrHistogram
 
-from protobench.engine.aggregate import op_summary
-from protobench.engine.metrics import OpAccumulator, OpInterval, encode, merge
+from protobench.engine.aggregate import interval_of, op_summary
+from protobench.engine.metrics import OpAccumulator, encode, merge
 
 TOTAL = "TOTAL"
 
@@ -39,24 +39,11 @@ def operations(snapshot: dict[str, Any]) -> list[str]:
     return [group["name"] for group in snapshot["plan"]["groups"]]
 
 
-def _as_interval(summary: dict[str, Any]) -> OpInterval:
-    return OpInterval(
-        ok=summary.get("ok", 0),
-        errors=dict(summary.get("errors_by_class", {})),
-        error_codes=dict(summary.get("error_codes", {})),
-        bytes_in=summary.get("bytes_in", 0),
-        late=summary.get("late", 0),
-        out_of_range=summary.get("out_of_range", 0),
-        counters=dict(summary.get("counters", {})),
-        hist=summary.get("hist", ""),
-    )
-
-
 def total_of(ops: dict[str, dict[str, Any]], seconds: float) -> dict[str, Any]:
     """The exact merge of one interval's per-op summaries, with its encoded histogram."""
     acc = OpAccumulator()
     for summary in ops.values():
-        acc.add(_as_interval(summary))
+        acc.add(interval_of(summary))
     total = op_summary(acc, seconds, corrected=False)
     total["hist"] = encode(acc.hist) if acc.ok else ""
     return total
