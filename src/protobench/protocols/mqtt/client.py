@@ -320,21 +320,30 @@ class MqttConnection(asyncio.Protocol):
 
     def next_packet_id(self) -> int:
         """A packet identifier not in flight (nor timed out and still unacknowledged)."""
-        pid = self._next_id
+        pid = self._next_id % MAX_PACKET_ID + 1
         inflight = self.inflight
         late = self._late_ids
-        for _ in range(MAX_PACKET_ID):
-            pid = pid + 1 if pid < MAX_PACKET_ID else 1
-            if pid not in inflight and pid not in late:
-                self._next_id = pid
-                return pid
-        raise OpError(ErrorClass.LOCAL, "no free MQTT packet identifier (65535 in flight)")
+        if pid in inflight or pid in late:
+            for _ in range(MAX_PACKET_ID):
+                pid = pid % MAX_PACKET_ID + 1
+                if pid not in inflight and pid not in late:
+                    break
+            else:
+                raise OpError(ErrorClass.LOCAL, "no free MQTT packet identifier (65535 in flight)")
+        self._next_id = pid
+        return pid
 
-    def track(self, pid: int, done: Done, timeout: float) -> None:
-        """Remember an outgoing QoS 1/2 message until its PUBACK/PUBCOMP or its deadline."""
+    def track(self, done: Done, timeout: float) -> int:
+        """A packet identifier for an outgoing QoS 1/2 message, remembered with ``done``.
+
+        ``done`` is called on the message's PUBACK/PUBCOMP or, after ``timeout``
+        seconds without it, with a ``timeout`` error.
+        """
+        pid = self.next_packet_id()
         self.inflight[pid] = (done, self.loop.time() + timeout)
         if self._sweep_handle is None:
             self._sweep_handle = self.loop.call_later(SWEEP_INTERVAL, self._sweep)
+        return pid
 
     def _sweep(self) -> None:
         self._sweep_handle = None

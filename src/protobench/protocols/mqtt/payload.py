@@ -34,6 +34,15 @@ def stamp(publisher: int, seq: int, now_ns: int) -> bytes:
     return HEADER.pack(MAGIC, 0, publisher, seq & 0xFFFFFFFF, now_ns)
 
 
+def stamp_struct(before: str) -> struct.Struct:
+    """A big-endian struct of the fields ``before`` (struct format codes), then the stamp's.
+
+    Publishers pack a packet identifier (``H``), an empty MQTT 5 property
+    block (``x``) and the stamp with one ``pack_into``.
+    """
+    return struct.Struct(">" + before + HEADER.format.lstrip(">"))
+
+
 def new_publisher_id() -> int:
     """A random 32-bit publisher id (collisions among hundreds of publishers are negligible)."""
     return random.getrandbits(32)

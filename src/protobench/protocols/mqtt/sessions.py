@@ -56,7 +56,7 @@ from protobench.protocols.mqtt.payload import (
     SequenceTracker,
     SizeMix,
     new_publisher_id,
-    stamp,
+    stamp_struct,
 )
 
 BURST: Final = 128
@@ -171,12 +171,12 @@ class PublishSession(CallbackSession):
     __slots__ = (
         "_draining",
         "_loop",
-        "_pads",
-        "_prefixes",
+        "_pack",
         "_ready",
         "_release",
         "_scheduled",
         "_stall_timer",
+        "_templates",
         "conn",
         "fixed_topic",
         "index",
@@ -212,37 +212,37 @@ class PublishSession(CallbackSession):
         self.fixed_topic = (
             None if "{seq}" in params.topic else params.topic.format(client=ctx.index, seq=0)
         )
-        self._prefixes: dict[int, bytes] = {}
-        self._pads: dict[int, bytes] = {}
+        self._templates: dict[int, tuple[bytearray, int]] = {}
+        self._pack = stamp_struct(("H" if self.qos else "") + ("x" if self.v5 else "")).pack_into
         self._ready: deque[Done] = deque()
         self._scheduled = False
         self._draining = False
         self._stall_timer: asyncio.TimerHandle | None = None
 
-    def _prefix(self, topic: str, size: int) -> bytes:
-        """Fixed header + topic (+ nothing else) of a message of ``size`` payload bytes."""
-        remaining = 2 + len(topic.encode()) + (2 if self.qos else 0) + (1 if self.v5 else 0) + size
-        return publish_prefix(topic, self.qos, self.params.retain, False, remaining)
+    def _template(self, topic: str, size: int) -> tuple[bytearray, int]:
+        """A PUBLISH of ``size`` payload bytes to ``topic`` with zeros where the packet
+        identifier, the MQTT 5 property block and the stamp go, and their offset."""
+        after = (2 if self.qos else 0) + (1 if self.v5 else 0)
+        remaining = 2 + len(topic.encode()) + after + size
+        prefix = publish_prefix(topic, self.qos, self.params.retain, False, remaining)
+        return bytearray(prefix) + bytes(after + size), len(prefix)
 
     def _frame(self, pid: int) -> bytes:
         seq = self.seq
         self.seq = seq + 1
         size = self.size if self.mix is None else self.mix.size_for(seq)
-        pad = self._pads.get(size)
-        if pad is None:
-            pad = self._pads[size] = bytes(size - HEADER_SIZE)
-        if self.fixed_topic is not None:
-            prefix = self._prefixes.get(size)
-            if prefix is None:
-                prefix = self._prefixes[size] = self._prefix(self.fixed_topic, size)
+        if self.fixed_topic is None:
+            frame, at = self._template(self.params.topic.format(client=self.index, seq=seq), size)
         else:
-            prefix = self._prefix(self.params.topic.format(client=self.index, seq=seq), size)
-        middle = b""
+            cached = self._templates.get(size)
+            if cached is None:
+                cached = self._templates[size] = self._template(self.fixed_topic, size)
+            frame, at = cached
         if self.qos:
-            middle = pid.to_bytes(2, "big")
-        if self.v5:
-            middle += b"\x00"
-        return b"".join((prefix, middle, stamp(self.publisher, seq, monotonic_ns()), pad))
+            self._pack(frame, at, pid, MAGIC, 0, self.publisher, seq & 0xFFFFFFFF, monotonic_ns())
+        else:
+            self._pack(frame, at, MAGIC, 0, self.publisher, seq & 0xFFFFFFFF, monotonic_ns())
+        return bytes(frame)
 
     def submit(self, done: Done) -> None:
         conn = self.conn
@@ -265,11 +265,10 @@ class PublishSession(CallbackSession):
             done(conn.error, 0)
             return
         try:
-            pid = conn.next_packet_id()
+            pid = conn.track(done, self.timeout)
         except OpError as exc:
             done(exc, 0)
             return
-        conn.track(pid, done, self.timeout)
         conn.send(self._frame(pid))
 
     def _drain(self) -> None:
