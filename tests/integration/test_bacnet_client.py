@@ -76,6 +76,22 @@ async def test_unanswered_request_is_resent_then_times_out() -> None:
     assert len({(addr, invoke_id) for addr, invoke_id, _ in responder.requests}) == 1
 
 
+async def test_one_request_in_flight_twice_is_resent_under_each_invoke_id() -> None:
+    responder = await Responder.start()
+    responder.silent = True
+    client = await client_for(responder, 0.3, retries=1)
+    request = ReadRequest(AI1, PV, None)
+    try:
+        outcomes = await asyncio.gather(
+            client.request(request), client.request(request), return_exceptions=True
+        )
+    finally:
+        client.close()
+        responder.close()
+    assert all(isinstance(o, OpError) and o.error_class == ErrorClass.TIMEOUT for o in outcomes)
+    assert Counter(invoke_id for _, invoke_id, _ in responder.requests) == {0: 2, 1: 2}
+
+
 async def test_late_reply_is_ignored_after_the_timeout() -> None:
     responder = await Responder.start()
     responder.delay = 0.4

@@ -68,8 +68,10 @@ def complex_ack(service: int, ack: bytes, invoke_id: int = 0) -> bytes:
     return encode_apdu(ComplexAckPDU(False, False, invoke_id, None, None, service, ack))
 
 
-def rp_ack(oid: ObjectIdentifier, prop: PropertyIdentifier, value: bytes) -> bytes:
-    return complex_ack(READ_PROPERTY, ReadPropertyACK(oid, prop, None, value).encode())
+def rp_ack(
+    oid: ObjectIdentifier, prop: PropertyIdentifier, value: bytes, invoke_id: int = 0
+) -> bytes:
+    return complex_ack(READ_PROPERTY, ReadPropertyACK(oid, prop, None, value).encode(), invoke_id)
 
 
 def decoded_request(request: ReadRequest | WriteRequest, invoke_id: int) -> ConfirmedRequestPDU:
@@ -92,6 +94,14 @@ def test_request_carries_its_invoke_id_and_decodes_as_asked() -> None:
         assert ReadPropertyRequest.decode(pdu.service_request) == ReadPropertyRequest(AI1, PV)
 
 
+def test_request_buffer_with_an_invoke_id_set_is_the_datagram() -> None:
+    request = ReadRequest(AI1, PV, None)
+    for invoke_id in (7, 0, 255):
+        request.wire[request.at] = invoke_id
+        assert bytes(request.wire) == request.head + bytes((invoke_id,)) + request.tail
+    assert decoded_request(request, 255).invoke_id == 255
+
+
 def test_routed_request_names_the_remote_network_and_mac() -> None:
     mac = bytes.fromhex("7f000001bac1")
     request = WriteRequest(AI1, PV, encode_application_real(72.5), 8, Route(2, mac), "w")
@@ -112,6 +122,39 @@ def test_read_accepts_the_right_value_and_rejects_a_wrong_one() -> None:
     assert error is not None
     assert error.error_class == ErrorClass.VALIDATION
     assert "expected 61.5" in error.detail
+
+
+def test_read_takes_the_reply_accepted_last_as_is_and_checks_any_other(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    request = ReadRequest(AI1, PV, None, expect=61.5)
+    header = b"\x81\x0a\x00\x00\x01\x00"
+    checked: list[bytes] = []
+    check_raw = ReadRequest._check_raw
+
+    def spy(self: ReadRequest, raw: bytes) -> object:
+        checked.append(raw)
+        return check_raw(self, raw)
+
+    monkeypatch.setattr(ReadRequest, "_check_raw", spy)
+    right = encode_application_real(61.5)
+    assert request.accept(header + rp_ack(AI1, PV, right, invoke_id=3), 6) is None
+    assert checked == [right]
+    assert request.accept(header + rp_ack(AI1, PV, right, invoke_id=9), 6) is None
+    assert request.accept(rp_ack(AI1, PV, right, invoke_id=200), 0) is None
+    assert checked == [right]
+    wrong = encode_application_real(61.0)
+    error = request.accept(header + rp_ack(AI1, PV, wrong, invoke_id=4), 6)
+    assert error is not None
+    assert error.error_class == ErrorClass.VALIDATION
+    assert checked == [right, wrong]
+    longer = encode_application_unsigned(61_000)
+    assert request.accept(header + rp_ack(AI1, PV, longer, invoke_id=5), 6) is not None
+    other_object = request.accept(header + rp_ack(AI2, PV, right, invoke_id=6), 6)
+    assert other_object is not None
+    assert "analog-input:2" in other_object.detail
+    assert request.accept(header + rp_ack(AI1, PV, right, invoke_id=7), 6) is None
+    assert checked == [right, wrong, longer]
 
 
 def test_read_rejects_an_ack_for_another_object_or_service() -> None:

@@ -6,8 +6,8 @@ an ephemeral port and connected to the target, so the kernel drops datagrams
 from anyone else and reports an ICMP port-unreachable (``refused``). Each is
 watched with the event loop's ``add_reader`` and read with ``recv``, and
 written with ``send``: no transport object, no address tuple per datagram.
-A lane has 256 invoke IDs. Sending a request is a datagram concatenation and
-one ``send``; its reply is matched by invoke ID and checked by the
+A lane has 256 invoke IDs. Sending a request is setting the invoke ID byte of
+its pre-encoded datagram and one ``send``; its reply is matched by invoke ID and checked by the
 :class:`Request` that was sent. There is no task, future or timer per
 request: one timer sweeps the deadlines a few times per attempt timeout,
 resends when retries are configured, and fails a request with ``timeout`` at
@@ -61,7 +61,8 @@ MAX_LANES = 1024
 NEVER = -1e18
 
 monotonic = time.monotonic
-Pending = tuple[Done, Request, bytes, int]
+Pending = tuple[Done, Request, int]
+"""A request in flight: its callback, the request, and how many times it was resent."""
 
 
 class Lane:
@@ -230,8 +231,9 @@ class DatagramClient:
             return
         lane.next = (invoke_id + 1) & 0xFF
         lane.used[invoke_id] = now
-        wire = request.head + INVOKE_ID_BYTES[invoke_id] + request.tail
-        lane.pending[invoke_id] = (done, request, wire, 0)
+        wire = request.wire
+        wire[request.at] = invoke_id
+        lane.pending[invoke_id] = (done, request, 0)
         lane.inflight += 1
         if self._timer is None:
             self._timer = self.loop.call_later(self.tick, self._sweep)
@@ -333,14 +335,14 @@ class DatagramClient:
                 entry = pending[invoke_id]
                 if entry is None or used[invoke_id] > expired:
                     continue
-                done, request, wire, attempts = entry
+                done, request, attempts = entry
                 if attempts < self.retries and lane.open:
-                    pending[invoke_id] = (done, request, wire, attempts + 1)
+                    pending[invoke_id] = (done, request, attempts + 1)
                     used[invoke_id] = now
                     self.resent += 1
                     self.count("resent", 1)
                     try:
-                        lane.send(wire)
+                        lane.send(request.head + INVOKE_ID_BYTES[invoke_id] + request.tail)
                     except OSError as exc:
                         lane.send_failed(invoke_id, exc)
                     continue

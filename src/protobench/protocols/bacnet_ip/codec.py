@@ -2,15 +2,16 @@
 
 A :class:`Request` is encoded once with bac-py's codec (BVLL Original-Unicast
 + NPDU + confirmed-request APDU) and kept as the bytes before and after the
-invoke ID, so sending one costs a concatenation. Its :meth:`Request.accept`
+invoke ID, and as one datagram buffer whose invoke ID byte the client sets
+before each send (no allocation per request). Its :meth:`Request.accept`
 checks a reply APDU completely:
 
 * the PDU type and service choice must be the ones asked for;
 * ReadProperty: the ACK's object, property and array index must equal the
   request byte for byte (BACnet encodings are canonical), the value between
   the opening and closing tag 3 is decoded by bac-py and compared with the
-  expected value when one is set; a value identical to the last one checked is
-  not decoded again (its decoding is known);
+  expected value when one is set; a reply identical to the last one accepted
+  after its invoke ID is not decoded again (its decoding is known);
 * ReadPropertyMultiple: bac-py decodes the whole ACK; every object and
   property must be the ones asked for, in order, and every value must decode;
   a property access error is a ``protocol`` error with its class:code;
@@ -168,12 +169,15 @@ def same_value(value: object, expected: Scalar) -> bool:
 class Request:
     """A pre-encoded confirmed request and the check of its reply."""
 
-    __slots__ = ("head", "label", "service", "simple", "tail")
+    __slots__ = ("at", "head", "label", "service", "simple", "tail", "wire")
 
     def __init__(
         self, service: int, request: bytes, route: Route | None, label: str, simple: bool
     ) -> None:
         self.head, self.tail = encode_confirmed(service, request, route)
+        self.wire = bytearray(self.head + INVOKE_ID_BYTES[0] + self.tail)
+        """The datagram; the sender sets ``wire[at]`` to the invoke ID and sends it at once."""
+        self.at = len(self.head)
         self.service = service
         self.simple = simple
         self.label = label
@@ -213,7 +217,7 @@ class Request:
 class ReadRequest(Request):
     """ReadProperty of one property, optionally checked against an expected value."""
 
-    __slots__ = ("_ok_raw", "body", "expect", "prefix", "value")
+    __slots__ = ("_ok_end", "_ok_raw", "_ok_size", "body", "expect", "prefix", "value")
 
     def __init__(
         self,
@@ -236,9 +240,20 @@ class ReadRequest(Request):
         self.expect = expect
         self.value: object = None
         self._ok_raw: bytes | None = None
+        self._ok_end = b""
+        """The last reply accepted, after its invoke ID (service, object, property, value)."""
+        self._ok_size = -1
+        """The size of that reply's APDU (-1 before the first: matches no reply)."""
 
     def accept(self, data: bytes, start: int) -> OpError | None:
-        # The common case first: a ComplexACK of ReadProperty for this object and property.
+        # The commonest case first: the reply accepted last time, under another invoke ID.
+        if (
+            len(data) - start == self._ok_size
+            and data[start] == _COMPLEX_ACK_HEAD
+            and data.endswith(self._ok_end)
+        ):
+            return None
+        # Then a ComplexACK of ReadProperty for this object and property.
         if (
             data[start] == _COMPLEX_ACK_HEAD
             and data[start + 2] == self.service
@@ -246,7 +261,11 @@ class ReadRequest(Request):
             and data.startswith(self.prefix, start + 3)
         ):
             raw = data[start + self.body : -1]
-            return None if raw == self._ok_raw else self._check_raw(raw)
+            error = None if raw == self._ok_raw else self._check_raw(raw)
+            if error is None:
+                self._ok_end = data[start + 2 :]
+                self._ok_size = len(data) - start
+            return error
         return super().accept(data, start)
 
     def check_ack(self, data: bytes, start: int) -> OpError | None:
