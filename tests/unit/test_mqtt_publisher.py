@@ -1,0 +1,76 @@
+"""The publisher's frames in memory: templates packed in place give the codec's bytes.
+
+A :class:`PublishSession` builds each PUBLISH from a per-size template; every
+frame must be exactly what :func:`encode` makes of the same message, stamped
+with the publisher's id, its sequence number and the send time.
+"""
+
+from __future__ import annotations
+
+import time
+
+import pytest
+
+from protobench.protocols.base import SessionContext
+from protobench.protocols.mqtt.client import MqttConnection
+from protobench.protocols.mqtt.codec import PUBACK, V5, V311, Decoder, Publish, encode
+from protobench.protocols.mqtt.options import MqttOptions, PublishParams
+from protobench.protocols.mqtt.payload import HEADER, HEADER_SIZE, MAGIC
+from protobench.protocols.mqtt.sessions import PublishSession
+
+pytestmark = pytest.mark.anyio
+
+
+def session(version: int, **params: object) -> PublishSession:
+    checked = PublishParams.model_validate(params)
+    ctx = SessionContext(
+        "mqtt://127.0.0.1:1883", "pub", "publish", 3, 0, checked, MqttOptions(), 5.0
+    )
+    return PublishSession(MqttConnection(version), lambda: None, ctx, checked)
+
+
+@pytest.mark.parametrize("version", [V311, V5])
+@pytest.mark.parametrize("qos", [0, 1, 2])
+@pytest.mark.parametrize(
+    "params",
+    [
+        {"size": 20},
+        {"size": 300, "retain": True, "topic": "t/{client}"},
+        {"sizes": {20: 1, 200: 1}, "topic": "seq/{seq}"},
+    ],
+)
+async def test_frames_are_the_codec_s_bytes(
+    version: int, qos: int, params: dict[str, object]
+) -> None:
+    pub = session(version, qos=qos, **params)
+    before = time.monotonic_ns()
+    for seq, pid in enumerate((1, 2, 0xFFFF, 1)):
+        frame = pub._frame(pid if qos else 0)
+        [packet] = Decoder(version).feed(frame)
+        assert isinstance(packet, Publish)
+        assert encode(packet, version) == frame
+        assert packet.qos == qos
+        assert packet.packet_id == (pid if qos else 0)
+        assert packet.retain == bool(params.get("retain"))
+        assert packet.topic == str(params.get("topic", "protobench/{client}")).format(
+            client=3, seq=seq
+        )
+        magic, flags, publisher, got_seq, sent = HEADER.unpack_from(packet.payload)
+        assert (magic, flags, publisher, got_seq) == (MAGIC, 0, pub.publisher, seq)
+        assert before <= sent <= time.monotonic_ns()
+        assert packet.payload[HEADER_SIZE:] == bytes(len(packet.payload) - HEADER_SIZE)
+        if "sizes" in params:
+            assert len(packet.payload) == pub.mix.size_for(seq)  # type: ignore[union-attr]
+
+
+async def test_tracked_publishes_take_free_packet_ids_and_complete_on_puback() -> None:
+    pub = session(V311, qos=1, size=20)
+    conn = pub.conn
+    results: list[object] = []
+    conn.inflight[2] = (lambda error, n: results.append(("other", error)), 1e18)
+    for _ in range(3):
+        pub._send_tracked(lambda error, n: results.append((error, n)))
+    assert sorted(conn.inflight) == [1, 2, 3, 4]
+    conn.data_received(bytes((PUBACK << 4, 2, 0, 3, PUBACK << 4, 2, 0, 1, PUBACK << 4, 2, 0, 9)))
+    assert results == [(None, 4), (None, 4)]
+    assert sorted(conn.inflight) == [2, 4]
