@@ -113,11 +113,12 @@ class Lane:
                 self.client.note_stray()
                 return
         kind = data[start] >> 4
-        entry = self.pending[data[start + 1]]
+        invoke_id = data[start + 1]
+        entry = self.pending[invoke_id]
         if entry is None or kind < _SIMPLE_ACK or kind == _SEGMENT_ACK:
             self.client.note_stray()
             return
-        self.pending[data[start + 1]] = None
+        self.pending[invoke_id] = None
         self.inflight -= 1
         error = entry[1].accept(data, start)
         if error is None:
