@@ -10,10 +10,26 @@ messages back-to-back for ``--duration`` seconds, ``--rounds`` times:
 * ``qos1``: QoS 1 with 20 messages in flight per connection (protobench:
   ``count = clients x 20, inflight = 20``; paho: ``max_inflight_messages_set(20)``).
 * ``sub``: the CPU cost of receiving: one subscriber process (pinned to the
-  client core) receives QoS 0 messages that protobench publishes (4
-  sessions, on the broker's core, back-to-back or at ``--sub-rate``); CPU µs
-  per message is the subscriber's user + system time over the messages it
-  counted in ``--duration`` seconds once the traffic flows.
+  client core) with one subscribe session receives QoS 0 messages that
+  protobench publishes (4 sessions, on the broker's core, back-to-back or at
+  ``--sub-rate``); CPU µs per message is the subscriber's user + system time
+  over the messages it counted in ``--duration`` seconds once the traffic
+  flows (start-up is excluded: the window opens 1 s after the first message).
+  The log line also gives the subscriber's busy share of its core and the
+  messages per read() system call (``syscr`` of ``/proc/self/io``), because
+  they explain the figure: the feeder shares the broker's core and does not
+  saturate the subscriber, which then wakes up for nearly every message and
+  pays a wakeup, an ``epoll_wait`` and a ``read`` for each; on a quiet 2-core
+  machine that per-wakeup cost, mostly system time, is most of the figure.
+  On a busy machine the subscriber wakes up later and reads more per call,
+  so its figure drops: read it with the messages per read.
+* ``sub xN`` (``--fanout N``, default 4; 1 leaves the row out): the same
+  with N subscribe sessions (N connections) in the one subscriber process,
+  each receiving every message, as in a fan-out run where one worker holds
+  many subscribers. It was added because the ``sub`` row measures wakeups
+  more than messages; this row is closer to the per-message cost of a
+  subscriber worker that has work to do. Neither delays reads: every
+  message's latency is stamped when its bytes are read.
 
 Every publish run is cross-checked against the broker: the delta of
 ``$SYS/broker/publish/messages/received`` over the run must cover the
@@ -257,41 +273,54 @@ def run_mqtt_benchmark(
 # --------------------------------------------------------------------------- subscriber cost
 
 
-def protobench_subscriber(port: int, duration: float) -> None:
-    """Child mode: one protobench subscribe session on uvloop; prints messages and CPU."""
+def read_syscalls() -> int:
+    """The read-type system calls this process made so far (``syscr`` of ``/proc/self/io``)."""
+    for line in Path("/proc/self/io").read_text().splitlines():
+        if line.startswith("syscr:"):
+            return int(line.split()[1])
+    return 0
+
+
+def protobench_subscriber(port: int, duration: float, sessions: int) -> None:
+    """Child mode: ``sessions`` protobench subscribe sessions on uvloop; prints messages and CPU."""
 
     async def main() -> None:
-        ctx = SessionContext(
-            f"mqtt://127.0.0.1:{port}", "sub", "subscribe", 0, 0,
-            SubscribeParams(topics=["bench/#"]), MqttOptions(), 10.0,
-        )  # fmt: skip
-        session = await MqttProtocol().open_session(ctx)
-        assert isinstance(session, StreamSession)
-        recorder = OpRecorder("sub")
+        recorder = OpRecorder("sub")  # one recorder per operation, as in a worker
+        tasks = []
+        for index in range(sessions):
+            ctx = SessionContext(
+                f"mqtt://127.0.0.1:{port}", "sub", "subscribe", index, 0,
+                SubscribeParams(topics=["bench/#"]), MqttOptions(), 10.0,
+            )  # fmt: skip
+            session = await MqttProtocol().open_session(ctx)
+            assert isinstance(session, StreamSession)
+            tasks.append(asyncio.create_task(session.run(recorder)))
         print("ready", flush=True)
-        task = asyncio.create_task(session.run(recorder))
         counters = recorder.counters
         for _ in range(1200):  # the feeder's CLI start takes seconds: wait for its traffic
             if counters["received"]:
                 break
             await asyncio.sleep(0.05)
         await asyncio.sleep(1.0)
-        count0, t0 = counters["received"], time.process_time()
+        count0, t0, reads0 = counters["received"], time.process_time(), read_syscalls()
         await asyncio.sleep(duration)
         cpu = time.process_time() - t0
         count = counters["received"] - count0
-        task.cancel()
-        print(json.dumps({"count": count, "cpu": cpu, "lost": counters["lost"]}), flush=True)
+        reads = read_syscalls() - reads0
+        for task in tasks:
+            task.cancel()
+        out = {"count": count, "cpu": cpu, "lost": counters["lost"], "reads": reads}
+        print(json.dumps(out), flush=True)
 
     uvloop.run(main())
 
 
 def run_subscriber_cost(
-    url: str, port: int, args: argparse.Namespace, directory: Path
+    url: str, port: int, args: argparse.Namespace, directory: Path, sessions: int
 ) -> dict[str, Any]:
     sub = subprocess.Popen(
         ["taskset", "-c", str(args.client_core), PYTHON, __file__, "--protobench-subscriber",
-         str(port), "--duration", str(args.duration)],
+         str(port), "--duration", str(args.duration), "--sub-sessions", str(sessions)],
         stdout=subprocess.PIPE, text=True,
     )  # fmt: skip
     assert sub.stdout is not None
@@ -312,8 +341,15 @@ def run_subscriber_cost(
     sub.wait(30)
     feeder.send_signal(signal.SIGINT)
     feeder.wait(60)
-    return {"rate": out["count"] / args.duration, "counted": out["count"],
-            "cpu_us": out["cpu"] / max(1, out["count"]) * 1e6, "lost": out["lost"]}  # fmt: skip
+    count = max(1, out["count"])
+    return {
+        "rate": out["count"] / args.duration,
+        "counted": out["count"],
+        "cpu_us": out["cpu"] / count * 1e6,
+        "lost": out["lost"],
+        "busy": out["cpu"] / args.duration * 100,
+        "per_read": count / max(1, out["reads"]),
+    }
 
 
 # --------------------------------------------------------------------------- main
@@ -327,16 +363,20 @@ def main() -> None:
     parser.add_argument("--size", type=int, default=100)
     parser.add_argument("--qos", type=int, default=0)
     parser.add_argument("--sub-rate", type=int, default=0, help="feeder rate (0: back-to-back)")
+    parser.add_argument(
+        "--fanout", type=int, default=4, help="subscribers of the second sub row (1: no such row)"
+    )
     parser.add_argument("--broker-core", type=int, default=0)
     parser.add_argument("--client-core", type=int, default=1)
     parser.add_argument("--paho-publisher", type=int, help=argparse.SUPPRESS)
     parser.add_argument("--protobench-subscriber", type=int, help=argparse.SUPPRESS)
+    parser.add_argument("--sub-sessions", type=int, default=1, help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.paho_publisher:
         paho_publisher(args.paho_publisher, args.clients, args.qos, args.size, args.duration)
         return
     if args.protobench_subscriber:
-        protobench_subscriber(args.protobench_subscriber, args.duration)
+        protobench_subscriber(args.protobench_subscriber, args.duration, args.sub_sessions)
         return
 
     benchmark = mqtt_benchmark_binary()
@@ -379,12 +419,17 @@ def main() -> None:
                             f"broker received {result['broker_received']:,} "
                             f"broker CPU {result['broker_cpu']:.0f}%"
                         )
-                result = run_subscriber_cost(url, port, args, directory)
-                results.setdefault("sub", {}).setdefault("protobench", []).append(result)
-                log(
-                    f"round {round_no} sub   protobench      {result['rate']:>10,.0f} msg/s "
-                    f"{result['cpu_us']:6.2f} µs CPU/msg (lost {result['lost']})"
+                subs = [("sub", 1)] + (
+                    [(f"sub x{args.fanout}", args.fanout)] if args.fanout > 1 else []
                 )
+                for mode, sessions in subs:
+                    result = run_subscriber_cost(url, port, args, directory, sessions)
+                    results.setdefault(mode, {}).setdefault("protobench", []).append(result)
+                    log(
+                        f"round {round_no} {mode:5} protobench      {result['rate']:>10,.0f} msg/s "
+                        f"{result['cpu_us']:6.2f} µs CPU/msg (lost {result['lost']}, subscriber "
+                        f"busy {result['busy']:.0f}%, {result['per_read']:.1f} messages per read)"
+                    )
         finally:
             watcher.stop()
             broker.terminate()
