@@ -22,14 +22,16 @@ messages back-to-back for ``--duration`` seconds, ``--rounds`` times:
   pays a wakeup, an ``epoll_wait`` and a ``read`` for each; on a quiet 2-core
   machine that per-wakeup cost, mostly system time, is most of the figure.
   On a busy machine the subscriber wakes up later and reads more per call,
-  so its figure drops: read it with the messages per read.
+  so its figure drops: read it with the messages per read. The busy share
+  and the messages per read were added to say what the figure measures; the
+  measurement itself is unchanged.
 * ``sub xN`` (``--fanout N``, default 4; 1 leaves the row out): the same
   with N subscribe sessions (N connections) in the one subscriber process,
   each receiving every message, as in a fan-out run where one worker holds
-  many subscribers. It was added because the ``sub`` row measures wakeups
-  more than messages; this row is closer to the per-message cost of a
-  subscriber worker that has work to do. Neither delays reads: every
-  message's latency is stamped when its bytes are read.
+  many subscribers. Its messages per read vary from run to run (about 1 to
+  about 45 were seen on a shared 2-core machine, with the figure going
+  from about 6.6 down to about 1.5 µs); read the two together. Neither row
+  delays reads: every message's latency is stamped when its bytes are read.
 
 Every publish run is cross-checked against the broker: the delta of
 ``$SYS/broker/publish/messages/received`` over the run must cover the
