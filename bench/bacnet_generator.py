@@ -1,6 +1,6 @@
 """How fast is protobench's BACnet/IP hot path, and how much lighter than bac-py's Client?
 
-Two measurements, each client pinned to ``--client-core`` and each server to
+Three measurements, each client pinned to ``--client-core`` and each server to
 ``--server-core``:
 
 1. **Against a fast responder.** A small UDP responder (Go when ``go`` is on
@@ -33,6 +33,27 @@ Two measurements, each client pinned to ``--client-core`` and each server to
    it is the bottleneck (the server has idle time), rarely sleeps, and pays
    almost no wake-ups. ``sleeps/req`` (voluntary context switches per
    request) and ``server CPU`` show this.
+3. **Both paced at the same rate against bac-py's stress server** (``--paced-rate``,
+   8,000 req/s by default; 0 skips it): the fair comparison of (2), since both
+   clients then do the same work at the same rate, each below its own capacity and
+   the server's, instead of one running flat out and the other waiting on the
+   server; what each pays to wait (sleeps and wake-ups, timers) is then its own
+   cost at that load, as in a real paced run. The same sessions/tasks as (2):
+   protobench's sessions in the engine's open-model driver (``ArrivalDriver``, what
+   ``protobench run --rate`` runs), then in ``TickDriver`` (the same driver, except
+   that it sleeps at least 1 ms: ``ArrivalDriver`` sleeps until the next arrival,
+   under 1 ms away at these rates, and uvloop runs a timer under 0.5 ms at once, so
+   it never blocks and its CPU per request is its core divided by the rate), then
+   bac-py's ``Client.read`` from tasks that each sleep until their next due time
+   (arrival ``n`` at ``n / rate``, on task ``n % tasks``) and read AI-1..10 in turn.
+   Reported as in (2), plus the achieved rate (a client that falls more than 1 %
+   short is named below the table) and ``late``: the share of arrivals that found
+   no free session / their task still reading (they go out as soon as one frees,
+   so the rate holds). Latencies are from the due time (coordinated omission
+   corrected), so a server stall shows in the p99 of the paced rows only. Pacing
+   does not equalise wake-ups: at 8,000/s bac-py's Client is still busy most of the
+   time and rarely sleeps, while protobench, idle between replies, wakes up for most
+   of them; that is the price of being lighter at a given rate, and part of the ratio.
 
 Every figure covers the measured window only: the client's CPU, its sleeps
 and the server's CPU are all read by the client process when its window
@@ -42,9 +63,9 @@ Every process (responder, server, each client) starts in its own session: with
 Linux's scheduler autogroups a process in the script's session would share
 one weight with it while a shared machine's other jobs compete for the core.
 
-Run it as ``bench/bacnet_generator [--duration 10] [--rounds 3]``. The
-machine may be shared: compare the rounds and the servers' CPU before
-reading the ratios.
+Run it as ``bench/bacnet_generator [--duration 10] [--rounds 3] [--paced-rate 8000]``
+(eight client runs a round). The machine may be shared: compare the rounds and the
+servers' CPU before reading the ratios.
 """
 
 from __future__ import annotations
@@ -76,7 +97,7 @@ from bac_py.types.enums import BvlcFunction, ObjectType, PropertyIdentifier
 from bac_py.types.primitives import ObjectIdentifier
 
 from protobench.engine.metrics import OpRecorder, new_histogram
-from protobench.engine.schedule import ClosedDriver, RunState, Slot
+from protobench.engine.schedule import ArrivalDriver, ClosedDriver, RunState, Slot
 from protobench.protocols.bacnet_ip import BacnetIpProtocol
 from protobench.protocols.bacnet_ip.address import parse_target
 from protobench.protocols.bacnet_ip.codec import DeviceProbe, ReadRequest
@@ -163,6 +184,8 @@ class Result:
     wrong_values: int = 0
     server_cpu: float = 0.0
     sleeps: int = 0
+    rate: float = 0.0
+    late: int = 0
 
     @property
     def rps(self) -> float:
@@ -307,10 +330,44 @@ def start_bacpy_server(core: int) -> tuple[subprocess.Popen[str], str]:
 # -- the clients (each runs in its own pinned process) ------------------------------
 
 
+class TickDriver(ArrivalDriver):
+    """The engine's open-model driver with one change: it sleeps at least one timer tick.
+
+    ``ArrivalDriver.run`` sleeps until the next arrival, which at 8,000/s is under 125 µs
+    away; uvloop rounds a timer's delay to whole milliseconds and runs one that rounds to
+    0 at once, so the driver never blocks and spins its core. Here each wake-up issues the
+    arrivals due by then and sleeps >= 1 ms (what libuv's timers resolve anyway): arrivals
+    go out in bursts of ``rate`` / 1000, each up to ~1 ms after its due time, which the
+    latency (measured from the due time) includes.
+    """
+
+    async def run(self, start_ns: int) -> None:
+        for slot in self.slots:
+            slot.on_open = self._free.append
+            if slot.session is not None:
+                self._free.append(slot)
+        due = start_ns
+        while self.state.running:
+            now = time.perf_counter_ns()
+            while due <= now:
+                self._arrive(due)
+                due += int(1e9 / self.rate)
+            await asyncio.sleep(max(0.001, (due - time.perf_counter_ns()) / 1e9))
+
+
 async def protobench_client(
-    url: str, sessions: int, warmup: float, duration: float, reuse: float, server_pid: int
+    url: str,
+    sessions: int,
+    warmup: float,
+    duration: float,
+    reuse: float,
+    server_pid: int,
+    rate: float = 0.0,
+    tick: bool = False,
 ) -> dict[str, Any]:
-    """protobench's read-property sessions in the engine's closed-model driver."""
+    """protobench's read-property sessions in the engine's closed-model driver, or in its
+    open-model driver (``ArrivalDriver``, as ``protobench run --rate``) when ``rate`` > 0
+    (``TickDriver`` when ``tick``)."""
     plugin = BacnetIpProtocol()
     params = ReadPropertyParams(objects=["analog-input:*"])
     options = BacnetIpOptions(reuse_after=reuse)
@@ -327,11 +384,16 @@ async def protobench_client(
         if not await slot.open():
             raise SystemExit(f"session did not open: {recorder.last_errors}")
     state = RunState()
-    ClosedDriver(slots, recorder, state).start()
+    paced: asyncio.Task[None] | None = None
+    if rate > 0:
+        driver = (TickDriver if tick else ArrivalDriver)(slots, recorder, state, rate, None, 0.0)
+        paced = asyncio.create_task(driver.run(time.perf_counter_ns()))
+    else:
+        ClosedDriver(slots, recorder, state).start()
     await asyncio.sleep(warmup)
     recorder.flush()
     hist = new_histogram()
-    requests = errors = 0
+    requests = errors = late = 0
     window = Window(server_pid)
     window.start()
     while time.perf_counter() - window.t0 < duration:
@@ -339,10 +401,13 @@ async def protobench_client(
         item = recorder.flush()
         requests += item.ok
         errors += item.error_count
+        late += item.late
         if item.hist:
             hist.decode_and_add(item.hist)
     measured = window.stop()
     state.stop()
+    if paced is not None:
+        await paced
     sockets = sum(len(s.session.client.lanes) for s in slots if isinstance(s.session, LeanSession))
     for slot in slots:
         await slot.close()
@@ -352,6 +417,8 @@ async def protobench_client(
         "p50_us": hist.get_value_at_percentile(50),
         "p99_us": hist.get_value_at_percentile(99),
         "sockets": sockets,
+        "rate": rate,
+        "late": late,
         **measured,
     }
 
@@ -406,6 +473,72 @@ async def bacpy_client(
     }
 
 
+async def bacpy_paced_client(
+    url: str, tasks: int, rate: float, warmup: float, duration: float, server_pid: int
+) -> dict[str, Any]:
+    """bac-py's Client.read at ``rate`` per second from ``tasks`` tasks, AI-1..10 in turn.
+
+    Arrival ``n`` is due at ``start + n / rate`` and belongs to task ``n % tasks``, so each
+    task sleeps until its next due time, reads, and sleeps again. An arrival whose task is
+    still reading at its due time is ``late`` (the task then reads at once, behind its
+    schedule). Latency is measured from the due time, as protobench's open model does.
+    """
+    address = parse_target(url).endpoint
+    hist = new_histogram()
+    counts = {"requests": 0, "errors": 0, "wrong": 0, "late": 0}
+    measuring = False
+    running = True
+    period = 1e9 / rate
+    start = time.perf_counter_ns()
+
+    async def reader(client: Client, first: int) -> None:
+        n = first
+        while running:
+            due = start + int(n * period)
+            instance = n % 10 + 1
+            n += tasks
+            wait = due - time.perf_counter_ns()
+            if wait > 0:
+                await asyncio.sleep(wait / 1e9)
+            elif measuring:
+                counts["late"] += 1
+            try:
+                value = await client.read(address, f"ai,{instance}", "present-value")
+            except Exception:
+                if measuring:
+                    counts["errors"] += 1
+                continue
+            if measuring:
+                hist.record_value(max(1, (time.perf_counter_ns() - due) // 1000))
+                counts["requests"] += 1
+                if value != 60.0 + 1.5 * instance:
+                    counts["wrong"] += 1
+
+    config = {"interface": "127.0.0.1", "port": 0, "broadcast_address": "127.255.255.255"}
+    async with Client(instance_number=3_999_000, **config) as client:  # type: ignore[arg-type]
+        start = time.perf_counter_ns()
+        workers = [asyncio.create_task(reader(client, i)) for i in range(tasks)]
+        await asyncio.sleep(warmup)
+        window = Window(server_pid)
+        measuring = True
+        window.start()
+        await asyncio.sleep(duration)
+        measuring = False
+        measured = window.stop()
+        running = False
+        await asyncio.gather(*workers, return_exceptions=True)
+    return {
+        "requests": counts["requests"],
+        "errors": counts["errors"],
+        "p50_us": hist.get_value_at_percentile(50),
+        "p99_us": hist.get_value_at_percentile(99),
+        "wrong_values": counts["wrong"],
+        "rate": rate,
+        "late": counts["late"],
+        **measured,
+    }
+
+
 def run_client(
     args: argparse.Namespace,
     role: str,
@@ -414,12 +547,16 @@ def run_client(
     reuse: float,
     server: str,
     server_pid: int,
+    rate: float = 0.0,
+    tick: bool = False,
 ) -> Result:
-    """Run one client process pinned to the client core (it measures the server's CPU too)."""
+    """Run one client process pinned to the client core (it measures the server's CPU too);
+    ``rate`` > 0 paces it (open model) instead of keeping ``sessions`` requests in flight."""
     command = ["taskset", "-c", str(args.client_core), str(PYTHON), __file__, "--role", role]
     command += ["--url", url, "--sessions", str(sessions), "--reuse", str(reuse)]
     command += ["--duration", str(args.duration), "--warmup", str(args.warmup)]
-    command += ["--server-pid", str(server_pid)]
+    command += ["--server-pid", str(server_pid), "--rate", str(rate)]
+    command += ["--tick"] if tick else []
     done = subprocess.run(
         command,
         capture_output=True,
@@ -434,6 +571,9 @@ def run_client(
     name = "protobench" if role == "protobench" else "bac-py Client"
     if role == "protobench" and reuse == 0:
         name += " (reuse_after=0)"
+    if rate > 0:
+        name += ", ticked" if tick else ""
+        name += f" @ {rate:,.0f}/s"
     return Result(name, server, **data)
 
 
@@ -460,11 +600,22 @@ COLUMNS: tuple[tuple[str, str, str, Callable[[Result], Any]], ...] = (
 )
 
 
-def print_table(title: str, rows: list[Result]) -> None:
+PACED_COLUMNS: tuple[tuple[str, str, str, Callable[[Result], Any]], ...] = (
+    ("client", "<36", "", lambda r: r.client),
+    *COLUMNS[1:],
+    ("late", ">6", ".0%", lambda r: r.late / r.requests if r.requests else 0.0),
+)
+
+
+def print_table(
+    title: str,
+    rows: list[Result],
+    columns: tuple[tuple[str, str, str, Callable[[Result], Any]], ...] = COLUMNS,
+) -> None:
     print(f"\n{title}")
-    print("  " + " ".join(f"{name:{width}}" for name, width, _, _ in COLUMNS))
+    print("  " + " ".join(f"{name:{width}}" for name, width, _, _ in columns))
     for row in rows:
-        print("  " + " ".join(f"{get(row):{width}{fmt}}" for _, width, fmt, get in COLUMNS))
+        print("  " + " ".join(f"{get(row):{width}{fmt}}" for _, width, fmt, get in columns))
 
 
 def main() -> int:
@@ -478,6 +629,12 @@ def main() -> int:
     parser.add_argument(
         "--server-sessions", type=int, default=32, help="sessions/tasks against bac-py"
     )
+    parser.add_argument(
+        "--paced-rate",
+        type=float,
+        default=8000.0,
+        help="req/s of both clients in the paced measurement against bac-py (0: skip it)",
+    )
     parser.add_argument("--server-core", type=int, default=0)
     parser.add_argument("--client-core", type=int, default=1)
     parser.add_argument("--json", action="store_true", help="print the results as JSON too")
@@ -487,6 +644,8 @@ def main() -> int:
     parser.add_argument("--url", help=argparse.SUPPRESS)
     parser.add_argument("--reuse", type=float, default=10.0, help=argparse.SUPPRESS)
     parser.add_argument("--server-pid", type=int, default=0, help=argparse.SUPPRESS)
+    parser.add_argument("--rate", type=float, default=0.0, help=argparse.SUPPRESS)
+    parser.add_argument("--tick", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args()
 
     if args.role == "responder":
@@ -498,7 +657,22 @@ def main() -> int:
         )
         out = uvloop.run(
             protobench_client(
-                args.url, args.sessions, args.warmup, args.duration, args.reuse, args.server_pid
+                args.url,
+                args.sessions,
+                args.warmup,
+                args.duration,
+                args.reuse,
+                args.server_pid,
+                args.rate,
+                args.tick,
+            )
+        )
+        print(json.dumps(out))
+        return 0
+    if args.role == "bacpy" and args.rate > 0:
+        out = uvloop.run(
+            bacpy_paced_client(
+                args.url, args.sessions, args.rate, args.warmup, args.duration, args.server_pid
             )
         )
         print(json.dumps(out))
@@ -517,6 +691,8 @@ def main() -> int:
 
     fast: dict[str, list[Result]] = {"default": [], "no-reuse": [], "bacpy-fast": []}
     versus: dict[str, list[Result]] = {"protobench": [], "bacpy": []}
+    paced: dict[str, list[Result]] = {"paced-engine": [], "paced-tick": [], "paced-bacpy": []}
+    rate = args.paced_rate
     with tempfile.TemporaryDirectory(prefix="bacnet-bench-") as tmp:
         responder, port, kind = start_responder(Path(tmp), args.server_core)
         url = f"bacnet://127.0.0.1:{port}/?device={DEVICE}"
@@ -545,6 +721,26 @@ def main() -> int:
                 versus["bacpy"].append(
                     run_client(args, "bacpy", url, args.server_sessions, 10.0, "bac-py", server.pid)
                 )
+                if rate <= 0:
+                    continue
+                for name, role, tick in (
+                    ("paced-engine", "protobench", False),
+                    ("paced-tick", "protobench", True),
+                    ("paced-bacpy", "bacpy", False),
+                ):
+                    paced[name].append(
+                        run_client(
+                            args,
+                            role,
+                            url,
+                            args.server_sessions,
+                            10.0,
+                            "bac-py",
+                            server.pid,
+                            rate,
+                            tick,
+                        )
+                    )
         finally:
             server.terminate()
             server.wait()
@@ -564,6 +760,14 @@ def main() -> int:
         f"2. against bac-py's 40-object stress server, {args.server_sessions} sessions / tasks",
         [ours, theirs],
     )
+    pacing = [median_result(rounds) for rounds in paced.values() if rounds]
+    if pacing:
+        print_table(
+            f"3. against bac-py's stress server, both paced at {rate:,.0f} req/s (open model), "
+            f"{args.server_sessions} sessions / tasks",
+            pacing,
+            PACED_COLUMNS,
+        )
     print("\nTargets:")
     per_core = hot[0].per_core
     print(
@@ -575,18 +779,44 @@ def main() -> int:
     fast_ratio = hot[0].cpu_us / hot[2].cpu_us
     both = f"{hot[0].cpu_us:.1f} / {hot[2].cpu_us:.1f} µs = {fast_ratio:.2f}"
     print(f"  the same against the fast responder (no idle wake-ups): {both}")
+    ratios = {"bacpy_server": ratio, "fast_responder": fast_ratio}
+    if pacing:
+        engine, ticked, bacpy = pacing
+        for key, label, row in (
+            ("paced_engine", "engine's ArrivalDriver", engine),
+            ("paced_tick", "ticked driver", ticked),
+        ):
+            ratios[key] = row.cpu_us / bacpy.cpu_us
+            both = f"{row.cpu_us:.1f} / {bacpy.cpu_us:.1f} µs = {ratios[key]:.2f}"
+            print(f"  the same, both paced at {rate:,.0f}/s, protobench's {label}: {both}")
+        behind = [
+            f"{r.client} {r.rps:,.0f}/s"
+            for rounds in paced.values()
+            for r in rounds
+            if r.rps < 0.99 * rate
+        ]
+        sustained = ", ".join(f"{r.rps:,.0f}" for r in pacing)
+        verdict = f"FELL BEHIND: {'; '.join(behind)}" if behind else "every round within 1%"
+        print(f"  paced rate achieved (req/s, median rounds): {sustained}; {verdict}")
     wrong = theirs.wrong_values / theirs.requests if theirs.requests else 0.0
-    print(f"  bac-py Client reads that returned another object's value: {wrong:.1%}")
+    print(f"  bac-py Client reads that returned another object's value: {wrong:.1%}", end="")
+    if pacing:
+        paced_wrong = pacing[2].wrong_values / pacing[2].requests if pacing[2].requests else 0.0
+        print(f" (paced: {paced_wrong:.1%})", end="")
+    print()
     print(
         "  rounds, CPU µs/req: "
         + "; ".join(
             f"{name} " + ", ".join(f"{r.cpu_us:.1f}" for r in rounds)
-            for name, rounds in {**fast, **versus}.items()
+            for name, rounds in {**fast, **versus, **paced}.items()
+            if rounds
         )
     )
     if args.json:
-        every = {name: [asdict(r) for r in rounds] for name, rounds in {**fast, **versus}.items()}
-        ratios = {"bacpy_server": ratio, "fast_responder": fast_ratio}
+        every = {
+            name: [asdict(r) for r in rounds]
+            for name, rounds in {**fast, **versus, **paced}.items()
+        }
         print(json.dumps({"responder": kind, "rounds": every, "ratios": ratios}, indent=2))
     return 0
 
