@@ -122,6 +122,23 @@ def test_coordinated_omission_shows_in_corrected_not_uncorrected(
     assert total["late"] > 1000
 
 
+def test_open_model_waits_asleep_between_arrivals(cli: Callable[..., CliResult]) -> None:
+    """At a modest rate the worker sleeps between arrivals: it is not flagged generator-bound.
+
+    (Sleeping with ``asyncio.sleep`` between arrivals 200 µs apart spun uvloop's loop:
+    the worker used a whole core and the run called itself generator-bound.)
+    """
+    with http_target() as target:
+        result = cli(
+            "run", "http-get", "--target", target.url, "--rate", "5000/s", "-c", "32", "-p", "1",
+            "--warmup", "1s", "--duration", "4s", "--json", "--quiet",
+        )  # fmt: skip
+    report = result.json()
+    assert report["phases"]["sustain"]["total"]["throughput"] >= 4_900
+    assert report["resources"]["generator"]["worker_cpu_mean"] < 80, report["resources"]
+    assert not report["verdicts"]["generator_bound"], report["verdicts"]
+
+
 def _run_until_sustain(args: list[str], cwd: Path | None = None) -> subprocess.Popen[str]:
     """Start a --ndjson run and return once its first sustain interval is out."""
     process = subprocess.Popen(

@@ -27,6 +27,7 @@ from collections import deque
 from collections.abc import Callable
 
 from protobench.engine.metrics import OpRecorder
+from protobench.engine.waker import Waker
 from protobench.protocols.base import (
     AsyncSession,
     CallbackSession,
@@ -295,17 +296,21 @@ class ArrivalDriver:
             else:
                 self._free.append(slot)
         due = start_ns + int(self.phase_offset / self.current_rate(0.0) * 1e9)
-        while self.state.running:
-            if self.state.paused:
-                paused_at = perf_ns()
-                await self.state.wait_resumed()
-                due += perf_ns() - paused_at
-                continue
-            now = perf_ns()
-            while due <= now and self.state.running:
-                self._arrive(due)
-                due += int(1e9 / self.current_rate((due - start_ns) / 1e9))
-            await asyncio.sleep(max(0.0, (due - perf_ns()) / 1e9))
+        waker = Waker()
+        try:
+            while self.state.running:
+                if self.state.paused:
+                    paused_at = perf_ns()
+                    await self.state.wait_resumed()
+                    due += perf_ns() - paused_at
+                    continue
+                now = perf_ns()
+                while due <= now and self.state.running:
+                    self._arrive(due)
+                    due += int(1e9 / self.current_rate((due - start_ns) / 1e9))
+                await waker.sleep_until(due)
+        finally:
+            waker.close()
 
     def _arrive(self, intended: int) -> None:
         while self._free:

@@ -34,6 +34,7 @@ from protobench.engine.schedule import (
     Slot,
     StreamDriver,
 )
+from protobench.engine.waker import tighten_timer_slack
 from protobench.hostutil import raise_fd_limit
 from protobench.protocols import registry
 from protobench.protocols.base import SessionContext, StreamSession
@@ -308,6 +309,7 @@ def main() -> int:
     sys.stdout = open(1, "w", buffering=1, closefd=False)  # noqa: SIM115
     sys.stderr = open(2, "w", buffering=1, closefd=False)  # noqa: SIM115
     raise_fd_limit()
+    tighten_timer_slack()
     try:
         uvloop.run(serve_controller(out))
     except Exception as exc:
