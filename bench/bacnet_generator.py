@@ -40,20 +40,21 @@ Three measurements, each client pinned to ``--client-core`` and each server to
    server; what each pays to wait (sleeps and wake-ups, timers) is then its own
    cost at that load, as in a real paced run. The same sessions/tasks as (2):
    protobench's sessions in the engine's open-model driver (``ArrivalDriver``, what
-   ``protobench run --rate`` runs), then in ``TickDriver`` (the same driver, except
-   that it sleeps at least 1 ms: ``ArrivalDriver`` sleeps until the next arrival,
-   under 1 ms away at these rates, and uvloop runs a timer under 0.5 ms at once, so
-   it never blocks and its CPU per request is its core divided by the rate), then
-   bac-py's ``Client.read`` from tasks that each sleep until their next due time
-   (arrival ``n`` at ``n / rate``, on task ``n % tasks``) and read AI-1..10 in turn.
-   Reported as in (2), plus the achieved rate (a client that falls more than 1 %
-   short is named below the table) and ``late``: the share of arrivals that found
-   no free session / their task still reading (they go out as soon as one frees,
-   so the rate holds). Latencies are from the due time (coordinated omission
-   corrected), so a server stall shows in the p99 of the paced rows only. Pacing
-   does not equalise wake-ups: at 8,000/s bac-py's Client is still busy most of the
-   time and rarely sleeps, while protobench, idle between replies, wakes up for most
-   of them; that is the price of being lighter at a given rate, and part of the ratio.
+   ``protobench run --rate`` runs), which sleeps on a timerfd until each arrival's
+   intended time (microsecond precision) and issues it then, so it wakes up about
+   once per arrival plus once per reply that finds it asleep; then bac-py's
+   ``Client.read`` from tasks that each sleep with ``asyncio.sleep`` (the event
+   loop's millisecond timers) until their next due time (arrival ``n`` at
+   ``n / rate``, on task ``n % tasks``) and read AI-1..10 in turn. Reported as in
+   (2), plus the achieved rate (a client that falls more than 1 % short is named
+   below the table) and ``late``: the share of arrivals that found no free
+   session / their task still reading (they go out as soon as one frees, so the
+   rate holds). Latencies are from the due time (coordinated omission corrected),
+   so a server stall shows in the p99 of the paced rows only. Pacing does not
+   equalise wake-ups: at 8,000/s bac-py's Client is still busy most of the time
+   and rarely sleeps, while protobench, idle between arrivals and replies, wakes
+   up for most of them; that is the price of being lighter at a given rate, and
+   part of the ratio.
 
 Every figure covers the measured window only: the client's CPU, its sleeps
 and the server's CPU are all read by the client process when its window
@@ -64,7 +65,7 @@ Linux's scheduler autogroups a process in the script's session would share
 one weight with it while a shared machine's other jobs compete for the core.
 
 Run it as ``bench/bacnet_generator [--duration 10] [--rounds 3] [--paced-rate 8000]``
-(eight client runs a round). The machine may be shared: compare the rounds and the
+(seven client runs a round). The machine may be shared: compare the rounds and the
 servers' CPU before reading the ratios.
 """
 
@@ -330,31 +331,6 @@ def start_bacpy_server(core: int) -> tuple[subprocess.Popen[str], str]:
 # -- the clients (each runs in its own pinned process) ------------------------------
 
 
-class TickDriver(ArrivalDriver):
-    """The engine's open-model driver with one change: it sleeps at least one timer tick.
-
-    ``ArrivalDriver.run`` sleeps until the next arrival, which at 8,000/s is under 125 µs
-    away; uvloop rounds a timer's delay to whole milliseconds and runs one that rounds to
-    0 at once, so the driver never blocks and spins its core. Here each wake-up issues the
-    arrivals due by then and sleeps >= 1 ms (what libuv's timers resolve anyway): arrivals
-    go out in bursts of ``rate`` / 1000, each up to ~1 ms after its due time, which the
-    latency (measured from the due time) includes.
-    """
-
-    async def run(self, start_ns: int) -> None:
-        for slot in self.slots:
-            slot.on_open = self._free.append
-            if slot.session is not None:
-                self._free.append(slot)
-        due = start_ns
-        while self.state.running:
-            now = time.perf_counter_ns()
-            while due <= now:
-                self._arrive(due)
-                due += int(1e9 / self.rate)
-            await asyncio.sleep(max(0.001, (due - time.perf_counter_ns()) / 1e9))
-
-
 async def protobench_client(
     url: str,
     sessions: int,
@@ -363,11 +339,9 @@ async def protobench_client(
     reuse: float,
     server_pid: int,
     rate: float = 0.0,
-    tick: bool = False,
 ) -> dict[str, Any]:
     """protobench's read-property sessions in the engine's closed-model driver, or in its
-    open-model driver (``ArrivalDriver``, as ``protobench run --rate``) when ``rate`` > 0
-    (``TickDriver`` when ``tick``)."""
+    open-model driver (``ArrivalDriver``, as ``protobench run --rate``) when ``rate`` > 0."""
     plugin = BacnetIpProtocol()
     params = ReadPropertyParams(objects=["analog-input:*"])
     options = BacnetIpOptions(reuse_after=reuse)
@@ -386,7 +360,7 @@ async def protobench_client(
     state = RunState()
     paced: asyncio.Task[None] | None = None
     if rate > 0:
-        driver = (TickDriver if tick else ArrivalDriver)(slots, recorder, state, rate, None, 0.0)
+        driver = ArrivalDriver(slots, recorder, state, rate, None, 0.0)
         paced = asyncio.create_task(driver.run(time.perf_counter_ns()))
     else:
         ClosedDriver(slots, recorder, state).start()
@@ -424,84 +398,39 @@ async def protobench_client(
 
 
 async def bacpy_client(
-    url: str, tasks: int, warmup: float, duration: float, server_pid: int
+    url: str, tasks: int, warmup: float, duration: float, server_pid: int, rate: float = 0.0
 ) -> dict[str, Any]:
-    """bac-py's Client.read from ``tasks`` concurrent tasks, AI-1..10 in turn."""
-    address = parse_target(url).endpoint
-    hist = new_histogram()
-    counts = {"requests": 0, "errors": 0, "wrong": 0}
-    measuring = False
-    running = True
+    """bac-py's Client.read from ``tasks`` concurrent tasks, AI-1..10 in turn, each task
+    reading back-to-back, or at ``rate`` per second in all when ``rate`` > 0.
 
-    async def reader(client: Client, first: int) -> None:
-        k = first
-        while running:
-            instance = k % 10 + 1
-            k += 1
-            start = time.perf_counter_ns()
-            try:
-                value = await client.read(address, f"ai,{instance}", "present-value")
-            except Exception:
-                if measuring:
-                    counts["errors"] += 1
-                continue
-            if measuring:
-                hist.record_value(max(1, (time.perf_counter_ns() - start) // 1000))
-                counts["requests"] += 1
-                if value != 60.0 + 1.5 * instance:
-                    counts["wrong"] += 1
-
-    config = {"interface": "127.0.0.1", "port": 0, "broadcast_address": "127.255.255.255"}
-    async with Client(instance_number=3_999_000, **config) as client:  # type: ignore[arg-type]
-        workers = [asyncio.create_task(reader(client, i)) for i in range(tasks)]
-        await asyncio.sleep(warmup)
-        window = Window(server_pid)
-        measuring = True
-        window.start()
-        await asyncio.sleep(duration)
-        measuring = False
-        measured = window.stop()
-        running = False
-        await asyncio.gather(*workers, return_exceptions=True)
-    return {
-        "requests": counts["requests"],
-        "errors": counts["errors"],
-        "p50_us": hist.get_value_at_percentile(50),
-        "p99_us": hist.get_value_at_percentile(99),
-        "wrong_values": counts["wrong"],
-        **measured,
-    }
-
-
-async def bacpy_paced_client(
-    url: str, tasks: int, rate: float, warmup: float, duration: float, server_pid: int
-) -> dict[str, Any]:
-    """bac-py's Client.read at ``rate`` per second from ``tasks`` tasks, AI-1..10 in turn.
-
-    Arrival ``n`` is due at ``start + n / rate`` and belongs to task ``n % tasks``, so each
-    task sleeps until its next due time, reads, and sleeps again. An arrival whose task is
-    still reading at its due time is ``late`` (the task then reads at once, behind its
-    schedule). Latency is measured from the due time, as protobench's open model does.
+    Paced, arrival ``n`` is due at ``start + n / rate`` and belongs to task ``n % tasks``,
+    so each task sleeps until its next due time, reads, and sleeps again. An arrival whose
+    task is still reading at its due time is ``late`` (the task then reads at once, behind
+    its schedule). Latency is measured from the due time, as protobench's open model does.
     """
     address = parse_target(url).endpoint
     hist = new_histogram()
     counts = {"requests": 0, "errors": 0, "wrong": 0, "late": 0}
     measuring = False
     running = True
-    period = 1e9 / rate
+    period = 1e9 / rate if rate > 0 else 0.0
     start = time.perf_counter_ns()
 
     async def reader(client: Client, first: int) -> None:
         n = first
         while running:
-            due = start + int(n * period)
             instance = n % 10 + 1
-            n += tasks
-            wait = due - time.perf_counter_ns()
-            if wait > 0:
-                await asyncio.sleep(wait / 1e9)
-            elif measuring:
-                counts["late"] += 1
+            if period:
+                due = start + int(n * period)
+                n += tasks
+                wait = due - time.perf_counter_ns()
+                if wait > 0:
+                    await asyncio.sleep(wait / 1e9)
+                elif measuring:
+                    counts["late"] += 1
+            else:
+                n += 1
+                due = time.perf_counter_ns()
             try:
                 value = await client.read(address, f"ai,{instance}", "present-value")
             except Exception:
@@ -548,7 +477,6 @@ def run_client(
     server: str,
     server_pid: int,
     rate: float = 0.0,
-    tick: bool = False,
 ) -> Result:
     """Run one client process pinned to the client core (it measures the server's CPU too);
     ``rate`` > 0 paces it (open model) instead of keeping ``sessions`` requests in flight."""
@@ -556,7 +484,6 @@ def run_client(
     command += ["--url", url, "--sessions", str(sessions), "--reuse", str(reuse)]
     command += ["--duration", str(args.duration), "--warmup", str(args.warmup)]
     command += ["--server-pid", str(server_pid), "--rate", str(rate)]
-    command += ["--tick"] if tick else []
     done = subprocess.run(
         command,
         capture_output=True,
@@ -572,7 +499,6 @@ def run_client(
     if role == "protobench" and reuse == 0:
         name += " (reuse_after=0)"
     if rate > 0:
-        name += ", ticked" if tick else ""
         name += f" @ {rate:,.0f}/s"
     return Result(name, server, **data)
 
@@ -645,7 +571,6 @@ def main() -> int:
     parser.add_argument("--reuse", type=float, default=10.0, help=argparse.SUPPRESS)
     parser.add_argument("--server-pid", type=int, default=0, help=argparse.SUPPRESS)
     parser.add_argument("--rate", type=float, default=0.0, help=argparse.SUPPRESS)
-    parser.add_argument("--tick", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args()
 
     if args.role == "responder":
@@ -664,34 +589,22 @@ def main() -> int:
                 args.reuse,
                 args.server_pid,
                 args.rate,
-                args.tick,
-            )
-        )
-        print(json.dumps(out))
-        return 0
-    if args.role == "bacpy" and args.rate > 0:
-        out = uvloop.run(
-            bacpy_paced_client(
-                args.url, args.sessions, args.rate, args.warmup, args.duration, args.server_pid
             )
         )
         print(json.dumps(out))
         return 0
     if args.role == "bacpy":
-        print(
-            json.dumps(
-                uvloop.run(
-                    bacpy_client(
-                        args.url, args.sessions, args.warmup, args.duration, args.server_pid
-                    )
-                )
+        out = uvloop.run(
+            bacpy_client(
+                args.url, args.sessions, args.warmup, args.duration, args.server_pid, args.rate
             )
         )
+        print(json.dumps(out))
         return 0
 
     fast: dict[str, list[Result]] = {"default": [], "no-reuse": [], "bacpy-fast": []}
     versus: dict[str, list[Result]] = {"protobench": [], "bacpy": []}
-    paced: dict[str, list[Result]] = {"paced-engine": [], "paced-tick": [], "paced-bacpy": []}
+    paced: dict[str, list[Result]] = {"paced-engine": [], "paced-bacpy": []}
     rate = args.paced_rate
     with tempfile.TemporaryDirectory(prefix="bacnet-bench-") as tmp:
         responder, port, kind = start_responder(Path(tmp), args.server_core)
@@ -723,22 +636,10 @@ def main() -> int:
                 )
                 if rate <= 0:
                     continue
-                for name, role, tick in (
-                    ("paced-engine", "protobench", False),
-                    ("paced-tick", "protobench", True),
-                    ("paced-bacpy", "bacpy", False),
-                ):
+                for name, role in (("paced-engine", "protobench"), ("paced-bacpy", "bacpy")):
                     paced[name].append(
                         run_client(
-                            args,
-                            role,
-                            url,
-                            args.server_sessions,
-                            10.0,
-                            "bac-py",
-                            server.pid,
-                            rate,
-                            tick,
+                            args, role, url, args.server_sessions, 10.0, "bac-py", server.pid, rate
                         )
                     )
         finally:
@@ -781,14 +682,11 @@ def main() -> int:
     print(f"  the same against the fast responder (no idle wake-ups): {both}")
     ratios = {"bacpy_server": ratio, "fast_responder": fast_ratio}
     if pacing:
-        engine, ticked, bacpy = pacing
-        for key, label, row in (
-            ("paced_engine", "engine's ArrivalDriver", engine),
-            ("paced_tick", "ticked driver", ticked),
-        ):
-            ratios[key] = row.cpu_us / bacpy.cpu_us
-            both = f"{row.cpu_us:.1f} / {bacpy.cpu_us:.1f} µs = {ratios[key]:.2f}"
-            print(f"  the same, both paced at {rate:,.0f}/s, protobench's {label}: {both}")
+        engine, bacpy = pacing
+        ratios["paced_engine"] = engine.cpu_us / bacpy.cpu_us
+        both = f"{engine.cpu_us:.1f} / {bacpy.cpu_us:.1f} µs = {ratios['paced_engine']:.2f}"
+        label = "protobench's engine's ArrivalDriver"
+        print(f"  the same, both paced at {rate:,.0f}/s, {label}: {both}")
         behind = [
             f"{r.client} {r.rps:,.0f}/s"
             for rounds in paced.values()
@@ -801,7 +699,7 @@ def main() -> int:
     wrong = theirs.wrong_values / theirs.requests if theirs.requests else 0.0
     print(f"  bac-py Client reads that returned another object's value: {wrong:.1%}", end="")
     if pacing:
-        paced_wrong = pacing[2].wrong_values / pacing[2].requests if pacing[2].requests else 0.0
+        paced_wrong = pacing[1].wrong_values / pacing[1].requests if pacing[1].requests else 0.0
         print(f" (paced: {paced_wrong:.1%})", end="")
     print()
     print(
