@@ -38,10 +38,7 @@ from protobench.protocols.mqtt.codec import (
     publish_prefix,
     reason_text,
 )
-
-
-def h(text: str) -> bytes:
-    return bytes.fromhex(text.replace(" ", ""))
+from tests.unit.mqtt_bytes import h
 
 
 @pytest.mark.parametrize(

@@ -29,11 +29,7 @@ from protobench.protocols.mqtt.codec import (
     Suback,
     encode,
 )
-
-
-def h(text: str) -> bytes:
-    return bytes.fromhex(text.replace(" ", ""))
-
+from tests.unit.mqtt_bytes import h
 
 type Split = tuple[list[bytes], list[int], list[int], list[Packet]]
 
