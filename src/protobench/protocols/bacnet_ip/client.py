@@ -38,7 +38,6 @@ from collections import deque
 from collections.abc import Callable
 
 from protobench.protocols.bacnet_ip.codec import (
-    INVOKE_ID_BYTES,
     INVOKE_IDS,
     Request,
     Route,
@@ -342,8 +341,10 @@ class DatagramClient:
                     used[invoke_id] = now
                     self.resent += 1
                     self.count("resent", 1)
+                    wire = request.wire
+                    wire[request.at] = invoke_id
                     try:
-                        lane.send(request.head + INVOKE_ID_BYTES[invoke_id] + request.tail)
+                        lane.send(wire)
                     except OSError as exc:
                         lane.send_failed(invoke_id, exc)
                     continue
