@@ -36,7 +36,7 @@ from typing import Any, Protocol
 
 import anyio
 
-from protobench.engine.aggregate import op_summary
+from protobench.engine.aggregate import interval_of, op_summary
 from protobench.engine.controller import Controller
 from protobench.engine.events import (
     Event,
@@ -47,7 +47,7 @@ from protobench.engine.events import (
     RunFinished,
     RunStarted,
 )
-from protobench.engine.metrics import OpAccumulator, add_encoded
+from protobench.engine.metrics import OpAccumulator
 from protobench.engine.plan import RunPlan
 from protobench.engine.report import EXIT_INCOMPLETE, exit_code_for
 from protobench.snapshots.store import SnapshotStore
@@ -251,15 +251,7 @@ def _total(ops: dict[str, dict[str, Any]], seconds: float, corrected: bool) -> d
     """The ``total`` of an interval, merged exactly from its stored operations."""
     total = OpAccumulator()
     for data in ops.values():
-        total.ok += int(data.get("ok", 0))
-        total.late += int(data.get("late", 0))
-        total.bytes_in += int(data.get("bytes_in", 0))
-        for cls, n in data.get("errors_by_class", {}).items():
-            total.errors[cls] = total.errors.get(cls, 0) + n
-        if data.get("hist"):
-            add_encoded(total.hist, data["hist"])
-        if data.get("hist_uncorrected"):
-            add_encoded(total.hist_uncorrected, data["hist_uncorrected"])
+        total.add(interval_of(data))
     return op_summary(total, seconds, corrected)
 
 
