@@ -79,6 +79,7 @@ class Result:
     errors: int = 0
     server_cpu: float = 0.0
     note: str = ""
+    round: int = 0
 
     @property
     def rps(self) -> float:
@@ -475,57 +476,70 @@ def generators(selected: list[str] | None) -> dict[str, Any]:
     return found
 
 
-def summarize(results: list[Result], reference: str = "wrk") -> list[dict[str, Any]]:
-    """Medians per generator, and each one's ratio to ``reference``'s median rate."""
+def summarize(
+    results: list[Result], references: tuple[str, ...] = ("wrk",)
+) -> list[dict[str, Any]]:
+    """Medians per generator, and each one's ratio to every reference generator.
+
+    A ratio is the median of the per-round ratios (each generator's rate over
+    the reference's rate in the same round): rounds are interleaved, so a
+    round's pair ran under the same machine load, and drift between rounds
+    cancels out instead of widening the ratio's error.
+    """
     names = list(dict.fromkeys(r.generator for r in results))
-    base = [r.rps for r in results if r.generator == reference]
-    base_median = statistics.median(base) if base else None
     rows = []
     for name in names:
         runs = [r for r in results if r.generator == name]
         rates = [r.rps for r in runs]
-        median = statistics.median(rates)
-        rows.append(
-            {
-                "generator": name,
-                "rate_median": median,
-                "rate_min": min(rates),
-                "rate_max": max(rates),
-                "cpu_us_per_op": statistics.median(r.cpu_us_per_request for r in runs),
-                f"ratio_to_{reference}": median / base_median if base_median else None,
-                "server_cpu_median": statistics.median(r.server_cpu for r in runs),
-                "errors": sum(r.errors for r in runs),
-                "notes": sorted({r.note for r in runs if r.note}),
-            }
-        )
+        row: dict[str, Any] = {
+            "generator": name,
+            "rate_median": statistics.median(rates),
+            "rate_min": min(rates),
+            "rate_max": max(rates),
+            "cpu_us_per_op": statistics.median(r.cpu_us_per_request for r in runs),
+            "server_cpu_median": statistics.median(r.server_cpu for r in runs),
+            "errors": sum(r.errors for r in runs),
+            "notes": sorted({r.note for r in runs if r.note}),
+        }
+        for reference in references:
+            base = {r.round: r.rps for r in results if r.generator == reference and r.rps}
+            paired = [r.rps / base[r.round] for r in runs if r.round in base]
+            row[f"ratio_to_{reference}"] = statistics.median(paired) if paired else None
+        rows.append(row)
     return rows
 
 
 def print_table(
     rows: list[dict[str, Any]],
     rounds: int,
-    reference: str = "wrk",
+    references: tuple[str, ...] = ("wrk",),
     unit: str = "req",
     server: str = "nginx",
     what: str = "request",
 ) -> None:
-    rate, cpu, ratio_head = f"{unit}/s (median)", f"CPU µs/{unit}", f"x {reference}"
+    rate, cpu = f"{unit}/s (median)", f"CPU µs/{unit}"
+    heads = "".join(f" {'x ' + reference:>7}" for reference in references)
     print(
         f"\n{'generator':<18} {rate:>15} {'min..max':>18} {cpu:>11}"
-        f" {ratio_head:>7} {server + ' CPU':>10} {'errors':>7}"
+        f"{heads} {server + ' CPU':>10} {'errors':>7}"
     )
     for row in rows:
-        value = row[f"ratio_to_{reference}"]
-        ratio = f"{value:.2f}" if value is not None else "-"
+        ratios = ""
+        for reference in references:
+            value = row[f"ratio_to_{reference}"]
+            ratios += f" {value:>7.2f}" if value is not None else f" {'-':>7}"
         spread = f"{row['rate_min'] / 1000:.1f}k..{row['rate_max'] / 1000:.1f}k"
         print(
             f"{row['generator']:<18} {row['rate_median']:>15,.0f} {spread:>18}"
-            f" {row['cpu_us_per_op']:>11.2f} {ratio:>7} {row['server_cpu_median']:>9.0%}"
+            f" {row['cpu_us_per_op']:>11.2f}{ratios} {row['server_cpu_median']:>9.0%}"
             f" {row['errors']:>7}"
         )
         for note in row["notes"]:
             print(f"{'':<18}   note: {note}")
-    print(f"({rounds} rounds; CPU = the generator's user+system time per {what})")
+    print(
+        f"({rounds} rounds; CPU = the generator's user+system time per {what}; "
+        f"x = median of the per-round ratios of {unit}/s)"
+    )
 
 
 def common_arguments(doc: str, connections: int) -> argparse.ArgumentParser:
@@ -596,6 +610,7 @@ def main() -> int:
                         result.server_cpu = (
                             process_cpu(settings.server_pid) - server_before
                         ) / elapsed
+                    result.round = round_index
                     results.append(result)
                     print(
                         f"round {round_index + 1} {name:<18} {result.rps:>10,.0f} req/s "
@@ -607,8 +622,8 @@ def main() -> int:
             if nginx is not None:
                 nginx.terminate()
                 nginx.wait(timeout=10)
-    rows = summarize(results)
-    print_table(rows, args.rounds)
+    rows = summarize(results, references=("wrk", "oha"))
+    print_table(rows, args.rounds, references=("wrk", "oha"))
     if args.json:
         args.json.write_text(
             json.dumps({"rows": rows, "runs": [asdict(r) for r in results]}, indent=2)

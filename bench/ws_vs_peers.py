@@ -416,6 +416,7 @@ def main() -> int:
                         continue
                     elapsed = time.perf_counter() - wall
                     result.server_cpu = (process_cpu(settings.server_pid) - server_before) / elapsed
+                    result.round = round_index
                     results.append(result)
                     print(
                         f"round {round_index + 1} {name:<18} {result.rps:>10,.0f} msg/s "
@@ -427,8 +428,10 @@ def main() -> int:
         finally:
             echo.terminate()
             echo.wait(timeout=10)
-    rows = summarize(results, reference="k6")
-    print_table(rows, args.rounds, reference="k6", unit="msg", server="echo", what="echoed message")
+    rows = summarize(results, references=("k6",))
+    print_table(
+        rows, args.rounds, references=("k6",), unit="msg", server="echo", what="echoed message"
+    )
     if args.json:
         args.json.write_text(
             json.dumps({"rows": rows, "runs": [r.__dict__ for r in results]}, indent=2)
