@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from protobench.engine.bounds import Tally, busy, lagging
 from protobench.engine.report import (
     EXIT_INCOMPLETE,
     EXIT_OK,
@@ -23,30 +24,40 @@ def _report(model: str = "closed", late: int = 0, partial: bool = False) -> dict
     }
 
 
-def _samples(cpus: list[float]) -> list[dict[str, Any]]:
-    return [{"phase": "sustain", "workers": [{"cpu": 20.0}, {"cpu": cpu}]} for cpu in cpus]
+def _busy(cpus: list[float]) -> Tally:
+    tally = Tally()
+    for cpu in cpus:
+        tally.add(busy([{"cpu": 20.0}, {"cpu": cpu}]))
+    return tally
+
+
+def _lagging(lags: list[float]) -> Tally:
+    tally = Tally()
+    for lag in lags:
+        tally.add(lagging(lag))
+    return tally
 
 
 def test_generator_bound_when_a_worker_saturates_its_core() -> None:
-    result = verdicts(_report(), _samples([95, 97, 99, 40]), lags=[1.0] * 4)
+    result = verdicts(_report(), _busy([95, 97, 99, 40]), _lagging([1.0] * 4))
     assert result["generator_bound"]
     assert "90% of a core in 75%" in result["reason"]
 
 
 def test_not_generator_bound_when_workers_have_headroom() -> None:
-    result = verdicts(_report(), _samples([50, 60, 95, 40, 45]), lags=[1.0] * 5)
+    result = verdicts(_report(), _busy([50, 60, 95, 40, 45]), _lagging([1.0] * 5))
     assert not result["generator_bound"]
     assert result["reason"] is None
 
 
 def test_event_loop_lag_makes_the_generator_the_bottleneck() -> None:
-    result = verdicts(_report(), _samples([10] * 10), lags=[80.0, 90.0] + [1.0] * 8)
+    result = verdicts(_report(), _busy([10] * 10), _lagging([80.0, 90.0] + [1.0] * 8))
     assert result["generator_bound"]
     assert "lagged" in result["reason"]
 
 
 def test_open_model_late_arrivals_are_reported_with_the_cause() -> None:
-    result = verdicts(_report("open", late=200), _samples([99] * 4), lags=[1.0] * 4)
+    result = verdicts(_report("open", late=200), _busy([99] * 4), _lagging([1.0] * 4))
     assert result["late_fraction"] == 0.2
     assert "fell behind" in result["reason"]
 

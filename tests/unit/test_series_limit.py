@@ -63,3 +63,17 @@ def test_series_below_the_limit_is_untouched() -> None:
         aggregator.add(_frame(index, [200], errors=0))
     assert [record["duration"] for record in aggregator.series] == [1.0] * 5
     assert [record["index"] for record in aggregator.series] == list(range(5))
+
+
+def test_lag_verdict_counts_every_interval_after_merges() -> None:
+    aggregator = Aggregator(["get"], corrected=False, phase_offsets={"sustain": 0.0})
+    aggregator.live = {0}
+    aggregator.series_limit = 8
+    lags = [80.0 if index % 4 == 0 else 1.0 for index in range(40)]
+    for index, lag in enumerate(lags):
+        aggregator.add({**_frame(index, [200], errors=0), "lag_ms": lag})
+    assert len(aggregator.series) == 8
+    tally = aggregator.lagging["sustain"]
+    assert (tally.total, tally.over) == (40, 10)
+    # the coarsened records keep each stretch's worst lag: 6 of 8 would read as 75%
+    assert [record["lag_ms"] for record in aggregator.series].count(80.0) == 6

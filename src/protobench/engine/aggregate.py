@@ -20,6 +20,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from protobench.engine.bounds import Tally, lagging
 from protobench.engine.events import IntervalUpdate
 from protobench.engine.metrics import OpAccumulator, OpInterval, encode, summary
 
@@ -110,6 +111,26 @@ def merge_records(first: dict[str, Any], second: dict[str, Any], corrected: bool
     }
 
 
+def pair_to_merge(
+    series: list[dict[str, Any]], weights: list[int], phase: str, limit: int
+) -> int | None:
+    """Where the oldest finest adjacent pair of ``phase`` starts, if it has more than ``limit``.
+
+    ``weights[i]`` is how many original records ``series[i]`` covers; a pair
+    is two neighbours of the phase with equal weights; the newest record is
+    never merged (it stays as it came).
+    """
+    positions = [i for i, record in enumerate(series) if record["phase"] == phase]
+    if len(positions) <= limit:
+        return None
+    pairs = [
+        (weights[i], i)
+        for i in positions[:-2]
+        if series[i + 1]["phase"] == phase and weights[i] == weights[i + 1]
+    ]
+    return min(pairs)[1] if pairs else None
+
+
 @dataclass
 class _Bucket:
     t0: float = 0.0
@@ -135,6 +156,8 @@ class Aggregator:
         self._weights: list[int] = []
         """How many intervals each series record covers."""
         self.series_limit = SERIES_LIMIT
+        self.lagging: dict[str, Tally] = {}
+        """Per phase: intervals, and those whose event-loop lag reached the bound."""
 
     def add(self, report: dict[str, Any]) -> list[IntervalUpdate]:
         """Take one STATS frame; return the intervals it completed."""
@@ -198,26 +221,14 @@ class Aggregator:
             }
         )
         self._weights.append(1)
-        self._limit(phase)
+        self.lagging.setdefault(phase, Tally()).add(lagging(bucket.lag_ms))
+        at = pair_to_merge(self.series, self._weights, phase, self.series_limit)
+        if at is not None:
+            self.series[at : at + 2] = [
+                merge_records(self.series[at], self.series[at + 1], self.corrected)
+            ]
+            self._weights[at : at + 2] = [self._weights[at] + self._weights[at + 1]]
         return update
-
-    def _limit(self, phase: str) -> None:
-        """Merge the oldest finest adjacent pair of ``phase`` while it has too many records."""
-        positions = [i for i, record in enumerate(self.series) if record["phase"] == phase]
-        if len(positions) <= self.series_limit:
-            return
-        weights = self._weights
-        series = self.series
-        pairs = [
-            (weights[i], i)
-            for i in positions[:-2]  # the newest record stays as it came
-            if series[i + 1]["phase"] == phase and weights[i] == weights[i + 1]
-        ]
-        if not pairs:
-            return
-        _, at = min(pairs)
-        series[at : at + 2] = [merge_records(series[at], series[at + 1], self.corrected)]
-        weights[at : at + 2] = [weights[at] + weights[at + 1]]
 
     def phase_report(self, phase: str) -> dict[str, Any] | None:
         """The report section of a phase: duration, total and per-op figures."""

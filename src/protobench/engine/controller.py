@@ -41,6 +41,7 @@ from protobench.engine.events import (
 from protobench.engine.plan import RunPlan, worker_slices
 from protobench.engine.pool import WorkerHandle, WorkerPool
 from protobench.engine.report import build_report, exit_code_for
+from protobench.engine.resource_log import ALL, ResourceLog
 from protobench.engine.resources import Sampler, find_listener, target_rss
 from protobench.snapshots.store import SnapshotStore
 from protobench.targets.base import Announcement
@@ -80,7 +81,7 @@ class Controller:
         self.stop_requested = False
         self.stop_reason = "completed"
         self.notices: list[dict[str, Any]] = []
-        self.resource_series: list[dict[str, Any]] = []
+        self.resources = ResourceLog()
         self.pool: WorkerPool | None = None
         self.rate_factor = 1.0
         self._stop_event = anyio.Event()
@@ -156,7 +157,7 @@ class Controller:
                 baseline_rss = target_rss(target_pid)
                 await pool.start(announcement.url)
                 await self._run_workers(pool, announcement, target_pid)
-                peak = self._target_peak_rss()
+                peak = self.resources.phase(ALL).target_rss_peak
         except TargetError as exc:
             self.stop_reason = "error"
             self.notice("target", str(exc))
@@ -165,7 +166,7 @@ class Controller:
             plan=self.plan,
             aggregator=self.aggregator,
             announcement=announcement,
-            resources=self.resource_series,
+            resources=self.resources,
             notices=self.notices,
             workers=self.pool.summary() if self.pool else [],
             stop_reason=self.stop_reason,
@@ -176,7 +177,7 @@ class Controller:
         if self.labels:
             report["labels"] = self.labels
         path = self.store.save(
-            self.run_id, self.plan, report, self.aggregator, self.resource_series
+            self.run_id, self.plan, report, self.aggregator, self.resources.series
         )
         report["snapshot"] = str(path.resolve())
         code = exit_code_for(report)
@@ -303,7 +304,7 @@ class Controller:
                     pid=sampler.target.pid,
                 )
             sample = ResourceSample(round(self.elapsed(), 3), workers, target, host)
-            self.resource_series.append(
+            self.resources.add(
                 {
                     "elapsed": sample.elapsed,
                     "phase": self._phase_now(),
@@ -321,7 +322,3 @@ class Controller:
         if elapsed < self.plan.warmup + self.plan.duration:
             return "sustain"
         return "drain"
-
-    def _target_peak_rss(self) -> int | None:
-        values = [s["target"]["rss"] for s in self.resource_series if s.get("target")]
-        return max(values) if values else None

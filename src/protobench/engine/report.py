@@ -18,15 +18,19 @@ from urllib.parse import urlsplit, urlunsplit
 
 from protobench import __version__
 from protobench.engine.aggregate import Aggregator
+from protobench.engine.bounds import (
+    CPU_BOUND_PERCENT,
+    CPU_BOUND_SHARE,
+    LAG_BOUND_MS,
+    LAG_BOUND_SHARE,
+    Tally,
+)
 from protobench.engine.plan import RunPlan
+from protobench.engine.resource_log import ResourceLog
 from protobench.engine.thresholds import evaluate_all, parse_threshold
 from protobench.targets.base import Announcement
 
 SCHEMA = "protobench.report/1"
-CPU_BOUND_PERCENT = 90.0
-CPU_BOUND_SHARE = 0.3
-LAG_BOUND_MS = 50.0
-LAG_BOUND_SHARE = 0.1
 
 EXIT_OK = 0
 EXIT_THRESHOLDS = 1
@@ -54,7 +58,7 @@ def build_report(
     plan: RunPlan,
     aggregator: Aggregator,
     announcement: Announcement | None,
-    resources: list[dict[str, Any]],
+    resources: ResourceLog,
     notices: list[dict[str, Any]],
     workers: list[dict[str, Any]],
     stop_reason: str,
@@ -94,73 +98,64 @@ def build_report(
     }
     thresholds = [parse_threshold(expr) for expr in plan.thresholds]
     report["thresholds"] = evaluate_all(thresholds, report)
-    lags = [s["lag_ms"] for s in aggregator.series if s["phase"] == "sustain"]
-    report["verdicts"] = verdicts(report, resources, lags)
+    report["verdicts"] = verdicts(
+        report,
+        resources.figures["sustain"].busy if "sustain" in resources.figures else Tally(),
+        aggregator.lagging.get("sustain", Tally()),
+    )
     return report
 
 
 def resource_summary(
-    samples: list[dict[str, Any]],
+    resources: ResourceLog,
     target_rss_baseline: int | None,
     target_rss_peak: int | None,
     plan: RunPlan,
 ) -> dict[str, Any]:
     """Peaks and means of the generator, the target and the host over sustain."""
-    sustain = [s for s in samples if s.get("phase") == "sustain"] or samples
-    worker_cpu = [w["cpu"] for s in sustain for w in s["workers"]]
-    worker_rss = [sum(w["rss"] for w in s["workers"]) for s in sustain]
+    figures = resources.phase("sustain")
     generator = {
-        "worker_cpu_peak": max(worker_cpu, default=None),
-        "worker_cpu_mean": round(sum(worker_cpu) / len(worker_cpu), 1) if worker_cpu else None,
-        "rss_peak": max(worker_rss, default=None),
+        "worker_cpu_peak": figures.worker_cpu_peak,
+        "worker_cpu_mean": figures.worker_cpu_mean,
+        "rss_peak": figures.worker_rss_peak,
     }
-    targets = [s["target"] for s in sustain if s.get("target")]
     target: dict[str, Any] | None = None
-    if targets or target_rss_baseline is not None:
-        cpu = [t["cpu"] for t in targets]
+    if figures.target_samples or target_rss_baseline is not None:
         target = {
-            "pid": targets[-1]["pid"] if targets else None,
-            "cpu_peak": max(cpu, default=None),
-            "cpu_mean": round(sum(cpu) / len(cpu), 1) if cpu else None,
+            "pid": figures.target_pid,
+            "cpu_peak": figures.target_cpu_peak,
+            "cpu_mean": figures.target_cpu_mean,
             "rss_baseline": target_rss_baseline,
             "rss_peak": target_rss_peak,
-            "fds_peak": max((t.get("fds", 0) for t in targets), default=None),
-            "threads_peak": max((t.get("threads", 0) for t in targets), default=None),
+            "fds_peak": figures.target_fds_peak,
+            "threads_peak": figures.target_threads_peak,
         }
         if target_rss_baseline is not None and target_rss_peak is not None and plan.sessions:
             target["rss_per_session"] = round(
                 (target_rss_peak - target_rss_baseline) / plan.sessions, 1
             )
-    host_cpu = [s["host"]["cpu"] for s in sustain]
     host = {
-        "cpu_peak": max(host_cpu, default=None),
-        "cpus": sustain[-1]["host"]["cpus"] if sustain else None,
-        "mem_used_peak": max((s["host"]["mem_used"] for s in sustain), default=None),
+        "cpu_peak": figures.host_cpu_peak,
+        "cpus": figures.host_cpus,
+        "mem_used_peak": figures.host_mem_used_peak,
     }
     return {"generator": generator, "target": target, "host": host}
 
 
-def verdicts(
-    report: dict[str, Any], samples: list[dict[str, Any]], lags: list[float]
-) -> dict[str, Any]:
-    sustain = [s for s in samples if s.get("phase") == "sustain"]
+def verdicts(report: dict[str, Any], busy: Tally, lagging: Tally) -> dict[str, Any]:
+    """The run's verdicts; ``busy`` and ``lagging`` tally the sustain samples and intervals."""
     reasons = []
-    if sustain:
-        busy = [any(w["cpu"] >= CPU_BOUND_PERCENT for w in s["workers"]) for s in sustain]
-        share = sum(busy) / len(busy)
-        if share >= CPU_BOUND_SHARE:
-            reasons.append(
-                f"a worker process used >= {CPU_BOUND_PERCENT:.0f}% of a core in "
-                f"{share:.0%} of the sustain samples (add --processes or cores)"
-            )
+    if busy.total and busy.share >= CPU_BOUND_SHARE:
+        reasons.append(
+            f"a worker process used >= {CPU_BOUND_PERCENT:.0f}% of a core in "
+            f"{busy.share:.0%} of the sustain samples (add --processes or cores)"
+        )
+    if lagging.total and lagging.share >= LAG_BOUND_SHARE:
+        reasons.append(
+            f"the workers' event loops lagged >= {LAG_BOUND_MS:.0f} ms in "
+            f"{lagging.share:.0%} of the sustain intervals"
+        )
     sustain_phase = report["phases"].get("sustain")
-    if lags:
-        lagging = sum(1 for lag in lags if lag >= LAG_BOUND_MS) / len(lags)
-        if lagging >= LAG_BOUND_SHARE:
-            reasons.append(
-                f"the workers' event loops lagged >= {LAG_BOUND_MS:.0f} ms in "
-                f"{lagging:.0%} of the sustain intervals"
-            )
     late_fraction = 0.0
     if sustain_phase and report["model"]["type"] == "open":
         total = sustain_phase["total"]

@@ -22,6 +22,7 @@ from collections import deque
 from dataclasses import dataclass, field
 from typing import Any
 
+from protobench.engine.bounds import Tally, busy, lagging
 from protobench.engine.events import (
     Event,
     IntervalUpdate,
@@ -298,8 +299,8 @@ class RunModel:
         self.cpu_history: dict[str, deque[float]] = {
             key: deque(maxlen=HISTORY) for key in ("generator", "target", "host")
         }
-        self.samples: list[dict[str, Any]] = []
-        self.lags: list[float] = []
+        self.busy = Tally()
+        self.lagging = Tally()
         self.notices: list[NoticeItem] = []
         self.target_pid: int | None = None
         self.target_gone = False
@@ -358,7 +359,7 @@ class RunModel:
             self.phase_seconds[phase] = self.phase_seconds.get(phase, 0.0) + event.duration
             self.times.append(event.elapsed)
             if phase == "sustain":
-                self.lags.append(event.lag_ms)
+                self.lagging.add(lagging(event.lag_ms))
         total_counts: Counts | None = None
         total_uncorrected: Counts | None = None
         for name, data in event.ops.items():
@@ -394,8 +395,8 @@ class RunModel:
         self.cpu_history["generator"].append(max(cpus, default=0.0))
         self.cpu_history["target"].append(float((event.target or {}).get("cpu", 0.0)))
         self.cpu_history["host"].append(float(event.host.get("cpu", 0.0)))
-        phase = self.phase or "warmup"
-        self.samples.append({"phase": phase, "workers": [{"cpu": c} for c in cpus]})
+        if self.phase == "sustain":
+            self.busy.add(busy(event.workers))
         return alerts
 
     def _notice(self, item: NoticeItem) -> list[NoticeItem]:
@@ -489,11 +490,11 @@ class RunModel:
         if self.report is not None:
             found = self.report.get("verdicts", {})
             return bool(found.get("generator_bound")), found.get("reason")
-        key = (len(self.samples), len(self.lags))
+        key = (self.busy.total, self.lagging.total)
         if self._verdict_key != key:
             report = self._sustain_report()
             if report is not None:
-                found = verdicts(report, self.samples, self.lags)
+                found = verdicts(report, self.busy, self.lagging)
                 self._verdict_value = (bool(found["generator_bound"]), found["reason"])
             self._verdict_key = key
         return self._verdict_value

@@ -30,6 +30,7 @@ from protobench.engine.events import (
 from protobench.engine.metrics import OpRecorder
 from protobench.engine.plan import GroupPlan, RunPlan
 from protobench.engine.report import build_report, exit_code_for
+from protobench.engine.resource_log import ResourceLog
 from protobench.protocols.base import ErrorClass, OpError
 from protobench.snapshots.store import SCHEMA
 from protobench.targets.base import Announcement
@@ -100,7 +101,7 @@ class _Run:
         }
         self.aggregator = Aggregator(list(script.ops), script.rate is not None, offsets)
         self.aggregator.live = set(range(script.workers))
-        self.resources: list[dict[str, Any]] = []
+        self.resources = ResourceLog()
         self.notices: list[dict[str, Any]] = []
         self.events: list[Event] = []
         self.alive = set(range(script.workers))
@@ -160,7 +161,7 @@ class _Run:
             else None
         )
         host = {"cpu": 81.0, "cpus": 2, "mem_used": 3 * 1024 * MiB, "mem_total": 8 * 1024 * MiB}
-        self.resources.append(
+        self.resources.add(
             {"elapsed": elapsed, "phase": phase, "workers": workers, "target": target, "host": host}
         )
         self.events.append(ResourceSample(elapsed, workers, target, host))
@@ -263,7 +264,7 @@ def scripted_run(script: Script | None = None) -> ScriptedRun:
     )
     report["snapshot"] = ".protobench/snapshots/scripted.json.gz"
     run.events.append(RunFinished(report, exit_code_for(report)))
-    return ScriptedRun(run.events, plan, run.aggregator, run.resources)
+    return ScriptedRun(run.events, plan, run.aggregator, run.resources.series)
 
 
 def scripted_snapshot(script: Script | None = None) -> dict[str, Any]:

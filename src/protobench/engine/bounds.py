@@ -1,0 +1,47 @@
+"""The generator-bound verdict's bounds, and the running tallies it is judged on.
+
+A run is generator-bound when a worker process used :data:`CPU_BOUND_PERCENT`
+or more of a core in at least :data:`CPU_BOUND_SHARE` of the sustain resource
+samples, or the workers' event loops lagged :data:`LAG_BOUND_MS` or more in at
+least :data:`LAG_BOUND_SHARE` of the sustain intervals. Both are judged on
+:class:`Tally` counts kept as samples and intervals arrive, so the verdict is
+exact and costs constant memory however long the run, even after the series
+kept for the snapshot have been coarsened.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+CPU_BOUND_PERCENT = 90.0
+CPU_BOUND_SHARE = 0.3
+LAG_BOUND_MS = 50.0
+LAG_BOUND_SHARE = 0.1
+
+
+@dataclass
+class Tally:
+    """How many samples (or intervals) were seen, and how many crossed a bound."""
+
+    total: int = 0
+    over: int = 0
+
+    def add(self, over: bool) -> None:
+        self.total += 1
+        self.over += over
+
+    @property
+    def share(self) -> float:
+        return self.over / self.total if self.total else 0.0
+
+
+def busy(workers: Iterable[Mapping[str, Any]]) -> bool:
+    """Whether any worker of one resource sample used a core to the bound."""
+    return any(float(w["cpu"]) >= CPU_BOUND_PERCENT for w in workers)
+
+
+def lagging(lag_ms: float) -> bool:
+    """Whether one interval's event-loop lag reached the bound."""
+    return lag_ms >= LAG_BOUND_MS

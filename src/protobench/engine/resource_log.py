@@ -1,0 +1,159 @@
+"""A run's resource samples: exact running figures per phase, and a bounded series.
+
+The controller samples the workers, the target process and the host once per
+interval. Every sample updates the running :class:`ResourceFigures` of its
+phase and of the whole run (peaks, sums for means, and the :class:`Tally` of
+samples in which a worker used a core to the generator-bound limit); the
+report's ``resources`` section and the generator-bound verdict are computed
+from those, so they are exact however long the run.
+
+The series a snapshot keeps (for graphs and replays) is bounded like the
+interval series: at most :data:`SERIES_LIMIT` samples per phase; past that the
+oldest adjacent pair of the finest samples becomes one sample covering both
+(``span`` counts the samples it stands for): CPU figures become their
+span-weighted mean, which is the CPU used over the combined stretch, and RSS,
+threads, fds and host memory their peak. Like a sample, a merged one lists
+the processes alive at its end (matched by pid with the earlier one).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from protobench.engine.aggregate import SERIES_LIMIT, pair_to_merge
+from protobench.engine.bounds import Tally, busy
+
+ALL = "all"
+"""The key of the figures of the whole run (every phase)."""
+
+Sample = dict[str, Any]
+PEAK_KEYS = ("rss", "threads", "fds")
+
+
+@dataclass
+class ResourceFigures:
+    """Running figures of the samples of one phase (or of the whole run)."""
+
+    samples: int = 0
+    busy: Tally = field(default_factory=Tally)
+    worker_cpu_sum: float = 0.0
+    worker_cpu_count: int = 0
+    worker_cpu_peak: float | None = None
+    worker_rss_peak: int | None = None
+    target_pid: int | None = None
+    target_samples: int = 0
+    target_cpu_sum: float = 0.0
+    target_cpu_peak: float | None = None
+    target_rss_peak: int | None = None
+    target_fds_peak: int | None = None
+    target_threads_peak: int | None = None
+    host_cpu_peak: float | None = None
+    host_cpus: int | None = None
+    host_mem_used_peak: int | None = None
+
+    def add(self, sample: Sample) -> None:
+        workers = sample["workers"]
+        self.samples += 1
+        self.busy.add(busy(workers))
+        for worker in workers:
+            self.worker_cpu_sum += worker["cpu"]
+            self.worker_cpu_count += 1
+            self.worker_cpu_peak = _peak(self.worker_cpu_peak, worker["cpu"])
+        self.worker_rss_peak = _peak(self.worker_rss_peak, sum(w["rss"] for w in workers))
+        target = sample.get("target")
+        if target:
+            self.target_pid = target["pid"]
+            self.target_samples += 1
+            self.target_cpu_sum += target["cpu"]
+            self.target_cpu_peak = _peak(self.target_cpu_peak, target["cpu"])
+            self.target_rss_peak = _peak(self.target_rss_peak, target["rss"])
+            self.target_fds_peak = _peak(self.target_fds_peak, target.get("fds", 0))
+            self.target_threads_peak = _peak(self.target_threads_peak, target.get("threads", 0))
+        host = sample["host"]
+        self.host_cpu_peak = _peak(self.host_cpu_peak, host["cpu"])
+        self.host_cpus = host["cpus"]
+        self.host_mem_used_peak = _peak(self.host_mem_used_peak, host["mem_used"])
+
+    @property
+    def worker_cpu_mean(self) -> float | None:
+        if not self.worker_cpu_count:
+            return None
+        return round(self.worker_cpu_sum / self.worker_cpu_count, 1)
+
+    @property
+    def target_cpu_mean(self) -> float | None:
+        if not self.target_samples:
+            return None
+        return round(self.target_cpu_sum / self.target_samples, 1)
+
+
+def _peak[T: (int, float)](current: T | None, value: T) -> T:
+    return value if current is None or value > current else current
+
+
+class ResourceLog:
+    """The run's resource samples: running figures and the bounded series."""
+
+    def __init__(self, limit: int = SERIES_LIMIT) -> None:
+        self.limit = limit
+        self.series: list[Sample] = []
+        self._spans: list[int] = []
+        self.figures: dict[str, ResourceFigures] = {}
+
+    def add(self, sample: Sample) -> None:
+        """Take one sample (``elapsed``, ``phase``, ``workers``, ``target``, ``host``)."""
+        phase = sample["phase"]
+        for key in (phase, ALL):
+            self.figures.setdefault(key, ResourceFigures()).add(sample)
+        self.series.append(sample)
+        self._spans.append(1)
+        at = pair_to_merge(self.series, self._spans, phase, self.limit)
+        if at is not None:
+            first, second = self._spans[at], self._spans[at + 1]
+            merged = merge_samples(self.series[at], self.series[at + 1], first, second)
+            self.series[at : at + 2] = [merged]
+            self._spans[at : at + 2] = [first + second]
+
+    def phase(self, phase: str) -> ResourceFigures:
+        """The figures of ``phase``, or of the whole run when it had no sample."""
+        found = self.figures.get(phase)
+        if found is not None:
+            return found
+        return self.figures.get(ALL, ResourceFigures())
+
+
+def merge_samples(first: Sample, second: Sample, first_span: int, second_span: int) -> Sample:
+    """One sample standing for two adjacent ones covering ``first_span`` + ``second_span``."""
+    earlier = {w["pid"]: w for w in first["workers"]}
+    workers = [
+        _merge_process(earlier[w["pid"]], w, first_span, second_span) if w["pid"] in earlier else w
+        for w in second["workers"]
+    ]
+    target = second.get("target")
+    if first.get("target") and target and first["target"]["pid"] == target["pid"]:
+        target = _merge_process(first["target"], target, first_span, second_span)
+    host = dict(second["host"])
+    host["cpu"] = _mean(first["host"]["cpu"], host["cpu"], first_span, second_span)
+    host["mem_used"] = max(first["host"]["mem_used"], host["mem_used"])
+    return {
+        "elapsed": second["elapsed"],
+        "phase": second["phase"],
+        "span": first_span + second_span,
+        "workers": workers,
+        "target": target,
+        "host": host,
+    }
+
+
+def _merge_process(first: Sample, second: Sample, first_span: int, second_span: int) -> Sample:
+    merged = dict(second)
+    merged["cpu"] = _mean(first["cpu"], second["cpu"], first_span, second_span)
+    for key in PEAK_KEYS:
+        if key in first or key in second:
+            merged[key] = max(first.get(key, 0), second.get(key, 0))
+    return merged
+
+
+def _mean(first: float, second: float, first_span: int, second_span: int) -> float:
+    return round((first * first_span + second * second_span) / (first_span + second_span), 1)
