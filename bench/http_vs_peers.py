@@ -3,8 +3,9 @@
 nginx (one worker process, pinned to ``--server-core``) serves a 13-byte
 ``Hello, World!`` on 127.0.0.1. Each generator in turn runs pinned to
 ``--client-core`` with ``--connections`` keep-alive connections for
-``--duration`` seconds, ``--rounds`` times (generators interleaved, so drift
-in the machine's load spreads over all of them). For each run it records
+``--duration`` seconds, ``--rounds`` times (generators interleaved; a ratio
+to wrk or oha is the median of the per-round ratios, so drift in the
+machine's speed between rounds cancels out). For each run it records
 requests per second, the generator's CPU time per request (user + system,
 all its processes) and nginx's CPU use.
 
@@ -79,7 +80,7 @@ class Result:
     errors: int = 0
     server_cpu: float = 0.0
     note: str = ""
-    round: int = 0
+    round_index: int = 0
 
     @property
     def rps(self) -> float:
@@ -502,8 +503,8 @@ def summarize(
             "notes": sorted({r.note for r in runs if r.note}),
         }
         for reference in references:
-            base = {r.round: r.rps for r in results if r.generator == reference and r.rps}
-            paired = [r.rps / base[r.round] for r in runs if r.round in base]
+            base = {r.round_index: r.rps for r in results if r.generator == reference and r.rps}
+            paired = [r.rps / base[r.round_index] for r in runs if r.round_index in base]
             row[f"ratio_to_{reference}"] = statistics.median(paired) if paired else None
         rows.append(row)
     return rows
@@ -610,7 +611,7 @@ def main() -> int:
                         result.server_cpu = (
                             process_cpu(settings.server_pid) - server_before
                         ) / elapsed
-                    result.round = round_index
+                    result.round_index = round_index
                     results.append(result)
                     print(
                         f"round {round_index + 1} {name:<18} {result.rps:>10,.0f} req/s "

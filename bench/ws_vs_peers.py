@@ -416,7 +416,7 @@ def main() -> int:
                         continue
                     elapsed = time.perf_counter() - wall
                     result.server_cpu = (process_cpu(settings.server_pid) - server_before) / elapsed
-                    result.round = round_index
+                    result.round_index = round_index
                     results.append(result)
                     print(
                         f"round {round_index + 1} {name:<18} {result.rps:>10,.0f} msg/s "

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import itertools
+import math
 from typing import Any
 
 from protobench.engine.bounds import CPU_BOUND_PERCENT
@@ -87,3 +89,18 @@ def test_a_merged_sample_lists_the_processes_alive_at_its_end() -> None:
     assert merged["target"] is None
     assert merged["span"] == 4
     assert merged["elapsed"] == 2.0
+
+
+def test_cpu_means_are_exact_whatever_the_order() -> None:
+    cpus = [0.1, 44.2, 45.0, 30.5]  # a mean on a rounding edge: a running float sum says 30.0
+    exact = round(math.fsum(cpus) / len(cpus), 1)
+    for order in itertools.permutations(cpus):
+        log = ResourceLog()
+        for second, cpu in enumerate(order):
+            sample = _sample(second)
+            sample["workers"] = sample["workers"][:1]
+            sample["workers"][0]["cpu"] = cpu
+            sample["target"]["cpu"] = cpu
+            log.add(sample)
+        assert log.whole.worker_cpu_mean == exact
+        assert log.whole.target_cpu_mean == exact

@@ -8,11 +8,13 @@ never from averaged percentiles.
 
 The interval series (one record per interval, each with its operations'
 encoded histograms) is what a snapshot keeps of the run's course. So that the
-controller's memory stays flat however long the run, a phase keeps at most
+controller's memory stays flat however long the run, a phase keeps about
 :data:`SERIES_LIMIT` records: past it, each new interval merges the oldest
 adjacent pair of the finest records into one (counts added, histograms merged
 exactly), so the recent past stays at full resolution and older stretches
 become coarser (2, 4, 8... intervals per record), as in a round-robin database.
+Only records covering as many intervals are merged and the newest is left as
+it came, so at times a phase holds one record more than the limit.
 """
 
 from __future__ import annotations

@@ -39,7 +39,7 @@ class Tally:
 
 def busy(workers: Iterable[Mapping[str, Any]]) -> bool:
     """Whether any worker of one resource sample used a core to the bound."""
-    return any(float(w["cpu"]) >= CPU_BOUND_PERCENT for w in workers)
+    return any(float(w.get("cpu", 0.0)) >= CPU_BOUND_PERCENT for w in workers)
 
 
 def lagging(lag_ms: float) -> bool:

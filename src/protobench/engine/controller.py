@@ -41,7 +41,7 @@ from protobench.engine.events import (
 from protobench.engine.plan import RunPlan, worker_slices
 from protobench.engine.pool import WorkerHandle, WorkerPool
 from protobench.engine.report import build_report, exit_code_for
-from protobench.engine.resource_log import ALL, ResourceLog
+from protobench.engine.resource_log import ResourceLog
 from protobench.engine.resources import Sampler, find_listener, target_rss
 from protobench.snapshots.store import SnapshotStore
 from protobench.targets.base import Announcement
@@ -157,7 +157,7 @@ class Controller:
                 baseline_rss = target_rss(target_pid)
                 await pool.start(announcement.url)
                 await self._run_workers(pool, announcement, target_pid)
-                peak = self.resources.phase(ALL).target_rss_peak
+                peak = self.resources.whole.target_rss_peak
         except TargetError as exc:
             self.stop_reason = "error"
             self.notice("target", str(exc))

@@ -142,18 +142,20 @@ def resource_summary(
     return {"generator": generator, "target": target, "host": host}
 
 
-def verdicts(report: dict[str, Any], busy: Tally, lagging: Tally) -> dict[str, Any]:
-    """The run's verdicts; ``busy`` and ``lagging`` tally the sustain samples and intervals."""
+def verdicts(
+    report: dict[str, Any], busy_samples: Tally, lagging_intervals: Tally
+) -> dict[str, Any]:
+    """The run's verdicts, judged on the tallies of the sustain samples and intervals."""
     reasons = []
-    if busy.total and busy.share >= CPU_BOUND_SHARE:
+    if busy_samples.total and busy_samples.share >= CPU_BOUND_SHARE:
         reasons.append(
             f"a worker process used >= {CPU_BOUND_PERCENT:.0f}% of a core in "
-            f"{busy.share:.0%} of the sustain samples (add --processes or cores)"
+            f"{busy_samples.share:.0%} of the sustain samples (add --processes or cores)"
         )
-    if lagging.total and lagging.share >= LAG_BOUND_SHARE:
+    if lagging_intervals.total and lagging_intervals.share >= LAG_BOUND_SHARE:
         reasons.append(
             f"the workers' event loops lagged >= {LAG_BOUND_MS:.0f} ms in "
-            f"{lagging.share:.0%} of the sustain intervals"
+            f"{lagging_intervals.share:.0%} of the sustain intervals"
         )
     sustain_phase = report["phases"].get("sustain")
     late_fraction = 0.0

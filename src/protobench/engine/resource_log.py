@@ -8,7 +8,8 @@ report's ``resources`` section and the generator-bound verdict are computed
 from those, so they are exact however long the run.
 
 The series a snapshot keeps (for graphs and replays) is bounded like the
-interval series: at most :data:`SERIES_LIMIT` samples per phase; past that the
+interval series: about :data:`SERIES_LIMIT` samples per phase (the newest one
+waits for a twin of its span, so one more at times); past that the
 oldest adjacent pair of the finest samples becomes one sample covering both
 (``span`` counts the samples it stands for): CPU figures become their
 span-weighted mean, which is the CPU used over the combined stretch, and RSS,
@@ -19,6 +20,7 @@ the processes alive at its end (matched by pid with the earlier one).
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from fractions import Fraction
 from typing import Any
 
 from protobench.engine.aggregate import SERIES_LIMIT, pair_to_merge
@@ -33,17 +35,21 @@ PEAK_KEYS = ("rss", "threads", "fds")
 
 @dataclass
 class ResourceFigures:
-    """Running figures of the samples of one phase (or of the whole run)."""
+    """Running figures of the samples of one phase (or of the whole run).
+
+    CPU sums are exact (fractions of the samples' floats), so a mean does not
+    depend on the order or the number of samples added, however long the run.
+    """
 
     samples: int = 0
     busy: Tally = field(default_factory=Tally)
-    worker_cpu_sum: float = 0.0
+    worker_cpu_sum: Fraction = Fraction(0)
     worker_cpu_count: int = 0
     worker_cpu_peak: float | None = None
     worker_rss_peak: int | None = None
     target_pid: int | None = None
     target_samples: int = 0
-    target_cpu_sum: float = 0.0
+    target_cpu_sum: Fraction = Fraction(0)
     target_cpu_peak: float | None = None
     target_rss_peak: int | None = None
     target_fds_peak: int | None = None
@@ -57,7 +63,7 @@ class ResourceFigures:
         self.samples += 1
         self.busy.add(busy(workers))
         for worker in workers:
-            self.worker_cpu_sum += worker["cpu"]
+            self.worker_cpu_sum += Fraction(worker["cpu"])
             self.worker_cpu_count += 1
             self.worker_cpu_peak = _peak(self.worker_cpu_peak, worker["cpu"])
         self.worker_rss_peak = _peak(self.worker_rss_peak, sum(w["rss"] for w in workers))
@@ -65,7 +71,7 @@ class ResourceFigures:
         if target:
             self.target_pid = target["pid"]
             self.target_samples += 1
-            self.target_cpu_sum += target["cpu"]
+            self.target_cpu_sum += Fraction(target["cpu"])
             self.target_cpu_peak = _peak(self.target_cpu_peak, target["cpu"])
             self.target_rss_peak = _peak(self.target_rss_peak, target["rss"])
             self.target_fds_peak = _peak(self.target_fds_peak, target.get("fds", 0))
@@ -79,13 +85,13 @@ class ResourceFigures:
     def worker_cpu_mean(self) -> float | None:
         if not self.worker_cpu_count:
             return None
-        return round(self.worker_cpu_sum / self.worker_cpu_count, 1)
+        return round(float(self.worker_cpu_sum / self.worker_cpu_count), 1)
 
     @property
     def target_cpu_mean(self) -> float | None:
         if not self.target_samples:
             return None
-        return round(self.target_cpu_sum / self.target_samples, 1)
+        return round(float(self.target_cpu_sum / self.target_samples), 1)
 
 
 def _peak[T: (int, float)](current: T | None, value: T) -> T:
@@ -115,12 +121,14 @@ class ResourceLog:
             self.series[at : at + 2] = [merged]
             self._spans[at : at + 2] = [first + second]
 
+    @property
+    def whole(self) -> ResourceFigures:
+        """The figures of the whole run (every phase)."""
+        return self.figures.get(ALL, ResourceFigures())
+
     def phase(self, phase: str) -> ResourceFigures:
         """The figures of ``phase``, or of the whole run when it had no sample."""
-        found = self.figures.get(phase)
-        if found is not None:
-            return found
-        return self.figures.get(ALL, ResourceFigures())
+        return self.figures.get(phase) or self.whole
 
 
 def merge_samples(first: Sample, second: Sample, first_span: int, second_span: int) -> Sample:
