@@ -357,6 +357,7 @@ def start_target(name: str, core: int) -> tuple[subprocess.Popen[str], str]:
         stdout=subprocess.PIPE,
         text=True,
         cwd=REPO,
+        start_new_session=True,
     )
     os.sched_setaffinity(process.pid, {core})
     assert process.stdout is not None

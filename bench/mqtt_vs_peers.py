@@ -103,7 +103,9 @@ def start_mosquitto(directory: Path, core: int) -> tuple[subprocess.Popen[bytes]
     lines += [f"listener {port} 127.0.0.1", "allow_anonymous true", "max_queued_messages 100000"]
     conf = directory / "mosquitto.conf"
     conf.write_text("\n".join(lines) + "\n")
-    proc = subprocess.Popen(["taskset", "-c", str(core), binary, "-c", str(conf)])
+    proc = subprocess.Popen(
+        ["taskset", "-c", str(core), binary, "-c", str(conf)], start_new_session=True
+    )
     for _ in range(500):
         try:
             socket.create_connection(("127.0.0.1", port), timeout=0.2).close()
@@ -323,7 +325,7 @@ def run_subscriber_cost(
     sub = subprocess.Popen(
         ["taskset", "-c", str(args.client_core), PYTHON, __file__, "--protobench-subscriber",
          str(port), "--duration", str(args.duration), "--sub-sessions", str(sessions)],
-        stdout=subprocess.PIPE, text=True,
+        stdout=subprocess.PIPE, text=True, start_new_session=True,
     )  # fmt: skip
     assert sub.stdout is not None
     assert sub.stdout.readline().strip() == "ready"
@@ -337,7 +339,7 @@ def run_subscriber_cost(
         ["taskset", "-c", str(args.broker_core), PYTHON, "-m", "protobench", "run", str(profile),
          "--target", url, "--processes", "1", *rate, "--duration", f"{args.duration + 60}s",
          "--warmup", "0s", "--json", "--quiet", "--snapshots-dir", str(directory / "snaps")],
-        stdout=subprocess.DEVNULL,
+        stdout=subprocess.DEVNULL, start_new_session=True,
     )  # fmt: skip
     out = json.loads(sub.stdout.readline())
     sub.wait(30)

@@ -164,6 +164,7 @@ def headless_round(args: argparse.Namespace, workdir: Path) -> Sample:
         stdout=subprocess.PIPE,
         stderr=subprocess.DEVNULL,
         cwd=workdir,
+        start_new_session=True,
     )
     try:
         process = psutil.Process(child.pid)

@@ -151,7 +151,7 @@ def build_echo(workdir: Path) -> Path:
 def start_echo(settings: Settings, binary: Path) -> subprocess.Popen[str]:
     address = f"127.0.0.1:{free_port()}"
     command = ["taskset", "-c", str(settings.server_core), str(binary), "serve", "-addr", address]
-    process = subprocess.Popen(command, stdout=subprocess.PIPE, text=True)
+    process = subprocess.Popen(command, stdout=subprocess.PIPE, text=True, start_new_session=True)
     assert process.stdout is not None
     line = process.stdout.readline()
     if not line.startswith("listening"):
@@ -178,7 +178,13 @@ def windowed_peer(settings: Settings, command: list[str]) -> tuple[str, float]:
     duration after the start to 90% of it, so startup does not count.
     """
     pinned = ["taskset", "-c", str(settings.client_core), *command]
-    process = subprocess.Popen(pinned, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    process = subprocess.Popen(
+        pinned,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        start_new_session=True,
+    )
     started = time.monotonic()
     time.sleep(1.0 + settings.duration * 0.2)
     cpu0, t0 = tree_cpu(process.pid), time.monotonic()
@@ -274,7 +280,12 @@ def run_protobench(settings: Settings) -> Result:
     command += ["--ndjson", "--no-tui", "--quiet"]
     command += ["--snapshots-dir", str(settings.workdir / "snapshots")]
     process = subprocess.Popen(
-        command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=settings.workdir
+        command,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        cwd=settings.workdir,
+        start_new_session=True,
     )
     assert process.stdout is not None
     marks: list[tuple[float, int]] = []
