@@ -15,12 +15,15 @@ from protobench.engine.report import (
 )
 
 
-def _report(model: str = "closed", late: int = 0, partial: bool = False) -> dict[str, Any]:
+def _report(
+    model: str = "closed", late: int = 0, partial: bool = False, behind: int = 0
+) -> dict[str, Any]:
+    total = {"ok": 1000, "errors": 0, "late": late, "counters": {"behind": behind}}
     return {
         "partial": partial,
         "model": {"type": model},
         "thresholds": [{"expr": "p99 < 5ms", "value": 1.0, "ok": True}],
-        "phases": {"sustain": {"total": {"ok": 1000, "errors": 0, "late": late}}},
+        "phases": {"sustain": {"total": total}},
     }
 
 
@@ -57,9 +60,17 @@ def test_event_loop_lag_makes_the_generator_the_bottleneck() -> None:
 
 
 def test_open_model_late_arrivals_are_reported_with_the_cause() -> None:
-    result = verdicts(_report("open", late=200), _busy([99] * 4), _lagging([1.0] * 4))
+    result = verdicts(_report("open", late=200, behind=50), _busy([99] * 4), _lagging([1.0] * 4))
     assert result["late_fraction"] == 0.2
+    assert "5.0% of the arrivals more than 1 ms after" in result["reason"]
     assert "fell behind" in result["reason"]
+
+
+def test_open_model_busy_worker_that_keeps_arrivals_on_time_is_not_generator_bound() -> None:
+    # under 50 µs between arrivals the driver yields to the loop: a full core, all on time
+    result = verdicts(_report("open", late=5, behind=9), _busy([99] * 4), _lagging([1.0] * 4))
+    assert not result["generator_bound"]
+    assert result["late_fraction"] == 0.005
 
 
 def test_exit_codes() -> None:
@@ -72,3 +83,17 @@ def test_exit_codes() -> None:
 def test_passwords_in_urls_are_redacted() -> None:
     assert redact_url("mqtt://bob:pw@127.0.0.1:1883/x") == "mqtt://bob:<secret>@127.0.0.1:1883/x"
     assert redact_url("http://127.0.0.1:80/") == "http://127.0.0.1:80/"
+
+
+def test_open_model_busy_worker_with_no_free_session_is_generator_bound() -> None:
+    # beyond what the worker can do: its core is full and arrivals wait for a session
+    result = verdicts(_report("open", late=300), _busy([99] * 4), _lagging([1.0] * 4))
+    assert result["generator_bound"]
+    assert "90% of a core" in result["reason"]
+    assert "30.0% of arrivals were late" in result["reason"]
+
+
+def test_open_model_late_arrivals_with_an_idle_worker_are_the_targets() -> None:
+    result = verdicts(_report("open", late=300), _busy([40] * 4), _lagging([1.0] * 4))
+    assert not result["generator_bound"]
+    assert result["late_fraction"] == 0.3

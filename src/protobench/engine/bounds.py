@@ -1,12 +1,19 @@
 """The generator-bound verdict's bounds, and the running tallies it is judged on.
 
-A run is generator-bound when a worker process used :data:`CPU_BOUND_PERCENT`
-or more of a core in at least :data:`CPU_BOUND_SHARE` of the sustain resource
-samples, or the workers' event loops lagged :data:`LAG_BOUND_MS` or more in at
-least :data:`LAG_BOUND_SHARE` of the sustain intervals. Both are judged on
-:class:`Tally` counts kept as samples and intervals arrive, so the verdict is
-exact and costs constant memory however long the run, even after the series
-kept for the snapshot have been coarsened.
+A run is generator-bound when the workers' event loops lagged
+:data:`LAG_BOUND_MS` or more in at least :data:`LAG_BOUND_SHARE` of the sustain
+intervals, or a worker process used :data:`CPU_BOUND_PERCENT` or more of a core
+in at least :data:`CPU_BOUND_SHARE` of the sustain resource samples, or, in the
+open model, the arrival driver took up at least :data:`BEHIND_BOUND_SHARE` of
+the arrivals more than :data:`BEHIND_NS` after their intended time (counter
+:data:`BEHIND`). In the open model a busy worker counts only when more than
+:data:`LATE_BOUND_SHARE` of the arrivals found no free session (``late``):
+between arrivals under 50 µs apart the driver yields to the loop until the
+next one, so its worker shows a full core while it keeps every arrival on time.
+
+The lag and CPU bounds are judged on :class:`Tally` counts kept as samples and
+intervals arrive, so the verdict is exact and costs constant memory however
+long the run, even after the series kept for the snapshot have been coarsened.
 """
 
 from __future__ import annotations
@@ -19,6 +26,11 @@ CPU_BOUND_PERCENT = 90.0
 CPU_BOUND_SHARE = 0.3
 LAG_BOUND_MS = 50.0
 LAG_BOUND_SHARE = 0.1
+BEHIND = "behind"
+"""The counter of arrivals the open model's driver took up late (its own lateness)."""
+BEHIND_NS = 1_000_000
+BEHIND_BOUND_SHARE = 0.01
+LATE_BOUND_SHARE = 0.01
 
 
 @dataclass

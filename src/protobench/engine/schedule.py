@@ -10,8 +10,11 @@
   the intended time (coordinated omission corrected) into ``latencies``, and
   from the actual send into ``uncorrected``. A periodic group (``every``) is the
   same mechanism with one session per driver and a rate of ``1 / every``.
-  Timers of the event loop have a resolution of about 1 ms; like wrk2, the
-  corrected latency includes that scheduling delay.
+  The driver waits for each intended time with :class:`~engine.waker.Waker`;
+  an arrival it takes up more than 1 ms late (its own lateness, not the
+  target's: the loop was too busy to get to it) is counted as ``behind``, the
+  open model's sign of a generator-bound run (a busy worker is not one: under
+  50 µs between arrivals the driver yields to the loop until the next one).
 
 Sessions live in :class:`Slot` objects that reopen them after a connection
 failure (immediately, then after 0.1 s, doubling up to 2 s, so that a
@@ -26,6 +29,7 @@ import time
 from collections import deque
 from collections.abc import Callable
 
+from protobench.engine.bounds import BEHIND, BEHIND_NS
 from protobench.engine.metrics import OpRecorder
 from protobench.engine.waker import Waker
 from protobench.protocols.base import (
@@ -306,6 +310,8 @@ class ArrivalDriver:
                     continue
                 now = perf_ns()
                 while due <= now and self.state.running:
+                    if now - due > BEHIND_NS:
+                        self.recorder.count(BEHIND)
                     self._arrive(due)
                     due += int(1e9 / self.current_rate((due - start_ns) / 1e9))
                 await waker.sleep_until(due)
