@@ -117,3 +117,23 @@ def test_histograms_are_freed_when_dropped_without_the_cycle_collector() -> None
     assert accumulator.ok == 2_000
     assert accumulator.hist.get_total_count() == 2_000
     assert accumulator.hist_uncorrected.get_total_count() == 2_000
+
+
+def test_folding_in_batches_during_an_interval_equals_one_fold_at_its_end() -> None:
+    values = [*_values(7, 3_000), 61_000_000_000]  # one out of range
+    unc = _values(8, 3_000)
+    batched, whole = OpRecorder("op"), OpRecorder("op")
+    for start in range(0, len(values), 700):
+        batched.latencies.extend(values[start : start + 700])
+        batched.uncorrected.extend(unc[start : start + 700])
+        batched.fold_pending()
+        assert len(batched.latencies) == 0  # moved into the interval's histogram
+    whole.latencies.extend(values)
+    whole.uncorrected.extend(unc)
+    first, reference = batched.flush(), whole.flush()
+    assert first.ok == reference.ok == len(values)
+    assert first.out_of_range == reference.out_of_range == 1
+    assert list(counts_view(decode(first.hist))) == list(counts_view(decode(reference.hist)))
+    assert summary(decode(first.hist_uncorrected)) == summary(decode(reference.hist_uncorrected))
+    empty = batched.flush()  # the next interval starts empty
+    assert (empty.ok, empty.hist, empty.hist_uncorrected, empty.out_of_range) == (0, "", "", 0)

@@ -43,6 +43,8 @@ OPEN_CONCURRENCY = 256
 STREAM_GRACE = 0.5
 """Seconds stream sessions keep receiving after the last exchange ended (in flight deliveries)."""
 LAG_TICK = 0.05
+FOLD_TICK = 0.05
+"""Seconds between folds of the recorded latencies into the interval's histograms."""
 
 Driver = ClosedDriver | ArrivalDriver | StreamDriver
 
@@ -192,12 +194,22 @@ class Worker:
             await asyncio.sleep(LAG_TICK)
             self.max_lag = max(self.max_lag, loop.time() - expected)
 
+    async def fold_ticker(self) -> None:
+        """Fold latencies in small batches, so the interval's end does not stall the loop."""
+        while True:
+            await asyncio.sleep(FOLD_TICK)
+            for recorder in self.recorders.values():
+                recorder.fold_pending()
+
     async def run(self, start_at: float, stop_requested: asyncio.Event) -> None:
         """Run the phases from the monotonic time ``start_at``."""
         plan = self.plan
         await asyncio.sleep(max(0.0, start_at - time.monotonic()))
         start_ns = time.perf_counter_ns()
-        tasks: list[asyncio.Task[None]] = [asyncio.create_task(self.lag_monitor())]
+        tasks: list[asyncio.Task[None]] = [
+            asyncio.create_task(self.lag_monitor()),
+            asyncio.create_task(self.fold_ticker()),
+        ]
         for driver in self.drivers:
             if isinstance(driver, ClosedDriver):
                 driver.start()
