@@ -327,9 +327,9 @@ def run_locust(settings: Settings) -> Result:
 # -- protobench -------------------------------------------------------------------
 
 
-def run_protobench(settings: Settings) -> Result:
-    """``protobench run`` in one worker process; CPU over the sustain intervals only."""
-    command = ["taskset", "-c", str(settings.client_core), str(PROTOBENCH), "run", "http-get"]
+def run_protobench(settings: Settings, profile: str = "http-get") -> Result:
+    """``protobench run PROFILE`` in one worker process; CPU over the sustain intervals only."""
+    command = ["taskset", "-c", str(settings.client_core), str(PROTOBENCH), "run", profile]
     command += ["--target", settings.url, "--processes", "1"]
     command += ["--connections", str(settings.connections)]
     command += ["--duration", f"{settings.duration:g}s", "--warmup", f"{settings.warmup:g}s"]

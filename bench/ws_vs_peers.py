@@ -48,6 +48,7 @@ import tempfile
 import time
 import urllib.request
 from array import array
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -61,6 +62,7 @@ from http_vs_peers import (
     print_table,
     process_cpu,
     run_pinned,
+    run_protobench,
     settings_from,
     summarize,
     tree_cpu,
@@ -72,7 +74,6 @@ from protobench.protocols.websocket.options import EchoParams, WebSocketOptions
 
 REPO = Path(__file__).resolve().parent.parent
 PYTHON = REPO / ".venv" / "bin" / "python"
-PROTOBENCH = REPO / ".venv" / "bin" / "protobench"
 ECHO_SOURCE = Path(__file__).resolve().parent / "echo"
 CACHE = Path.home() / ".cache" / "protobench-bench"
 K6_VERSION = "1.1.0"
@@ -271,47 +272,6 @@ def run_websockets(settings: Settings) -> Result:
 # -- protobench -------------------------------------------------------------------
 
 
-def run_protobench(settings: Settings) -> Result:
-    """``protobench run ws-echo`` in one worker process; CPU over the sustain intervals."""
-    command = ["taskset", "-c", str(settings.client_core), str(PROTOBENCH), "run", "ws-echo"]
-    command += ["--target", settings.url, "--processes", "1"]
-    command += ["--connections", str(settings.connections)]
-    command += ["--duration", f"{settings.duration:g}s", "--warmup", f"{settings.warmup:g}s"]
-    command += ["--ndjson", "--no-tui", "--quiet"]
-    command += ["--snapshots-dir", str(settings.workdir / "snapshots")]
-    process = subprocess.Popen(
-        command,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-        cwd=settings.workdir,
-        start_new_session=True,
-    )
-    assert process.stdout is not None
-    marks: list[tuple[float, int]] = []
-    report: dict[str, Any] = {}
-    for line in process.stdout:
-        item = json.loads(line)
-        if item.get("type") == "interval" and item.get("phase") == "sustain":
-            marks.append((tree_cpu(process.pid), sum(op["ok"] for op in item["ops"].values())))
-        elif item.get("type") == "report":
-            report = item
-    stderr = process.stderr.read() if process.stderr else ""
-    process.wait(timeout=60)
-    if not report:
-        raise RuntimeError(f"protobench run failed ({process.returncode}):\n{stderr[-3000:]}")
-    total = report["phases"]["sustain"]["total"]
-    verdict = report["verdicts"]
-    note = f"generator-bound: {verdict.get('reason')}" if verdict.get("generator_bound") else ""
-    ok = int(total["ok"])
-    if len(marks) >= 3:
-        cpu = (marks[-1][0] - marks[0][0]) * ok / sum(n for _, n in marks[1:])
-    else:
-        cpu = float("nan")
-    seconds = ok / float(total["throughput"]) if total["throughput"] else 0.0
-    return Result("protobench", ok, seconds, cpu, int(total["errors"]), note=note)
-
-
 def run_plugin_driver(settings: Settings) -> Result:
     command = [str(PYTHON), __file__, "--driver", settings.url]
     command += ["--duration", str(settings.duration), "--warmup", str(settings.warmup)]
@@ -377,7 +337,7 @@ async def _drive(url: str, connections: int, warmup: float, duration: float) -> 
 
 
 GENERATORS = {
-    "protobench": run_protobench,
+    "protobench": partial(run_protobench, profile="ws-echo"),
     "protobench-plugin": run_plugin_driver,
     "websockets": run_websockets,
     "go-client": run_go_client,
