@@ -139,6 +139,27 @@ def test_open_model_waits_asleep_between_arrivals(cli: Callable[..., CliResult])
     assert not report["verdicts"]["generator_bound"], report["verdicts"]
 
 
+def test_open_model_beyond_a_slow_target_sleeps_and_blames_the_target(
+    cli: Callable[..., CliResult],
+) -> None:
+    """Arrivals 25 µs apart, but 4 sessions on a 20 ms target: the backlog is the target's.
+
+    (The driver used to yield to the loop between arrivals even with every session
+    busy: a full core, and the run called itself generator-bound.)
+    """
+    with http_target("--delay", "20ms") as target:
+        result = cli(
+            "run", "http-get", "--target", target.url, "--rate", "40000/s", "-c", "4", "-p", "1",
+            "--warmup", "1s", "--duration", "3s", "--json", "--quiet",
+        )  # fmt: skip
+    report = result.json()
+    total = report["phases"]["sustain"]["total"]
+    assert total["ok"] <= 4 * 3 / 0.020 * 1.05  # the target's pace: 4 sessions x 50/s
+    assert report["verdicts"]["late_fraction"] > 0.9
+    assert report["resources"]["generator"]["worker_cpu_mean"] < 50, report["resources"]
+    assert not report["verdicts"]["generator_bound"], report["verdicts"]
+
+
 def _run_until_sustain(args: list[str], cwd: Path | None = None) -> subprocess.Popen[str]:
     """Start a --ndjson run and return once its first sustain interval is out."""
     process = subprocess.Popen(

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import time
 
 import uvloop
@@ -39,3 +40,23 @@ def test_sub_millisecond_sleeps_leave_the_cpu_idle() -> None:
     cpu, wall = time.process_time() - cpu0, time.monotonic() - wall0
     assert wall >= 0.2
     assert cpu < 0.5 * wall, (cpu, wall)
+
+
+def test_wake_ends_a_long_sleep_and_the_next_sleep_is_whole() -> None:
+    async def main() -> tuple[int, int]:
+        waker = Waker()
+        loop = asyncio.get_running_loop()
+        try:
+            loop.call_later(0.01, waker.wake)
+            start = perf_ns()
+            await waker.sleep_until(start + 2_000_000_000)
+            woken = perf_ns() - start
+            due = perf_ns() + 20_000_000  # the old 2 s timer is re-armed, and wake() is spent
+            await waker.sleep_until(due)
+            return woken, perf_ns() - due
+        finally:
+            waker.close()
+
+    woken, late = uvloop.run(main())
+    assert 5_000_000 <= woken < 500_000_000
+    assert late >= 0

@@ -10,11 +10,16 @@
   the intended time (coordinated omission corrected) into ``latencies``, and
   from the actual send into ``uncorrected``. A periodic group (``every``) is the
   same mechanism with one session per driver and a rate of ``1 / every``.
-  The driver waits for each intended time with :class:`~engine.waker.Waker`;
-  an arrival it takes up more than 1 ms late (its own lateness, not the
-  target's: the loop was too busy to get to it) is counted as ``behind``, the
-  open model's sign of a generator-bound run (a busy worker is not one: under
-  50 µs between arrivals the driver yields to the loop until the next one).
+  While a session is free the driver waits for each intended time with
+  :class:`~engine.waker.Waker` (under 50 µs between arrivals it yields to the
+  loop until the next one, so a worker keeping a high rate on time shows a
+  full core). While every session is busy the precise time does not matter
+  (an arrival can only wait in the backlog), so the driver sleeps, and each
+  completion takes up the arrivals due by then itself before it looks at the
+  backlog, and wakes the driver when it frees a session. An arrival sent more
+  than 1 ms after its intended time to a session that was free (the loop was
+  too busy to get to it: the generator's lateness, not the target's) is
+  counted as ``behind``.
 
 Sessions live in :class:`Slot` objects that reopen them after a connection
 failure (immediately, then after 0.1 s, doubling up to 2 s, so that a
@@ -47,6 +52,9 @@ RECONNECT_CLASSES = frozenset({ErrorClass.CLOSED, ErrorClass.REFUSED, ErrorClass
 REOPEN_DELAY = 0.1
 REOPEN_MAX_DELAY = 2.0
 MAX_BACKLOG = 1_000_000
+BUSY_WAIT_NS = 10_000_000
+"""How long the open-model driver sleeps while every session is busy (completions take up
+due arrivals themselves and wake it when a session frees)."""
 
 perf_ns = time.perf_counter_ns
 
@@ -286,6 +294,10 @@ class ArrivalDriver:
         self._free: deque[Slot] = deque()
         self._backlog: deque[int] = deque()
         self._tasks: set[asyncio.Task[None]] = set()
+        self._start_ns = 0
+        self._due = 0
+        """The intended time of the next arrival (``perf_counter_ns``)."""
+        self._waker: Waker | None = None
 
     def current_rate(self, elapsed: float) -> float:
         fraction = min(1.0, max(0.0, elapsed / self.ramp_seconds))
@@ -294,34 +306,43 @@ class ArrivalDriver:
     async def run(self, start_ns: int) -> None:
         """Issue arrivals until the run stops (pauses skip the paused time)."""
         for slot in self.slots:
-            slot.on_open = self._free.append
+            slot.on_open = self._opened
             if slot.session is None:
                 slot.reopen(self.state)
             else:
                 self._free.append(slot)
-        due = start_ns + int(self.phase_offset / self.current_rate(0.0) * 1e9)
-        waker = Waker()
+        self._start_ns = start_ns
+        self._due = start_ns + int(self.phase_offset / self.current_rate(0.0) * 1e9)
+        self._waker = waker = Waker()
         try:
             while self.state.running:
                 if self.state.paused:
                     paused_at = perf_ns()
                     await self.state.wait_resumed()
-                    due += perf_ns() - paused_at
+                    self._due += perf_ns() - paused_at
                     continue
                 now = perf_ns()
-                while due <= now and self.state.running:
-                    if now - due > BEHIND_NS:
-                        self.recorder.count(BEHIND)
-                    self._arrive(due)
-                    due += int(1e9 / self.current_rate((due - start_ns) / 1e9))
-                await waker.sleep_until(due)
+                self._catch_up(now)
+                if self._free:
+                    await waker.sleep_until(self._due)
+                else:
+                    await waker.sleep_until(max(self._due, now + BUSY_WAIT_NS))
         finally:
+            self._waker = None
             waker.close()
 
-    def _arrive(self, intended: int) -> None:
+    def _catch_up(self, now: int) -> None:
+        """Take up every arrival due by ``now``, in order."""
+        while self._due <= now and self.state.active:
+            self._arrive(self._due, now)
+            self._due += int(1e9 / self.current_rate((self._due - self._start_ns) / 1e9))
+
+    def _arrive(self, intended: int, now: int) -> None:
         while self._free:
             slot = self._free.popleft()
             if slot.session is not None:
+                if now - intended > BEHIND_NS:
+                    self.recorder.count(BEHIND)
                 self._issue(slot, intended)
                 return
         if len(self._backlog) >= MAX_BACKLOG:
@@ -329,6 +350,15 @@ class ArrivalDriver:
             return
         self.recorder.late += 1
         self._backlog.append(intended)
+
+    def _opened(self, slot: Slot) -> None:
+        self._free.append(slot)
+        self._wake()
+
+    def _wake(self) -> None:
+        """A session became free: the driver goes back to waiting for the next arrival itself."""
+        if self._waker is not None:
+            self._waker.wake()
 
     def _issue(self, slot: Slot, intended: int) -> None:
         session = slot.session
@@ -366,10 +396,12 @@ class ArrivalDriver:
             if error.error_class in RECONNECT_CLASSES:
                 slot.lost(self.state)
                 return
+        self._catch_up(now)
         if self._backlog and self.state.running and slot.session is not None:
             self._issue(slot, self._backlog.popleft())
         else:
             self._free.append(slot)
+            self._wake()
 
 
 class StreamDriver:

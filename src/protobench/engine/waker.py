@@ -45,6 +45,7 @@ class Waker:
     def __init__(self) -> None:
         self._loop = asyncio.get_running_loop()
         self._waiter: asyncio.Future[None] | None = None
+        self._woken = False
         self._fd = -1
         if hasattr(os, "timerfd_create"):
             self._fd = os.timerfd_create(
@@ -53,7 +54,8 @@ class Waker:
             self._loop.add_reader(self._fd, self._fired)
 
     async def sleep_until(self, deadline_ns: int) -> None:
-        """Return at ``deadline_ns`` (``perf_counter_ns`` time) or just after, never before."""
+        """Return at ``deadline_ns`` (``perf_counter_ns`` time) or just after, never before,
+        unless :meth:`wake` ends the sleep first."""
         wait = deadline_ns - perf_ns()
         if wait < YIELD_NS:
             while perf_ns() < deadline_ns:  # noqa: ASYNC110 - under 50 µs: yield, no timer
@@ -63,11 +65,20 @@ class Waker:
             await asyncio.sleep(wait / 1e9)
             return
         os.timerfd_settime_ns(self._fd, flags=os.TFD_TIMER_ABSTIME, initial=deadline_ns)
-        waiter = self._waiter = self._loop.create_future()
-        try:
-            await waiter
-        finally:
-            self._waiter = None
+        self._woken = False
+        while not self._woken and perf_ns() < deadline_ns:
+            waiter = self._waiter = self._loop.create_future()
+            try:
+                await waiter
+            finally:
+                self._waiter = None
+
+    def wake(self) -> None:
+        """End the current timer sleep now (a deadline under :data:`YIELD_NS` is kept)."""
+        self._woken = True
+        waiter = self._waiter
+        if waiter is not None and not waiter.done():
+            waiter.set_result(None)
 
     def _fired(self) -> None:
         try:
