@@ -5,9 +5,10 @@ A run is generator-bound when the workers' event loops lagged
 intervals, or a worker process used :data:`CPU_BOUND_PERCENT` or more of a core
 in at least :data:`CPU_BOUND_SHARE` of the sustain resource samples, or, in the
 open model, the arrival driver took up at least :data:`BEHIND_BOUND_SHARE` of
-the arrivals more than :data:`BEHIND_NS` after their intended time (counter
-:data:`BEHIND`). In the open model a busy worker counts only when more than
-:data:`LATE_BOUND_SHARE` of the arrivals found no free session (``late``):
+the arrivals (and :data:`BEHIND_BOUND_MIN` at least) more than :data:`BEHIND_NS`
+after their intended time (counter :data:`BEHIND`). In the open model a busy
+worker counts only when more than :data:`LATE_BOUND_SHARE` of the arrivals
+found no free session (``late``):
 between arrivals under 50 µs apart the driver yields to the loop until the
 next one, so its worker shows a full core while it keeps every arrival on time.
 
@@ -30,6 +31,8 @@ BEHIND = "behind"
 """The counter of arrivals the open model's driver took up late (its own lateness)."""
 BEHIND_NS = 1_000_000
 BEHIND_BOUND_SHARE = 0.01
+BEHIND_BOUND_MIN = 10
+"""Fewer late arrivals than this never make a run generator-bound (one GC pause in a short run)."""
 LATE_BOUND_SHARE = 0.01
 
 

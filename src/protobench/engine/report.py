@@ -3,11 +3,12 @@
 The report is what ``--json`` prints and what the snapshot keeps. Its shape is
 documented in the README. Verdicts: ``generator_bound`` is set, with the
 reason, when the workers, not the target, were the limit, so the figures
-describe the generator (the bounds are in :mod:`engine.bounds`: a worker's
-CPU in the closed model, the arrival driver's own lateness in the open model,
-event-loop lag in both). Exit codes: 0 passed, 1 a threshold failed,
-3 the run could not complete: it was interrupted (Ctrl-C, ``q``), the target
-could not be started, or no worker could run (2, bad input, is the CLI's).
+describe the generator (the bounds are in :mod:`engine.bounds`: a worker's CPU,
+in the open model only while arrivals also found no free session; the
+open-model driver's own lateness; event-loop lag). Exit codes: 0 passed, 1 a
+threshold failed, 3 the run could not complete: it was interrupted (Ctrl-C,
+``q``), the target could not be started, or no worker could run (2, bad input,
+is the CLI's).
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ from protobench import __version__
 from protobench.engine.aggregate import Aggregator
 from protobench.engine.bounds import (
     BEHIND,
+    BEHIND_BOUND_MIN,
     BEHIND_BOUND_SHARE,
     BEHIND_NS,
     CPU_BOUND_PERCENT,
@@ -158,7 +160,7 @@ def verdicts(
     late_fraction = total.get("late", 0) / arrivals if open_model and arrivals else 0.0
     behind_count = total.get("counters", {}).get(BEHIND, 0)
     behind = behind_count / arrivals if open_model and arrivals else 0.0
-    if behind >= BEHIND_BOUND_SHARE:
+    if behind >= BEHIND_BOUND_SHARE and behind_count >= BEHIND_BOUND_MIN:
         reasons.append(
             f"the open model's driver took up {behind:.1%} of the arrivals more than "
             f"{BEHIND_NS / 1e6:.0f} ms after their intended time (add --processes or cores)"

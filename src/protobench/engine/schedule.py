@@ -68,6 +68,9 @@ class RunState:
         self.active = True
         """``running and not paused``, kept as a plain attribute for the hot path."""
         self.rate_factor = 1.0
+        self.paused_ns = 0
+        """Time spent paused so far (the open model's schedule skips it)."""
+        self._paused_at = 0
         self._resumed = asyncio.Event()
         self._resumed.set()
         self._listeners: list[Callable[[], None]] = []
@@ -76,11 +79,15 @@ class RunState:
         self._listeners.append(callback)
 
     def pause(self) -> None:
+        if not self.paused:
+            self._paused_at = perf_ns()
         self.paused = True
         self.active = False
         self._resumed.clear()
 
     def resume(self) -> None:
+        if self.paused:
+            self.paused_ns += perf_ns() - self._paused_at
         self.paused = False
         self.active = self.running
         self._resumed.set()
@@ -295,13 +302,21 @@ class ArrivalDriver:
         self._backlog: deque[int] = deque()
         self._tasks: set[asyncio.Task[None]] = set()
         self._start_ns = 0
-        self._due = 0
-        """The intended time of the next arrival (``perf_counter_ns``)."""
+        self._next = 0
+        """The next arrival's intended time on the run's clock less the time spent paused."""
         self._waker: Waker | None = None
+        self._busy_sleep = False
+        """Whether the driver sleeps because no session is free (a freed one wakes it)."""
+        self._paused_seen = 0
 
     def current_rate(self, elapsed: float) -> float:
         fraction = min(1.0, max(0.0, elapsed / self.ramp_seconds))
         return (self.rate + (self.ramp_to - self.rate) * fraction) * self.state.rate_factor
+
+    @property
+    def due(self) -> int:
+        """The intended time (``perf_counter_ns``) of the next arrival."""
+        return self._next + self.state.paused_ns
 
     async def run(self, start_ns: int) -> None:
         """Issue arrivals until the run stops (pauses skip the paused time)."""
@@ -312,30 +327,39 @@ class ArrivalDriver:
             else:
                 self._free.append(slot)
         self._start_ns = start_ns
-        self._due = start_ns + int(self.phase_offset / self.current_rate(0.0) * 1e9)
+        self._next = start_ns + int(self.phase_offset / self.current_rate(0.0) * 1e9)
+        self._paused_seen = self.state.paused_ns
+        self.state.on_resume(self._resumed)
         self._waker = waker = Waker()
         try:
             while self.state.running:
                 if self.state.paused:
-                    paused_at = perf_ns()
                     await self.state.wait_resumed()
-                    self._due += perf_ns() - paused_at
                     continue
                 now = perf_ns()
                 self._catch_up(now)
                 if self._free:
-                    await waker.sleep_until(self._due)
-                else:
-                    await waker.sleep_until(max(self._due, now + BUSY_WAIT_NS))
+                    await waker.sleep_until(self.due)
+                    continue
+                self._busy_sleep = True
+                try:
+                    await waker.sleep_until(max(self.due, now + BUSY_WAIT_NS))
+                finally:
+                    self._busy_sleep = False
         finally:
             self._waker = None
             waker.close()
 
     def _catch_up(self, now: int) -> None:
-        """Take up every arrival due by ``now``, in order."""
-        while self._due <= now and self.state.active:
-            self._arrive(self._due, now)
-            self._due += int(1e9 / self.current_rate((self._due - self._start_ns) / 1e9))
+        """Take up every arrival due by ``now``, in order.
+
+        The schedule moves on before an arrival is issued, so a session that
+        completes inside ``submit`` (and catches up itself) cannot take it twice.
+        """
+        while self.state.active and (intended := self.due) <= now:
+            elapsed = (self._next - self._start_ns) / 1e9
+            self._next += int(1e9 / self.current_rate(elapsed))
+            self._arrive(intended, now)
 
     def _arrive(self, intended: int, now: int) -> None:
         while self._free:
@@ -351,13 +375,28 @@ class ArrivalDriver:
         self.recorder.late += 1
         self._backlog.append(intended)
 
-    def _opened(self, slot: Slot) -> None:
-        self._free.append(slot)
-        self._wake()
+    def _resumed(self) -> None:
+        """After a pause: waiting arrivals move on by the paused time and take the free sessions."""
+        shift = self.state.paused_ns - self._paused_seen
+        self._paused_seen = self.state.paused_ns
+        if shift and self._backlog:
+            self._backlog = deque(intended + shift for intended in self._backlog)
+        while self._backlog and self._free and self.state.active:
+            slot = self._free.popleft()
+            if slot.session is not None:
+                self._issue(slot, self._backlog.popleft())
 
-    def _wake(self) -> None:
-        """A session became free: the driver goes back to waiting for the next arrival itself."""
-        if self._waker is not None:
+    def _opened(self, slot: Slot) -> None:
+        self._release(slot, perf_ns())
+
+    def _release(self, slot: Slot, now: int) -> None:
+        """A session is free: it takes the oldest waiting arrival, or waits for the next one."""
+        self._catch_up(now)
+        if self._backlog and self.state.active and slot.session is not None:
+            self._issue(slot, self._backlog.popleft())
+            return
+        self._free.append(slot)
+        if self._busy_sleep and self._waker is not None:
             self._waker.wake()
 
     def _issue(self, slot: Slot, intended: int) -> None:
@@ -396,12 +435,7 @@ class ArrivalDriver:
             if error.error_class in RECONNECT_CLASSES:
                 slot.lost(self.state)
                 return
-        self._catch_up(now)
-        if self._backlog and self.state.running and slot.session is not None:
-            self._issue(slot, self._backlog.popleft())
-        else:
-            self._free.append(slot)
-            self._wake()
+        self._release(slot, now)
 
 
 class StreamDriver:

@@ -10,8 +10,11 @@ runs one due in less than half a millisecond at once, so a driver sleeping
 become readable in the event loop, so the process sleeps in ``epoll`` and
 wakes within the kernel's timer slack, which the worker lowers to 1 µs
 (:func:`tighten_timer_slack`). A deadline closer than :data:`YIELD_NS` is
-waited for by yielding to the loop until it passes (a wake-up costs more). Where ``timerfd`` is
-missing (not Linux), it falls back to ``asyncio.sleep``.
+waited for by yielding to the loop until it passes (a wake-up costs more).
+:meth:`Waker.wake` ends a timer sleep early (the open model's driver, asleep
+while every session is busy, is woken when one frees). Where ``timerfd`` is
+missing (not Linux), it falls back to ``asyncio.sleep``, which cannot be woken
+early.
 """
 
 from __future__ import annotations

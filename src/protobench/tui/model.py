@@ -200,6 +200,7 @@ class _Track:
         self.phase_ok: dict[str, int] = {}
         self.phase_errors: dict[str, int] = {}
         self.phase_late: dict[str, int] = {}
+        self.phase_counters: dict[str, dict[str, int]] = {}
         self.errors_by_class: dict[str, int] = {}
         self.last_errors: dict[str, str] = {}
         self.history: deque[float] = deque(maxlen=HISTORY)
@@ -218,6 +219,9 @@ class _Track:
         self.phase_ok[phase] = self.phase_ok.get(phase, 0) + int(data.get("ok", 0))
         self.phase_errors[phase] = self.phase_errors.get(phase, 0) + int(data.get("errors", 0))
         self.phase_late[phase] = self.phase_late.get(phase, 0) + int(data.get("late", 0))
+        counters = self.phase_counters.setdefault(phase, {})
+        for name, n in data.get("counters", {}).items():
+            counters[name] = counters.get(name, 0) + int(n)
         _add(self.phase, phase, counts)
         _add(self.phase_uncorrected, phase, uncorrected)
         if phase == "drain":
@@ -264,6 +268,7 @@ class _Track:
             "error_rate": errors / (ok + errors) if ok + errors else 0.0,
             "throughput": ok / seconds if seconds > 0 else 0.0,
             "late": self.phase_late.get(phase, 0),
+            "counters": dict(self.phase_counters.get(phase, {})),
             "latency_us": counts_summary(self.phase.get(phase, zeros())),
         }
 

@@ -1,0 +1,104 @@
+"""The open model's driver with fake sessions: each arrival once, pauses skipped, no spin.
+
+The sessions here complete inside ``submit`` or after a fixed delay, so the
+number of exchanges over a bounded time is known from the rate.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from typing import Any, cast
+
+import uvloop
+
+from protobench.engine.metrics import OpRecorder
+from protobench.engine.schedule import ArrivalDriver, RunState, Slot
+from protobench.protocols.base import CallbackSession, Done
+
+
+class _Session(CallbackSession):
+    """Completes every exchange ``delay`` seconds after it starts (0: inside ``submit``)."""
+
+    def __init__(self, delay: float, submits: list[int]) -> None:
+        self.delay = delay
+        self.submits = submits
+
+    def submit(self, done: Done) -> None:
+        self.submits.append(time.perf_counter_ns())
+        if self.delay:
+            asyncio.get_running_loop().call_later(self.delay, done, None, 0)
+        else:
+            done(None, 0)
+
+    async def close(self) -> None:
+        return None
+
+
+def _driver(
+    sessions: int, delay: float, rate: float, submits: list[int]
+) -> tuple[ArrivalDriver, RunState]:
+    recorder, state = OpRecorder("op"), RunState()
+    slots = []
+    for _ in range(sessions):
+        slot = Slot(cast(Any, None), cast(Any, None), recorder)
+        slot.session = _Session(delay, submits)
+        slots.append(slot)
+    return ArrivalDriver(slots, recorder, state, rate, None, 1.0), state
+
+
+def test_a_session_completing_inside_submit_takes_each_arrival_once() -> None:
+    submits: list[int] = []
+
+    async def main() -> None:
+        driver, state = _driver(1, 0.0, 1_000.0, submits)
+        task = asyncio.create_task(driver.run(time.perf_counter_ns()))
+        await asyncio.sleep(0.2)
+        state.stop()
+        await task
+
+    uvloop.run(main())
+    assert 195 <= len(submits) <= 205, len(submits)  # 1,000/s for 0.2 s, not twice that
+
+
+def test_a_pause_is_skipped_by_the_schedule_at_once() -> None:
+    submits: list[int] = []
+    marks: dict[str, int] = {}
+
+    async def main() -> None:
+        driver, state = _driver(2, 0.002, 1_000.0, submits)
+        task = asyncio.create_task(driver.run(time.perf_counter_ns()))
+        await asyncio.sleep(0.1)
+        state.pause()
+        marks["paused"] = time.perf_counter_ns()
+        await asyncio.sleep(0.3)
+        marks["resumed"] = time.perf_counter_ns()
+        state.resume()
+        await asyncio.sleep(0.1)
+        state.stop()
+        await task
+
+    uvloop.run(main())
+    during = [t for t in submits if marks["paused"] + 3_000_000 < t < marks["resumed"]]
+    after = [t for t in submits if t >= marks["resumed"]]
+    assert during == []
+    # the paused 0.3 s neither comes back as a burst nor delays what follows
+    assert 80 <= len(after) <= 110, len(after)
+    assert after[0] - marks["resumed"] < 5_000_000
+
+
+def test_a_driver_with_every_session_busy_sleeps() -> None:
+    submits: list[int] = []
+
+    async def main() -> float:
+        driver, state = _driver(2, 0.05, 40_000.0, submits)  # arrivals 25 µs apart
+        cpu = time.process_time()
+        task = asyncio.create_task(driver.run(time.perf_counter_ns()))
+        await asyncio.sleep(0.5)
+        state.stop()
+        await task
+        return time.process_time() - cpu
+
+    cpu = uvloop.run(main())
+    assert len(submits) <= 2 * 11  # the sessions' pace: 2 x 20/s
+    assert cpu < 0.25, cpu  # not yielding to the loop every 25 µs for 0.5 s
