@@ -9,7 +9,8 @@ uvloop and answers tens of thousands of requests per second per core.
   libuv timers have a 1 ms granularity, too coarse for a reference server, so
   delayed responses are released by a small waker thread that sleeps, spins
   the last 0.5 ms, and wakes the loop that much ahead of time as the loop
-  measurably takes to run (learned as it goes); pipelined requests are
+  measurably takes to run (learned as it goes); a loop that runs sooner
+  waits out the rest, so no response leaves early; pipelined requests are
   answered in order.
 * ``stall_at``/``stall_for``: once, ``stall_at`` after the first request, the
   whole server blocks its event loop for ``stall_for`` (a stop-the-world pause).
@@ -194,7 +195,9 @@ class _ServerState:
         if delayed:
             waker.learn(now - (delayed[0][0] - waker.advance))
         while delayed and delayed[0][0] <= now + waker.advance:
-            _, conn, counted, head = delayed.popleft()
+            due, conn, counted, head = delayed.popleft()
+            while time.perf_counter() < due:
+                pass  # woken up to `advance` early: never answer before the delay is over
             conn.pending -= 1
             conn.release(counted, head)
 
