@@ -60,16 +60,16 @@ def test_event_loop_lag_makes_the_generator_the_bottleneck() -> None:
 
 
 def test_open_model_late_arrivals_are_reported_with_the_cause() -> None:
-    result = verdicts(_report("open", late=200, behind=50), _busy([99] * 4), _lagging([1.0] * 4))
+    result = verdicts(_report("open", late=200, behind=150), _busy([99] * 4), _lagging([1.0] * 4))
     assert result["late_fraction"] == 0.2
-    assert "5.0% of the arrivals more than 1 ms after" in result["reason"]
+    assert "15.0% of the arrivals more than 1 ms after" in result["reason"]
     assert "fell behind" in result["reason"]
 
 
 def test_open_model_busy_worker_that_keeps_arrivals_on_time_is_not_generator_bound() -> None:
     # under 50 µs between arrivals the driver yields to the loop: a full core, all on time
-    result = verdicts(_report("open", late=5, behind=9), _busy([99] * 4), _lagging([1.0] * 4))
-    assert not result["generator_bound"]
+    result = verdicts(_report("open", late=5, behind=30), _busy([99] * 4), _lagging([1.0] * 4))
+    assert not result["generator_bound"]  # 3% a millisecond late: the host's scheduling
     assert result["late_fraction"] == 0.005
 
 
