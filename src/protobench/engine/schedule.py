@@ -70,6 +70,8 @@ class RunState:
         self.rate_factor = 1.0
         self.paused_ns = 0
         """Time spent paused so far (the open model's schedule skips it)."""
+        self.last_pause_ns = 0
+        """How long the pause that the last :meth:`resume` ended lasted (0 if none)."""
         self._paused_at = 0
         self._resumed = asyncio.Event()
         self._resumed.set()
@@ -86,8 +88,8 @@ class RunState:
         self._resumed.clear()
 
     def resume(self) -> None:
-        if self.paused:
-            self.paused_ns += perf_ns() - self._paused_at
+        self.last_pause_ns = perf_ns() - self._paused_at if self.paused else 0
+        self.paused_ns += self.last_pause_ns
         self.paused = False
         self.active = self.running
         self._resumed.set()
@@ -307,7 +309,6 @@ class ArrivalDriver:
         self._waker: Waker | None = None
         self._busy_sleep = False
         """Whether the driver sleeps because no session is free (a freed one wakes it)."""
-        self._paused_seen = 0
 
     def current_rate(self, elapsed: float) -> float:
         fraction = min(1.0, max(0.0, elapsed / self.ramp_seconds))
@@ -328,7 +329,6 @@ class ArrivalDriver:
                 self._free.append(slot)
         self._start_ns = start_ns
         self._next = start_ns + int(self.phase_offset / self.current_rate(0.0) * 1e9)
-        self._paused_seen = self.state.paused_ns
         self.state.on_resume(self._resumed)
         self._waker = waker = Waker()
         try:
@@ -377,8 +377,7 @@ class ArrivalDriver:
 
     def _resumed(self) -> None:
         """After a pause: waiting arrivals move on by the paused time and take the free sessions."""
-        shift = self.state.paused_ns - self._paused_seen
-        self._paused_seen = self.state.paused_ns
+        shift = self.state.last_pause_ns
         if shift and self._backlog:
             self._backlog = deque(intended + shift for intended in self._backlog)
         while self._backlog and self._free and self.state.active:

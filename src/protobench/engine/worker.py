@@ -42,9 +42,8 @@ from protobench.protocols.base import SessionContext, StreamSession
 OPEN_CONCURRENCY = 256
 STREAM_GRACE = 0.5
 """Seconds stream sessions keep receiving after the last exchange ended (in flight deliveries)."""
-LAG_TICK = 0.05
-FOLD_TICK = 0.05
-"""Seconds between folds of the recorded latencies into the interval's histograms."""
+TICK = 0.05
+"""Seconds between the worker's lag measurements and folds of recorded latencies."""
 
 Driver = ClosedDriver | ArrivalDriver | StreamDriver
 
@@ -187,17 +186,14 @@ class Worker:
         )
         self.max_lag = 0.0
 
-    async def lag_monitor(self) -> None:
+    async def tick(self) -> None:
+        """Every :data:`TICK`: measure the event loop's lag, and fold the latencies recorded
+        since the last tick in a small batch (so the interval's end does not stall the loop)."""
         loop = asyncio.get_running_loop()
         while True:
-            expected = loop.time() + LAG_TICK
-            await asyncio.sleep(LAG_TICK)
+            expected = loop.time() + TICK
+            await asyncio.sleep(TICK)
             self.max_lag = max(self.max_lag, loop.time() - expected)
-
-    async def fold_ticker(self) -> None:
-        """Fold latencies in small batches, so the interval's end does not stall the loop."""
-        while True:
-            await asyncio.sleep(FOLD_TICK)
             for recorder in self.recorders.values():
                 recorder.fold_pending()
 
@@ -206,10 +202,7 @@ class Worker:
         plan = self.plan
         await asyncio.sleep(max(0.0, start_at - time.monotonic()))
         start_ns = time.perf_counter_ns()
-        tasks: list[asyncio.Task[None]] = [
-            asyncio.create_task(self.lag_monitor()),
-            asyncio.create_task(self.fold_ticker()),
-        ]
+        tasks: list[asyncio.Task[None]] = [asyncio.create_task(self.tick())]
         for driver in self.drivers:
             if isinstance(driver, ClosedDriver):
                 driver.start()
