@@ -28,7 +28,7 @@ def test_plugin_is_registered_with_its_embedded_target() -> None:
 def test_request_params_defaults_and_normalisation() -> None:
     params = RequestParams(method="post", body="x")
     assert params.method == "POST"
-    assert params.path == "/"
+    assert params.path is None
     assert params.headers == {}
     assert params.expect_status is None
 
@@ -41,7 +41,10 @@ def test_request_params_defaults_and_normalisation() -> None:
         ({"expect_status": []}, "at least one status"),
         ({"expect_status": [200, 700]}, "between 100 and 599"),
         ({"headers": {"X": "a\nb"}}, "line breaks"),
-        ({"path": "no-slash"}, "absolute path"),
+        ({"path": "/a b"}, "spaces"),
+        ({"path": "http://other.example/x"}, "not a URL"),
+        ({"path": "//other.example/x"}, "not a URL"),
+        ({"path": "/x#frag"}, "fragment"),
         ({"methd": "GET"}, "Extra inputs are not permitted"),
     ],
 )
@@ -111,7 +114,7 @@ def test_builtin_http_get_profile() -> None:
     assert profile.thresholds == ["error_rate < 0.5%"]
     (group,) = profile.group
     assert (group.name, group.op, group.count) == ("get", "request", 50)
-    assert group.params == {"method": "GET", "path": "/"}
+    assert group.params == {"method": "GET"}
     plan = resolve(loaded, Overrides())
     assert plan.embedded == "http"
     assert plan.sessions == 50
