@@ -174,3 +174,21 @@ async def test_a_refused_upgrade_quotes_the_error_grid() -> None:
             await open_ws(url, None, ssl=None, timeout=5)
     assert (caught.value.error_class, caught.value.code) == (ErrorClass.PROTOCOL, "404")
     assert caught.value.detail.endswith(": WebSocket API disabled")
+
+
+async def _push_then_reply(ws: ServerConnection) -> None:
+    async for raw in ws:
+        ident = orjson.loads(raw)["id"]
+        await ws.send('{"type":"watch","watchId":"w1","grid":' + ABOUT.decode() + "}")
+        await ws.send('{"grid":' + ABOUT.decode() + f',"id":{ident}}}')
+
+
+async def test_a_watch_push_without_an_id_is_skipped() -> None:
+    async with ws_server(_push_then_reply, ["haystack"]) as url:
+        ws = await open_ws(url, None, ssl=None, timeout=5)
+        session = HaystackWsSession(ws, lambda: '{"op":"about","id":%d}', "grid", 5.0)
+        try:
+            results = await exchange(session, 2)
+        finally:
+            await session.close()
+    assert [error for error, _ in results] == [None, None]

@@ -9,9 +9,11 @@ fresh id and waits for the reply carrying that id; replies to earlier ids
 Error mapping: a close with code 4003 (the server's "Authentication
 required") is ``auth``; any other close is ``closed``; no reply in time is
 ``timeout``; a reply that is not JSON or not a grid is ``validation``; an
-error grid, a reply without an ``id`` (a server that cannot tell which request
-failed, e.g. ``{"error": "unknown op: about"}``) and a reply to this request
-with an ``error`` instead of a grid are ``protocol`` with the server's text.
+error grid, a message without an ``id`` and without a grid (a server that
+cannot tell which request failed, e.g. ``{"error": "unknown op: about"}``) and a
+reply to this request without a grid are ``protocol`` with the server's text
+(``{"type": "authErr"}`` is ``auth``). Messages with a grid but another id or
+none (late replies, watch pushes) are skipped.
 An upgrade the server refuses is ``protocol`` coded by its status and quoting
 its error grid's ``dis`` (``auth`` for 401/403); an upgrade that does not
 accept the ``haystack`` subprotocol is ``protocol`` coded ``subprotocol``.
@@ -179,11 +181,13 @@ class HaystackWsSession(AsyncSession):
             raise OpError(ErrorClass.VALIDATION, f"reply is not JSON: {exc}") from None
         if not isinstance(reply, dict):
             raise OpError(ErrorClass.VALIDATION, "reply is not a JSON object")
-        if "id" not in reply or (reply["id"] == ident and "grid" not in reply):
+        if "grid" not in reply and reply.get("id", ident) == ident:
+            if reply.get("type") == "authErr":
+                raise OpError(ErrorClass.AUTH, "the server refused the token (authErr)")
             said = error_text(raw)
             raise OpError(ErrorClass.PROTOCOL, f"reply without a grid: {said}".strip())
-        if reply["id"] != ident:
-            return None
+        if reply.get("id") != ident:
+            return None  # a late reply to an earlier request, or a push (a watch's)
         grid = reply.get("grid")
         return check_json_decoded(grid) if self._depth == "decode" else check_json_grid(grid)
 
