@@ -53,6 +53,12 @@ def test_request_params_errors(params: dict[str, object], message: str) -> None:
         RequestParams(**params)  # type: ignore[arg-type]
 
 
+def test_a_target_whose_path_cannot_be_sent_is_refused_at_plan_time() -> None:
+    HttpProtocol().check_target("http://127.0.0.1:8080/big.bin")
+    with pytest.raises(ValueError, match="spaces"):
+        HttpProtocol().check_target("http://127.0.0.1:8080/big file.bin")
+
+
 def test_body_file_is_checked_not_read(tmp_path: Path) -> None:
     body = tmp_path / "body.json"
     body.write_text('{"marker": 1}')

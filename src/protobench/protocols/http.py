@@ -232,6 +232,7 @@ class HttpProtocol(Protocol):
 
     def check_target(self, url: str) -> None:
         parse_url(url)
+        check_relative_path(urlsplit(url).path)  # requested as given: it must be sendable
 
     def __init__(self) -> None:
         self._bodies: dict[str, bytes] = {}
