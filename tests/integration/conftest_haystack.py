@@ -8,6 +8,7 @@ import gzip
 import os
 import subprocess
 import sys
+from collections import Counter
 from pathlib import Path
 from typing import Any
 
@@ -45,11 +46,20 @@ def haystack_server(**options: Any) -> contextlib.AbstractAsyncContextManager[st
 
 
 def context(
-    url: str, op: str, params: StrictModel | None = None, index: int = 0, **options: Any
+    url: str,
+    op: str,
+    params: StrictModel | None = None,
+    index: int = 0,
+    counters: Counter[str] | None = None,
+    **options: Any,
 ) -> SessionContext:
-    """A session context for ``op`` with the dev password unless ``options`` say otherwise."""
+    """A session context for ``op`` with the dev password unless ``options`` say otherwise.
+
+    ``counters`` receives what the session counts (``connects``...).
+    """
     options.setdefault("password", DEV_PASSWORD)
     model = OPERATIONS[op]
+    sink = counters if counters is not None else Counter[str]()
     return SessionContext(
         target=url,
         group=op,
@@ -59,6 +69,7 @@ def context(
         params=params if params is not None else (model() if model is not NoParams else NoParams()),
         options=HaystackOptions(**options),
         timeout=10.0,
+        count=lambda name, n: sink.update({name: n}),
     )
 
 

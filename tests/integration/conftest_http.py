@@ -6,6 +6,7 @@ import asyncio
 import datetime
 import ipaddress
 import socket
+from collections import Counter
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from pathlib import Path
@@ -108,9 +109,17 @@ def self_signed(directory: Path) -> tuple[Path, Path]:
 
 
 def context(
-    target: str, timeout: float = 5.0, options: Any = None, **params: Any
+    target: str,
+    timeout: float = 5.0,
+    options: Any = None,
+    counters: Counter[str] | None = None,
+    **params: Any,
 ) -> SessionContext:
-    """A session context for the ``request`` op, validated like a profile's keys."""
+    """A session context for the ``request`` op, validated like a profile's keys.
+
+    ``counters`` receives what the session counts (``connects``...).
+    """
+    sink = counters if counters is not None else Counter[str]()
     return SessionContext(
         target=target,
         group="get",
@@ -120,6 +129,7 @@ def context(
         params=RequestParams(**params),
         options=HttpOptions(**(options or {})),
         timeout=timeout,
+        count=lambda name, n: sink.update({name: n}),
     )
 
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import ssl
+from collections import Counter
 from pathlib import Path
 
 import pytest
@@ -149,6 +150,54 @@ async def test_server_closing_after_each_response_costs_no_error() -> None:
         assert [error for error, _ in results] == [None] * 5
         assert connections == 5
         await session.close()
+
+
+def _close_delimited(transport: asyncio.Transport, data: bytes) -> None:
+    """A server of RFC 9112 rule 8: no Content-Length, no chunking; the close ends the body."""
+    transport.write(b"HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\n\r\n")
+    transport.write(b"hello, ")
+    transport.write(b"world")
+    transport.close()
+
+
+def _http10(transport: asyncio.Transport, data: bytes) -> None:
+    transport.write(b"HTTP/1.0 200 OK\r\nContent-Length: 2\r\n\r\nok")
+
+
+@pytest.mark.parametrize("server", [_close_delimited, _http10], ids=["until-close", "http-1.0"])
+async def test_responses_that_end_the_connection_are_ok_and_count_connects(
+    server: object,
+) -> None:
+    counters: Counter[str] = Counter()
+    async with raw_server(server) as url:  # type: ignore[arg-type]
+        session = await open_session(url, counters=counters)
+        results = await back_to_back(session, 6)
+        assert [error for error, _ in results] == [None] * 6
+        assert counters["connects"] == 5  # the first connection is the session's open
+        await session.close()
+
+
+async def test_the_target_url_path_is_requested_as_given() -> None:
+    lines: list[bytes] = []
+
+    def record(transport: asyncio.Transport, data: bytes) -> None:
+        lines.append(data.split(b"\r\n", 1)[0])
+        transport.write(b"HTTP/1.1 200 OK\r\nContent-Length: 0\r\n\r\n")
+
+    async with raw_server(record) as url:
+        for target, path in [
+            (f"{url}big.bin", None),
+            (f"{url}api/", "items?x=1"),
+            (f"{url}api/v1", "/health"),
+        ]:
+            session = await open_session(target, **({"path": path} if path else {}))
+            assert (await exchange(session))[0] is None
+            await session.close()
+    assert lines == [
+        b"GET /big.bin HTTP/1.1",
+        b"GET /api/items?x=1 HTTP/1.1",
+        b"GET /health HTTP/1.1",
+    ]
 
 
 async def test_tls_verification_failure_is_a_connect_error(tmp_path: Path) -> None:

@@ -19,7 +19,12 @@ from protobench.protocols.haystack.models import (
     ReadParams,
     WatchParams,
 )
-from protobench.protocols.haystack.requests import http_request, request_grids, ws_template
+from protobench.protocols.haystack.requests import (
+    Framing,
+    http_request,
+    request_grids,
+    ws_template,
+)
 from protobench.protocols.haystack.scram import b64url, b64url_decode, header_params
 from protobench.protocols.http_client import parse_url
 
@@ -143,13 +148,13 @@ def test_request_grids_per_op() -> None:
 def test_http_request_carries_format_and_bearer() -> None:
     endpoint = parse_url("http://127.0.0.1:8080/api")
     request = request_grids("read", ReadParams(), [])[0]
-    raw = http_request(endpoint, request, "zinc", "tok123")
+    raw = http_request(endpoint, request, Framing("zinc"), "tok123")
     head, _, body = raw.partition(b"\r\n\r\n")
     assert head.startswith(b"POST /api/read HTTP/1.1\r\n")
     assert b"Accept: text/zinc" in head
     assert b"Authorization: BEARER authToken=tok123" in head
     assert body.startswith(b'ver:"3.0"')
-    assert b"Authorization" not in http_request(endpoint, ("GET", "about", None), "json", None)
+    assert b"Authorization" not in http_request(endpoint, ("GET", "about", None), Framing(), None)
 
 
 def test_ws_template_fills_the_id_and_keeps_percent_signs() -> None:

@@ -10,6 +10,7 @@ from protobench.protocols.base import ErrorClass
 from protobench.protocols.http_client import (
     Endpoint,
     build_request,
+    join_path,
     make_ssl_context,
     parse_url,
     status_error,
@@ -59,6 +60,36 @@ def test_post_request_carries_its_body_and_length() -> None:
     )
     empty_post = build_request("POST", endpoint, "/", {})
     assert b"Content-Length: 0\r\n" in empty_post
+
+
+@pytest.mark.parametrize(
+    ("target_path", "path", "request_target"),
+    [
+        ("", None, "/"),
+        ("/", None, "/"),
+        ("/big.bin", None, "/big.bin"),
+        ("/big.bin", "", "/big.bin"),
+        ("/api/", None, "/api/"),
+        ("/api/", "items", "/api/items"),
+        ("/api", "items", "/items"),
+        ("/api/v1/", "../v2/x", "/api/v2/x"),
+        ("/api/", "/items", "/items"),
+        ("/big.bin", "?q=1", "/big.bin?q=1"),
+        ("/", "/", "/"),
+        ("", "a/b?x=1&y=2", "/a/b?x=1&y=2"),
+    ],
+)
+def test_join_path_requests_the_target_path_and_resolves_a_path_by_rfc3986(
+    target_path: str, path: str | None, request_target: str
+) -> None:
+    assert join_path(target_path, path) == request_target
+
+
+def test_a_request_target_outside_the_base_is_sent_as_is() -> None:
+    endpoint = parse_url("http://127.0.0.1:8080/api")
+    assert build_request("GET", endpoint, "/big.bin", {}, under_base=False).startswith(
+        b"GET /big.bin HTTP/1.1\r\n"
+    )
 
 
 def test_host_header_can_be_given_and_ipv6_is_bracketed() -> None:

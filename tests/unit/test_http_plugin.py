@@ -28,7 +28,7 @@ def test_plugin_is_registered_with_its_embedded_target() -> None:
 def test_request_params_defaults_and_normalisation() -> None:
     params = RequestParams(method="post", body="x")
     assert params.method == "POST"
-    assert params.path == "/"
+    assert params.path is None
     assert params.headers == {}
     assert params.expect_status is None
 
@@ -41,13 +41,22 @@ def test_request_params_defaults_and_normalisation() -> None:
         ({"expect_status": []}, "at least one status"),
         ({"expect_status": [200, 700]}, "between 100 and 599"),
         ({"headers": {"X": "a\nb"}}, "line breaks"),
-        ({"path": "no-slash"}, "absolute path"),
+        ({"path": "/a b"}, "spaces"),
+        ({"path": "http://other.example/x"}, "not a URL"),
+        ({"path": "//other.example/x"}, "not a URL"),
+        ({"path": "/x#frag"}, "fragment"),
         ({"methd": "GET"}, "Extra inputs are not permitted"),
     ],
 )
 def test_request_params_errors(params: dict[str, object], message: str) -> None:
     with pytest.raises(ValidationError, match=message):
         RequestParams(**params)  # type: ignore[arg-type]
+
+
+def test_a_target_whose_path_cannot_be_sent_is_refused_at_plan_time() -> None:
+    HttpProtocol().check_target("http://127.0.0.1:8080/big.bin")
+    with pytest.raises(ValueError, match="spaces"):
+        HttpProtocol().check_target("http://127.0.0.1:8080/big file.bin")
 
 
 def test_body_file_is_checked_not_read(tmp_path: Path) -> None:
@@ -111,7 +120,7 @@ def test_builtin_http_get_profile() -> None:
     assert profile.thresholds == ["error_rate < 0.5%"]
     (group,) = profile.group
     assert (group.name, group.op, group.count) == ("get", "request", 50)
-    assert group.params == {"method": "GET", "path": "/"}
+    assert group.params == {"method": "GET"}
     plan = resolve(loaded, Overrides())
     assert plan.embedded == "http"
     assert plan.sessions == 50

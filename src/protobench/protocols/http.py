@@ -8,10 +8,16 @@ success; any other status is a ``protocol`` error whose code is the status
 :meth:`HttpConnection.submit`: the parser's completion callback reports the
 exchange, with no task, future or timer per request.
 
+The request target is the target URL's path exactly as given
+(``http://host/big.bin`` requests ``/big.bin``), or a group's ``path``
+resolved against it by RFC 3986 (:func:`~protobench.protocols.http_client.join_path`).
+
 A connection that the server closed between requests (``Connection: close``,
-an idle timeout) or that was dropped after a timeout is reopened by the
-session on its next request; the connect time then counts in that request's
-latency and a failure to connect is reported as that request's error.
+HTTP/1.0, a body delimited by the close, an idle timeout) or that was dropped
+after a timeout is reopened by the session on its next request; the connect
+time then counts in that request's latency and a failure to connect is
+reported as that request's error. Each such reopening adds one to the op's
+``connects`` counter (the engine counts the session's first connection).
 
 Options: ``insecure`` (skip TLS verification), ``ca_file``, ``cert_file`` and
 ``key_file`` (mutual TLS), ``secret_headers`` (header names whose values are
@@ -22,10 +28,11 @@ from __future__ import annotations
 
 import asyncio
 import ssl
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from functools import cache, partial
 from pathlib import Path
 from typing import ClassVar
+from urllib.parse import urlsplit
 
 from pydantic import Field, field_validator, model_validator
 
@@ -44,7 +51,9 @@ from protobench.protocols.http_client import (
     HttpConnection,
     Response,
     build_request,
+    check_relative_path,
     check_request,
+    join_path,
     make_ssl_context,
     parse_url,
     status_error,
@@ -74,7 +83,11 @@ class RequestParams(StrictModel):
     """Parameters of the ``request`` op (the keys of a ``[[group]]``)."""
 
     method: str = Field(default="GET", description="HTTP method")
-    path: str = Field(default="/", description="path (and query) below the target URL")
+    path: str | None = Field(
+        default=None,
+        description="path (and query) resolved against the target URL's path (RFC 3986);"
+        " unset: the target URL's path as given",
+    )
     headers: dict[str, str] = Field(default_factory=dict, description="request headers")
     body: str | None = Field(default=None, description="request body (UTF-8)")
     body_file: str | None = Field(default=None, description="file whose bytes are the body")
@@ -109,7 +122,9 @@ class RequestParams(StrictModel):
     def _consistent(self) -> RequestParams:
         if self.body is not None and self.body_file is not None:
             raise ValueError("give body or body_file, not both")
-        check_request(self.method, self.path, self.headers)
+        if self.path:
+            check_relative_path(self.path)
+        check_request(self.method, "/", self.headers)
         return self
 
 
@@ -126,6 +141,7 @@ class HttpSession(CallbackSession):
     ``submit`` is bound straight to the connection's ``submit`` with the
     request (a ``functools.partial``, no Python frame of its own); a submit on
     a connection that died goes to :meth:`_reopen` through ``on_dead``.
+    ``count`` adds to the op's counters (``connects``: one per reopened connection).
     """
 
     def __init__(
@@ -134,10 +150,12 @@ class HttpSession(CallbackSession):
         request: bytes,
         accept: frozenset[int],
         tls: ssl.SSLContext | None,
+        count: Callable[[str, int], None],
     ) -> None:
         self._request = request
         self._accept = accept
         self._tls = tls
+        self._count = count
         self._reopening: asyncio.Task[None] | None = None
         self._conn = self._bind(conn)
 
@@ -164,6 +182,7 @@ class HttpSession(CallbackSession):
         except OpError as exc:
             done(exc, 0)
             return
+        self._count("connects", 1)
         self._conn = self._bind(conn)
         self._start(conn, done)
 
@@ -213,6 +232,7 @@ class HttpProtocol(Protocol):
 
     def check_target(self, url: str) -> None:
         parse_url(url)
+        check_relative_path(urlsplit(url).path)  # requested as given: it must be sendable
 
     def __init__(self) -> None:
         self._bodies: dict[str, bytes] = {}
@@ -249,10 +269,11 @@ class HttpProtocol(Protocol):
                 )
             except (OSError, ssl.SSLError, ValueError) as exc:
                 raise OpError(ErrorClass.LOCAL, f"TLS setup failed: {exc}") from None
+        target = join_path(urlsplit(ctx.target).path, params.path)
         request = build_request(
-            params.method, endpoint, params.path, params.headers, self._body(params)
+            params.method, endpoint, target, params.headers, self._body(params), under_base=False
         )
         accept = SUCCESS if params.expect_status is None else frozenset(params.expect_status)
         conn = await HttpConnection.connect(endpoint, ssl=tls, timeout=ctx.timeout)
         kind = HeadSession if params.method == "HEAD" else HttpSession
-        return kind(conn, request, accept, tls)
+        return kind(conn, request, accept, tls, ctx.count)

@@ -22,7 +22,13 @@ TCP (or TLS) connection with at most one request in flight:
   control paths and async sessions;
 * the request timeout uses one loop timer per connection, re-armed lazily:
   it fires at the deadline of the request that armed it and, if a later
-  request is in flight, moves to that request's deadline.
+  request is in flight, moves to that request's deadline;
+* a response whose body ends when the server closes the connection (no
+  ``Content-Length``, not chunked: RFC 9112 section 6.3, rule 8; HTTP/1.0
+  servers send these) is complete at the end of the stream. On the submit path
+  llhttp's headers are not kept, so the read that began the response (and any
+  more reads until its head ended) is kept and its head parsed again at EOF to
+  tell a close-delimited body from a truncated one.
 
 Errors are mapped here and nowhere else (see :mod:`protobench.protocols.base`):
 ``ECONNREFUSED`` is ``refused``, a connect that does not finish in time or a
@@ -31,11 +37,10 @@ and any other socket error while connecting is ``connect``, a peer that closes
 or resets an established connection with a request in flight is ``closed``,
 and an unparsable response is ``protocol``. After a timeout or a parse error
 the connection is closed (its state is unknown); :attr:`HttpConnection.alive`
-tells whether it can take another request.
-
-Limitation: a response whose body is delimited by the connection closing (no
-``Content-Length``, not chunked) is reported as ``closed``; HTTP/1.1 servers
-do not send those on keep-alive connections.
+tells whether it can take another request. A response that ends the
+connection (``Connection: close``, HTTP/1.0, a close-delimited body) completes
+normally and leaves the connection not :attr:`~HttpConnection.alive`: the
+caller opens a new one for its next request.
 """
 
 from __future__ import annotations
@@ -47,7 +52,7 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from http import HTTPStatus
 from typing import cast
-from urllib.parse import urlsplit
+from urllib.parse import urljoin, urlsplit
 
 import httptools
 
@@ -138,23 +143,58 @@ def check_request(
     return items
 
 
+def check_relative_path(path: str) -> None:
+    """Raise ``ValueError`` unless ``path`` is a path reference :func:`join_path` can resolve."""
+    if any(c in path for c in " \r\n\0\t") or not path.isascii():
+        raise ValueError(
+            f"bad HTTP path {path!r}: spaces, line breaks and non-ASCII are not allowed"
+        )
+    parts = urlsplit(path)
+    if parts.scheme or parts.netloc or path.startswith("//"):
+        raise ValueError(
+            f"bad HTTP path {path!r}: expected a path such as '/api?x=1' or 'items', not a URL"
+        )
+    if parts.fragment or "#" in path:
+        raise ValueError(f"bad HTTP path {path!r}: a fragment is never sent")
+
+
+def join_path(target_path: str, path: str | None) -> str:
+    """The request target: the target URL's path, with ``path`` resolved against it.
+
+    Without ``path`` (``None`` or ``""``) the target URL's path is requested
+    exactly as given (``""`` is ``/``). Otherwise ``path`` is a URI reference
+    resolved by RFC 3986 section 5.2, as browsers and ``urljoin`` do: ``/x``
+    replaces the path, ``x`` replaces the last segment (after the last ``/``),
+    ``?q=1`` keeps the path and sets the query, ``../x`` goes up a segment.
+    """
+    base = target_path or "/"
+    if not path:
+        return base
+    joined = urljoin(base, path)
+    return joined if joined.startswith("/") else "/" + joined
+
+
 def build_request(
     method: str,
     endpoint: Endpoint,
     path: str,
     headers: Mapping[str, str] | Iterable[tuple[str, str]],
     body: bytes = b"",
+    *,
+    under_base: bool = True,
 ) -> bytes:
     """One HTTP/1.1 request, encoded once and written as is for every exchange.
 
-    ``path`` is appended to the endpoint's base path (it may carry a query).
-    ``Host`` is added unless given; ``Content-Length`` is added when there is a
-    body or the method usually carries one. Connections are persistent
-    (HTTP/1.1's default), so no ``Connection`` header is sent unless given.
-    Raises ``ValueError`` as :func:`check_request` does.
+    ``path`` is appended to the endpoint's base path (it may carry a query),
+    or, with ``under_base=False``, is the request target itself (see
+    :func:`join_path`). ``Host`` is added unless given; ``Content-Length`` is
+    added when there is a body or the method usually carries one. Connections
+    are persistent (HTTP/1.1's default), so no ``Connection`` header is sent
+    unless given. Raises ``ValueError`` as :func:`check_request` does.
     """
     items = check_request(method, path, headers)
-    lines = [f"{method} {endpoint.base_path}{path} HTTP/1.1"]
+    prefix = endpoint.base_path if under_base else ""
+    lines = [f"{method} {prefix}{path} HTTP/1.1"]
     if not any(name.lower() == "host" for name, _ in items):
         lines.append(f"Host: {endpoint.authority}")
     lines.extend(f"{name}: {value}" for name, value in items)
@@ -222,10 +262,63 @@ def status_error(status: int) -> OpError:
     return OpError(ErrorClass.PROTOCOL, reason, code=str(status))
 
 
+def body_ends_at_close(status: int, headers: Iterable[tuple[bytes, bytes]]) -> bool:
+    """Whether a response's body is delimited by the server closing (RFC 9112 section 6.3).
+
+    ``headers`` have lowercased names. A 1xx, 204 or 304 response has no body;
+    a ``Content-Length`` or a ``Transfer-Encoding`` ending in ``chunked``
+    delimits it; any other response's body runs until the connection closes.
+    """
+    if status < 200 or status in (204, 304):
+        return False
+    for name, value in headers:
+        if name == b"content-length":
+            return False
+        if name == b"transfer-encoding" and value.rstrip().lower().endswith(b"chunked"):
+            return False
+    return True
+
+
+class _HeadReader:
+    """Parser callbacks keeping the head of the last response begun in some bytes."""
+
+    __slots__ = ("complete", "headers")
+
+    def __init__(self) -> None:
+        self.headers: list[tuple[bytes, bytes]] = []
+        self.complete = False
+
+    def on_message_begin(self) -> None:
+        self.headers = []
+        self.complete = False
+
+    def on_header(self, name: bytes, value: bytes) -> None:
+        self.headers.append((name.lower(), value))
+
+    def on_headers_complete(self) -> None:
+        self.complete = True
+
+
+def close_delimited_status(data: bytes) -> int:
+    """The status of the response begun in ``data`` if its body ends at close, else 0.
+
+    ``data`` holds the bytes of a response from its first byte (possibly after
+    interim 1xx responses) at least to the end of its head.
+    """
+    reader = _HeadReader()
+    parser = httptools.HttpResponseParser(reader)
+    try:
+        parser.feed_data(data)
+    except httptools.HttpParserError:
+        return 0
+    status = int(parser.get_status_code())
+    return status if reader.complete and body_ends_at_close(status, reader.headers) else 0
+
+
 class _Collector:
     """Parser callbacks of :meth:`HttpConnection.send`: status line, headers, body."""
 
-    __slots__ = ("body", "conn", "headers", "keep_body", "reason")
+    __slots__ = ("body", "conn", "head_done", "headers", "keep_body", "reason")
 
     def __init__(self, conn: HttpConnection) -> None:
         self.conn = conn
@@ -233,6 +326,7 @@ class _Collector:
         self.headers: list[tuple[bytes, bytes]] = []
         self.body: list[bytes] = []
         self.keep_body = False
+        self.head_done = False
 
     def on_status(self, reason: bytes) -> None:
         self.reason += reason
@@ -241,6 +335,7 @@ class _Collector:
         self.headers.append((name.lower(), value))
 
     def on_headers_complete(self) -> None:
+        self.head_done = True
         if self.conn._head:
             self.conn._head_complete()
 
@@ -288,6 +383,8 @@ class HttpConnection(asyncio.Protocol):
         self._last_status = 0
         self._repeat = b""
         self._repeat_status = 0
+        self._message_head = b""
+        self._head_done = False
 
     # -- opening and closing ------------------------------------------------
 
@@ -365,6 +462,7 @@ class HttpConnection(asyncio.Protocol):
         if exc is not None:
             detail = f"connection reset by the peer ({exc})"
         else:
+            self._end_of_stream()
             detail = self._peer_error or "connection closed by the peer"
         self._fail(OpError(ErrorClass.CLOSED, detail))
 
@@ -375,6 +473,10 @@ class HttpConnection(asyncio.Protocol):
             self._complete(self._repeat_status, nbytes)
             return
         self._nbytes += len(data)
+        if not self._in_message:
+            self._message_head = data
+        elif not self._head_done:
+            self._message_head += data
         learn = self._parser is self._fast_parser and not self._in_message
         completed = self._completed
         try:
@@ -393,7 +495,33 @@ class HttpConnection(asyncio.Protocol):
             self._repeat_status = self._last_status
 
     def eof_received(self) -> bool | None:
+        self._end_of_stream()
         return None
+
+    def _end_of_stream(self) -> None:
+        """The server closed its side: complete a response whose body ends here."""
+        if self._done is not None:
+            if not (self._in_message and self._head_done):
+                return
+            status = close_delimited_status(self._message_head)
+            if status:
+                self._in_message = False
+                self._ended_by_close()
+                nbytes, self._nbytes = self._nbytes, 0
+                self._complete(status, nbytes)
+        elif self._on_response is not None:
+            collector = self._collector
+            if (
+                collector is not None
+                and collector.head_done
+                and body_ends_at_close(self._parser.get_status_code(), collector.headers)
+            ):
+                self._ended_by_close()
+                self._complete_response()
+
+    def _ended_by_close(self) -> None:
+        self.alive = False
+        self._peer_error = "the server closed the connection after a response"
 
     # -- the hot path -------------------------------------------------------
 
@@ -426,6 +554,11 @@ class HttpConnection(asyncio.Protocol):
     def on_message_begin(self) -> None:
         """Parser callback of the :meth:`submit` path: a response starts."""
         self._in_message = True
+        self._head_done = False
+
+    def on_headers_complete(self) -> None:
+        """Parser callback of the :meth:`submit` path: the response's head ended."""
+        self._head_done = True
 
     def on_message_complete(self) -> None:
         """Parser callback of the :meth:`submit` path: a response ends."""
@@ -438,8 +571,7 @@ class HttpConnection(asyncio.Protocol):
         nbytes = self._nbytes
         self._nbytes = 0
         if not parser.should_keep_alive():
-            self.alive = False
-            self._peer_error = "the server closed the connection after a response"
+            self._ended_by_close()
         if self._done is None:
             self._protocol_failure("a response arrived with no request in flight")
         else:
@@ -517,6 +649,7 @@ class HttpConnection(asyncio.Protocol):
             collector.reason = b""
             collector.headers = []
             collector.body = []
+            collector.head_done = False
             return
         on_response = self._on_response
         response = Response(
@@ -532,9 +665,9 @@ class HttpConnection(asyncio.Protocol):
         collector.reason = b""
         collector.headers = []
         collector.body = []
+        collector.head_done = False
         if not parser.should_keep_alive():
-            self.alive = False
-            self._peer_error = "the server closed the connection after a response"
+            self._ended_by_close()
         self._parser = self._fast_parser
         if on_response is None:
             self._protocol_failure("a response arrived with no request in flight")

@@ -1,7 +1,9 @@
 """Haystack request grids and response validation (pure: no I/O, no clock).
 
 Requests are encoded with hs_py's codecs in the session's format (JSON or
-Zinc). Responses are checked at one of three depths:
+Zinc), each grid with its version (``ver:"3.0"``: Zinc's first line, JSON's
+``meta.ver``, which servers that validate Hayson require). Responses are
+checked at one of three depths:
 
 ``meta`` (default)
     the grid's header: JSON starts with the grid object whose first key
@@ -22,7 +24,8 @@ Zinc). Responses are checked at one of three depths:
 
 At every depth, an error grid (``err`` in its meta) is a ``protocol`` error whose
 detail is the grid's ``dis``; a body that is not a grid, or not in the format
-asked for, is a ``validation`` error.
+asked for, is a ``validation`` error. :func:`error_text` gives what a refusal
+(a non-200 reply) says: its error grid's ``dis``, else the start of its body.
 """
 
 from __future__ import annotations
@@ -51,11 +54,43 @@ _DECODER = json.JSONDecoder()
 _META_WINDOW = 4096
 
 
+VERSION = "3.0"
+"""The grid format version every request grid carries (Haystack 3 and 4 both write 3.0)."""
+
+
+def encode_json(grid: Grid) -> bytes:
+    """``grid`` as Haystack 4 JSON (Hayson) with ``meta.ver`` (hs_py's encoder leaves it out)."""
+    versioned = Grid(meta={"ver": VERSION, **grid.meta}, cols=grid.cols, rows=grid.rows)
+    return bytes(hs_json.encode_grid(versioned))
+
+
 def encode(grid: Grid, fmt: Format) -> bytes:
-    """``grid`` in the wire format ``fmt``."""
+    """``grid`` in the wire format ``fmt`` (Zinc's encoder writes the ``ver`` line itself)."""
     if fmt == "json":
-        return bytes(hs_json.encode_grid(grid))
+        return encode_json(grid)
     return str(hs_zinc.encode_grid(grid)).encode("utf-8")
+
+
+def error_text(body: bytes, limit: int = 200) -> str:
+    """What a refusal says: the ``dis`` of the error grid in ``body`` (JSON or Zinc), else
+    the start of ``body`` as text (``""`` when empty)."""
+    dis: object = None
+    text = body.decode("utf-8", "replace")
+    try:
+        obj = orjson.loads(body)
+    except orjson.JSONDecodeError:
+        if text.startswith("ver:"):
+            try:
+                dis = hs_zinc.decode_grid(text).meta.get("dis")
+            except Exception:  # not a grid after all: quote the text
+                dis = None
+    else:
+        if isinstance(obj, dict):
+            meta = obj.get("meta")
+            dis = meta.get("dis") if isinstance(meta, dict) else obj.get("error")
+    if isinstance(dis, str) and dis:
+        return dis[:limit]
+    return " ".join(text.split())[:limit]
 
 
 def rows_grid(rows: list[dict[str, Any]], meta: dict[str, Any] | None = None) -> Grid:

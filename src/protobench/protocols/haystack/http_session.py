@@ -5,14 +5,15 @@ request of the op's cycle, send it on the shared lean HTTP client
 (:mod:`protobench.protocols.http_client`), and on the response check the
 status and the grid (:func:`protobench.protocols.haystack.grids.check`).
 
-Status mapping: 200 with a valid grid is a success; 401/403 is ``auth`` (a 401
-also marks the token stale: the next request logs in again first); any other
-status is ``protocol`` with the status as its code.
+Status mapping (:func:`refusal`): 200 with a valid grid is a success; 401/403
+is ``auth`` (a 401 also marks the token stale: the next request logs in again
+first); any other status is ``protocol`` with the status as its code. The
+detail quotes the server: its error grid's ``dis``, else the start of the body.
 
 A connection the server closed between requests (an idle keep-alive timeout:
 uvicorn's is 5 s) is reopened before the next request is sent; the connect
 time then counts in that request's latency, and a failure to connect is that
-request's error.
+request's error; the op's ``connects`` counter counts such reopenings.
 """
 
 from __future__ import annotations
@@ -21,7 +22,7 @@ import asyncio
 from collections.abc import Awaitable, Callable
 
 from protobench.protocols.base import CallbackSession, Done, ErrorClass, OpError
-from protobench.protocols.haystack.grids import UNKNOWN_ROWS, Depth, Format, check
+from protobench.protocols.haystack.grids import UNKNOWN_ROWS, Depth, Format, check, error_text
 from protobench.protocols.http_client import HttpConnection, Response, status_error
 
 Source = Callable[[], bytes]
@@ -32,6 +33,21 @@ Relogin = Callable[[HttpConnection, str | None], Awaitable[str]]
 """Logs in again on a connection, given the rejected token; returns the new token."""
 Reconnect = Callable[[], Awaitable[HttpConnection]]
 """Opens a new connection to the target."""
+
+
+def refusal(response: Response, op: str = "") -> OpError:
+    """The error of a non-200 reply: ``auth`` for 401/403, else ``protocol``, coded by status.
+
+    The detail is the server's own words (:func:`~.grids.error_text`), else the
+    status's reason phrase; ``op`` (the Haystack op) prefixes it when given.
+    """
+    status = response.status
+    text = error_text(response.body)
+    if status in (401, 403):
+        error_class, detail = ErrorClass.AUTH, text or "token rejected"
+    else:
+        error_class, detail = ErrorClass.PROTOCOL, text or status_error(status).detail
+    return OpError(error_class, f"{op}: {detail}" if op else detail, code=str(status))
 
 
 class HaystackHttpSession(CallbackSession):
@@ -81,12 +97,8 @@ class HaystackHttpSession(CallbackSession):
         nbytes = response.nbytes
         status = response.status
         if status != 200:
-            if status in (401, 403):
-                self._stale = status == 401 and self._relogin is not None
-                detail = response.body[:200].decode("utf-8", "replace").strip()
-                done(OpError(ErrorClass.AUTH, detail or "token rejected", code=str(status)), nbytes)
-            else:
-                done(status_error(status), nbytes)
+            self._stale = status == 401 and self._relogin is not None
+            done(refusal(response), nbytes)
             return
         try:
             rows = check(response.body, response.header("content-type"), self._fmt, self._depth)

@@ -10,10 +10,21 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Literal
 
-from pydantic import Field, SecretStr
+from pydantic import Field, SecretStr, model_validator
 
 from protobench.protocols.base import NoParams, StrictModel
 from protobench.protocols.haystack.credentials import DEV_USER, PASSWORD_ENV
+from protobench.protocols.http_client import check_request
+
+
+def check_headers(headers: Mapping[str, str], content_type: str | None) -> None:
+    """Raise ``ValueError`` for headers that would break framing or that options set."""
+    check_request("GET", "/", headers)
+    if content_type is not None:
+        check_request("GET", "/", {"Content-Type": content_type})
+    for name in headers:
+        if name.lower() == "content-type":
+            raise ValueError("set the Content-Type with the content_type option, not in headers")
 
 
 class HaystackOptions(StrictModel):
@@ -36,9 +47,23 @@ class HaystackOptions(StrictModel):
         default="meta",
         description="reply check: grid header (cheap), whole grid parsed, or decoded by hs_py",
     )
+    content_type: str | None = Field(
+        default=None,
+        description="Content-Type of request bodies (default: the format's MIME type;"
+        " charset=utf-8)",
+    )
+    headers: dict[str, str] = Field(
+        default_factory=dict,
+        description="more headers on every HTTP request, the login and the WebSocket upgrade",
+    )
     ws_path: str = Field(default="/ws", description="WebSocket API path under the target URL")
     insecure: bool = Field(default=False, description="skip TLS certificate verification")
     ca_file: str | None = Field(default=None, description="PEM file of CAs to trust")
+
+    @model_validator(mode="after")
+    def _headers_frame(self) -> HaystackOptions:
+        check_headers(self.headers, self.content_type)
+        return self
 
 
 class ReadParams(StrictModel):

@@ -38,7 +38,12 @@ from protobench.protocols.base import (
 from protobench.protocols.haystack import tokens
 from protobench.protocols.haystack.credentials import resolve_password
 from protobench.protocols.haystack.grids import ERROR_CODE
-from protobench.protocols.haystack.http_session import HaystackHttpSession, Source
+from protobench.protocols.haystack.http_session import (
+    HaystackHttpSession,
+    Reconnect,
+    Source,
+    refusal,
+)
 from protobench.protocols.haystack.models import (
     OPERATIONS,
     HaystackOptions,
@@ -47,6 +52,7 @@ from protobench.protocols.haystack.models import (
     ReadParams,
 )
 from protobench.protocols.haystack.requests import (
+    Framing,
     Request,
     his_write_grid,
     http_request,
@@ -62,7 +68,6 @@ from protobench.protocols.http_client import (
     HttpConnection,
     make_ssl_context,
     parse_url,
-    status_error,
 )
 
 
@@ -96,16 +101,34 @@ class HaystackProtocol(Protocol):
 
 
 class AuthSession(AsyncSession):
-    """``auth``: every exchange is a full SCRAM handshake on the session's connection."""
+    """``auth``: every exchange is a full SCRAM handshake on the session's connection.
 
-    def __init__(self, conn: HttpConnection, endpoint: Endpoint, user: str, password: str) -> None:
+    The salted password is derived once per worker (:mod:`.scram_proof`), so
+    from the second login on an exchange times the server's three replies.
+    """
+
+    def __init__(
+        self,
+        conn: HttpConnection,
+        endpoint: Endpoint,
+        user: str,
+        password: str,
+        framing: Framing,
+        reconnect: Reconnect,
+    ) -> None:
         self._conn = conn
         self._endpoint = endpoint
         self._user = user
         self._password = password
+        self._headers = framing.headers
+        self._reconnect = reconnect
 
     async def call(self) -> int:
-        _, nbytes = await login(self._conn, self._endpoint, self._user, self._password)
+        if not self._conn.alive:
+            self._conn = await self._reconnect()
+        _, nbytes = await login(
+            self._conn, self._endpoint, self._user, self._password, self._headers
+        )
         return nbytes
 
     async def close(self) -> None:
@@ -125,11 +148,18 @@ async def _open(
     conn: HttpConnection,
 ) -> Session:
     password = resolve_password(options.password, options.password_env) if options.auth else ""
+    framing = Framing.of(options)
+
+    async def reconnect() -> HttpConnection:
+        conn = await HttpConnection.connect(endpoint, ssl=ssl, timeout=ctx.timeout)
+        ctx.count("connects", 1)
+        return conn
+
     if ctx.op == "auth":
-        return AuthSession(conn, endpoint, options.user, password)
+        return AuthSession(conn, endpoint, options.user, password, framing, reconnect)
     shared = options.auth_per == "worker"
     token = (
-        await tokens.obtain(conn, endpoint, options.user, password, shared=shared)
+        await tokens.obtain(conn, endpoint, options.user, password, framing.headers, shared=shared)
         if options.auth
         else None
     )
@@ -138,10 +168,10 @@ async def _open(
     points: list[str] = []
     watch_id: str | None = None
     if isinstance(params, PointParams):
-        points = _rotate(await _points(conn, endpoint, token, params), ctx.index)
+        points = _rotate(await _points(conn, endpoint, token, params, framing), ctx.index)
     if op in ("watch-sub", "watch-poll"):
         reply = await _control(
-            conn, endpoint, token, ("POST", "watchSub", watch_sub_grid(points, None))
+            conn, endpoint, token, ("POST", "watchSub", watch_sub_grid(points, None)), framing
         )
         watch_id = str(reply.meta.get("watchId", ""))
         if not watch_id:
@@ -158,7 +188,13 @@ async def _open(
 
     if ctx.op.startswith("ws-"):
         conn.close()
-        ws = await open_ws(_ws_url(endpoint, options.ws_path), token, ssl=ssl, timeout=ctx.timeout)
+        ws = await open_ws(
+            _ws_url(endpoint, options.ws_path),
+            token,
+            ssl=ssl,
+            timeout=ctx.timeout,
+            headers=framing.headers,
+        )
         if isinstance(params, HisWriteParams):
             cycle = itertools.cycle(points)
             samples = params.samples
@@ -177,36 +213,37 @@ async def _open(
             closing=ws_template(closing) if closing else None,
         )
 
-    fmt = options.format
-
     def make_source(tok: str | None) -> Source:
         if isinstance(params, HisWriteParams):
             cycle = itertools.cycle(points)
             samples = params.samples
             return lambda: http_request(
-                endpoint, ("POST", "hisWrite", his_write_grid(next(cycle), samples, rng)), fmt, tok
+                endpoint,
+                ("POST", "hisWrite", his_write_grid(next(cycle), samples, rng)),
+                framing,
+                tok,
             )
-        return itertools.cycle([http_request(endpoint, r, fmt, tok) for r in requests()]).__next__
+        encoded = [http_request(endpoint, r, framing, tok) for r in requests()]
+        return itertools.cycle(encoded).__next__
 
     def make_closing(tok: str | None) -> Source:
         assert closing is not None
-        encoded = http_request(endpoint, closing, fmt, tok)
+        encoded = http_request(endpoint, closing, framing, tok)
         return lambda: encoded
 
     async def relogin(on: HttpConnection, rejected: str | None) -> str:
         if shared and rejected is not None:
             tokens.forget(endpoint, options.user, rejected)
-        return await tokens.obtain(on, endpoint, options.user, password, shared=shared)
-
-    async def reconnect() -> HttpConnection:
-        return await HttpConnection.connect(endpoint, ssl=ssl, timeout=ctx.timeout)
+        return await tokens.obtain(
+            on, endpoint, options.user, password, framing.headers, shared=shared
+        )
 
     return HaystackHttpSession(
         conn,
         reconnect,
         make_source,
         token,
-        fmt,
+        options.format,
         depth,
         min_rows=min_rows,
         relogin=relogin if options.auth else None,
@@ -215,7 +252,11 @@ async def _open(
 
 
 async def _points(
-    conn: HttpConnection, endpoint: Endpoint, token: str | None, params: PointParams
+    conn: HttpConnection,
+    endpoint: Endpoint,
+    token: str | None,
+    params: PointParams,
+    framing: Framing,
 ) -> list[str]:
     """The op's point ids: given, or the first ``max_points`` matching ``point_filter``."""
     if params.points:
@@ -227,6 +268,7 @@ async def _points(
         request_grids(
             "read", ReadParams(filters=[params.point_filter], limit=params.max_points), []
         )[0],
+        framing,
     )
     ids = [str(row["id"].val) for row in reply.rows if hasattr(row.get("id"), "val")]
     if not ids:
@@ -235,14 +277,14 @@ async def _points(
 
 
 async def _control(
-    conn: HttpConnection, endpoint: Endpoint, token: str | None, request: Request
+    conn: HttpConnection, endpoint: Endpoint, token: str | None, request: Request, framing: Framing
 ) -> Grid:
-    """One request off the measured path, decoded in full (JSON)."""
-    response = await conn.fetch(http_request(endpoint, request, "json", token))
-    if response.status in (401, 403):
-        raise OpError(ErrorClass.AUTH, f"{request[1]} refused", code=str(response.status))
+    """One request off the measured path, decoded in full (JSON, whatever the op's format)."""
+    if framing.fmt != "json":
+        framing = Framing("json", None, framing.headers)
+    response = await conn.fetch(http_request(endpoint, request, framing, token))
     if response.status != 200:
-        raise status_error(response.status)
+        raise refusal(response, request[1])
     try:
         grid = hs_json.decode_grid(response.body)
     except Exception as exc:

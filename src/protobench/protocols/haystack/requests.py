@@ -12,17 +12,25 @@ from __future__ import annotations
 
 import datetime
 import random
+from dataclasses import dataclass
 from typing import Any
 
 import orjson
-from hs_py.encoding import json as hs_json
 from hs_py.grid import Grid, GridBuilder
 from hs_py.kinds import Number, Ref
 
 from protobench.protocols.base import StrictModel
-from protobench.protocols.haystack.grids import MIME, Format, encode, rows_grid, watch_meta
+from protobench.protocols.haystack.grids import (
+    MIME,
+    Format,
+    encode,
+    encode_json,
+    rows_grid,
+    watch_meta,
+)
 from protobench.protocols.haystack.models import (
     HAYSTACK_OP,
+    HaystackOptions,
     HisReadParams,
     NavParams,
     PointWriteParams,
@@ -102,15 +110,36 @@ def his_write_grid(point: str, samples: int, rng: random.Random) -> Grid:
     return builder.to_grid()
 
 
-def http_request(endpoint: Endpoint, request: Request, fmt: Format, token: str | None) -> bytes:
+@dataclass(frozen=True)
+class Framing:
+    """What an HTTP request carries besides its grid: the format, the body's type, more headers.
+
+    ``content_type`` ``None`` is the format's MIME type with ``charset=utf-8``;
+    some servers refuse the parameter, so a profile can give its own.
+    """
+
+    fmt: Format = "json"
+    content_type: str | None = None
+    headers: tuple[tuple[str, str], ...] = ()
+
+    @classmethod
+    def of(cls, options: HaystackOptions) -> Framing:
+        """The framing of a profile's options."""
+        return cls(options.format, options.content_type, tuple(options.headers.items()))
+
+
+def http_request(
+    endpoint: Endpoint, request: Request, framing: Framing, token: str | None
+) -> bytes:
     """One pre-encoded HTTP request; ``token`` adds ``Authorization: BEARER``."""
     method, hop, grid = request
-    headers = [("Accept", MIME[fmt])]
+    fmt = framing.fmt
+    headers = [("Accept", MIME[fmt]), *framing.headers]
     if token is not None:
         headers.append(("Authorization", bearer(token)))
     if grid is None:
         return build_request(method, endpoint, f"/{hop}", headers)
-    headers.append(("Content-Type", f"{MIME[fmt]}; charset=utf-8"))
+    headers.append(("Content-Type", framing.content_type or f"{MIME[fmt]}; charset=utf-8"))
     return build_request(method, endpoint, f"/{hop}", headers, encode(grid, fmt))
 
 
@@ -120,7 +149,7 @@ def ws_template(request: Request) -> str:
     envelope: dict[str, Any] = {"op": hop}
     text = orjson.dumps(envelope).decode()[:-1]
     if grid is not None:
-        text += ',"grid":' + bytes(hs_json.encode_grid(grid)).decode()
+        text += ',"grid":' + encode_json(grid).decode()
     return text.replace("%", "%%") + ',"id":%d}'
 
 

@@ -9,23 +9,28 @@ Three exchanges on ``GET {api}/about`` (Project Haystack "Auth"):
 3. ``SCRAM handshakeToken=<t2>, data=<base64url(client-final)>`` -> 200 with
    ``Authentication-Info: authToken=<token>, data=<base64url(v=signature)>``.
 
-The SCRAM messages themselves (nonce, PBKDF2, proof, server signature check)
-are hs_py's :mod:`hs_py.auth` helpers. Every failure is an ``auth``
-:class:`OpError` whose detail quotes the server (status and body) or says
-which check failed; the password never appears in any message. PBKDF2 runs on
-the event loop: with the embedded server's 4096 iterations it costs about a
-millisecond, which is part of what an ``auth`` operation measures.
+The client-first message (nonce) is hs_py's; the proof and the server
+signature check are :mod:`.scram_proof`'s, which derives the salted password
+(PBKDF2) once per salt and iteration count in a thread, off the event loop, so
+an ``auth`` operation times the server's handshake, not the client's PBKDF2.
+Every failure is an ``auth`` :class:`OpError` whose detail quotes the server
+(status and its error grid's ``dis`` or body) or says which check failed; the
+password never appears in any message. ``headers`` are sent with every step.
 """
 
 from __future__ import annotations
 
 import base64
+from collections.abc import Sequence
 
-from hs_py.auth import scram_client_final, scram_client_first, verify_server_signature
-from hs_py.errors import AuthError
+from hs_py.auth import scram_client_first
 
 from protobench.protocols.base import ErrorClass, OpError
+from protobench.protocols.haystack.grids import error_text
+from protobench.protocols.haystack.scram_proof import HASHES, ServerFirst, proof, salted_password
 from protobench.protocols.http_client import Endpoint, HttpConnection, Response, build_request
+
+Headers = Sequence[tuple[str, str]]
 
 
 def b64url(data: bytes) -> str:
@@ -56,13 +61,13 @@ def bearer(token: str) -> str:
 
 
 async def login(
-    conn: HttpConnection, endpoint: Endpoint, user: str, password: str
+    conn: HttpConnection, endpoint: Endpoint, user: str, password: str, headers: Headers = ()
 ) -> tuple[str, int]:
     """Run the handshake on ``conn``; return ``(auth token, bytes received)``.
 
     Raises ``OpError(auth)`` when the server or a check refuses the login.
     """
-    hello = await _get(conn, endpoint, f"HELLO username={b64url(user.encode())}")
+    hello = await _get(conn, endpoint, f"HELLO username={b64url(user.encode())}", headers)
     if hello.status == 200:
         info = header_params(_header(hello, "authentication-info"))
         return info.get("authToken", ""), hello.nbytes
@@ -79,22 +84,25 @@ async def login(
         conn,
         endpoint,
         f"SCRAM handshakeToken={token}, data={b64url(first.client_first_msg.encode())}",
+        headers,
     )
     server_first = _expect(step1, 401, "SCRAM client-first")
+    hash_name = server_first.get("hash", "SHA-256")
     try:
-        final = scram_client_final(
-            password,
-            first,
-            b64url_decode(server_first.get("data", "")).decode("utf-8"),
-            server_first.get("hash", "SHA-256"),
-        )
-    except (AuthError, ValueError) as exc:
+        if hash_name not in HASHES:
+            raise ValueError(f"unsupported hash {hash_name!r}")
+        message = b64url_decode(server_first.get("data", "")).decode("utf-8")
+        fields = ServerFirst.parse(message, first.c_nonce)
+    except ValueError as exc:
         raise OpError(ErrorClass.AUTH, f"SCRAM server-first rejected: {exc}") from None
+    salted = await salted_password(hash_name, password, fields)
+    final = proof(hash_name, salted, first.client_first_bare, message, fields.nonce)
     token = server_first.get("handshakeToken", token)
     step2 = await _get(
         conn,
         endpoint,
-        f"SCRAM handshakeToken={token}, data={b64url(final.client_final_msg.encode())}",
+        f"SCRAM handshakeToken={token}, data={b64url(final.client_final.encode())}",
+        headers,
     )
     if step2.status != 200:
         raise OpError(
@@ -105,14 +113,16 @@ async def login(
     if not auth_token:
         raise OpError(ErrorClass.AUTH, "login: no authToken in Authentication-Info")
     try:
-        verify_server_signature(final, b64url_decode(info.get("data", "")).decode("utf-8"))
-    except (AuthError, ValueError) as exc:
+        final.verify(b64url_decode(info.get("data", "")).decode("utf-8"))
+    except ValueError as exc:
         raise OpError(ErrorClass.AUTH, f"login: {exc}") from None
     return auth_token, hello.nbytes + step1.nbytes + step2.nbytes
 
 
-async def _get(conn: HttpConnection, endpoint: Endpoint, authorization: str) -> Response:
-    request = build_request("GET", endpoint, "/about", {"Authorization": authorization})
+async def _get(
+    conn: HttpConnection, endpoint: Endpoint, authorization: str, headers: Headers
+) -> Response:
+    request = build_request("GET", endpoint, "/about", [*headers, ("Authorization", authorization)])
     return await conn.fetch(request)
 
 
@@ -132,6 +142,5 @@ def _expect(response: Response, status: int, step: str) -> dict[str, str]:
 
 
 def _quote(response: Response) -> str:
-    """``403 Authentication failed``: the status and the start of the server's message."""
-    text = response.body[:200].decode("utf-8", "replace").strip()
-    return f"{response.status} {text or response.reason}".strip()
+    """``403 Authentication failed``: the status and its error grid's dis or body text."""
+    return f"{response.status} {error_text(response.body) or response.reason}".strip()

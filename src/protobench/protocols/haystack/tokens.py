@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import asyncio
 
-from protobench.protocols.haystack.scram import login
+from protobench.protocols.haystack.scram import Headers, login
 from protobench.protocols.http_client import Endpoint, HttpConnection
 
 _shared: dict[tuple[int, str, str], asyncio.Future[str]] = {}
@@ -21,11 +21,17 @@ def _key(endpoint: Endpoint, user: str) -> tuple[int, str, str]:
 
 
 async def obtain(
-    conn: HttpConnection, endpoint: Endpoint, user: str, password: str, *, shared: bool
+    conn: HttpConnection,
+    endpoint: Endpoint,
+    user: str,
+    password: str,
+    headers: Headers = (),
+    *,
+    shared: bool,
 ) -> str:
     """A token for ``user``: a new login on ``conn``, or the worker's shared one."""
     if not shared:
-        token, _ = await login(conn, endpoint, user, password)
+        token, _ = await login(conn, endpoint, user, password, headers)
         return token
     key = _key(endpoint, user)
     pending = _shared.get(key)
@@ -33,7 +39,7 @@ async def obtain(
         return await asyncio.shield(pending)
     pending = _shared[key] = asyncio.get_running_loop().create_future()
     try:
-        token, _ = await login(conn, endpoint, user, password)
+        token, _ = await login(conn, endpoint, user, password, headers)
     except BaseException as exc:
         del _shared[key]
         if isinstance(exc, Exception):

@@ -9,7 +9,14 @@ fresh id and waits for the reply carrying that id; replies to earlier ids
 Error mapping: a close with code 4003 (the server's "Authentication
 required") is ``auth``; any other close is ``closed``; no reply in time is
 ``timeout``; a reply that is not JSON or not a grid is ``validation``; an
-error grid is ``protocol``.
+error grid, a message without an ``id`` and without a grid (a server that
+cannot tell which request failed, e.g. ``{"error": "unknown op: about"}``) and a
+reply to this request without a grid are ``protocol`` with the server's text
+(``{"type": "authErr"}`` is ``auth``). Messages with a grid but another id or
+none (late replies, watch pushes) are skipped.
+An upgrade the server refuses is ``protocol`` coded by its status and quoting
+its error grid's ``dis`` (``auth`` for 401/403); an upgrade that does not
+accept the ``haystack`` subprotocol is ``protocol`` coded ``subprotocol``.
 """
 
 from __future__ import annotations
@@ -20,7 +27,12 @@ from collections.abc import Callable
 
 import orjson
 from websockets.asyncio.client import ClientConnection, connect
-from websockets.exceptions import ConnectionClosed, InvalidHandshake, InvalidStatus
+from websockets.exceptions import (
+    ConnectionClosed,
+    InvalidHandshake,
+    InvalidStatus,
+    NegotiationError,
+)
 
 from protobench.protocols.base import AsyncSession, ErrorClass, OpError
 from protobench.protocols.haystack.grids import (
@@ -29,7 +41,9 @@ from protobench.protocols.haystack.grids import (
     check_json_decoded,
     check_json_grid,
     check_json_meta,
+    error_text,
 )
+from protobench.protocols.haystack.scram import Headers
 
 AUTH_CLOSE_CODE = 4003
 MAX_MESSAGE = 16 * 1024 * 1024
@@ -45,11 +59,13 @@ async def open_ws(
     *,
     ssl: ssl_module.SSLContext | None,
     timeout: float,  # noqa: ASYNC109 - also the upgrade's open_timeout
+    headers: Headers = (),
 ) -> ClientConnection:
-    """Connect to ``url`` with the ``haystack`` subprotocol and send the token."""
+    """Connect to ``url`` with the ``haystack`` subprotocol (and ``headers``), send the token."""
     try:
         ws = await connect(
             url,
+            additional_headers=list(headers) or None,
             subprotocols=["haystack"],  # type: ignore[list-item]
             ssl=ssl,
             compression=None,
@@ -67,17 +83,33 @@ async def open_ws(
     except InvalidStatus as exc:
         status = exc.response.status_code
         error_class = ErrorClass.AUTH if status in (401, 403) else ErrorClass.PROTOCOL
+        said = error_text(bytes(exc.response.body or b""))
         raise OpError(
-            error_class, f"WebSocket upgrade to {url} refused", code=str(status)
+            error_class,
+            f"WebSocket upgrade to {url} refused" + (f": {said}" if said else ""),
+            code=str(status),
         ) from None
+    except NegotiationError as exc:
+        raise _no_subprotocol(url, str(exc)) from None
     except (InvalidHandshake, OSError) as exc:
         raise OpError(ErrorClass.CONNECT, f"WebSocket connect to {url}: {exc}") from None
+    if ws.subprotocol != "haystack":
+        await ws.close()
+        raise _no_subprotocol(url, f"it chose {ws.subprotocol or 'none'}")
     if token is not None:
         try:
             await ws.send(orjson.dumps({"authToken": token}).decode())
         except ConnectionClosed as exc:
             raise closed_error(exc) from None
     return ws
+
+
+def _no_subprotocol(url: str, why: str) -> OpError:
+    return OpError(
+        ErrorClass.PROTOCOL,
+        f"{url} did not accept the haystack WebSocket subprotocol ({why})",
+        code="subprotocol",
+    )
 
 
 def closed_error(exc: ConnectionClosed) -> OpError:
@@ -147,8 +179,15 @@ class HaystackWsSession(AsyncSession):
             reply = orjson.loads(raw)
         except orjson.JSONDecodeError as exc:
             raise OpError(ErrorClass.VALIDATION, f"reply is not JSON: {exc}") from None
-        if not isinstance(reply, dict) or reply.get("id") != ident:
-            return None
+        if not isinstance(reply, dict):
+            raise OpError(ErrorClass.VALIDATION, "reply is not a JSON object")
+        if "grid" not in reply and reply.get("id", ident) == ident:
+            if reply.get("type") == "authErr":
+                raise OpError(ErrorClass.AUTH, "the server refused the token (authErr)")
+            said = error_text(raw)
+            raise OpError(ErrorClass.PROTOCOL, f"reply without a grid: {said}".strip())
+        if reply.get("id") != ident:
+            return None  # a late reply to an earlier request, or a push (a watch's)
         grid = reply.get("grid")
         return check_json_decoded(grid) if self._depth == "decode" else check_json_grid(grid)
 
