@@ -54,6 +54,7 @@ from protobench.protocols.bacnet_ip.codec import (
     encode_write_value,
     same_value,
 )
+from protobench.protocols.bacnet_ip.segments import MAX_SEGMENTS
 from protobench.protocols.base import ErrorClass
 
 AI1 = ObjectIdentifier(ObjectType.ANALOG_INPUT, 1)
@@ -90,7 +91,8 @@ def test_request_carries_its_invoke_id_and_decodes_as_asked() -> None:
         pdu = decoded_request(request, invoke_id)
         assert pdu.invoke_id == invoke_id
         assert pdu.service_choice == READ_PROPERTY
-        assert not pdu.segmented_response_accepted
+        assert pdu.segmented_response_accepted
+        assert pdu.max_segments == MAX_SEGMENTS
         assert ReadPropertyRequest.decode(pdu.service_request) == ReadPropertyRequest(AI1, PV)
 
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from bac_py.types.enums import ObjectType
+from bac_py.types.enums import ObjectType, PropertyIdentifier
 from bac_py.types.parsing import parse_object_identifier
 from bac_py.types.primitives import ObjectIdentifier
 
@@ -74,3 +74,8 @@ def expand_all(
 def object_name(oid: ObjectIdentifier) -> str:
     """``analog-input:1`` - the selector form of one object, for messages."""
     return f"{oid.object_type.name.lower().replace('_', '-')}:{oid.instance_number}"
+
+
+def property_name(prop: PropertyIdentifier) -> str:
+    """``present-value`` - the profile form of one property, for messages."""
+    return prop.name.lower().replace("_", "-")
