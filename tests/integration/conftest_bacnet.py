@@ -1,11 +1,15 @@
-"""Helpers of the BACnet/IP tests: in-process embedded targets, scripted responders, sessions."""
+"""Helpers of the BACnet/IP tests: in-process embedded targets, BACpypes3 devices in
+subprocesses, scripted responders, sessions."""
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import selectors
+import subprocess
+import sys
 import time
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Iterator
 from typing import Any, cast
 
 from bac_py.encoding.apdu import ComplexAckPDU, ConfirmedRequestPDU, decode_apdu, encode_apdu
@@ -24,7 +28,55 @@ from protobench.protocols.base import (
     Session,
     SessionContext,
 )
+from protobench.targets.bacnet import free_udp_port
 from protobench.targets.base import Announcement, EmbeddedTarget
+from tests.conftest import REPO
+
+DEVICE_MODULE = "tests.integration.bacnet_bacpypes3_device"
+BACPYPES3_READY = 20.0
+"""Seconds a BACpypes3 device may take to bind its sockets."""
+
+
+@contextlib.contextmanager
+def bacpypes3_device(*args: str) -> Iterator[tuple[str, int]]:
+    """A BACpypes3 device in a subprocess on 127.0.0.1 (:mod:`.bacnet_bacpypes3_device`).
+
+    Yields its ``HOST:PORT`` and device instance; ``args`` are the script's options.
+    """
+    port = free_udp_port("127.0.0.1")
+    instance = int(args[args.index("--instance") + 1]) if "--instance" in args else 1234
+    process = subprocess.Popen(
+        [sys.executable, "-m", DEVICE_MODULE, "--port", str(port), *args],
+        cwd=REPO,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert process.stdout is not None
+        ready = _read_line(process, BACPYPES3_READY)
+        if ready != "ready":
+            process.kill()
+            _, err = process.communicate(timeout=5)
+            raise RuntimeError(f"BACpypes3 device did not start: {ready!r} {err[-2000:]}")
+        yield f"127.0.0.1:{port}", instance
+    finally:
+        process.terminate()
+        try:
+            process.wait(timeout=5)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait(timeout=5)
+
+
+def _read_line(process: subprocess.Popen[str], limit: float) -> str:
+    """The first line the process prints, or '' after ``limit`` seconds or at its exit."""
+    assert process.stdout is not None
+    with selectors.DefaultSelector() as selector:
+        selector.register(process.stdout, selectors.EVENT_READ)
+        if not selector.select(limit):
+            return ""
+    return process.stdout.readline().strip()
 
 
 @contextlib.asynccontextmanager
