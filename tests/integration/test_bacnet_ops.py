@@ -10,12 +10,21 @@ from typing import Any
 
 import psutil
 import pytest
+from bac_py import BACnetApplication
+from bac_py.objects.analog import AnalogInputObject
 
 from protobench.engine.metrics import OpRecorder
 from protobench.protocols.bacnet_ip.address import parse_target
 from protobench.protocols.bacnet_ip.session import LeanSession
 from protobench.protocols.base import ErrorClass, OpError, StreamSession
-from protobench.targets.bacnet import BacnetBbmdTarget, BacnetIpTarget, BacnetRouterTarget
+from protobench.targets.bacnet import (
+    BacnetBbmdTarget,
+    BacnetIpTarget,
+    BacnetRouterTarget,
+    device_config,
+    free_udp_port,
+)
+from protobench.targets.bacnet_objects import add_stress_objects
 from tests.integration.conftest_bacnet import DropProxy, exchange, open_op, served
 
 pytestmark = pytest.mark.anyio
@@ -258,3 +267,27 @@ def test_served_targets_bind_only_127_0_0_1(name: str) -> None:
         finally:
             child.terminate()
             child.wait(timeout=10)
+
+
+async def test_big_bac_py_device_object_list_arrives_in_segments() -> None:
+    """bac-py's own server with 400 more analog inputs (a 440-object list, about 2.2 KB)."""
+    host = "127.0.0.1"
+    port = free_udp_port(host)
+    app = BACnetApplication(device_config(4321, host, port))
+    await app.start()
+    try:
+        add_stress_objects(app, 4321, drift=False)
+        for i in range(11, 411):
+            app.object_db.add(AnalogInputObject(i, object_name=f"AI-{i}", present_value=1.0 * i))
+        url = f"bacnet://{host}:{port}/"
+        error, _ = await outcome(url, "object-list", {"expect_count": 440})
+        assert error is None
+        reader = await open_op(url, "read-property", {"objects": ["analog-input:*"]})
+        try:
+            assert isinstance(reader, LeanSession)
+            assert len(reader.requests) == 410
+            assert (await exchange(reader))[0] is None
+        finally:
+            await reader.close()
+    finally:
+        await app.stop()
