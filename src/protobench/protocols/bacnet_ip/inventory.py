@@ -39,7 +39,12 @@ from protobench.protocols.bacnet_ip.codec import (
     ReadRequest,
     Route,
 )
-from protobench.protocols.bacnet_ip.objects import MAX_INSTANCE, expand_all, parse_selector
+from protobench.protocols.bacnet_ip.objects import (
+    MAX_INSTANCE,
+    expand_all,
+    object_name,
+    parse_selector,
+)
 from protobench.protocols.base import ErrorClass, OpError
 
 BATCH = 32
@@ -56,6 +61,7 @@ TOO_BIG = frozenset(
 )
 """Codes of a device whose reply does not fit in what it can send."""
 UNKNOWN_OBJECT = "object:unknown-object"
+PROBE = "object-list probe"
 NO_SERVICE = frozenset({"reject:unrecognized-service", "service:service-request-denied"})
 
 _learned: dict[str, int] = {}
@@ -103,7 +109,7 @@ async def read_inventory(
         return await _read_object_list(client, instance, route)
     except OpError as exc:
         if exc.code != UNKNOWN_OBJECT or instance != MAX_INSTANCE:
-            raise
+            raise as_probe(exc, instance) from None
         refused = exc
     learned = await learn_instance(target, interface, broadcast, wait)
     if learned is None:
@@ -113,7 +119,18 @@ async def read_inventory(
             "and sent no I-Am to a Who-Is: add ?device=N to the target URL",
             refused.code,
         )
-    return await _read_object_list(client, learned, route)
+    try:
+        return await _read_object_list(client, learned, route)
+    except OpError as exc:
+        raise as_probe(exc, learned) from None
+
+
+def as_probe(error: OpError, instance: int) -> OpError:
+    """``error`` labelled as the object-list probe's (unless it is already)."""
+    label = f"{PROBE} of {object_name(ObjectIdentifier(ObjectType.DEVICE, instance))}"
+    if error.detail.startswith(PROBE):
+        return error
+    return OpError(error.error_class, f"{label}: {error.detail}", error.code)
 
 
 async def _read_object_list(
