@@ -179,6 +179,16 @@ async def test_cov_notifications_from_bacpypes3(small: str) -> None:
     assert not recorder.errors, recorder.last_errors
 
 
+async def test_cov_wildcard_learns_the_device_of_a_refused_wildcard_instance(
+    small: str,
+) -> None:
+    url = small.replace("device=77&", "")
+    session = await open_op(url, "cov", {"objects": ["analog-input:*"], "lifetime": 60})
+    assert isinstance(session, StreamSession)
+    await session.close()
+    assert list(inventory._learned.values()) == [77]
+
+
 async def test_who_is_and_fdt_through_a_bacpypes3_bbmd(small: str) -> None:
     error, _ = await outcome(small, "who-is", op_timeout=3.0)
     assert error is None

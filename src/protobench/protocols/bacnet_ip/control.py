@@ -27,6 +27,7 @@ from bac_py.types.primitives import ObjectIdentifier
 
 from protobench.protocols.bacnet_ip.address import TargetAddress
 from protobench.protocols.bacnet_ip.errors import from_exception
+from protobench.protocols.bacnet_ip.inventory import read_inventory
 from protobench.protocols.bacnet_ip.objects import expand_all, object_name, parse_selector
 from protobench.protocols.bacnet_ip.params import (
     BacnetIpOptions,
@@ -35,6 +36,7 @@ from protobench.protocols.bacnet_ip.params import (
     TableParams,
     WhoIsParams,
 )
+from protobench.protocols.bacnet_ip.session import open_client, route_of
 from protobench.protocols.base import (
     AsyncSession,
     ErrorClass,
@@ -60,13 +62,19 @@ def client_instance(ctx: SessionContext) -> int:
     return CLIENT_INSTANCE_BASE + (zlib.crc32(ctx.group.encode()) % 1000) * 1000 + ctx.index % 1000
 
 
-async def guarded[T](call: Awaitable[T], limit: float) -> T:
-    """Await a bac-py call for at most ``limit`` seconds, mapping failures to :class:`OpError`."""
+async def guarded[T](call: Awaitable[T], limit: float, label: str = "") -> T:
+    """Await a bac-py call for at most ``limit`` seconds, mapping failures to :class:`OpError`.
+
+    ``label`` (what was asked, e.g. ``subscribe-cov analog-input:1``) starts the message.
+    """
     try:
         async with asyncio.timeout(limit):
             return await call
     except Exception as exc:
-        raise from_exception(exc) from exc
+        error = from_exception(exc)
+        if label:
+            error = OpError(error.error_class, f"{label}: {error.detail}", error.code)
+        raise error from exc
 
 
 async def open_bacpy_client(
@@ -170,6 +178,7 @@ class CovSession(BacpyClientSession, StreamSession):
                         callback=self._notified,
                     ),
                     self.timeout,
+                    f"subscribe-cov {object_name(self.oid)}",
                 )
             except OpError as exc:
                 recorder.error(exc)
@@ -280,17 +289,26 @@ class RouteCheckSession(BacpyClientSession, AsyncSession):
 
 
 async def _cov_object(
-    client: Client, target: TargetAddress, params: CovParams, index: int, limit: float
+    target: TargetAddress, options: BacnetIpOptions, params: CovParams, index: int, limit: float
 ) -> ObjectIdentifier:
+    """The object session ``index`` subscribes to (wildcards read the object-list first)."""
     selectors = [parse_selector(s) for s in params.objects]
     inventory: list[ObjectIdentifier] = []
     if any(s.wildcard for s in selectors):
-        value = await guarded(
-            client.read(target.device_address, f"device,{target.device_instance}", "object-list"),
-            limit,
-        )
-        items = value if isinstance(value, list) else [value]
-        inventory = [item for item in items if isinstance(item, ObjectIdentifier)]
+        lean = await open_client(target, options, limit)
+        try:
+            found = await read_inventory(
+                lean,
+                target,
+                route_of(target),
+                None,
+                options.interface,
+                options.broadcast_address,
+                limit,
+            )
+        finally:
+            lean.close()
+        inventory = found.objects
     chosen = expand_all(selectors, inventory)
     if not chosen:
         raise OpError(ErrorClass.LOCAL, f"no object of the device matches {params.objects}")
@@ -307,7 +325,7 @@ async def open_control_session(
         register = bbmd_of(target, options, "foreign_device") if options.foreign_device else None
         client = await open_bacpy_client(ctx, target, options, register)
         try:
-            oid = await _cov_object(client, target, params, ctx.index, ctx.timeout)
+            oid = await _cov_object(target, options, params, ctx.index, ctx.timeout)
         except BaseException:
             await BacpyClientSession(client, target, ctx.timeout).close()
             raise
