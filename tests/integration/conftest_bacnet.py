@@ -13,11 +13,12 @@ from collections.abc import AsyncIterator, Iterator
 from typing import Any, cast
 
 from bac_py.encoding.apdu import ComplexAckPDU, ConfirmedRequestPDU, decode_apdu, encode_apdu
-from bac_py.encoding.primitives import encode_application_real
+from bac_py.encoding.primitives import encode_application_object_id, encode_application_real
 from bac_py.network.npdu import NPDU, decode_npdu, encode_npdu
 from bac_py.services.read_property import ReadPropertyACK, ReadPropertyRequest
 from bac_py.transport.bvll import decode_bvll, encode_bvll
-from bac_py.types.enums import BvlcFunction
+from bac_py.types.enums import BvlcFunction, ObjectType, PropertyIdentifier
+from bac_py.types.primitives import ObjectIdentifier
 
 from protobench.protocols.bacnet_ip import BacnetIpProtocol
 from protobench.protocols.bacnet_ip.params import OPERATIONS, BacnetIpOptions
@@ -239,5 +240,83 @@ class DropProxy(asyncio.DatagramProtocol):
     def close(self) -> None:
         for link in self.links.values():
             link.close()
+        if self.transport is not None:
+            self.transport.close()
+
+
+class SegmentingResponder(asyncio.DatagramProtocol):
+    """A device on 127.0.0.1 that sends its object-list in segments of ``size`` bytes.
+
+    It proposes ``window`` segments per SegmentACK, sends the first segment
+    alone, then a window after each SegmentACK from the one after the
+    acknowledged one, and leaves out segment ``drop`` the first time. It
+    records every SegmentACK as (sequence number, negative, window size).
+    """
+
+    def __init__(self, objects: int, size: int, window: int, drop: int | None) -> None:
+        device = ObjectIdentifier(ObjectType.DEVICE, 1)
+        oids = [device] + [ObjectIdentifier(ObjectType.ANALOG_INPUT, i) for i in range(objects)]
+        value = b"".join(
+            encode_application_object_id(o.object_type, o.instance_number) for o in oids
+        )
+        ack = ReadPropertyACK(device, PropertyIdentifier.OBJECT_LIST, None, value).encode()
+        self.chunks = [ack[i : i + size] for i in range(0, len(ack), size)]
+        self.objects = oids
+        self.window = window
+        self.drop = drop
+        self.acks: list[tuple[int, bool, int]] = []
+        self.finished = asyncio.Event()
+        """Set when the last segment is acknowledged."""
+        self.client: tuple[str, int] | None = None
+        self.invoke_id = 0
+        self.transport: asyncio.DatagramTransport | None = None
+
+    @classmethod
+    async def start(
+        cls, objects: int, size: int, window: int, drop: int | None = None
+    ) -> SegmentingResponder:
+        loop = asyncio.get_running_loop()
+        _, responder = await loop.create_datagram_endpoint(
+            lambda: cls(objects, size, window, drop), local_addr=("127.0.0.1", 0)
+        )
+        return responder
+
+    @property
+    def port(self) -> int:
+        assert self.transport is not None
+        return int(self.transport.get_extra_info("sockname")[1])
+
+    def connection_made(self, transport: asyncio.BaseTransport) -> None:
+        self.transport = cast(asyncio.DatagramTransport, transport)
+
+    def datagram_received(self, data: bytes, addr: tuple[str, int]) -> None:
+        apdu = decode_npdu(decode_bvll(data).data).apdu
+        if apdu[0] >> 4 == 0x4:
+            self.acks.append((apdu[2], bool(apdu[0] & 0x02), apdu[3]))
+            if self.acks[-1][:2] == (len(self.chunks) - 1, False):
+                self.finished.set()
+            self._send(apdu[2] + 1, min(self.window, apdu[3]))
+            return
+        pdu = decode_apdu(apdu)
+        assert isinstance(pdu, ConfirmedRequestPDU)
+        assert pdu.segmented_response_accepted
+        self.client, self.invoke_id = addr, pdu.invoke_id
+        self._send(0, 1)
+
+    def _send(self, first: int, count: int) -> None:
+        assert self.transport is not None
+        assert self.client is not None
+        for seq in range(first, min(first + count, len(self.chunks))):
+            if seq == self.drop:
+                self.drop = None
+                continue
+            more = seq + 1 < len(self.chunks)
+            head = bytes((0x38 | (0x04 if more else 0), self.invoke_id, seq, self.window, 12))
+            npdu = encode_npdu(NPDU(apdu=head + self.chunks[seq]))
+            self.transport.sendto(
+                encode_bvll(BvlcFunction.ORIGINAL_UNICAST_NPDU, npdu), self.client
+            )
+
+    def close(self) -> None:
         if self.transport is not None:
             self.transport.close()
