@@ -12,12 +12,18 @@ import time
 from collections.abc import AsyncIterator, Iterator
 from typing import Any, cast
 
-from bac_py.encoding.apdu import ComplexAckPDU, ConfirmedRequestPDU, decode_apdu, encode_apdu
+from bac_py.encoding.apdu import (
+    ComplexAckPDU,
+    ConfirmedRequestPDU,
+    ErrorPDU,
+    decode_apdu,
+    encode_apdu,
+)
 from bac_py.encoding.primitives import encode_application_object_id, encode_application_real
 from bac_py.network.npdu import NPDU, decode_npdu, encode_npdu
 from bac_py.services.read_property import ReadPropertyACK, ReadPropertyRequest
 from bac_py.transport.bvll import decode_bvll, encode_bvll
-from bac_py.types.enums import BvlcFunction, ObjectType, PropertyIdentifier
+from bac_py.types.enums import BvlcFunction, ErrorClass, ErrorCode, ObjectType, PropertyIdentifier
 from bac_py.types.primitives import ObjectIdentifier
 
 from protobench.protocols.bacnet_ip import BacnetIpProtocol
@@ -33,6 +39,7 @@ from protobench.targets.bacnet import free_udp_port
 from protobench.targets.base import Announcement, EmbeddedTarget
 from tests.conftest import REPO
 
+WILDCARD_DEVICE = ObjectIdentifier(ObjectType.DEVICE, 4_194_303)
 DEVICE_MODULE = "tests.integration.bacnet_bacpypes3_device"
 BACPYPES3_READY = 20.0
 """Seconds a BACpypes3 device may take to bind its sockets."""
@@ -132,12 +139,14 @@ class Responder(asyncio.DatagramProtocol):
     """A scripted BACnet/IP device on 127.0.0.1: answers ReadProperty with ``value``.
 
     It records every request as (client address, invoke ID, time); ``silent``
-    drops requests, ``delay`` answers late.
+    drops requests, ``delay`` answers late, ``refuse_wildcard`` answers a read of
+    device 4194303 with ``object:unknown-object``. It ignores Who-Is.
     """
 
     def __init__(self, value: float = 61.5) -> None:
         self.value = value
         self.silent = False
+        self.refuse_wildcard = False
         self.delay = 0.0
         self.requests: list[tuple[tuple[str, int], int, float]] = []
         self.transport: asyncio.DatagramTransport | None = None
@@ -161,11 +170,18 @@ class Responder(asyncio.DatagramProtocol):
 
     def datagram_received(self, data: bytes, addr: tuple[str, int]) -> None:
         pdu = decode_apdu(decode_npdu(decode_bvll(data).data).apdu)
-        assert isinstance(pdu, ConfirmedRequestPDU)
+        if not isinstance(pdu, ConfirmedRequestPDU):
+            return
         self.requests.append((addr, pdu.invoke_id, time.monotonic()))
         if self.silent:
             return
         request = ReadPropertyRequest.decode(pdu.service_request)
+        if self.refuse_wildcard and request.object_identifier == WILDCARD_DEVICE:
+            refusal = ErrorPDU(
+                pdu.invoke_id, pdu.service_choice, ErrorClass.OBJECT, ErrorCode.UNKNOWN_OBJECT
+            )
+            self._reply(encode_apdu(refusal), addr)
+            return
         ack = ReadPropertyACK(
             request.object_identifier,
             request.property_identifier,
@@ -175,6 +191,9 @@ class Responder(asyncio.DatagramProtocol):
         apdu = encode_apdu(
             ComplexAckPDU(False, False, pdu.invoke_id, None, None, pdu.service_choice, ack.encode())
         )
+        self._reply(apdu, addr)
+
+    def _reply(self, apdu: bytes, addr: tuple[str, int]) -> None:
         reply = encode_bvll(BvlcFunction.ORIGINAL_UNICAST_NPDU, encode_npdu(NPDU(apdu=apdu)))
         assert self.transport is not None
         if self.delay:

@@ -25,7 +25,7 @@ from protobench.targets.bacnet import (
     free_udp_port,
 )
 from protobench.targets.bacnet_objects import add_stress_objects
-from tests.integration.conftest_bacnet import DropProxy, exchange, open_op, served
+from tests.integration.conftest_bacnet import DropProxy, Responder, exchange, open_op, served
 
 pytestmark = pytest.mark.anyio
 
@@ -291,3 +291,37 @@ async def test_big_bac_py_device_object_list_arrives_in_segments() -> None:
             await reader.close()
     finally:
         await app.stop()
+
+
+async def test_rpm_all_required_optional_and_empty_lists_of_our_target() -> None:
+    async with served(BacnetIpTarget()) as announced:
+        for special in ("all", "required", "optional"):
+            error, _ = await outcome(
+                announced.url,
+                "read-property-multiple",
+                {"requests": [{"analog-input:1": [special], "analog-value:1": ["present-value"]}]},
+            )
+            assert error is None, (special, error)
+        for selector, prop in (
+            ("notification-class:1", "recipient-list"),
+            ("device:400", "active-cov-subscriptions"),
+        ):
+            error, _ = await outcome(
+                announced.url, "read-property", {"objects": [selector], "property": prop}
+            )
+            assert error is None, (prop, error)
+
+
+async def test_refused_wildcard_without_an_i_am_says_to_add_the_device() -> None:
+    responder = await Responder.start()
+    responder.refuse_wildcard = True
+    url = responder.url.split("?")[0]
+    try:
+        with pytest.raises(OpError) as caught:
+            await open_op(url, "read-property", {"objects": ["analog-input:*"]}, op_timeout=0.5)
+    finally:
+        responder.close()
+    error = caught.value
+    assert (error.error_class, error.code) == (ErrorClass.PROTOCOL, "object:unknown-object")
+    assert error.detail.startswith("object-list probe of device:4194303")
+    assert "add ?device=N to the target URL" in error.detail
