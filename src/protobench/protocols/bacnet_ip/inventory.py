@@ -65,7 +65,9 @@ PROBE = "object-list probe"
 NO_SERVICE = frozenset({"reject:unrecognized-service", "service:service-request-denied"})
 
 _learned: dict[str, int] = {}
-"""Device instances learnt by Who-Is in this process, by target endpoint."""
+"""Device instances learnt by Who-Is in this process, by device address (HOST:PORT, NET:MAC)."""
+_asking: dict[str, asyncio.Future[int | None]] = {}
+"""Who-Is exchanges under way, by device address."""
 
 
 @dataclass(frozen=True)
@@ -104,7 +106,7 @@ async def read_inventory(
     """Read the object-list of ``device`` (default: the target's, else the one that answers)."""
     instance = device if device is not None else target.device
     if instance is None:
-        instance = _learned.get(target.endpoint, MAX_INSTANCE)
+        instance = _learned.get(target.device_address, MAX_INSTANCE)
     try:
         return await _read_object_list(client, instance, route)
     except OpError as exc:
@@ -203,10 +205,24 @@ async def learn_instance(
     The Who-Is goes to the target's address (or its router's, for the remote
     network); a device answers with an I-Am, which comes back when the device
     sends it to the asker (a broadcast I-Am on loopback does not reach an
-    ephemeral port). ``None`` when no single device answered.
+    ephemeral port). ``None`` when no single device answered. Sessions opening
+    together share one Who-Is; the answer is kept for the process.
     """
-    if target.endpoint in _learned:
-        return _learned[target.endpoint]
+    key = target.device_address
+    if key in _learned:
+        return _learned[key]
+    asking = _asking.get(key)
+    if asking is None:
+        asking = asyncio.ensure_future(_who_is(target, interface, broadcast, wait))
+        _asking[key] = asking
+        asking.add_done_callback(lambda _: _asking.pop(key, None))
+    instance = await asyncio.shield(asking)
+    if instance is not None:
+        _learned[key] = instance
+    return instance
+
+
+async def _who_is(target: TargetAddress, interface: str, broadcast: str, wait: float) -> int | None:
     config = DeviceConfig(
         instance_number=WHO_IS_INSTANCE,
         interface=interface,
@@ -231,8 +247,4 @@ async def learn_instance(
     except (OSError, TimeoutError, ValueError):
         return None
     instances = {iam.object_identifier.instance_number for iam in found}
-    if len(instances) != 1:
-        return None
-    instance = instances.pop()
-    _learned[target.endpoint] = instance
-    return instance
+    return instances.pop() if len(instances) == 1 else None
