@@ -14,7 +14,9 @@ from bac_py import BACnetApplication
 from bac_py.objects.analog import AnalogInputObject
 
 from protobench.engine.metrics import OpRecorder
+from protobench.protocols.bacnet_ip import inventory
 from protobench.protocols.bacnet_ip.address import parse_target
+from protobench.protocols.bacnet_ip.inventory import learn_instance
 from protobench.protocols.bacnet_ip.session import LeanSession
 from protobench.protocols.base import ErrorClass, OpError, StreamSession
 from protobench.targets.bacnet import (
@@ -325,3 +327,12 @@ async def test_refused_wildcard_without_an_i_am_says_to_add_the_device() -> None
     assert (error.error_class, error.code) == (ErrorClass.PROTOCOL, "object:unknown-object")
     assert error.detail.startswith("object-list probe of device:4194303")
     assert "add ?device=N to the target URL" in error.detail
+
+
+async def test_who_is_learns_the_instance_through_the_targets_bbmd() -> None:
+    # bac-py answers Who-Is with a broadcast I-Am, which reaches a foreign device of its BBMD.
+    async with served(BacnetIpTarget(), bbmd=True) as announced:
+        target = parse_target(announced.url.replace("device=400&", ""))
+        assert target.device is None
+        assert await learn_instance(target, "127.0.0.1", "127.255.255.255", 1.0) == 400
+    inventory._learned.clear()

@@ -205,8 +205,10 @@ async def learn_instance(
     The Who-Is goes to the target's address (or its router's, for the remote
     network); a device answers with an I-Am, which comes back when the device
     sends it to the asker (a broadcast I-Am on loopback does not reach an
-    ephemeral port). ``None`` when no single device answered. Sessions opening
-    together share one Who-Is; the answer is kept for the process.
+    ephemeral port, unless the client is a foreign device of the target's
+    BBMD, as it is when the URL names one). ``None`` when no single device
+    answered. Sessions opening together share one Who-Is; the answer is kept
+    for the process.
     """
     key = target.device_address
     if key in _learned:
@@ -230,12 +232,14 @@ async def _who_is(target: TargetAddress, interface: str, broadcast: str, wait: f
         broadcast_address=broadcast,
     )
     logging.getLogger("bac_py").setLevel(logging.ERROR)
-    client = Client(config)
+    client = Client(config, bbmd_address=target.bbmd)
     found = []
     try:
-        async with asyncio.timeout(wait + 1.0):
+        async with asyncio.timeout(2 * wait + 1.0):
             await client.__aenter__()
             try:
+                if target.bbmd is not None:
+                    await client.wait_for_registration(wait)
                 destination = target.endpoint
                 if target.dnet is not None and target.dadr is not None:
                     client.add_route(target.dnet, target.endpoint)
