@@ -6,6 +6,7 @@ import asyncio
 import json
 import subprocess
 import sys
+from collections.abc import Iterator
 from typing import Any
 
 import psutil
@@ -35,6 +36,13 @@ pytestmark = pytest.mark.anyio
 @pytest.fixture
 def anyio_backend() -> str:
     return "asyncio"
+
+
+@pytest.fixture(autouse=True)
+def forget_learned_instances() -> Iterator[None]:
+    inventory._learned.clear()
+    yield
+    inventory._learned.clear()
 
 
 async def outcome(
@@ -335,4 +343,3 @@ async def test_who_is_learns_the_instance_through_the_targets_bbmd() -> None:
         target = parse_target(announced.url.replace("device=400&", ""))
         assert target.device is None
         assert await learn_instance(target, "127.0.0.1", "127.255.255.255", 1.0) == 400
-    inventory._learned.clear()
