@@ -9,21 +9,36 @@ import selectors
 import subprocess
 import sys
 import time
+from collections import Counter
 from collections.abc import AsyncIterator, Iterator
 from typing import Any, cast
 
 from bac_py.encoding.apdu import (
+    AbortPDU,
     ComplexAckPDU,
     ConfirmedRequestPDU,
     ErrorPDU,
+    RejectPDU,
     decode_apdu,
     encode_apdu,
 )
-from bac_py.encoding.primitives import encode_application_object_id, encode_application_real
+from bac_py.encoding.primitives import (
+    encode_application_object_id,
+    encode_application_real,
+    encode_application_unsigned,
+)
 from bac_py.network.npdu import NPDU, decode_npdu, encode_npdu
 from bac_py.services.read_property import ReadPropertyACK, ReadPropertyRequest
 from bac_py.transport.bvll import decode_bvll, encode_bvll
-from bac_py.types.enums import BvlcFunction, ErrorClass, ErrorCode, ObjectType, PropertyIdentifier
+from bac_py.types.enums import (
+    AbortReason,
+    BvlcFunction,
+    ErrorClass,
+    ErrorCode,
+    ObjectType,
+    PropertyIdentifier,
+    RejectReason,
+)
 from bac_py.types.primitives import ObjectIdentifier
 
 from protobench.protocols.bacnet_ip import BacnetIpProtocol
@@ -335,6 +350,77 @@ class SegmentingResponder(asyncio.DatagramProtocol):
             self.transport.sendto(
                 encode_bvll(BvlcFunction.ORIGINAL_UNICAST_NPDU, npdu), self.client
             )
+
+    def close(self) -> None:
+        if self.transport is not None:
+            self.transport.close()
+
+
+class ArrayOnlyResponder(asyncio.DatagramProtocol):
+    """A small device on 127.0.0.1 without segmentation or ReadPropertyMultiple.
+
+    Device 1 with ``objects`` analog inputs: a read of its whole object-list is
+    aborted (segmentation-not-supported), an RPM rejected (unrecognized
+    service); element ``i`` of the object-list and every analog input's present
+    value are answered. It counts the requests by service.
+    """
+
+    def __init__(self, objects: int) -> None:
+        device = ObjectIdentifier(ObjectType.DEVICE, 1)
+        self.objects = [device] + [
+            ObjectIdentifier(ObjectType.ANALOG_INPUT, i) for i in range(objects)
+        ]
+        self.services: Counter[int] = Counter()
+        self.transport: asyncio.DatagramTransport | None = None
+
+    @classmethod
+    async def start(cls, objects: int) -> ArrayOnlyResponder:
+        loop = asyncio.get_running_loop()
+        _, responder = await loop.create_datagram_endpoint(
+            lambda: cls(objects), local_addr=("127.0.0.1", 0)
+        )
+        return responder
+
+    @property
+    def url(self) -> str:
+        assert self.transport is not None
+        return f"bacnet://127.0.0.1:{self.transport.get_extra_info('sockname')[1]}/"
+
+    def connection_made(self, transport: asyncio.BaseTransport) -> None:
+        self.transport = cast(asyncio.DatagramTransport, transport)
+
+    def datagram_received(self, data: bytes, addr: tuple[str, int]) -> None:
+        pdu = decode_apdu(decode_npdu(decode_bvll(data).data).apdu)
+        if not isinstance(pdu, ConfirmedRequestPDU):
+            return
+        self.services[pdu.service_choice] += 1
+        reply: object
+        if pdu.service_choice != 12:
+            reply = RejectPDU(pdu.invoke_id, RejectReason.UNRECOGNIZED_SERVICE)
+        else:
+            request = ReadPropertyRequest.decode(pdu.service_request)
+            index = request.property_array_index
+            if request.object_identifier.object_type == ObjectType.ANALOG_INPUT:
+                value = encode_application_real(1.0)
+            elif index is None:
+                reply = AbortPDU(True, pdu.invoke_id, AbortReason.SEGMENTATION_NOT_SUPPORTED)
+                self._reply(encode_apdu(reply), addr)
+                return
+            elif index == 0:
+                value = encode_application_unsigned(len(self.objects))
+            else:
+                oid = self.objects[index - 1]
+                value = encode_application_object_id(oid.object_type, oid.instance_number)
+            ack = ReadPropertyACK(
+                request.object_identifier, request.property_identifier, index, value
+            )
+            reply = ComplexAckPDU(False, False, pdu.invoke_id, None, None, 12, ack.encode())
+        self._reply(encode_apdu(reply), addr)  # type: ignore[arg-type]
+
+    def _reply(self, apdu: bytes, addr: tuple[str, int]) -> None:
+        assert self.transport is not None
+        npdu = encode_npdu(NPDU(apdu=apdu))
+        self.transport.sendto(encode_bvll(BvlcFunction.ORIGINAL_UNICAST_NPDU, npdu), addr)
 
     def close(self) -> None:
         if self.transport is not None:

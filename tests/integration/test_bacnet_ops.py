@@ -28,7 +28,14 @@ from protobench.targets.bacnet import (
     free_udp_port,
 )
 from protobench.targets.bacnet_objects import add_stress_objects
-from tests.integration.conftest_bacnet import DropProxy, Responder, exchange, open_op, served
+from tests.integration.conftest_bacnet import (
+    ArrayOnlyResponder,
+    DropProxy,
+    Responder,
+    exchange,
+    open_op,
+    served,
+)
 
 pytestmark = pytest.mark.anyio
 
@@ -343,3 +350,22 @@ async def test_who_is_learns_the_instance_through_the_targets_bbmd() -> None:
         target = parse_target(announced.url.replace("device=400&", ""))
         assert target.device is None
         assert await learn_instance(target, "127.0.0.1", "127.255.255.255", 1.0) == 400
+
+
+async def test_object_list_of_a_device_without_segmentation_or_rpm_is_read_element_by_element() -> (
+    None
+):
+    responder = await ArrayOnlyResponder.start(objects=40)
+    try:
+        session = await open_op(responder.url, "read-property", {"objects": ["analog-input:*"]})
+        try:
+            assert isinstance(session, LeanSession)
+            assert len(session.requests) == 40
+            assert (await exchange(session))[0] is None
+        finally:
+            await session.close()
+    finally:
+        responder.close()
+    read_property, rpm = 12, 14
+    # The whole list (aborted), its length, one RPM batch (rejected), 41 elements, 1 read.
+    assert responder.services == {read_property: 1 + 1 + 41 + 1, rpm: 1}

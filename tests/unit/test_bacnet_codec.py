@@ -421,3 +421,15 @@ def test_array_elements_come_back_in_order() -> None:
     error = request.accept(rpm_ack([ReadAccessResult(device, swapped)]), 0)
     assert error is not None
     assert error.error_class == ErrorClass.VALIDATION
+
+
+def test_probe_of_a_device_that_echoes_the_wildcard_finds_it_in_its_list() -> None:
+    wildcard = ObjectIdentifier(ObjectType.DEVICE, 4194303)
+    device = ObjectIdentifier(ObjectType.DEVICE, 77)
+    listed = b"".join(
+        encode_application_object_id(o.object_type, o.instance_number) for o in (device, AI1)
+    )
+    ack = ReadPropertyACK(wildcard, PropertyIdentifier.OBJECT_LIST, None, listed).encode()
+    probe = DeviceProbe(4194303, None)
+    assert probe.accept(complex_ack(READ_PROPERTY, ack), 0) is None
+    assert (probe.device, probe.objects) == (device, [device, AI1])

@@ -72,7 +72,7 @@ from bac_py.types.enums import (
 from bac_py.types.primitives import ObjectIdentifier
 
 from protobench.protocols.bacnet_ip.errors import error_code, from_apdu
-from protobench.protocols.bacnet_ip.objects import object_name, property_name
+from protobench.protocols.bacnet_ip.objects import device_in, object_name, property_name
 from protobench.protocols.bacnet_ip.segments import MAX_SEGMENTS
 from protobench.protocols.base import ErrorClass, OpError
 
@@ -597,13 +597,12 @@ class DeviceProbe(Request):
             self.length = value
             return None
         items = value if isinstance(value, list) else [value]
-        if (
-            not all(isinstance(item, ObjectIdentifier) for item in items)
-            or ack.object_identifier not in items
-        ):
+        objects = [item for item in items if isinstance(item, ObjectIdentifier)]
+        device = device_in(ack.object_identifier, objects)
+        if len(objects) != len(items) or device is None:
             return OpError(ErrorClass.VALIDATION, f"{self.label}: not a device object-list")
-        self.device = ack.object_identifier
-        self.objects = [item for item in items if isinstance(item, ObjectIdentifier)]
+        self.device = device
+        self.objects = objects
         return None
 
 

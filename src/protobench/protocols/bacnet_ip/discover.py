@@ -210,16 +210,17 @@ async def _read(
     for spec in specs:
         values = found.setdefault(spec.object_identifier, {})
         for ref in spec.list_of_property_references:
+            # A property the object lacks answers with an Error: it is left out.
             with contextlib.suppress(Exception):
                 async with asyncio.timeout(wait + 1.0):
-                    ack1 = await client.read_property(
+                    answer = await client.read_property(
                         target.device_address,
                         spec.object_identifier,
                         ref.property_identifier,
                         ref.property_array_index,
                         timeout=wait,
                     )
-                values[ref.property_identifier] = ack1.property_value
+                values[ref.property_identifier] = answer.property_value
     return found
 
 

@@ -41,6 +41,7 @@ from protobench.protocols.bacnet_ip.codec import (
 )
 from protobench.protocols.bacnet_ip.objects import (
     MAX_INSTANCE,
+    device_in,
     expand_all,
     object_name,
     parse_selector,
@@ -149,11 +150,12 @@ async def _read_object_list(
     length = DeviceProbe(instance, route, array_index=0)
     await client.request(length)
     objects = await _read_elements(client, length.device, length.length, route)
-    if length.device not in objects:
+    device = device_in(length.device, objects)
+    if device is None:
         raise OpError(
             ErrorClass.VALIDATION, f"{length.label}: the object-list lacks the device itself"
         )
-    return Inventory(length.device, objects)
+    return Inventory(device, objects)
 
 
 async def _read_elements(

@@ -71,6 +71,20 @@ def expand_all(
     return list(seen)
 
 
+def device_in(
+    answered: ObjectIdentifier, objects: list[ObjectIdentifier]
+) -> ObjectIdentifier | None:
+    """The device whose object-list ``objects`` is, ``None`` if it is not listed.
+
+    ``answered`` is the device the reply names; a device that echoes the
+    wildcard instance is the one device object of its list.
+    """
+    if answered.instance_number == MAX_INSTANCE:
+        devices = [oid for oid in objects if oid.object_type == ObjectType.DEVICE]
+        return devices[0] if len(devices) == 1 else None
+    return answered if answered in objects else None
+
+
 def object_name(oid: ObjectIdentifier) -> str:
     """``analog-input:1`` - the selector form of one object, for messages."""
     return f"{oid.object_type.name.lower().replace('_', '-')}:{oid.instance_number}"
