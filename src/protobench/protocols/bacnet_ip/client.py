@@ -174,6 +174,7 @@ class Lane:
             try:
                 self.send(encode_to_device(apdu, self.client.route))
             except OSError as exc:
+                del self.segments[invoke_id]
                 self.send_failed(invoke_id, exc)
                 return None
         if not reassembly.complete:
