@@ -189,6 +189,14 @@ async def test_cov_wildcard_learns_the_device_of_a_refused_wildcard_instance(
     assert list(inventory._learned.values()) == [77]
 
 
+async def test_who_is_sent_to_a_device_without_a_bbmd(big: str) -> None:
+    error, _ = await outcome(big, "who-is", op_timeout=2.0)
+    assert error is None
+    error, _ = await outcome(big, "who-is", {"device": 99}, op_timeout=1.0)
+    assert error is not None
+    assert (error.error_class, error.detail) == (ErrorClass.TIMEOUT, "no I-Am in reply to Who-Is")
+
+
 async def test_who_is_and_fdt_through_a_bacpypes3_bbmd(small: str) -> None:
     error, _ = await outcome(small, "who-is", op_timeout=3.0)
     assert error is None

@@ -7,10 +7,12 @@ and network-layer services. Every client binds the configured interface
 (127.0.0.1) on an ephemeral port with the configured (loopback) broadcast
 address, and reaches a routed device through ``Client.add_route``.
 
-On loopback a device answers Who-Is with a broadcast on its own port, which a
-client on an ephemeral port never receives; ``who-is`` and ``route-check``
-therefore register their client as a foreign device with the target's BBMD,
-which forwards those broadcasts to it.
+On loopback a device that answers Who-Is with a broadcast on its own port
+(bac-py does) is never heard by a client on an ephemeral port; ``who-is`` and
+``route-check`` therefore register their client as a foreign device with the
+target's BBMD, which forwards those broadcasts to it. Without a BBMD,
+``who-is`` is sent to the device's address, and counts only when the device
+answers the asker (BACpypes3 does).
 """
 
 from __future__ import annotations
@@ -200,12 +202,18 @@ class CovSession(BacpyClientSession, StreamSession):
 
 
 class WhoIsSession(BacpyClientSession, AsyncSession):
-    """Who-Is through the BBMD; the expected device must answer with I-Am."""
+    """Who-Is through the BBMD (or to the device); the expected device must answer with I-Am."""
 
     def __init__(
-        self, client: Client, target: TargetAddress, timeout: float, params: WhoIsParams
+        self,
+        client: Client,
+        target: TargetAddress,
+        timeout: float,
+        params: WhoIsParams,
+        destination: str | None,
     ) -> None:
         super().__init__(client, target, timeout)
+        self.destination = destination
         self.device = params.device if params.device is not None else target.device
         self.low = params.low if params.low is not None else self.device
         self.high = params.high if params.high is not None else self.device
@@ -217,6 +225,7 @@ class WhoIsSession(BacpyClientSession, AsyncSession):
             self.client.who_is(
                 self.low,
                 self.high,
+                destination=self.destination,
                 timeout=self.timeout,
                 expected_count=None if self.device is None else 1,
             ),
@@ -332,8 +341,10 @@ async def open_control_session(
         return CovSession(client, target, ctx.timeout, oid, params, PROCESS_ID_BASE + ctx.index)
     if ctx.op == "who-is":
         assert isinstance(params, WhoIsParams)
-        client = await open_bacpy_client(ctx, target, options, bbmd_of(target, options, "who-is"))
-        return WhoIsSession(client, target, ctx.timeout, params)
+        bbmd = options.bbmd or target.bbmd
+        client = await open_bacpy_client(ctx, target, options, bbmd)
+        destination = None if bbmd is not None else target.device_address
+        return WhoIsSession(client, target, ctx.timeout, params, destination)
     if ctx.op in ("read-fdt", "read-bdt"):
         assert isinstance(params, TableParams)
         bbmd = bbmd_of(target, options, ctx.op)
