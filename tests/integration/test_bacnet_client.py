@@ -11,9 +11,9 @@ from bac_py.types.enums import ObjectType, PropertyIdentifier
 from bac_py.types.primitives import ObjectIdentifier
 
 from protobench.protocols.bacnet_ip.client import DatagramClient
-from protobench.protocols.bacnet_ip.codec import ReadRequest
+from protobench.protocols.bacnet_ip.codec import DeviceProbe, ReadRequest
 from protobench.protocols.base import ErrorClass, OpError
-from tests.integration.conftest_bacnet import Responder
+from tests.integration.conftest_bacnet import Responder, SegmentingResponder
 
 pytestmark = pytest.mark.anyio
 
@@ -162,3 +162,33 @@ async def test_close_ends_requests_in_flight() -> None:
         await pending
     responder.close()
     assert caught.value.error_class == ErrorClass.CLOSED
+
+
+async def test_segmented_reply_is_acknowledged_per_window_and_reassembled() -> None:
+    responder = await SegmentingResponder.start(objects=300, size=200, window=3)
+    client = DatagramClient("127.0.0.1", responder.port, "127.0.0.1", None, 5.0)
+    probe = DeviceProbe(1, None)
+    try:
+        await client.request(probe)
+        await asyncio.wait_for(responder.finished.wait(), 5)
+    finally:
+        client.close()
+        responder.close()
+    assert len(responder.chunks) == 8
+    assert probe.objects == responder.objects
+    assert responder.acks == [(0, False, 3), (3, False, 3), (6, False, 3), (7, False, 3)]
+
+
+async def test_lost_segment_is_asked_for_again() -> None:
+    responder = await SegmentingResponder.start(objects=300, size=200, window=3, drop=4)
+    client = DatagramClient("127.0.0.1", responder.port, "127.0.0.1", None, 5.0)
+    probe = DeviceProbe(1, None)
+    try:
+        await client.request(probe)
+        await asyncio.wait_for(responder.finished.wait(), 5)
+    finally:
+        client.close()
+        responder.close()
+    assert probe.objects == responder.objects
+    assert responder.acks[:3] == [(0, False, 3), (3, False, 3), (3, True, 3)]
+    assert responder.acks[-1] == (7, False, 3)

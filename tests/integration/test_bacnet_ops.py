@@ -6,17 +6,36 @@ import asyncio
 import json
 import subprocess
 import sys
+from collections.abc import Iterator
 from typing import Any
 
 import psutil
 import pytest
+from bac_py import BACnetApplication
+from bac_py.objects.analog import AnalogInputObject
 
 from protobench.engine.metrics import OpRecorder
+from protobench.protocols.bacnet_ip import inventory
 from protobench.protocols.bacnet_ip.address import parse_target
+from protobench.protocols.bacnet_ip.inventory import learn_instance
 from protobench.protocols.bacnet_ip.session import LeanSession
 from protobench.protocols.base import ErrorClass, OpError, StreamSession
-from protobench.targets.bacnet import BacnetBbmdTarget, BacnetIpTarget, BacnetRouterTarget
-from tests.integration.conftest_bacnet import DropProxy, exchange, open_op, served
+from protobench.targets.bacnet import (
+    BacnetBbmdTarget,
+    BacnetIpTarget,
+    BacnetRouterTarget,
+    device_config,
+    free_udp_port,
+)
+from protobench.targets.bacnet_objects import add_stress_objects
+from tests.integration.conftest_bacnet import (
+    ArrayOnlyResponder,
+    DropProxy,
+    Responder,
+    exchange,
+    open_op,
+    served,
+)
 
 pytestmark = pytest.mark.anyio
 
@@ -24,6 +43,13 @@ pytestmark = pytest.mark.anyio
 @pytest.fixture
 def anyio_backend() -> str:
     return "asyncio"
+
+
+@pytest.fixture(autouse=True)
+def forget_learned_instances() -> Iterator[None]:
+    inventory._learned.clear()
+    yield
+    inventory._learned.clear()
 
 
 async def outcome(
@@ -258,3 +284,88 @@ def test_served_targets_bind_only_127_0_0_1(name: str) -> None:
         finally:
             child.terminate()
             child.wait(timeout=10)
+
+
+async def test_big_bac_py_device_object_list_arrives_in_segments() -> None:
+    """bac-py's own server with 400 more analog inputs (a 440-object list, about 2.2 KB)."""
+    host = "127.0.0.1"
+    port = free_udp_port(host)
+    app = BACnetApplication(device_config(4321, host, port))
+    await app.start()
+    try:
+        add_stress_objects(app, 4321, drift=False)
+        for i in range(11, 411):
+            app.object_db.add(AnalogInputObject(i, object_name=f"AI-{i}", present_value=1.0 * i))
+        url = f"bacnet://{host}:{port}/"
+        error, _ = await outcome(url, "object-list", {"expect_count": 440})
+        assert error is None
+        reader = await open_op(url, "read-property", {"objects": ["analog-input:*"]})
+        try:
+            assert isinstance(reader, LeanSession)
+            assert len(reader.requests) == 410
+            assert (await exchange(reader))[0] is None
+        finally:
+            await reader.close()
+    finally:
+        await app.stop()
+
+
+async def test_rpm_all_required_optional_and_empty_lists_of_our_target() -> None:
+    async with served(BacnetIpTarget()) as announced:
+        for special in ("all", "required", "optional"):
+            error, _ = await outcome(
+                announced.url,
+                "read-property-multiple",
+                {"requests": [{"analog-input:1": [special], "analog-value:1": ["present-value"]}]},
+            )
+            assert error is None, (special, error)
+        for selector, prop in (
+            ("notification-class:1", "recipient-list"),
+            ("device:400", "active-cov-subscriptions"),
+        ):
+            error, _ = await outcome(
+                announced.url, "read-property", {"objects": [selector], "property": prop}
+            )
+            assert error is None, (prop, error)
+
+
+async def test_refused_wildcard_without_an_i_am_says_to_add_the_device() -> None:
+    responder = await Responder.start()
+    responder.refuse_wildcard = True
+    url = responder.url.split("?")[0]
+    try:
+        with pytest.raises(OpError) as caught:
+            await open_op(url, "read-property", {"objects": ["analog-input:*"]}, op_timeout=0.5)
+    finally:
+        responder.close()
+    error = caught.value
+    assert (error.error_class, error.code) == (ErrorClass.PROTOCOL, "object:unknown-object")
+    assert error.detail.startswith("object-list probe of device:4194303")
+    assert "add ?device=N to the target URL" in error.detail
+
+
+async def test_who_is_learns_the_instance_through_the_targets_bbmd() -> None:
+    # bac-py answers Who-Is with a broadcast I-Am, which reaches a foreign device of its BBMD.
+    async with served(BacnetIpTarget(), bbmd=True) as announced:
+        target = parse_target(announced.url.replace("device=400&", ""))
+        assert target.device is None
+        assert await learn_instance(target, "127.0.0.1", "127.255.255.255", 1.0) == 400
+
+
+async def test_object_list_of_a_device_without_segmentation_or_rpm_is_read_element_by_element() -> (
+    None
+):
+    responder = await ArrayOnlyResponder.start(objects=40)
+    try:
+        session = await open_op(responder.url, "read-property", {"objects": ["analog-input:*"]})
+        try:
+            assert isinstance(session, LeanSession)
+            assert len(session.requests) == 40
+            assert (await exchange(session))[0] is None
+        finally:
+            await session.close()
+    finally:
+        responder.close()
+    read_property, rpm = 12, 14
+    # The whole list (aborted), its length, one RPM batch (rejected), 41 elements, 1 read.
+    assert responder.services == {read_property: 1 + 1 + 41 + 1, rpm: 1}

@@ -43,6 +43,7 @@ from bac_py.types.enums import (
 from bac_py.types.primitives import ObjectIdentifier
 
 from protobench.protocols.bacnet_ip.codec import (
+    ArrayElementsRequest,
     DeviceProbe,
     ObjectListRequest,
     ReadMultipleRequest,
@@ -54,10 +55,13 @@ from protobench.protocols.bacnet_ip.codec import (
     encode_write_value,
     same_value,
 )
+from protobench.protocols.bacnet_ip.segments import MAX_SEGMENTS
 from protobench.protocols.base import ErrorClass
 
 AI1 = ObjectIdentifier(ObjectType.ANALOG_INPUT, 1)
 AI2 = ObjectIdentifier(ObjectType.ANALOG_INPUT, 2)
+NC1 = ObjectIdentifier(ObjectType.NOTIFICATION_CLASS, 1)
+RECIPIENTS = PropertyIdentifier.RECIPIENT_LIST
 PV = PropertyIdentifier.PRESENT_VALUE
 READ_PROPERTY = 12
 RPM = 14
@@ -90,7 +94,8 @@ def test_request_carries_its_invoke_id_and_decodes_as_asked() -> None:
         pdu = decoded_request(request, invoke_id)
         assert pdu.invoke_id == invoke_id
         assert pdu.service_choice == READ_PROPERTY
-        assert not pdu.segmented_response_accepted
+        assert pdu.segmented_response_accepted
+        assert pdu.max_segments == MAX_SEGMENTS
         assert ReadPropertyRequest.decode(pdu.service_request) == ReadPropertyRequest(AI1, PV)
 
 
@@ -199,6 +204,14 @@ def test_error_reject_abort_are_protocol_errors_with_class_and_code(pdu: object,
     error = ReadRequest(AI1, PV, None).accept(encode_apdu(pdu), 0)  # type: ignore[arg-type]
     assert error is not None
     assert (error.error_class, error.code) == (ErrorClass.PROTOCOL, code)
+    assert error.detail.startswith("analog-input:1 present-value: BACnet ")
+
+
+def test_probe_errors_are_labelled_as_the_probe() -> None:
+    abort = encode_apdu(AbortPDU(True, 0, AbortReason.SEGMENTATION_NOT_SUPPORTED))
+    error = DeviceProbe(4194303, None).accept(abort, 0)
+    assert error is not None
+    assert error.detail == "object-list probe of device:4194303: BACnet Abort"
 
 
 def test_write_expects_a_simple_ack_of_its_service() -> None:
@@ -335,3 +348,88 @@ def test_constructed_values_are_checked_tag_by_tag() -> None:
         check_tags(b"\x0e\x21\x05")
     with pytest.raises(ValueError, match="unbalanced"):
         check_tags(b"\x0e\x21\x05\x1f")
+
+
+def test_an_empty_list_is_a_value() -> None:
+    assert decode_value(b"") == []
+    request = ReadRequest(NC1, RECIPIENTS, None)
+    assert request.accept(rp_ack(NC1, RECIPIENTS, b""), 0) is None
+    assert request.value == []
+
+
+def test_read_multiple_all_accepts_the_properties_the_object_has() -> None:
+    name = PropertyIdentifier.OBJECT_NAME
+    request = ReadMultipleRequest(
+        [(AI1, [PropertyIdentifier.ALL]), (NC1, [RECIPIENTS]), (AI2, [PV])], None
+    )
+    denied = (BacnetErrorClass.PROPERTY, ErrorCode.READ_ACCESS_DENIED)
+    results = [
+        ReadAccessResult(
+            AI1,
+            [
+                ReadResultElement(PV, None, encode_application_real(61.5)),
+                ReadResultElement(name, None, encode_application_character_string("AI-1")),
+                ReadResultElement(PropertyIdentifier.PROFILE_NAME, None, None, denied),
+            ],
+        ),
+        ReadAccessResult(NC1, [ReadResultElement(RECIPIENTS, None, b"")]),
+        ReadAccessResult(AI2, [ReadResultElement(PV, None, encode_application_real(63.0))]),
+    ]
+    assert request.accept(rpm_ack(results), 0) is None
+    # A named property still has to come back as asked.
+    results[2] = ReadAccessResult(AI2, [ReadResultElement(name, None, b"")])
+    error = request.accept(rpm_ack(results), 0)
+    assert error is not None
+    assert error.detail.endswith("ACK lists other properties of analog-input:2")
+
+
+def test_rpm_access_error_names_the_object_and_property() -> None:
+    request = ReadMultipleRequest([(AI1, [PropertyIdentifier.UNITS])], None)
+    unknown = (BacnetErrorClass.PROPERTY, ErrorCode.UNKNOWN_PROPERTY)
+    results = [
+        ReadAccessResult(AI1, [ReadResultElement(PropertyIdentifier.UNITS, None, None, unknown)])
+    ]
+    error = request.accept(rpm_ack(results), 0)
+    assert error is not None
+    assert (error.code, error.detail) == (
+        "property:unknown-property",
+        "analog-input:1 units: property access error",
+    )
+
+
+def test_probe_of_element_zero_learns_the_device_and_the_length() -> None:
+    device = ObjectIdentifier(ObjectType.DEVICE, 1234)
+    probe = DeviceProbe(4194303, None, array_index=0)
+    ack = ReadPropertyACK(
+        device, PropertyIdentifier.OBJECT_LIST, 0, encode_application_unsigned(413)
+    ).encode()
+    assert probe.accept(complex_ack(READ_PROPERTY, ack), 0) is None
+    assert (probe.device, probe.length) == (device, 413)
+
+
+def test_array_elements_come_back_in_order() -> None:
+    device = ObjectIdentifier(ObjectType.DEVICE, 1234)
+    olist = PropertyIdentifier.OBJECT_LIST
+    request = ArrayElementsRequest(device, olist, 1, 2, None)
+    elements = [
+        ReadResultElement(olist, 1, encode_application_object_id(ObjectType.DEVICE, 1234)),
+        ReadResultElement(olist, 2, encode_application_object_id(ObjectType.ANALOG_INPUT, 1)),
+    ]
+    assert request.accept(rpm_ack([ReadAccessResult(device, elements)]), 0) is None
+    assert request.values == [device, AI1]
+    swapped = [elements[1], elements[0]]
+    error = request.accept(rpm_ack([ReadAccessResult(device, swapped)]), 0)
+    assert error is not None
+    assert error.error_class == ErrorClass.VALIDATION
+
+
+def test_probe_of_a_device_that_echoes_the_wildcard_finds_it_in_its_list() -> None:
+    wildcard = ObjectIdentifier(ObjectType.DEVICE, 4194303)
+    device = ObjectIdentifier(ObjectType.DEVICE, 77)
+    listed = b"".join(
+        encode_application_object_id(o.object_type, o.instance_number) for o in (device, AI1)
+    )
+    ack = ReadPropertyACK(wildcard, PropertyIdentifier.OBJECT_LIST, None, listed).encode()
+    probe = DeviceProbe(4194303, None)
+    assert probe.accept(complex_ack(READ_PROPERTY, ack), 0) is None
+    assert (probe.device, probe.objects) == (device, [device, AI1])

@@ -16,6 +16,7 @@ import typer
 from protobench import __version__
 from protobench.cli import (
     diff_cmd,
+    discover_cmd,
     profiles_cmd,
     replay_cmd,
     run_cmd,
@@ -54,6 +55,7 @@ replay_cmd.register(app)
 serve_cmd.register(app)
 diff_cmd.register(app)
 sweep_cmd.register(app)
+discover_cmd.register(app)
 app.add_typer(profiles_cmd.app, name="profiles")
 app.add_typer(snapshots_cmd.app, name="snapshots")
 

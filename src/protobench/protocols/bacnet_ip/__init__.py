@@ -11,6 +11,12 @@ URLs (:mod:`.address`). Operations (:mod:`.params` lists their parameters):
   ``notifications`` counter), ``who-is``, ``read-fdt``, ``read-bdt``,
   ``route-check``.
 
+Sessions with wildcard selectors first read the device's object-list
+(:mod:`.inventory`: segmented, as an array, or after a Who-Is). Replies
+in segments are reassembled by the lean client (:mod:`.segments`).
+``protobench discover`` asks a device what it has (:mod:`.discover`) and
+fits a profile to it (:mod:`.fit`).
+
 Failures are mapped in :mod:`.errors`: BACnet Error/Reject/Abort are
 ``protocol`` errors with their class:code, a wrong reply is ``validation``.
 """

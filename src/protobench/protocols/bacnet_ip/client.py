@@ -27,6 +27,11 @@ cools down; the wait is part of its latency.
 
 The client can register its first lane as a foreign device with a BBMD at
 the target's address; it renews the registration at half its time-to-live.
+
+**Segmented replies.** Requests that expect a ComplexACK accept segmented
+replies; a lane reassembles them (:mod:`.segments`), sends the SegmentACKs,
+and checks the whole reply as if it had come in one datagram. Every segment
+received moves the request's deadline on.
 """
 
 from __future__ import annotations
@@ -42,7 +47,9 @@ from protobench.protocols.bacnet_ip.codec import (
     Request,
     Route,
     encode_register_foreign_device,
+    encode_to_device,
 )
+from protobench.protocols.bacnet_ip.segments import Reassembly, segment_ack_apdu
 from protobench.protocols.base import Done, ErrorClass, OpError
 
 _BVLC_TYPE = 0x81
@@ -53,6 +60,9 @@ _HAS_DNET = 0x20
 _HAS_SNET = 0x08
 _SEGMENT_ACK = 0x4
 _SIMPLE_ACK = 0x2
+_SEGMENTED_ACK_MASK = 0xF8
+_SEGMENTED_ACK = 0x38
+_MORE_FOLLOWS = 0x04
 _SWEEPS_PER_ATTEMPT = 8
 _MIN_TICK = 0.005
 MAX_DATAGRAM = 1500
@@ -82,6 +92,8 @@ class Lane:
         self.used = [NEVER] * INVOKE_IDS
         self.next = 0
         self.inflight = 0
+        self.segments: dict[int, Reassembly] = {}
+        """Segmented replies being received, by invoke ID."""
 
     def readable(self) -> None:
         """The socket has a datagram (the event loop calls this; it calls again if more wait)."""
@@ -117,6 +129,11 @@ class Lane:
         if entry is None or kind < _SIMPLE_ACK or kind == _SEGMENT_ACK:
             self.client.note_stray()
             return
+        if data[start] & _SEGMENTED_ACK_MASK == _SEGMENTED_ACK:
+            whole = self.segment(invoke_id, entry, data, start)
+            if whole is None:
+                return
+            data, size = whole
         self.pending[invoke_id] = None
         self.inflight -= 1
         error = entry[1].accept(data, start)
@@ -124,6 +141,48 @@ class Lane:
             entry[0](None, size)
         else:
             entry[0](error, 0)
+
+    def segment(
+        self, invoke_id: int, entry: Pending, data: bytes, start: int
+    ) -> tuple[bytes, int] | None:
+        """Take one segment of a ComplexACK; the whole reply (and its size) once complete.
+
+        The whole reply is the datagram's header followed by an unsegmented
+        ComplexACK carrying every segment's data.
+        """
+        if len(data) < start + 5:
+            self.client.note_stray()
+            return None
+        sequence = data[start + 2]
+        reassembly = self.segments.get(invoke_id)
+        if sequence == 0:
+            reassembly = self.segments[invoke_id] = Reassembly(data[start + 4], data[start + 3])
+        elif reassembly is None:
+            self.client.note_stray()
+            return None
+        self.used[invoke_id] = monotonic()
+        try:
+            ack = reassembly.add(sequence, bool(data[start] & _MORE_FOLLOWS), data[start + 5 :])
+        except ValueError as exc:
+            del self.segments[invoke_id]
+            self.pending[invoke_id] = None
+            self.inflight -= 1
+            entry[0](OpError(ErrorClass.VALIDATION, f"{entry[1].label}: {exc}"), 0)
+            return None
+        if ack is not None:
+            apdu = segment_ack_apdu(invoke_id, ack, reassembly.window)
+            try:
+                self.send(encode_to_device(apdu, self.client.route))
+            except OSError as exc:
+                del self.segments[invoke_id]
+                self.send_failed(invoke_id, exc)
+                return None
+        if not reassembly.complete:
+            return None
+        del self.segments[invoke_id]
+        body = reassembly.payload()
+        head = bytes((data[start] & 0xF0, invoke_id, reassembly.service))
+        return data[:start] + head + body, start + len(head) + len(body)
 
     def send_failed(self, invoke_id: int, exc: OSError) -> None:
         """The request pending at ``invoke_id`` could not be sent: fail it (soon)."""
@@ -141,6 +200,7 @@ class Lane:
         self.client.loop.call_soon(entry[0], error, 0)
 
     def fail_all(self, error: OpError) -> None:
+        self.segments.clear()
         for invoke_id, entry in enumerate(self.pending):
             if entry is not None:
                 self.pending[invoke_id] = None
@@ -350,6 +410,8 @@ class DatagramClient:
                     continue
                 pending[invoke_id] = None
                 lane.inflight -= 1
+                if lane.segments:
+                    lane.segments.pop(invoke_id, None)
                 waited = f"no reply in {self.attempt_timeout * (attempts + 1):.3g}s"
                 tries = f" ({attempts + 1} attempts)" if attempts else ""
                 done(OpError(ErrorClass.TIMEOUT, f"{request.label}: {waited}{tries}"), 0)

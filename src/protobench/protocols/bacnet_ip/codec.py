@@ -18,8 +18,13 @@ checks a reply APDU completely:
 * Error, Reject and Abort PDUs become ``protocol`` errors
   (:mod:`~protobench.protocols.bacnet_ip.errors`).
 
-Requests never accept segmented replies: a device whose reply does not fit
-in one APDU answers with ``abort:segmentation-not-supported``.
+Requests that expect a ComplexACK accept segmented replies (up to
+:data:`~protobench.protocols.bacnet_ip.segments.MAX_SEGMENTS` segments); the
+client reassembles them before the check. A device that cannot segment
+answers a reply too big for one APDU with ``abort:segmentation-not-supported``.
+
+Every error message starts with the request's label: the object and property
+(or the objects of an RPM/WPM), so a report tells failing objects apart.
 """
 
 from __future__ import annotations
@@ -27,6 +32,7 @@ from __future__ import annotations
 import struct
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Any
 
 from bac_py.encoding.apdu import ConfirmedRequestPDU, encode_apdu
 from bac_py.encoding.primitives import (
@@ -66,7 +72,8 @@ from bac_py.types.enums import (
 from bac_py.types.primitives import ObjectIdentifier
 
 from protobench.protocols.bacnet_ip.errors import error_code, from_apdu
-from protobench.protocols.bacnet_ip.objects import object_name
+from protobench.protocols.bacnet_ip.objects import device_in, object_name, property_name
+from protobench.protocols.bacnet_ip.segments import MAX_SEGMENTS
 from protobench.protocols.base import ErrorClass, OpError
 
 MAX_APDU = 1476
@@ -80,6 +87,11 @@ _COMPLEX_ACK = 0x3
 _SIMPLE_ACK = 0x2
 _SEGMENTED = 0x08
 
+_SPECIAL_PROPERTIES = frozenset(
+    {PropertyIdentifier.ALL, PropertyIdentifier.REQUIRED, PropertyIdentifier.OPTIONAL}
+)
+"""Properties that stand for several: an RPM ACK lists the object's own properties instead."""
+
 Scalar = bool | int | float | str
 WriteValue = Scalar | None
 
@@ -92,14 +104,19 @@ class Route:
     dadr: bytes
 
 
-def encode_confirmed(service: int, request: bytes, route: Route | None) -> tuple[bytes, bytes]:
-    """The datagram of a confirmed request, split around its invoke ID byte."""
+def encode_confirmed(
+    service: int, request: bytes, route: Route | None, segments: bool = False
+) -> tuple[bytes, bytes]:
+    """The datagram of a confirmed request, split around its invoke ID byte.
+
+    ``segments``: the request accepts a segmented reply.
+    """
     apdu = encode_apdu(
         ConfirmedRequestPDU(
             segmented=False,
             more_follows=False,
-            segmented_response_accepted=False,
-            max_segments=None,
+            segmented_response_accepted=segments,
+            max_segments=MAX_SEGMENTS if segments else None,
             max_apdu_length=MAX_APDU,
             invoke_id=0,
             sequence_number=None,
@@ -108,11 +125,16 @@ def encode_confirmed(service: int, request: bytes, route: Route | None) -> tuple
             service_request=request,
         )
     )
-    destination = BACnetAddress(route.dnet, route.dadr) if route is not None else None
-    npdu = encode_npdu(NPDU(expecting_reply=True, destination=destination, apdu=apdu))
-    wire = encode_bvll(BvlcFunction.ORIGINAL_UNICAST_NPDU, npdu)
+    wire = encode_to_device(apdu, route, expecting_reply=True)
     at = len(wire) - len(apdu) + 2
     return wire[:at], wire[at + 1 :]
+
+
+def encode_to_device(apdu: bytes, route: Route | None, expecting_reply: bool = False) -> bytes:
+    """The datagram carrying ``apdu`` to the device (through its router when routed)."""
+    destination = BACnetAddress(route.dnet, route.dadr) if route is not None else None
+    npdu = encode_npdu(NPDU(expecting_reply=expecting_reply, destination=destination, apdu=apdu))
+    return encode_bvll(BvlcFunction.ORIGINAL_UNICAST_NPDU, npdu)
 
 
 def encode_register_foreign_device(ttl: int) -> bytes:
@@ -139,9 +161,10 @@ def check_tags(raw: bytes) -> None:
 
 def decode_value(raw: bytes) -> object:
     """A property value: application-tagged values decoded (one value unwrapped);
-    a constructed value is checked tag by tag and returned as bytes."""
+    a constructed value is checked tag by tag and returned as bytes; nothing
+    is an empty list (``recipient-list``, ``active-cov-subscriptions``...)."""
     if not raw:
-        raise ValueError("empty value")
+        return []
     try:
         values = decode_all_application_values(raw)
     except ValueError:
@@ -174,7 +197,7 @@ class Request:
     def __init__(
         self, service: int, request: bytes, route: Route | None, label: str, simple: bool
     ) -> None:
-        self.head, self.tail = encode_confirmed(service, request, route)
+        self.head, self.tail = encode_confirmed(service, request, route, segments=not simple)
         self.wire = bytearray(self.head + INVOKE_ID_BYTES[0] + self.tail)
         """The datagram; the sender sets ``wire[at]`` to the invoke ID and sends it at once."""
         self.at = len(self.head)
@@ -202,7 +225,7 @@ class Request:
             return None
         if kind in (_COMPLEX_ACK, _SIMPLE_ACK):
             return OpError(ErrorClass.VALIDATION, f"{self.label}: wrong kind of acknowledgement")
-        return from_apdu(data[start:])
+        return from_apdu(data[start:], self.label)
 
     def check_ack(self, data: bytes, start: int) -> OpError | None:
         """Check the service ACK at ``data[start:]`` (ComplexACK requests override this)."""
@@ -232,7 +255,8 @@ class ReadRequest(Request):
             ConfirmedServiceChoice.READ_PROPERTY,
             request.encode(),
             route,
-            f"{object_name(oid)} {prop.name.lower().replace('_', '-')}",
+            f"{object_name(oid)} {property_name(prop)}"
+            + ("" if array_index is None else f"[{array_index}]"),
             simple=False,
         )
         self.prefix = ReadPropertyACK(oid, prop, array_index, b"").encode()[:-1]
@@ -373,24 +397,47 @@ class ReadMultipleRequest(Request):
         if [r.object_identifier for r in results] != [oid for oid, _ in self.asked]:
             return OpError(ErrorClass.VALIDATION, f"{self.label}: ACK lists other objects")
         for result, (oid, props) in zip(results, self.asked, strict=True):
-            if [e.property_identifier for e in result.list_of_results] != props:
+            error = self._check_result(oid, props, result.list_of_results)
+            if error is not None:
+                return error
+        self._ok_payload = payload
+        return None
+
+    def _check_result(
+        self, oid: ObjectIdentifier, props: list[PropertyIdentifier], elements: list[Any]
+    ) -> OpError | None:
+        """Check one object's results.
+
+        ``all``, ``required`` and ``optional`` are answered with the properties
+        the object has (clause 15.7.3.1.2), each with its value or its own
+        access error (a property the device will not read out): any list of
+        them is right as long as every value decodes. Named properties must
+        come back in the order asked, and an access error is the reply's error.
+        """
+        if _SPECIAL_PROPERTIES.isdisjoint(props):
+            if [e.property_identifier for e in elements] != props:
                 return OpError(
                     ErrorClass.VALIDATION,
                     f"{self.label}: ACK lists other properties of {object_name(oid)}",
                 )
-            for element in result.list_of_results:
+            for element in elements:
                 if element.property_access_error is not None:
                     error_class, code = element.property_access_error
                     return OpError(
                         ErrorClass.PROTOCOL,
-                        f"{object_name(oid)} property access error",
+                        f"{object_name(oid)} {property_name(element.property_identifier)}: "
+                        "property access error",
                         error_code(error_class, code),
                     )
+        for element in elements:
+            if element.property_access_error is None:
                 try:
                     decode_value(element.property_value or b"")
                 except (ValueError, IndexError) as exc:
-                    return OpError(ErrorClass.VALIDATION, f"{self.label}: undecodable value: {exc}")
-        self._ok_payload = payload
+                    where = f"{object_name(oid)} {property_name(element.property_identifier)}"
+                    return OpError(
+                        ErrorClass.VALIDATION, f"{self.label}: {where}: undecodable value: {exc}"
+                    )
         return None
 
 
@@ -507,23 +554,27 @@ class DeviceProbe(Request):
     """ReadProperty of the object-list of whichever device answers (instance may be the wildcard).
 
     After a successful check, ``device`` is the device that answered and
-    ``objects`` its object-list.
+    ``objects`` its object-list; with ``array_index=0``, ``length`` is the
+    object-list's length instead (for a device that cannot send it whole).
     """
 
-    __slots__ = ("device", "objects")
+    __slots__ = ("array_index", "device", "length", "objects")
 
-    def __init__(self, device: int, route: Route | None) -> None:
+    def __init__(self, device: int, route: Route | None, array_index: int | None = None) -> None:
         oid = ObjectIdentifier(ObjectType.DEVICE, device)
-        request = ReadPropertyRequest(oid, PropertyIdentifier.OBJECT_LIST)
+        request = ReadPropertyRequest(oid, PropertyIdentifier.OBJECT_LIST, array_index)
+        index = "" if array_index is None else f"[{array_index}]"
         super().__init__(
             ConfirmedServiceChoice.READ_PROPERTY,
             request.encode(),
             route,
-            "device object-list",
+            f"object-list probe of {object_name(oid)}{index}",
             simple=False,
         )
+        self.array_index = array_index
         self.device = oid
         self.objects: list[ObjectIdentifier] = []
+        self.length = 0
 
     def check_ack(self, data: bytes, start: int) -> OpError | None:
         try:
@@ -531,14 +582,85 @@ class DeviceProbe(Request):
             value = decode_value(ack.property_value)
         except (ValueError, IndexError) as exc:
             return OpError(ErrorClass.VALIDATION, f"{self.label}: undecodable ACK: {exc}")
-        items = value if isinstance(value, list) else [value]
         if (
             ack.object_identifier.object_type != ObjectType.DEVICE
             or ack.property_identifier != PropertyIdentifier.OBJECT_LIST
-            or not all(isinstance(item, ObjectIdentifier) for item in items)
-            or ack.object_identifier not in items
+            or ack.property_array_index != self.array_index
         ):
             return OpError(ErrorClass.VALIDATION, f"{self.label}: not a device object-list")
-        self.device = ack.object_identifier
-        self.objects = [item for item in items if isinstance(item, ObjectIdentifier)]
+        if self.array_index == 0:
+            if not isinstance(value, int) or isinstance(value, bool) or value < 1:
+                return OpError(
+                    ErrorClass.VALIDATION, f"{self.label}: length {value!r} is not a count"
+                )
+            self.device = ack.object_identifier
+            self.length = value
+            return None
+        items = value if isinstance(value, list) else [value]
+        objects = [item for item in items if isinstance(item, ObjectIdentifier)]
+        device = device_in(ack.object_identifier, objects)
+        if len(objects) != len(items) or device is None:
+            return OpError(ErrorClass.VALIDATION, f"{self.label}: not a device object-list")
+        self.device = device
+        self.objects = objects
+        return None
+
+
+class ArrayElementsRequest(Request):
+    """Elements ``first..last`` of an array property, in one ReadPropertyMultiple.
+
+    After a successful check ``values`` holds the decoded elements in order.
+    """
+
+    __slots__ = ("indexes", "oid", "prop", "values")
+
+    def __init__(
+        self,
+        oid: ObjectIdentifier,
+        prop: PropertyIdentifier,
+        first: int,
+        last: int,
+        route: Route | None,
+    ) -> None:
+        self.oid = oid
+        self.prop = prop
+        self.indexes = list(range(first, last + 1))
+        refs = [PropertyReference(prop, i) for i in self.indexes]
+        request = ReadPropertyMultipleRequest([ReadAccessSpecification(oid, refs)])
+        super().__init__(
+            ConfirmedServiceChoice.READ_PROPERTY_MULTIPLE,
+            request.encode(),
+            route,
+            f"{object_name(oid)} {property_name(prop)}[{first}..{last}]",
+            simple=False,
+        )
+        self.values: list[object] = []
+
+    def check_ack(self, data: bytes, start: int) -> OpError | None:
+        try:
+            ack = ReadPropertyMultipleACK.decode(data[start:])
+        except (ValueError, IndexError) as exc:
+            return OpError(ErrorClass.VALIDATION, f"{self.label}: undecodable ACK: {exc}")
+        results = ack.list_of_read_access_results
+        if len(results) != 1 or results[0].object_identifier != self.oid:
+            return OpError(ErrorClass.VALIDATION, f"{self.label}: ACK lists other objects")
+        elements = results[0].list_of_results
+        if [(e.property_identifier, e.property_array_index) for e in elements] != [
+            (self.prop, i) for i in self.indexes
+        ]:
+            return OpError(ErrorClass.VALIDATION, f"{self.label}: ACK lists other elements")
+        values = []
+        for element in elements:
+            if element.property_access_error is not None:
+                error_class, code = element.property_access_error
+                return OpError(
+                    ErrorClass.PROTOCOL,
+                    f"{self.label}: element {element.property_array_index}: access error",
+                    error_code(error_class, code),
+                )
+            try:
+                values.append(decode_value(element.property_value or b""))
+            except (ValueError, IndexError) as exc:
+                return OpError(ErrorClass.VALIDATION, f"{self.label}: undecodable value: {exc}")
+        self.values = values
         return None

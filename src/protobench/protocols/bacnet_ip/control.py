@@ -7,10 +7,12 @@ and network-layer services. Every client binds the configured interface
 (127.0.0.1) on an ephemeral port with the configured (loopback) broadcast
 address, and reaches a routed device through ``Client.add_route``.
 
-On loopback a device answers Who-Is with a broadcast on its own port, which a
-client on an ephemeral port never receives; ``who-is`` and ``route-check``
-therefore register their client as a foreign device with the target's BBMD,
-which forwards those broadcasts to it.
+On loopback a device that answers Who-Is with a broadcast on its own port
+(bac-py does) is never heard by a client on an ephemeral port; ``who-is`` and
+``route-check`` therefore register their client as a foreign device with the
+target's BBMD, which forwards those broadcasts to it. Without a BBMD,
+``who-is`` is sent to the device's address, and counts only when the device
+answers the asker (BACpypes3 does).
 """
 
 from __future__ import annotations
@@ -27,6 +29,7 @@ from bac_py.types.primitives import ObjectIdentifier
 
 from protobench.protocols.bacnet_ip.address import TargetAddress
 from protobench.protocols.bacnet_ip.errors import from_exception
+from protobench.protocols.bacnet_ip.inventory import read_inventory
 from protobench.protocols.bacnet_ip.objects import expand_all, object_name, parse_selector
 from protobench.protocols.bacnet_ip.params import (
     BacnetIpOptions,
@@ -35,6 +38,7 @@ from protobench.protocols.bacnet_ip.params import (
     TableParams,
     WhoIsParams,
 )
+from protobench.protocols.bacnet_ip.session import open_client, route_of
 from protobench.protocols.base import (
     AsyncSession,
     ErrorClass,
@@ -60,13 +64,19 @@ def client_instance(ctx: SessionContext) -> int:
     return CLIENT_INSTANCE_BASE + (zlib.crc32(ctx.group.encode()) % 1000) * 1000 + ctx.index % 1000
 
 
-async def guarded[T](call: Awaitable[T], limit: float) -> T:
-    """Await a bac-py call for at most ``limit`` seconds, mapping failures to :class:`OpError`."""
+async def guarded[T](call: Awaitable[T], limit: float, label: str = "") -> T:
+    """Await a bac-py call for at most ``limit`` seconds, mapping failures to :class:`OpError`.
+
+    ``label`` (what was asked, e.g. ``subscribe-cov analog-input:1``) starts the message.
+    """
     try:
         async with asyncio.timeout(limit):
             return await call
     except Exception as exc:
-        raise from_exception(exc) from exc
+        error = from_exception(exc)
+        if label:
+            error = OpError(error.error_class, f"{label}: {error.detail}", error.code)
+        raise error from exc
 
 
 async def open_bacpy_client(
@@ -170,6 +180,7 @@ class CovSession(BacpyClientSession, StreamSession):
                         callback=self._notified,
                     ),
                     self.timeout,
+                    f"subscribe-cov {object_name(self.oid)}",
                 )
             except OpError as exc:
                 recorder.error(exc)
@@ -191,12 +202,18 @@ class CovSession(BacpyClientSession, StreamSession):
 
 
 class WhoIsSession(BacpyClientSession, AsyncSession):
-    """Who-Is through the BBMD; the expected device must answer with I-Am."""
+    """Who-Is through the BBMD (or to the device); the expected device must answer with I-Am."""
 
     def __init__(
-        self, client: Client, target: TargetAddress, timeout: float, params: WhoIsParams
+        self,
+        client: Client,
+        target: TargetAddress,
+        timeout: float,
+        params: WhoIsParams,
+        destination: str | None,
     ) -> None:
         super().__init__(client, target, timeout)
+        self.destination = destination
         self.device = params.device if params.device is not None else target.device
         self.low = params.low if params.low is not None else self.device
         self.high = params.high if params.high is not None else self.device
@@ -208,6 +225,7 @@ class WhoIsSession(BacpyClientSession, AsyncSession):
             self.client.who_is(
                 self.low,
                 self.high,
+                destination=self.destination,
                 timeout=self.timeout,
                 expected_count=None if self.device is None else 1,
             ),
@@ -280,17 +298,26 @@ class RouteCheckSession(BacpyClientSession, AsyncSession):
 
 
 async def _cov_object(
-    client: Client, target: TargetAddress, params: CovParams, index: int, limit: float
+    target: TargetAddress, options: BacnetIpOptions, params: CovParams, index: int, limit: float
 ) -> ObjectIdentifier:
+    """The object session ``index`` subscribes to (wildcards read the object-list first)."""
     selectors = [parse_selector(s) for s in params.objects]
     inventory: list[ObjectIdentifier] = []
     if any(s.wildcard for s in selectors):
-        value = await guarded(
-            client.read(target.device_address, f"device,{target.device_instance}", "object-list"),
-            limit,
-        )
-        items = value if isinstance(value, list) else [value]
-        inventory = [item for item in items if isinstance(item, ObjectIdentifier)]
+        lean = await open_client(target, options, limit)
+        try:
+            found = await read_inventory(
+                lean,
+                target,
+                route_of(target),
+                None,
+                options.interface,
+                options.broadcast_address,
+                limit,
+            )
+        finally:
+            lean.close()
+        inventory = found.objects
     chosen = expand_all(selectors, inventory)
     if not chosen:
         raise OpError(ErrorClass.LOCAL, f"no object of the device matches {params.objects}")
@@ -307,15 +334,17 @@ async def open_control_session(
         register = bbmd_of(target, options, "foreign_device") if options.foreign_device else None
         client = await open_bacpy_client(ctx, target, options, register)
         try:
-            oid = await _cov_object(client, target, params, ctx.index, ctx.timeout)
+            oid = await _cov_object(target, options, params, ctx.index, ctx.timeout)
         except BaseException:
             await BacpyClientSession(client, target, ctx.timeout).close()
             raise
         return CovSession(client, target, ctx.timeout, oid, params, PROCESS_ID_BASE + ctx.index)
     if ctx.op == "who-is":
         assert isinstance(params, WhoIsParams)
-        client = await open_bacpy_client(ctx, target, options, bbmd_of(target, options, "who-is"))
-        return WhoIsSession(client, target, ctx.timeout, params)
+        bbmd = options.bbmd or target.bbmd
+        client = await open_bacpy_client(ctx, target, options, bbmd)
+        destination = None if bbmd is not None else target.device_address
+        return WhoIsSession(client, target, ctx.timeout, params, destination)
     if ctx.op in ("read-fdt", "read-bdt"):
         assert isinstance(params, TableParams)
         bbmd = bbmd_of(target, options, ctx.op)

@@ -37,20 +37,26 @@ def error_code(error_class: enum.Enum | int, code: enum.Enum | int) -> str:
     return f"{slug(error_class)}:{slug(code)}"
 
 
-def from_apdu(apdu: bytes) -> OpError:
-    """The error carried by an Error, Reject or Abort PDU (or a validation error)."""
+def from_apdu(apdu: bytes, label: str) -> OpError:
+    """The error carried by an Error, Reject or Abort PDU (or a validation error).
+
+    ``label`` names what was asked (``analog-input:1 present-value``); the
+    message starts with it, so errors of the same code tell their objects apart.
+    """
     try:
         pdu = decode_apdu(apdu)
     except (ValueError, IndexError) as exc:
-        return OpError(ErrorClass.VALIDATION, f"undecodable reply: {exc}")
+        return OpError(ErrorClass.VALIDATION, f"{label}: undecodable reply: {exc}")
     if isinstance(pdu, ErrorPDU):
         code = error_code(pdu.error_class, pdu.error_code)
-        return OpError(ErrorClass.PROTOCOL, "BACnet Error", code)
+        return OpError(ErrorClass.PROTOCOL, f"{label}: BACnet Error", code)
     if isinstance(pdu, RejectPDU):
-        return OpError(ErrorClass.PROTOCOL, "BACnet Reject", f"reject:{slug(pdu.reject_reason)}")
+        reason = f"reject:{slug(pdu.reject_reason)}"
+        return OpError(ErrorClass.PROTOCOL, f"{label}: BACnet Reject", reason)
     if isinstance(pdu, AbortPDU):
-        return OpError(ErrorClass.PROTOCOL, "BACnet Abort", f"abort:{slug(pdu.abort_reason)}")
-    return OpError(ErrorClass.VALIDATION, f"unexpected reply {type(pdu).__name__}")
+        reason = f"abort:{slug(pdu.abort_reason)}"
+        return OpError(ErrorClass.PROTOCOL, f"{label}: BACnet Abort", reason)
+    return OpError(ErrorClass.VALIDATION, f"{label}: unexpected reply {type(pdu).__name__}")
 
 
 def from_exception(exc: BaseException) -> OpError:

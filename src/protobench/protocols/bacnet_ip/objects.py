@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from bac_py.types.enums import ObjectType
+from bac_py.types.enums import ObjectType, PropertyIdentifier
 from bac_py.types.parsing import parse_object_identifier
 from bac_py.types.primitives import ObjectIdentifier
 
@@ -71,6 +71,25 @@ def expand_all(
     return list(seen)
 
 
+def device_in(
+    answered: ObjectIdentifier, objects: list[ObjectIdentifier]
+) -> ObjectIdentifier | None:
+    """The device whose object-list ``objects`` is, ``None`` if it is not listed.
+
+    ``answered`` is the device the reply names; a device that echoes the
+    wildcard instance is the one device object of its list.
+    """
+    if answered.instance_number == MAX_INSTANCE:
+        devices = [oid for oid in objects if oid.object_type == ObjectType.DEVICE]
+        return devices[0] if len(devices) == 1 else None
+    return answered if answered in objects else None
+
+
 def object_name(oid: ObjectIdentifier) -> str:
     """``analog-input:1`` - the selector form of one object, for messages."""
     return f"{oid.object_type.name.lower().replace('_', '-')}:{oid.instance_number}"
+
+
+def property_name(prop: PropertyIdentifier) -> str:
+    """``present-value`` - the profile form of one property, for messages."""
+    return prop.name.lower().replace("_", "-")

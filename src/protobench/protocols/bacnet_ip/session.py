@@ -4,9 +4,10 @@
 ``write-property-multiple`` and ``object-list`` each open a
 :class:`~protobench.protocols.bacnet_ip.client.DatagramClient`, register it
 as a foreign device when the options say so, read the device's object-list
-once (it proves the device answers, names the device, and resolves wildcard
-selectors), pre-encode every request the session will send, and then send
-them in turn, one per :meth:`LeanSession.submit`. Session *i* of a group
+once when a selector is a wildcard or the op is ``object-list``
+(:mod:`.inventory`: it names the device and resolves wildcard selectors),
+pre-encode every request the session will send, and then send them in
+turn, one per :meth:`LeanSession.submit`. Session *i* of a group
 starts at the *i*-th request so that a group's sessions spread over the
 objects.
 """
@@ -14,9 +15,7 @@ objects.
 from __future__ import annotations
 
 import asyncio
-import math
 from collections.abc import Callable
-from dataclasses import dataclass
 
 from bac_py.types.enums import PropertyIdentifier
 from bac_py.types.parsing import parse_property_identifier
@@ -25,7 +24,6 @@ from bac_py.types.primitives import ObjectIdentifier
 from protobench.protocols.bacnet_ip.address import TargetAddress
 from protobench.protocols.bacnet_ip.client import DatagramClient
 from protobench.protocols.bacnet_ip.codec import (
-    DeviceProbe,
     ObjectListRequest,
     ReadMultipleRequest,
     ReadRequest,
@@ -35,7 +33,13 @@ from protobench.protocols.bacnet_ip.codec import (
     WriteRequest,
     encode_write_value,
 )
-from protobench.protocols.bacnet_ip.objects import expand_all, object_name, parse_selector
+from protobench.protocols.bacnet_ip.inventory import (
+    Inventory,
+    needs_probe,
+    read_inventory,
+    unprobed,
+)
+from protobench.protocols.bacnet_ip.objects import object_name
 from protobench.protocols.bacnet_ip.params import (
     BacnetIpOptions,
     ObjectListParams,
@@ -52,20 +56,6 @@ from protobench.protocols.base import (
     SessionContext,
     StrictModel,
 )
-
-
-@dataclass(frozen=True)
-class Inventory:
-    """The device that answered and its object-list."""
-
-    device: ObjectIdentifier
-    objects: list[ObjectIdentifier]
-
-    def select(self, selectors: list[str]) -> list[ObjectIdentifier]:
-        chosen = expand_all([parse_selector(s) for s in selectors], self.objects)
-        if not chosen:
-            raise OpError(ErrorClass.LOCAL, f"no object of the device matches {selectors}")
-        return chosen
 
 
 class LeanSession(CallbackSession):
@@ -131,15 +121,6 @@ async def open_client(
     return client
 
 
-async def probe(
-    client: DatagramClient, target: TargetAddress, device: int | None = None
-) -> Inventory:
-    """Read the device's object-list (the device of the URL, or whichever answers)."""
-    request = DeviceProbe(target.device_instance if device is None else device, route_of(target))
-    await client.request(request)
-    return Inventory(request.device, request.objects)
-
-
 Builder = Callable[[StrictModel, Inventory, Route | None], list[Request]]
 
 
@@ -156,9 +137,13 @@ def write_property(params: StrictModel, inventory: Inventory, route: Route | Non
     assert isinstance(params, WritePropertyParams)
     prop = parse_property_identifier(params.property)
     objects = inventory.select(params.objects)
+    values = params.values
     requests: list[Request] = []
-    for k in range(math.lcm(len(objects), len(params.values))):
-        oid, value = objects[k % len(objects)], params.values[k % len(params.values)]
+    # Every object takes the values in turn (pass p writes value p + i to
+    # object i), so each write changes the value it overwrites.
+    for k in range(len(objects) * len(values)):
+        oid = objects[k % len(objects)]
+        value = values[(k // len(objects) + k % len(objects)) % len(values)]
         encoded = _encode(value, params.datatype, oid, prop)
         label = f"{object_name(oid)} {params.property} := {value!r}"
         requests.append(WriteRequest(oid, prop, encoded, params.priority, route, label))
@@ -212,6 +197,15 @@ def _encode(
         raise OpError(ErrorClass.LOCAL, f"{object_name(oid)}: {exc}") from None
 
 
+def selectors_of(params: StrictModel) -> list[str]:
+    """Every object selector of a hot-path operation's parameters."""
+    if isinstance(params, ReadPropertyParams | WritePropertyParams):
+        return list(params.objects)
+    if isinstance(params, ReadPropertyMultipleParams | WritePropertyMultipleParams):
+        return [selector for spec in params.requests for selector in spec]
+    return []
+
+
 BUILDERS: dict[str, Builder] = {
     "read-property": read_property,
     "write-property": write_property,
@@ -226,10 +220,22 @@ async def open_lean_session(
 ) -> LeanSession:
     """Open a hot-path session for ``ctx.op``."""
     build = BUILDERS[ctx.op]
-    device = ctx.params.device if isinstance(ctx.params, ObjectListParams) else None
+    params = ctx.params
+    device = params.device if isinstance(params, ObjectListParams) else None
     client = await open_client(target, options, ctx.timeout, ctx.count)
     try:
-        inventory = await probe(client, target, device)
+        if isinstance(params, ObjectListParams) or needs_probe(selectors_of(params)):
+            inventory = await read_inventory(
+                client,
+                target,
+                route_of(target),
+                device,
+                options.interface,
+                options.broadcast_address,
+                ctx.timeout,
+            )
+        else:
+            inventory = unprobed(target)
         requests = build(ctx.params, inventory, route_of(target))
     except BaseException:
         client.close()

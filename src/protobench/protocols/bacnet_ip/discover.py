@@ -1,0 +1,299 @@
+"""What a BACnet/IP device has: its identity, objects, value datatypes and commandable objects.
+
+:func:`discover` asks the device at a ``bacnet://`` URL:
+
+1. Who-Is, sent to the device's address (its I-Am names its instance);
+2. its object-list, with the probe of the load sessions
+   (:mod:`.inventory`: whole or segmented, else as an array; the wildcard
+   instance, else the instance of the I-Am);
+3. its device object (name, vendor, model, max APDU, segmentation, whether
+   it serves SubscribeCOV);
+4. for every other object, with ReadPropertyMultiple in small batches (or
+   ReadProperty when the device has no RPM): object-name, present-value,
+   units, status-flags, number-of-states and priority-array element 0. The
+   present-value's application tag gives its datatype; an object with a
+   priority-array is commandable; the properties that answered are the
+   object's readable properties.
+
+The control path uses bac-py's client (its RPM, decoding and segmentation)
+and the lean client for the object-list probe. :mod:`.fit` turns the result
+into a summary and a profile.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+from dataclasses import dataclass, field, replace
+
+from bac_py import Client, DeviceConfig
+from bac_py.encoding.tags import TagClass, decode_tag
+from bac_py.services.read_property_multiple import (
+    PropertyReference,
+    ReadAccessSpecification,
+    ReadPropertyMultipleACK,
+)
+from bac_py.types.enums import ObjectType, PropertyIdentifier, Segmentation
+from bac_py.types.primitives import ObjectIdentifier
+
+from protobench.protocols.bacnet_ip.address import TargetAddress, parse_target
+from protobench.protocols.bacnet_ip.codec import decode_value
+from protobench.protocols.bacnet_ip.errors import from_exception
+from protobench.protocols.bacnet_ip.inventory import (
+    WHO_IS_INSTANCE,
+    learn_instance,
+    read_inventory,
+)
+from protobench.protocols.bacnet_ip.objects import object_name, property_name
+from protobench.protocols.bacnet_ip.params import BacnetIpOptions
+from protobench.protocols.bacnet_ip.session import open_client, route_of
+from protobench.protocols.base import ErrorClass, OpError
+
+BATCH = 5
+"""Objects per ReadPropertyMultiple while discovering."""
+PROBED = (
+    PropertyIdentifier.OBJECT_NAME,
+    PropertyIdentifier.PRESENT_VALUE,
+    PropertyIdentifier.UNITS,
+    PropertyIdentifier.STATUS_FLAGS,
+    PropertyIdentifier.NUMBER_OF_STATES,
+)
+DEVICE_PROPERTIES = (
+    PropertyIdentifier.OBJECT_NAME,
+    PropertyIdentifier.VENDOR_NAME,
+    PropertyIdentifier.MODEL_NAME,
+    PropertyIdentifier.MAX_APDU_LENGTH_ACCEPTED,
+    PropertyIdentifier.SEGMENTATION_SUPPORTED,
+    PropertyIdentifier.PROTOCOL_SERVICES_SUPPORTED,
+)
+DATATYPES = {
+    1: "boolean",
+    2: "unsigned",
+    3: "signed",
+    4: "real",
+    5: "double",
+    7: "character-string",
+    9: "enumerated",
+}
+"""Application tags of the datatypes a profile can write."""
+SUBSCRIBE_COV_BIT = 5
+NO_RPM = frozenset({"reject:unrecognized-service", "service:service-request-denied"})
+
+
+@dataclass
+class ObjectInfo:
+    """One object of the device, as discovered."""
+
+    oid: ObjectIdentifier
+    name: str | None = None
+    datatype: str | None = None
+    """The present-value's datatype (``real``, ``enumerated``...), ``None`` without one."""
+    value: object = None
+    commandable: bool = False
+    states: int | None = None
+    properties: list[str] = field(default_factory=list)
+    """The probed properties that answered (``priority-array`` excluded)."""
+
+    @property
+    def selector(self) -> str:
+        return object_name(self.oid)
+
+
+@dataclass
+class DeviceInfo:
+    """A device, its objects and how it answered."""
+
+    target: TargetAddress
+    """The target URL's address, with the device instance filled in."""
+    answers_who_is: bool
+    name: str | None = None
+    vendor: str | None = None
+    model: str | None = None
+    max_apdu: int | None = None
+    segmentation: str | None = None
+    cov: bool = False
+    objects: list[ObjectInfo] = field(default_factory=list)
+    object_list: list[ObjectIdentifier] = field(default_factory=list)
+
+    @property
+    def segments(self) -> bool:
+        return self.segmentation in ("both", "transmit")
+
+
+async def discover(url: str, options: BacnetIpOptions, wait: float) -> DeviceInfo:
+    """Ask the device at ``url`` what it has; ``wait`` bounds each request.
+
+    Raises :class:`OpError` (naming what failed) when the device does not answer.
+    """
+    try:
+        target = parse_target(url)
+    except ValueError as exc:
+        raise OpError(ErrorClass.LOCAL, f"bad target: {exc}") from None
+    logging.getLogger("bac_py").setLevel(logging.ERROR)
+    heard = await learn_instance(target, options.interface, options.broadcast_address, wait)
+    device = target.device if target.device is not None else heard
+    lean = await open_client(target, options, wait)
+    try:
+        inventory = await read_inventory(
+            lean,
+            target,
+            route_of(target),
+            device,
+            options.interface,
+            options.broadcast_address,
+            wait,
+        )
+    finally:
+        lean.close()
+    target = replace(target, device=inventory.device.instance_number)
+    info = DeviceInfo(target, heard is not None, object_list=list(inventory.objects))
+    client = await _start_client(target, options, wait)
+    try:
+        await _read_device(client, info, wait)
+        others = [oid for oid in inventory.objects if oid.object_type != ObjectType.DEVICE]
+        for first in range(0, len(others), BATCH):
+            info.objects += await _read_objects(client, target, others[first : first + BATCH], wait)
+    finally:
+        with contextlib.suppress(Exception):
+            await client.__aexit__(None, None, None)
+    return info
+
+
+async def _start_client(target: TargetAddress, options: BacnetIpOptions, wait: float) -> Client:
+    config = DeviceConfig(
+        instance_number=WHO_IS_INSTANCE,
+        interface=options.interface,
+        port=0,
+        broadcast_address=options.broadcast_address,
+        apdu_timeout=max(1, int(wait * 1000)),
+        apdu_retries=options.retries,
+    )
+    client = Client(config)
+    try:
+        async with asyncio.timeout(wait):
+            await client.__aenter__()
+    except Exception as exc:
+        raise from_exception(exc) from exc
+    if target.dnet is not None:
+        client.add_route(target.dnet, target.endpoint)
+    return client
+
+
+async def _rpm(
+    client: Client, target: TargetAddress, specs: list[ReadAccessSpecification], wait: float
+) -> ReadPropertyMultipleACK:
+    try:
+        async with asyncio.timeout(wait + 1.0):
+            return await client.read_property_multiple(target.device_address, specs, timeout=wait)
+    except Exception as exc:
+        raise from_exception(exc) from exc
+
+
+async def _read(
+    client: Client, target: TargetAddress, specs: list[ReadAccessSpecification], wait: float
+) -> dict[ObjectIdentifier, dict[PropertyIdentifier, bytes]]:
+    """The raw values that answered, by object and property (RPM, else RP one by one)."""
+    found: dict[ObjectIdentifier, dict[PropertyIdentifier, bytes]] = {}
+    try:
+        ack = await _rpm(client, target, specs, wait)
+    except OpError as exc:
+        if exc.code not in NO_RPM:
+            raise
+    else:
+        for result in ack.list_of_read_access_results:
+            values = found.setdefault(result.object_identifier, {})
+            for element in result.list_of_results:
+                if element.property_access_error is None and element.property_value is not None:
+                    values[element.property_identifier] = element.property_value
+        return found
+    for spec in specs:
+        values = found.setdefault(spec.object_identifier, {})
+        for ref in spec.list_of_property_references:
+            # A property the object lacks answers with an Error: it is left out.
+            with contextlib.suppress(Exception):
+                async with asyncio.timeout(wait + 1.0):
+                    answer = await client.read_property(
+                        target.device_address,
+                        spec.object_identifier,
+                        ref.property_identifier,
+                        ref.property_array_index,
+                        timeout=wait,
+                    )
+                values[ref.property_identifier] = answer.property_value
+    return found
+
+
+async def _read_device(client: Client, info: DeviceInfo, wait: float) -> None:
+    device = ObjectIdentifier(ObjectType.DEVICE, info.target.device_instance)
+    spec = ReadAccessSpecification(device, [PropertyReference(p) for p in DEVICE_PROPERTIES])
+    raw = (await _read(client, info.target, [spec], wait)).get(device, {})
+    values = {prop: _decoded(value) for prop, value in raw.items()}
+    info.name = _text(values.get(PropertyIdentifier.OBJECT_NAME))
+    info.vendor = _text(values.get(PropertyIdentifier.VENDOR_NAME))
+    info.model = _text(values.get(PropertyIdentifier.MODEL_NAME))
+    apdu = values.get(PropertyIdentifier.MAX_APDU_LENGTH_ACCEPTED)
+    info.max_apdu = apdu if isinstance(apdu, int) else None
+    segmentation = values.get(PropertyIdentifier.SEGMENTATION_SUPPORTED)
+    if isinstance(segmentation, int) and segmentation in {s.value for s in Segmentation}:
+        info.segmentation = Segmentation(segmentation).name.lower()
+    services = raw.get(PropertyIdentifier.PROTOCOL_SERVICES_SUPPORTED)
+    info.cov = services is not None and _bit(services, SUBSCRIBE_COV_BIT)
+
+
+async def _read_objects(
+    client: Client, target: TargetAddress, oids: list[ObjectIdentifier], wait: float
+) -> list[ObjectInfo]:
+    refs = [PropertyReference(p) for p in PROBED]
+    refs.append(PropertyReference(PropertyIdentifier.PRIORITY_ARRAY, 0))
+    specs = [ReadAccessSpecification(oid, refs) for oid in oids]
+    found = await _read(client, target, specs, wait)
+    objects = []
+    for oid in oids:
+        raw = found.get(oid, {})
+        info = ObjectInfo(oid, properties=[property_name(p) for p in PROBED if p in raw])
+        info.name = _text(_decoded(raw.get(PropertyIdentifier.OBJECT_NAME)))
+        info.commandable = PropertyIdentifier.PRIORITY_ARRAY in raw
+        states = _decoded(raw.get(PropertyIdentifier.NUMBER_OF_STATES))
+        info.states = states if isinstance(states, int) and not isinstance(states, bool) else None
+        value = raw.get(PropertyIdentifier.PRESENT_VALUE)
+        if value is not None:
+            info.datatype = _datatype(value)
+            info.value = _decoded(value)
+        objects.append(info)
+    return objects
+
+
+def _decoded(raw: bytes | None) -> object:
+    if raw is None:
+        return None
+    try:
+        return decode_value(raw)
+    except (ValueError, IndexError):
+        return None
+
+
+def _text(value: object) -> str | None:
+    return value if isinstance(value, str) else None
+
+
+def _datatype(raw: bytes) -> str:
+    """The datatype of one application-tagged value (``other`` for the rest)."""
+    try:
+        tag, _ = decode_tag(raw, 0)
+    except (ValueError, IndexError):
+        return "other"
+    if tag.cls != TagClass.APPLICATION:
+        return "other"
+    return DATATYPES.get(tag.number, "other")
+
+
+def _bit(raw: bytes, bit: int) -> bool:
+    """Bit ``bit`` of an application-tagged BIT STRING."""
+    try:
+        tag, offset = decode_tag(raw, 0)
+    except (ValueError, IndexError):
+        return False
+    data = raw[offset + 1 : offset + tag.length]
+    byte = bit // 8
+    return byte < len(data) and bool(data[byte] & (0x80 >> (bit % 8)))
