@@ -230,6 +230,9 @@ class Worker:
                     break
             phase_start = phase_end
         self.state.stop()
+        sessions = [s.session for slots in self.slots.values() for s in slots if s.session]
+        for session in sessions:
+            session.stopping()
         drain_start = time.monotonic()
         deadline = drain_start + plan.drain
         while time.monotonic() < deadline and any(  # noqa: ASYNC110 - polled only while draining
@@ -237,7 +240,14 @@ class Worker:
         ):
             await asyncio.sleep(0.01)
         if any(isinstance(d, StreamDriver) for d in self.drivers):
-            await asyncio.sleep(max(0.0, min(STREAM_GRACE, deadline - time.monotonic())))
+            # Deliveries still on their way: at least the grace, then until every stream
+            # session is settled (nothing more expected), within the drain.
+            grace_end = time.monotonic() + STREAM_GRACE
+            streams = [s for s in sessions if isinstance(s, StreamSession)]
+            while (now := time.monotonic()) < deadline and (  # noqa: ASYNC110
+                now < grace_end or not all(s.settled() for s in streams)
+            ):
+                await asyncio.sleep(0.01)
         for task in tasks:
             task.cancel()
         await asyncio.gather(*tasks, return_exceptions=True)

@@ -7,14 +7,27 @@ out in bursts of at most :data:`BURST` per event-loop turn, and not at all while
 the transport's buffer is full (back-pressure), so a back-to-back publisher
 runs as fast as the broker reads and never faster; held longer than the
 timeout, they fail with ``timeout``. Sessions of a group share
-connections ``inflight`` at a time (:class:`ConnectionShare`).
+connections ``inflight`` at a time (:class:`ConnectionShare`). When the run
+stops, each publisher sends its end marker (once its own queued QoS 1/2
+messages are out), carrying how many messages it sent.
 
 ``subscribe`` (:class:`SubscribeSession`) records, for every stamped message,
 the end-to-end latency from the publisher's send time, and the counters
 ``received``, ``lost``, ``duplicated``, ``out_of_order`` (per publisher, see
 :mod:`~protobench.protocols.mqtt.payload`) and ``foreign`` (unstamped
-payloads). Filters with ``$share/`` receive a share of each publisher's
-sequence, so only ``received`` is counted for them.
+payloads), plus ``expected`` (what it should have received: ``received -
+duplicated + lost + undelivered``) and, from the publishers' end markers,
+``undelivered`` (messages after the last one received that never came by the
+end of the drain). A subscriber is settled (the drain may end) once every
+publisher it heard has ended, or nothing came for :data:`QUIET` seconds; at the
+end it counts ``unfinished`` publishers whose end never came (their tail is
+unknown). The subscriber of index 0 of a group also watches the broker's
+``$SYS`` dropped total (``broker_dropped``, see :mod:`.brokerstats`). Filters
+with ``$share/`` receive a share of each publisher's sequence, so only
+``received`` is counted for them.
+
+Every transport connection opened is counted as ``connects`` (sessions sharing
+a connection count it once).
 
 ``connect`` (:class:`ConnectSession`) opens a new connection per exchange and
 closes it with DISCONNECT once CONNACK arrived; ``idle`` (:class:`IdleSession`)
@@ -41,8 +54,18 @@ from protobench.protocols.base import (
     SessionContext,
     StreamSession,
 )
+from protobench.protocols.mqtt.brokerstats import DropWatch, watch_drops
 from protobench.protocols.mqtt.client import MqttConnection, monotonic_ns, open_connection
-from protobench.protocols.mqtt.codec import V5, Connect, Prop, publish_prefix, reason_text
+from protobench.protocols.mqtt.codec import (
+    V5,
+    Connect,
+    Prop,
+    Publish,
+    encode,
+    publish_prefix,
+    reason_text,
+)
+from protobench.protocols.mqtt.ids import client_id as make_client_id
 from protobench.protocols.mqtt.options import (
     MqttOptions,
     PublishParams,
@@ -55,16 +78,19 @@ from protobench.protocols.mqtt.payload import (
     MAGIC,
     SequenceTracker,
     SizeMix,
+    end_marker,
     new_publisher_id,
     stamp_struct,
 )
 
 BURST: Final = 128
 """QoS 0 completions handed out per session and event-loop turn."""
+QUIET: Final = 0.5
+"""Seconds without a message after which a subscriber expects nothing more."""
 
 
-def client_id(options: MqttOptions, ctx: SessionContext) -> str:
-    return f"{options.client_id_prefix}{ctx.group}-{ctx.index}"
+def client_id(options: MqttOptions, ctx: SessionContext, group: str | None = None) -> str:
+    return make_client_id(options.client_id_prefix, group or ctx.group, ctx.index)
 
 
 def connect_packet(options: MqttOptions, cid: str) -> Connect:
@@ -93,6 +119,7 @@ async def dial(ctx: SessionContext, cid: str) -> MqttConnection:
         within=ctx.timeout,
         ssl_context=where.ssl_context,
     )
+    ctx.count("connects", 1)
     half = options.keepalive / 2
     conn.start_keepalive(options.keepalive, first_delay=half * random.uniform(0.5, 1.0))
     return conn
@@ -172,10 +199,12 @@ class PublishSession(CallbackSession):
         "_draining",
         "_loop",
         "_pack",
+        "_queued",
         "_ready",
         "_release",
         "_scheduled",
         "_stall_timer",
+        "_stopping",
         "_templates",
         "conn",
         "fixed_topic",
@@ -218,6 +247,8 @@ class PublishSession(CallbackSession):
         self._scheduled = False
         self._draining = False
         self._stall_timer: asyncio.TimerHandle | None = None
+        self._queued = 0
+        self._stopping = False
 
     def _template(self, topic: str, size: int) -> tuple[bytearray, int]:
         """A PUBLISH of ``size`` payload bytes to ``topic`` with zeros where the packet
@@ -255,9 +286,16 @@ class PublishSession(CallbackSession):
                 self._scheduled = True
                 self._loop.call_soon(self._drain)
         elif conn.paused or conn.waiting or len(conn.inflight) >= conn.send_quota:
-            conn.waiting.append(lambda: self._send_tracked(done))
+            self._queued += 1
+            conn.waiting.append(lambda: self._send_queued(done))
         else:
             self._send_tracked(done)
+
+    def _send_queued(self, done: Done) -> None:
+        self._queued -= 1
+        self._send_tracked(done)
+        if self._stopping and not self._queued:
+            self._send_end()
 
     def _send_tracked(self, done: Done) -> None:
         conn = self.conn
@@ -270,6 +308,27 @@ class PublishSession(CallbackSession):
             done(exc, 0)
             return
         conn.send(self._frame(pid))
+
+    def stopping(self) -> None:
+        """Send the end marker, after this publisher's messages still waiting for the window."""
+        self._stopping = True
+        if not self._queued:
+            self._send_end()
+
+    def _send_end(self) -> None:
+        """The end marker: same topic and QoS, so it follows this publisher's messages."""
+        conn = self.conn
+        if conn.error is not None:
+            return
+        topic = self.fixed_topic or self.params.topic.format(client=self.index, seq=self.seq)
+        pid = 0
+        if self.qos:
+            try:
+                pid = conn.track(_ignore, self.timeout)
+            except OpError:
+                return
+        payload = end_marker(self.publisher, self.seq, monotonic_ns())
+        conn.send(encode(Publish(topic, payload, self.qos, packet_id=pid), conn.version))
 
     def _drain(self) -> None:
         """Complete queued QoS 0 publishes (their re-submissions join the same burst)."""
@@ -323,6 +382,10 @@ def _nothing() -> None:
     return None
 
 
+def _ignore(error: OpError | None, nbytes: int) -> None:
+    return None
+
+
 # --------------------------------------------------------------------------- streams
 
 
@@ -344,18 +407,38 @@ class _HeldConnection(StreamSession):
 class SubscribeSession(_HeldConnection):
     """A subscriber measuring end-to-end latency and per-publisher sequence health."""
 
-    def __init__(self, conn: MqttConnection, shared: bool) -> None:
+    def __init__(self, conn: MqttConnection, shared: bool, drops: DropWatch | None = None) -> None:
         super().__init__(conn)
         self.tracker: SequenceTracker | None = None if shared else SequenceTracker()
+        self.drops = drops
         self._recorder: OpRecorder | None = None
+        self._last_message = monotonic_ns()
         conn.on_messages = self._messages
 
     async def run(self, recorder: OpRecorder) -> None:
         self._recorder = recorder
+        if self.drops is not None:
+            self.drops.recorder = recorder
         try:
             await self._hold(recorder)
         finally:
+            if self.tracker is not None and self.tracker.unfinished:
+                recorder.count("unfinished", self.tracker.unfinished)
             self._recorder = None
+            if self.drops is not None:
+                self.drops.recorder = None
+
+    def settled(self) -> bool:
+        """Every publisher heard has ended, or nothing came for :data:`QUIET` seconds."""
+        tracker = self.tracker
+        if tracker is not None and tracker.expected and not tracker.unfinished:
+            return True
+        return monotonic_ns() - self._last_message >= QUIET * 1e9
+
+    async def close(self) -> None:
+        if self.drops is not None:
+            self.drops.close()
+        await super().close()
 
     def _messages(self, data: bytes, spans: list[int], now: int) -> None:
         """The messages of one read (counters are added once per read, not per message)."""
@@ -367,9 +450,10 @@ class SubscribeSession(_HeldConnection):
         tracker = self.tracker
         expected = tracker.expected if tracker is not None else {}
         counters = recorder.counters
-        received = foreign = size = 0
+        received = foreign = size = advanced = 0
         i = 0
         n = len(spans)
+        self._last_message = now
         while i < n:
             start = spans[i]
             end = spans[i + 1]
@@ -377,9 +461,13 @@ class SubscribeSession(_HeldConnection):
             if end - start < HEADER_SIZE:
                 foreign += 1
                 continue
-            magic, _, publisher, seq, sent = unpack(data, start)
+            magic, flags, publisher, seq, sent = unpack(data, start)
             if magic != MAGIC:
                 foreign += 1
+                continue
+            if flags:
+                if tracker is not None:
+                    advanced += tracker.end(publisher, seq, counters)
                 continue
             append(now - sent)
             size += end - start
@@ -387,11 +475,14 @@ class SubscribeSession(_HeldConnection):
             if tracker is not None:
                 if expected.get(publisher) == seq:
                     expected[publisher] = seq + 1
+                    advanced += 1
                 else:
-                    tracker.observe(publisher, seq, counters)
+                    advanced += tracker.observe(publisher, seq, counters)
         if received:
             counters["received"] += received
             recorder.bytes_in += size
+        if advanced:
+            counters["expected"] += advanced
         if foreign:
             counters["foreign"] += foreign
 
@@ -421,6 +512,7 @@ class ConnectSession(AsyncSession):
             within=self.ctx.timeout,
             ssl_context=where.ssl_context,
         )
+        self.ctx.count("connects", 1)
         conn.disconnect()
         return 4
 
@@ -439,9 +531,7 @@ async def open_session(ctx: SessionContext) -> CallbackSession | AsyncSession | 
         params = cast(PublishParams, ctx.params)
         if params.inflight > 1:
             share = ConnectionShare.of(ctx.target, ctx.group, params.inflight)
-            conn, release = await share.acquire(
-                lambda: dial(ctx, f"{options.client_id_prefix}{ctx.group}-{ctx.index}")
-            )
+            conn, release = await share.acquire(lambda: dial(ctx, client_id(options, ctx)))
         else:
             conn = await dial(ctx, client_id(options, ctx))
             release = conn.disconnect
@@ -462,7 +552,13 @@ async def open_session(ctx: SessionContext) -> CallbackSession | AsyncSession | 
                 f"SUBACK refused: {reason_text(refused[0], conn.version)}",
                 code=f"0x{refused[0]:02x}",
             )
-        return SubscribeSession(conn, shared=any(t.startswith("$share/") for t in sub.topics))
+        drops = None
+        if ctx.index == 0:
+            drops = await watch_drops(
+                await dial(ctx, client_id(options, ctx, f"{ctx.group}$SYS")), ctx.timeout
+            )
+        shared = any(t.startswith("$share/") for t in sub.topics)
+        return SubscribeSession(conn, shared=shared, drops=drops)
     if ctx.op == "idle":
         return IdleSession(await dial(ctx, client_id(options, ctx)))
     if ctx.op == "connect":
