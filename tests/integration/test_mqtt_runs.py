@@ -59,12 +59,14 @@ size = 64
     assert report["target_kind"].startswith("mosquitto ")
     published = _phases_sum(report, "pub", "ok")
     assert published > 300
-    received = _phases_sum(report, "sub", "received")
-    # Exact but for the tail: stream sessions are cancelled as soon as the last PUBACK is
-    # in, so a message or two acknowledged at the very end may not have reached everyone.
-    assert published * 4 - 4 * 5 <= received <= published * 4
-    for name in ("lost", "duplicated", "out_of_order", "foreign"):
+    # Exact: the drain lasts until every subscriber has every publisher's end marker.
+    assert _phases_sum(report, "sub", "received") == published * 4
+    assert _phases_sum(report, "sub", "expected") == published * 4
+    for name in ("lost", "duplicated", "out_of_order", "foreign", "undelivered", "unfinished"):
         assert _phases_sum(report, "sub", name) == 0
+    # 4 subscribers and the $SYS watch of subscriber 0; 5 publishers on their own connections
+    assert _phases_sum(report, "sub", "connects") == 5
+    assert _phases_sum(report, "pub", "connects") == 5
     sub = report["phases"]["sustain"]["ops"]["sub"]
     assert 0 < sub["latency_us"]["p50"] <= sub["latency_us"]["p99"] < 5_000_000
     assert Path(report["snapshot"]).is_file()
