@@ -88,7 +88,8 @@ async def test_fanout_with_acks_delivers_everything_once(
         for _, recorder, _ in subs:
             total.update(recorder.counters)
             fold(hist, recorder.latencies)
-        assert total == Counter(received=3600)  # published x subscribers, no loss, no duplicate
+        # published x subscribers, no loss, no duplicate
+        assert total == Counter(received=3600, expected=3600)
         stats = summary(hist)
         assert stats["count"] == 3600
         assert 0 < stats["p50"] <= stats["p99"] < 5_000_000  # µs: positive, under 5 s
@@ -181,7 +182,7 @@ async def test_paho_publishes_our_subscriber_receives(tmp_path: Path) -> None:
         await asyncio.to_thread(publish)
         assert await wait_for_count(recorder, "received", 200) == 200
         await asyncio.sleep(0.1)
-        assert recorder.counters == Counter(received=200, foreign=1)
+        assert recorder.counters == Counter(received=200, expected=200, foreign=1)
         assert len(recorder.latencies) == 200
         await _close(subs)
 
@@ -266,7 +267,7 @@ async def test_inflight_sessions_share_a_connection(tmp_path: Path) -> None:
         assert all(errors == [] for errors, _ in results)
         assert await wait_for_count(subs[0][1], "received", 2000) == 2000
         await asyncio.sleep(0.1)
-        assert subs[0][1].counters == Counter(received=2000)
+        assert subs[0][1].counters == Counter(received=2000, expected=2000)
         first = pubs[0].conn
         for p in pubs[:20]:
             await p.close()

@@ -64,8 +64,9 @@ size = 64
     assert _phases_sum(report, "sub", "expected") == published * 4
     for name in ("lost", "duplicated", "out_of_order", "foreign", "undelivered", "unfinished"):
         assert _phases_sum(report, "sub", name) == 0
-    # 4 subscribers and the $SYS watch of subscriber 0; 5 publishers on their own connections
-    assert _phases_sum(report, "sub", "connects") == 5
+    # 4 subscribers, the $SYS watch of subscriber 0 and one end board per process (2);
+    # 5 publishers on their own connections
+    assert _phases_sum(report, "sub", "connects") == 4 + 1 + 2
     assert _phases_sum(report, "pub", "connects") == 5
     sub = report["phases"]["sustain"]["ops"]["sub"]
     assert 0 < sub["latency_us"]["p50"] <= sub["latency_us"]["p99"] < 5_000_000

@@ -105,7 +105,11 @@ async def test_the_end_marker_follows_every_message_of_the_publisher(qos: int) -
         assert len(Decoder(V311).feed(bytes(wire.written))) == 2  # no marker before the third
         pub.conn.data_received(bytes((PUBACK << 4, 2, 0, 1)))
         await asyncio.sleep(0)
-    packets = Decoder(V311).feed(bytes(wire.written))
+    *packets, copy = Decoder(V311).feed(bytes(wire.written))
     stamps = [HEADER.unpack_from(p.payload) for p in packets if isinstance(p, Publish)]
     assert [(flags, seq) for _, flags, _, seq, _ in stamps] == [(0, 0), (0, 1), (0, 2), (END, 3)]
     assert {publisher for _, _, publisher, _, _ in stamps} == {pub.publisher}
+    # the board's copy: QoS 1 on its own topic, the marker then the data topic
+    assert isinstance(copy, Publish)
+    assert (copy.topic, copy.qos) == (f"protobench-end/{pub.publisher:08x}", 1)
+    assert copy.payload == packets[-1].payload + b"protobench/3"  # type: ignore[union-attr]

@@ -18,6 +18,7 @@ from protobench.engine.metrics import OpRecorder
 from protobench.protocols.base import OpError
 from protobench.protocols.mqtt.client import MqttConnection
 from protobench.protocols.mqtt.codec import PUBREL, V5, V311, Ack, Publish, encode
+from protobench.protocols.mqtt.endboard import EndBoard, end_copy, topic_matches
 from protobench.protocols.mqtt.payload import HEADER_SIZE, SequenceTracker, end_marker, stamp
 from protobench.protocols.mqtt.sessions import SubscribeSession
 
@@ -172,3 +173,35 @@ async def test_a_subscriber_is_settled_when_every_publisher_heard_has_ended() ->
     task.cancel()
     with pytest.raises(asyncio.CancelledError):
         await task
+
+
+def test_topic_filters_match_as_mqtt_says() -> None:
+    assert topic_matches("a/+/c", "a/b/c")
+    assert topic_matches("a/#", "a")
+    assert topic_matches("a/#", "a/b/c")
+    assert topic_matches("#", "x/y")
+    assert topic_matches("$share/g/a/+", "a/b")
+    assert not topic_matches("a/+", "a/b/c")
+    assert not topic_matches("a/b", "a")
+    assert not topic_matches("#", "$SYS/x")
+    assert not topic_matches("protobench/#", "other/x")
+
+
+async def test_a_backlogged_subscriber_owes_the_tail_the_board_tells_of() -> None:
+    # The markers never came in line (a backlog), but the board heard every publisher's end.
+    conn = MqttConnection(V311)
+    conn.connection_made(cast(asyncio.Transport, Wire()))
+    board = EndBoard(MqttConnection(V311))
+    session = SubscribeSession(conn, False, board=board, filters=("t/#",))
+    recorder = OpRecorder("subscribe")
+    task = asyncio.create_task(session.run(recorder))
+    await asyncio.sleep(0)
+    conn.data_received(b"".join(encode(Publish("t/1", message(1, seq))) for seq in range(3)))
+    copies = [end_copy(end_marker(1, 10, 5), "t/1"), end_copy(end_marker(2, 4, 5), "t/2")]
+    copies.append(end_copy(end_marker(3, 7, 5), "elsewhere/3"))  # not ours to receive
+    board.conn.data_received(b"".join(encode(Publish("protobench-end/x", c)) for c in copies))
+    assert not session.settled()  # 7 of publisher 1's messages are still owed
+    task.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await task
+    assert recorder.counters == Counter(received=3, expected=10 + 4, undelivered=7 + 4)

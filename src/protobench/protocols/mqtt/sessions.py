@@ -21,7 +21,9 @@ duplicated + lost + undelivered``) and, from the publishers' end markers,
 end of the drain). A subscriber is settled (the drain may end) once every
 publisher it heard has ended, or nothing came for :data:`QUIET` seconds; at the
 end it counts ``unfinished`` publishers whose end never came (their tail is
-unknown). The subscriber of index 0 of a group also watches the broker's
+unknown). Publishers also copy their end marker beside the data, so that a
+subscriber behind a backlog still learns what it owes (:mod:`.endboard`).
+The subscriber of index 0 of a group also watches the broker's
 ``$SYS`` dropped total (``broker_dropped``, see :mod:`.brokerstats`). Filters
 with ``$share/`` receive a share of each publisher's sequence, so only
 ``received`` is counted for them.
@@ -65,6 +67,7 @@ from protobench.protocols.mqtt.codec import (
     publish_prefix,
     reason_text,
 )
+from protobench.protocols.mqtt.endboard import END_TOPIC, EndBoard, end_copy, topic_matches
 from protobench.protocols.mqtt.ids import client_id as make_client_id
 from protobench.protocols.mqtt.options import (
     MqttOptions,
@@ -321,14 +324,20 @@ class PublishSession(CallbackSession):
         if conn.error is not None:
             return
         topic = self.fixed_topic or self.params.topic.format(client=self.index, seq=self.seq)
-        pid = 0
-        if self.qos:
-            try:
-                pid = conn.track(_ignore, self.timeout)
-            except OpError:
-                return
         payload = end_marker(self.publisher, self.seq, monotonic_ns())
+        try:
+            pid = conn.track(_ignore, self.timeout) if self.qos else 0
+            copy_pid = conn.track(_ignore, self.timeout)
+        except OpError:
+            return
         conn.send(encode(Publish(topic, payload, self.qos, packet_id=pid), conn.version))
+        copy = Publish(
+            END_TOPIC.format(publisher=self.publisher),
+            end_copy(payload, topic),
+            1,
+            packet_id=copy_pid,
+        )
+        conn.send(encode(copy, conn.version))
 
     def _drain(self) -> None:
         """Complete queued QoS 0 publishes (their re-submissions join the same burst)."""
@@ -407,10 +416,19 @@ class _HeldConnection(StreamSession):
 class SubscribeSession(_HeldConnection):
     """A subscriber measuring end-to-end latency and per-publisher sequence health."""
 
-    def __init__(self, conn: MqttConnection, shared: bool, drops: DropWatch | None = None) -> None:
+    def __init__(
+        self,
+        conn: MqttConnection,
+        shared: bool,
+        drops: DropWatch | None = None,
+        board: EndBoard | None = None,
+        filters: tuple[str, ...] = (),
+    ) -> None:
         super().__init__(conn)
         self.tracker: SequenceTracker | None = None if shared else SequenceTracker()
         self.drops = drops
+        self.board = board
+        self.filters = filters
         self._recorder: OpRecorder | None = None
         self._last_message = monotonic_ns()
         conn.on_messages = self._messages
@@ -422,17 +440,41 @@ class SubscribeSession(_HeldConnection):
         try:
             await self._hold(recorder)
         finally:
-            if self.tracker is not None and self.tracker.unfinished:
-                recorder.count("unfinished", self.tracker.unfinished)
+            self._tally_ends(recorder)
             self._recorder = None
             if self.drops is not None:
                 self.drops.recorder = None
 
-    def settled(self) -> bool:
-        """Every publisher heard has ended, or nothing came for :data:`QUIET` seconds."""
+    def _tally_ends(self, recorder: OpRecorder) -> None:
+        """At the end: the board's publishers matching our filters whose end marker did not
+        come in line owe their tail (``undelivered``); the rest are ``unfinished``."""
         tracker = self.tracker
-        if tracker is not None and tracker.expected and not tracker.unfinished:
-            return True
+        if tracker is None:
+            return
+        if self.board is not None:
+            counters = recorder.counters
+            for publisher, (count, topic) in self.board.ends.items():
+                if publisher not in tracker.ended and any(
+                    topic_matches(f, topic) for f in self.filters
+                ):
+                    counters["expected"] += tracker.end(publisher, count, counters)
+        if tracker.unfinished:
+            recorder.count("unfinished", tracker.unfinished)
+
+    def settled(self) -> bool:
+        """Every publisher heard has ended or was received up to its final count (as the
+        board tells), or nothing came for :data:`QUIET` seconds."""
+        tracker = self.tracker
+        if tracker is not None and tracker.expected:
+            ends = self.board.ends if self.board is not None else {}
+            ended = tracker.ended
+            for publisher, upto in tracker.expected.items():
+                if publisher not in ended:
+                    final = ends.get(publisher)
+                    if final is None or upto < final[0]:
+                        break
+            else:
+                return True
         return monotonic_ns() - self._last_message >= QUIET * 1e9
 
     async def close(self) -> None:
@@ -557,8 +599,11 @@ async def open_session(ctx: SessionContext) -> CallbackSession | AsyncSession | 
             drops = await watch_drops(
                 await dial(ctx, client_id(options, ctx, f"{ctx.group}$SYS")), ctx.timeout
             )
+        board = await EndBoard.of(
+            ctx.target, lambda: dial(ctx, client_id(options, ctx, f"{ctx.group}$end")), ctx.timeout
+        )
         shared = any(t.startswith("$share/") for t in sub.topics)
-        return SubscribeSession(conn, shared=shared, drops=drops)
+        return SubscribeSession(conn, shared, drops, board, tuple(sub.topics))
     if ctx.op == "idle":
         return IdleSession(await dial(ctx, client_id(options, ctx)))
     if ctx.op == "connect":
