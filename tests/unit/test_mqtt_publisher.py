@@ -16,6 +16,7 @@ import pytest
 from protobench.protocols.base import SessionContext
 from protobench.protocols.mqtt.client import MqttConnection
 from protobench.protocols.mqtt.codec import PUBACK, V5, V311, Decoder, Publish, encode
+from protobench.protocols.mqtt.endboard import EndBoard
 from protobench.protocols.mqtt.options import MqttOptions, PublishParams
 from protobench.protocols.mqtt.payload import END, HEADER, HEADER_SIZE, MAGIC
 from protobench.protocols.mqtt.sessions import PublishSession
@@ -92,10 +93,14 @@ class Wire:
 
 
 @pytest.mark.parametrize("qos", [0, 1])
-async def test_the_end_marker_follows_every_message_of_the_publisher(qos: int) -> None:
+async def test_the_end_marker_follows_every_message_and_its_copy_goes_to_the_board(
+    qos: int,
+) -> None:
     pub = session(V311, qos=qos, size=20)
-    wire = Wire()
+    wire, board_wire = Wire(), Wire()
     pub.conn.connection_made(cast(asyncio.Transport, wire))
+    pub.board = EndBoard(MqttConnection(V311))
+    pub.board.conn.connection_made(cast(asyncio.Transport, board_wire))
     pub.conn.send_quota = 2  # the third QoS 1 publish waits for the window
     for _ in range(3):
         pub.submit(lambda error, n: None)
@@ -103,13 +108,15 @@ async def test_the_end_marker_follows_every_message_of_the_publisher(qos: int) -
     await asyncio.sleep(0)
     if qos:
         assert len(Decoder(V311).feed(bytes(wire.written))) == 2  # no marker before the third
+        assert not board_wire.written
         pub.conn.data_received(bytes((PUBACK << 4, 2, 0, 1)))
         await asyncio.sleep(0)
-    *packets, copy = Decoder(V311).feed(bytes(wire.written))
+    packets = Decoder(V311).feed(bytes(wire.written))
     stamps = [HEADER.unpack_from(p.payload) for p in packets if isinstance(p, Publish)]
     assert [(flags, seq) for _, flags, _, seq, _ in stamps] == [(0, 0), (0, 1), (0, 2), (END, 3)]
     assert {publisher for _, _, publisher, _, _ in stamps} == {pub.publisher}
-    # the board's copy: QoS 1 on its own topic, the marker then the data topic
+    # the board's copy: QoS 1 on its own topic and connection, the marker then the data topic
+    [copy] = Decoder(V311).feed(bytes(board_wire.written))
     assert isinstance(copy, Publish)
     assert (copy.topic, copy.qos) == (f"protobench-end/{pub.publisher:08x}", 1)
     assert copy.payload == packets[-1].payload + b"protobench/3"  # type: ignore[union-attr]

@@ -3,12 +3,14 @@
 A publisher's end marker follows its messages on their topic, so behind a
 subscriber's backlog it arrives late or not at all by the end of the drain.
 Each publisher therefore also sends a copy of its marker, followed by its
-topic, to ``protobench-end/<publisher id>``; one :class:`EndBoard` per worker
-process (per target) holds a connection subscribed to ``protobench-end/+``,
-which carries a few messages and so no backlog, and keeps every publisher's
-``(count, topic)``. At the end a subscriber takes, for every publisher on the
-board whose topic matches one of its filters (:func:`topic_matches`), the
-messages it never received as ``undelivered``.
+topic, to ``protobench-end/<publisher id>``, and not on its own connection
+(whose socket may hold seconds of messages the broker has not read yet) but on
+its process's :class:`EndBoard`: one connection per worker process (per
+target), which carries a few messages and so no backlog, subscribed to
+``protobench-end/+``; it keeps every publisher's ``(count, topic)``. At
+the end a subscriber takes, for every publisher on the board whose topic
+matches one of its filters (:func:`topic_matches`), the messages it never
+received as ``undelivered``.
 """
 
 from __future__ import annotations
@@ -20,6 +22,7 @@ from typing import ClassVar, Final
 
 from protobench.protocols.base import OpError
 from protobench.protocols.mqtt.client import MqttConnection
+from protobench.protocols.mqtt.codec import Publish, encode
 from protobench.protocols.mqtt.payload import END, HEADER, HEADER_SIZE, MAGIC
 
 END_TOPIC: Final = "protobench-end/{publisher:08x}"
@@ -71,6 +74,19 @@ class EndBoard:
                 topic = bytes(data[start + HEADER_SIZE : end]).decode(errors="replace")
                 self.ends[publisher] = (count, topic)
 
+    def announce(self, publisher: int, marker: bytes, topic: str, timeout: float) -> None:
+        """Publish the board's copy of ``publisher``'s end marker (QoS 1)."""
+        conn = self.conn
+        if conn.error is not None:
+            return
+        try:
+            pid = conn.track(_ignore, timeout)
+        except OpError:
+            return
+        copy = Publish(END_TOPIC.format(publisher=publisher), end_copy(marker, topic), 1)
+        copy.packet_id = pid
+        conn.send(encode(copy, conn.version))
+
     @classmethod
     async def of(
         cls, target: str, opener: Callable[[], Awaitable[MqttConnection]], within: float
@@ -102,3 +118,7 @@ class EndBoard:
             conn.disconnect()
             return None
         return EndBoard(conn)
+
+
+def _ignore(error: OpError | None, nbytes: int) -> None:
+    return None

@@ -67,7 +67,7 @@ from protobench.protocols.mqtt.codec import (
     publish_prefix,
     reason_text,
 )
-from protobench.protocols.mqtt.endboard import END_TOPIC, EndBoard, end_copy, topic_matches
+from protobench.protocols.mqtt.endboard import EndBoard, topic_matches
 from protobench.protocols.mqtt.ids import client_id as make_client_id
 from protobench.protocols.mqtt.options import (
     MqttOptions,
@@ -209,6 +209,7 @@ class PublishSession(CallbackSession):
         "_stall_timer",
         "_stopping",
         "_templates",
+        "board",
         "conn",
         "fixed_topic",
         "index",
@@ -228,8 +229,10 @@ class PublishSession(CallbackSession):
         release: Callable[[], None],
         ctx: SessionContext,
         params: PublishParams,
+        board: EndBoard | None = None,
     ) -> None:
         self.conn = conn
+        self.board = board
         self._release = release
         self._loop = asyncio.get_running_loop()
         self.params = params
@@ -325,19 +328,13 @@ class PublishSession(CallbackSession):
             return
         topic = self.fixed_topic or self.params.topic.format(client=self.index, seq=self.seq)
         payload = end_marker(self.publisher, self.seq, monotonic_ns())
+        if self.board is not None:
+            self.board.announce(self.publisher, payload, topic, self.timeout)
         try:
             pid = conn.track(_ignore, self.timeout) if self.qos else 0
-            copy_pid = conn.track(_ignore, self.timeout)
         except OpError:
             return
         conn.send(encode(Publish(topic, payload, self.qos, packet_id=pid), conn.version))
-        copy = Publish(
-            END_TOPIC.format(publisher=self.publisher),
-            end_copy(payload, topic),
-            1,
-            packet_id=copy_pid,
-        )
-        conn.send(encode(copy, conn.version))
 
     def _drain(self) -> None:
         """Complete queued QoS 0 publishes (their re-submissions join the same burst)."""
@@ -565,6 +562,13 @@ class ConnectSession(AsyncSession):
 # --------------------------------------------------------------------------- opening
 
 
+async def _board(ctx: SessionContext, options: MqttOptions) -> EndBoard | None:
+    """This process's end board (opened by its first publisher or subscriber)."""
+    return await EndBoard.of(
+        ctx.target, lambda: dial(ctx, client_id(options, ctx, f"{ctx.group}$end")), ctx.timeout
+    )
+
+
 async def open_session(ctx: SessionContext) -> CallbackSession | AsyncSession | StreamSession:
     """Open the session of ``ctx.op`` (the params were validated by the engine)."""
     options = cast(MqttOptions, ctx.options)
@@ -577,7 +581,7 @@ async def open_session(ctx: SessionContext) -> CallbackSession | AsyncSession | 
         else:
             conn = await dial(ctx, client_id(options, ctx))
             release = conn.disconnect
-        return PublishSession(conn, release, ctx, params)
+        return PublishSession(conn, release, ctx, params, await _board(ctx, options))
     if ctx.op == "subscribe":
         sub = cast(SubscribeParams, ctx.params)
         conn = await dial(ctx, client_id(options, ctx))
@@ -599,11 +603,8 @@ async def open_session(ctx: SessionContext) -> CallbackSession | AsyncSession | 
             drops = await watch_drops(
                 await dial(ctx, client_id(options, ctx, f"{ctx.group}$SYS")), ctx.timeout
             )
-        board = await EndBoard.of(
-            ctx.target, lambda: dial(ctx, client_id(options, ctx, f"{ctx.group}$end")), ctx.timeout
-        )
         shared = any(t.startswith("$share/") for t in sub.topics)
-        return SubscribeSession(conn, shared, drops, board, tuple(sub.topics))
+        return SubscribeSession(conn, shared, drops, await _board(ctx, options), tuple(sub.topics))
     if ctx.op == "idle":
         return IdleSession(await dial(ctx, client_id(options, ctx)))
     if ctx.op == "connect":
