@@ -205,3 +205,19 @@ async def test_a_backlogged_subscriber_owes_the_tail_the_board_tells_of() -> Non
     with pytest.raises(asyncio.CancelledError):
         await task
     assert recorder.counters == Counter(received=3, expected=10 + 4, undelivered=7 + 4)
+
+
+async def test_messages_that_come_before_the_run_starts_are_counted_when_it_does() -> None:
+    # A publisher in another worker process may start a few milliseconds sooner.
+    conn = MqttConnection(V311)
+    conn.connection_made(cast(asyncio.Transport, Wire()))
+    session = SubscribeSession(conn, shared=False)
+    conn.data_received(b"".join(encode(Publish("t", message(1, seq))) for seq in range(3)))
+    recorder = OpRecorder("subscribe")
+    task = asyncio.create_task(session.run(recorder))
+    await asyncio.sleep(0)
+    conn.data_received(encode(Publish("t", message(1, 3))))
+    task.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await task
+    assert recorder.counters == Counter(received=4, expected=4, unfinished=1)

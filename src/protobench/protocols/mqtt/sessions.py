@@ -427,6 +427,7 @@ class SubscribeSession(_HeldConnection):
         self.board = board
         self.filters = filters
         self._recorder: OpRecorder | None = None
+        self._early: list[tuple[bytes, list[int], int]] | None = []
         self._last_message = monotonic_ns()
         conn.on_messages = self._messages
 
@@ -434,6 +435,11 @@ class SubscribeSession(_HeldConnection):
         self._recorder = recorder
         if self.drops is not None:
             self.drops.recorder = recorder
+        # Messages that came before the run reached this session (a publisher in another
+        # process may start a few milliseconds sooner) are counted now, not dropped.
+        early, self._early = self._early or [], None
+        for data, spans, now in early:
+            self._messages(data, spans, now)
         try:
             await self._hold(recorder)
         finally:
@@ -483,6 +489,8 @@ class SubscribeSession(_HeldConnection):
         """The messages of one read (counters are added once per read, not per message)."""
         recorder = self._recorder
         if recorder is None:
+            if self._early is not None:
+                self._early.append((data, spans, now))
             return
         append = recorder.latencies.append
         unpack = HEADER.unpack_from
