@@ -64,6 +64,8 @@ size = 64
     assert _phases_sum(report, "sub", "expected") == published * 4
     for name in ("lost", "duplicated", "out_of_order", "foreign", "undelivered", "unfinished"):
         assert _phases_sum(report, "sub", name) == 0
+    # the embedded broker's own dropped count was read, and is 0
+    assert report["phases"]["drain"]["ops"]["sub"]["counters"]["broker_dropped"] == 0
     # 4 subscribers, the $SYS watch of subscriber 0 and one end board per process (2);
     # 5 publishers on their own connections
     assert _phases_sum(report, "sub", "connects") == 4 + 1 + 2

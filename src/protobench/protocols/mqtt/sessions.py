@@ -374,7 +374,9 @@ class PublishSession(CallbackSession):
         self._stall_timer = None
         ready, self._ready = self._ready, deque()
         error = OpError(
-            ErrorClass.TIMEOUT, f"send buffer full for {self.timeout:g}s: the broker is not reading"
+            ErrorClass.TIMEOUT,
+            f"send buffer full for {self.timeout:g}s: the broker is not reading "
+            "(stalled, or busy with subscribers behind: see undelivered)",
         )
         for done in ready:
             done(error, 0)
@@ -447,6 +449,8 @@ class SubscribeSession(_HeldConnection):
             self._recorder = None
             if self.drops is not None:
                 self.drops.recorder = None
+                if self.drops.last is not None:
+                    recorder.count("broker_dropped", 0)  # the broker told: shown even when 0
 
     def _tally_ends(self, recorder: OpRecorder) -> None:
         """At the end: the board's publishers matching our filters whose end marker did not
