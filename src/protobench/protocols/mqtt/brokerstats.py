@@ -45,6 +45,7 @@ class DropWatch:
 
 async def watch_drops(conn: MqttConnection, within: float) -> DropWatch | None:
     """Subscribe ``conn`` to the broker's dropped total; None (connection closed) if refused."""
+    watch = DropWatch(conn)  # before subscribing: the retained value may share SUBACK's read
     try:
         suback = await conn.subscribe([(DROPPED_TOPIC, 0)], within=within)
     except OpError:
@@ -53,4 +54,4 @@ async def watch_drops(conn: MqttConnection, within: float) -> DropWatch | None:
     if any(code >= 0x80 for code in suback.reasons):
         conn.disconnect()
         return None
-    return DropWatch(conn)
+    return watch
