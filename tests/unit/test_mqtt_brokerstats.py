@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from collections import Counter
 
+import pytest
+
 from protobench.engine.metrics import OpRecorder
 from protobench.protocols.mqtt.brokerstats import DropWatch
 from protobench.protocols.mqtt.client import MqttConnection
@@ -19,7 +21,10 @@ def values(watch: DropWatch, *texts: bytes) -> None:
     watch._messages(data, spans, 0)
 
 
-def test_drops_before_the_run_are_the_baseline_and_later_increases_count() -> None:
+pytestmark = pytest.mark.anyio
+
+
+async def test_drops_before_the_run_are_the_baseline_and_later_increases_count() -> None:
     watch = DropWatch(MqttConnection(V311))
     values(watch, b"5")  # retained at subscribe: drops of earlier runs
     values(watch, b"9")  # still before the run
