@@ -28,6 +28,9 @@ The subscriber of index 0 of a group also watches the broker's
 with ``$share/`` receive a share of each publisher's sequence, so only
 ``received`` is counted for them.
 
+Messages that reach a subscriber before its run starts (a publisher in another
+process may start a few milliseconds sooner) are kept and counted when it does.
+
 Every transport connection opened is counted as ``connects`` (sessions sharing
 a connection count it once).
 
