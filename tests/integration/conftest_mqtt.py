@@ -1,5 +1,8 @@
 """Helpers of the MQTT tests: mosquitto on a free loopback port, session contexts, drivers.
 
+:func:`amqtt` starts amqtt, an independent Python broker, from a venv of its own
+made on first use (``.venv-peers/``), with its PUBLISH counts as the truth.
+
 :func:`mosquitto` writes the broker's config file itself (persistence off,
 one listener on 127.0.0.1) with the extra lines a test asks for, an optional
 password file (made with ``mosquitto_passwd``) and an optional TLS listener.
@@ -8,11 +11,13 @@ password file (made with ``mosquitto_passwd``) and an optional TLS listener.
 from __future__ import annotations
 
 import asyncio
+import json
 import os
 import shutil
 import signal
 import socket
 import subprocess
+import sys
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -174,3 +179,92 @@ async def wait_for_count(recorder: OpRecorder, name: str, expected: int, within:
     while recorder.counters[name] < expected and time.monotonic() < deadline:  # noqa: ASYNC110
         await asyncio.sleep(0.02)
     return recorder.counters[name]
+
+
+# --------------------------------------------------------------------------- amqtt, a peer
+
+AMQTT_VERSION = "0.12.1"
+PEERS = Path(__file__).resolve().parents[2] / ".venv-peers"
+AMQTT_SCRIPT = Path(__file__).with_name("mqtt_amqtt_broker.py")
+
+
+def amqtt_python() -> Path:
+    """The Python of a cached venv with amqtt (an independent broker), made on first use.
+
+    It lives in ``.venv-peers/`` (not the project's venv: amqtt pins a websockets
+    older than ours); the test skips, saying why, when it cannot be installed.
+    """
+    venv = PEERS / f"amqtt-{AMQTT_VERSION}"
+    python = venv / "bin" / "python"
+    stamp = venv / ".installed"
+    if stamp.is_file():
+        return python
+    try:
+        subprocess.run([sys.executable, "-m", "venv", "--clear", str(venv)], check=True)
+        subprocess.run(
+            [str(python), "-m", "pip", "install", "-q", f"amqtt=={AMQTT_VERSION}"],
+            check=True,
+            capture_output=True,
+            timeout=600,
+        )
+    except (subprocess.CalledProcessError, subprocess.TimeoutExpired, OSError) as exc:
+        pytest.skip(f"amqtt {AMQTT_VERSION} could not be installed in {venv}: {exc}")
+    stamp.touch()
+    return python
+
+
+@dataclass
+class Amqtt:
+    """A running amqtt broker and the file its PUBLISH counts are written to."""
+
+    port: int
+    proc: subprocess.Popen[bytes]
+    counts_file: Path
+
+    @property
+    def url(self) -> str:
+        return f"mqtt://127.0.0.1:{self.port}"
+
+    def counts(self) -> dict[str, dict[str, int]]:
+        """The broker's own PUBLISH counts (received, sent) by the topic's first level."""
+        self.counts_file.unlink(missing_ok=True)
+        self.proc.send_signal(signal.SIGUSR1)
+        deadline = time.monotonic() + 10
+        while not self.counts_file.is_file() and time.monotonic() < deadline:
+            time.sleep(0.02)
+        counts: dict[str, dict[str, int]] = json.loads(self.counts_file.read_text())
+        return counts
+
+
+@contextmanager
+def amqtt(directory: Path) -> Iterator[Amqtt]:
+    """amqtt on 127.0.0.1, from its own venv (:func:`amqtt_python`)."""
+    python = amqtt_python()
+    port = free_port()
+    log = directory / "amqtt.log"
+    with log.open("ab") as out:
+        proc = subprocess.Popen(
+            [str(python), str(AMQTT_SCRIPT), str(port), str(directory / "counts.json")],
+            stdout=out,
+            stderr=out,
+            stdin=subprocess.DEVNULL,
+        )
+    broker = Amqtt(port, proc, directory / "counts.json")
+    try:
+        deadline = time.monotonic() + 20
+        while True:
+            if proc.poll() is not None or time.monotonic() > deadline:
+                raise RuntimeError(f"amqtt did not start: {log.read_text()[-2000:]}")
+            try:
+                socket.create_connection(("127.0.0.1", port), timeout=0.5).close()
+                break
+            except OSError:
+                time.sleep(0.05)
+        yield broker
+    finally:
+        proc.terminate()
+        try:
+            proc.wait(10)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait(5)

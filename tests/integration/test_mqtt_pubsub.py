@@ -8,6 +8,7 @@ import time
 from collections import Counter
 from pathlib import Path
 from typing import Any, cast
+from unittest.mock import ANY
 
 import paho.mqtt.client as paho
 import pytest
@@ -49,6 +50,7 @@ async def _subscribers(
 async def _close(subs: list[tuple[SubscribeSession, OpRecorder, asyncio.Task[None]]]) -> None:
     for session, _, task in subs:
         task.cancel()
+        await asyncio.gather(task, return_exceptions=True)  # its end is counted as it stops
         await session.close()
 
 
@@ -88,7 +90,8 @@ async def test_fanout_with_acks_delivers_everything_once(
         for _, recorder, _ in subs:
             total.update(recorder.counters)
             fold(hist, recorder.latencies)
-        assert total == Counter(received=3600)  # published x subscribers, no loss, no duplicate
+        # published x subscribers, no loss, no duplicate
+        assert total == Counter(received=3600, expected=3600)
         stats = summary(hist)
         assert stats["count"] == 3600
         assert 0 < stats["p50"] <= stats["p99"] < 5_000_000  # µs: positive, under 5 s
@@ -98,7 +101,7 @@ async def test_fanout_with_acks_delivers_everything_once(
 
 
 async def test_qos0_loss_in_a_tiny_broker_queue_is_detected(tmp_path: Path) -> None:
-    with mosquitto(tmp_path, "max_queued_messages 10") as broker:
+    with mosquitto(tmp_path, "max_queued_messages 10", "sys_interval 1") as broker:
         subs = await _subscribers(broker.url, 1, topics=["loss/#"])
         session, recorder, _ = subs[0]
         pub = cast(
@@ -118,8 +121,49 @@ async def test_qos0_loss_in_a_tiny_broker_queue_is_detected(tmp_path: Path) -> N
         assert counters["lost"] > 0
         assert counters["received"] + counters["lost"] == 5005
         assert counters["duplicated"] == counters["out_of_order"] == 0
+        # who dropped: the broker's own $SYS count, read by subscriber 0, is the loss
+        assert (
+            await wait_for_count(recorder, "broker_dropped", counters["lost"]) == (counters["lost"])
+        )
         await _close(subs)
         await pub.close()
+
+
+async def test_messages_a_backlogged_subscriber_never_got_are_undelivered(
+    tmp_path: Path,
+) -> None:
+    with mosquitto(tmp_path) as broker:
+        subs = await _subscribers(broker.url, 2, topics=["tail/#"])
+        pubs = [
+            cast(
+                PublishSession,
+                await PLUGIN.open_session(
+                    context(broker.url, "publish", i, topic="tail/{client}", size=64)
+                ),
+            )
+            for i in range(2)
+        ]
+        late, late_recorder, _ = subs[1]
+        assert late.conn.transport is not None
+        late.conn.transport.pause_reading()  # a subscriber behind a backlog at the end
+        for pub in pubs:
+            assert await publish_n(pub, 3000) == ([], ANY)
+            pub.stopping()
+        _, on_time, _ = subs[0]
+        assert await wait_for_count(on_time, "received", 6000) == 6000
+        deadline = time.monotonic() + 10
+        while not subs[0][0].settled() and time.monotonic() < deadline:  # noqa: ASYNC110
+            await asyncio.sleep(0.02)
+        assert subs[0][0].settled()
+        assert not late.settled()  # both publishers' ends are on the board, 6000 owed
+        await _close(subs)
+        assert on_time.counters == Counter(received=6000, expected=6000)
+        owed = late_recorder.counters
+        assert owed["expected"] == 6000
+        assert owed["received"] + owed["undelivered"] == 6000
+        assert owed["undelivered"] > 0
+        for pub in pubs:
+            await pub.close()
 
 
 async def test_topic_template_size_mix_and_shared_subscriptions(tmp_path: Path) -> None:
@@ -181,7 +225,7 @@ async def test_paho_publishes_our_subscriber_receives(tmp_path: Path) -> None:
         await asyncio.to_thread(publish)
         assert await wait_for_count(recorder, "received", 200) == 200
         await asyncio.sleep(0.1)
-        assert recorder.counters == Counter(received=200, foreign=1)
+        assert recorder.counters == Counter(received=200, expected=200, foreign=1)
         assert len(recorder.latencies) == 200
         await _close(subs)
 
@@ -266,7 +310,7 @@ async def test_inflight_sessions_share_a_connection(tmp_path: Path) -> None:
         assert all(errors == [] for errors, _ in results)
         assert await wait_for_count(subs[0][1], "received", 2000) == 2000
         await asyncio.sleep(0.1)
-        assert subs[0][1].counters == Counter(received=2000)
+        assert subs[0][1].counters == Counter(received=2000, expected=2000)
         first = pubs[0].conn
         for p in pubs[:20]:
             await p.close()

@@ -32,6 +32,7 @@ from protobench.protocols.mqtt.codec import (
     Subscribe,
     Unsuback,
     Unsubscribe,
+    connack_text,
     encode,
     encode_properties,
     encode_varint,
@@ -217,6 +218,17 @@ def test_size_limit_is_enforced_before_buffering() -> None:
 
 
 def test_reason_texts() -> None:
-    assert reason_text(5, V311) == "not authorized"
+    assert reason_text(0x80, V311) == "failure"  # the one 3.1.1 SUBACK failure
+    assert reason_text(0x01, V5) == "granted qos 1"
     assert reason_text(0x86, V5) == "bad user name or password"
     assert reason_text(0xFE, V5) == "reason 0xfe"
+
+
+def test_connack_texts_are_version_specific() -> None:
+    assert connack_text(5, V311) == "not authorized"
+    assert connack_text(1, V311) == "unacceptable protocol version"
+    assert connack_text(0x86, V311) == "return code 0x86"
+    # An MQTT 5 client answered 0x01 by a 3.1.1 broker: not "granted qos 1".
+    assert connack_text(1, V5) == "unacceptable protocol version (a 3.1.1 return code)"
+    assert connack_text(0x84, V5) == "unsupported protocol version"
+    assert connack_text(0x85, V5) == "client identifier not valid"

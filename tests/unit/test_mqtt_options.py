@@ -96,6 +96,19 @@ def test_mosquitto_config() -> None:
     assert "max_queued_messages 10" in lines
 
 
+def test_the_embedded_broker_queues_without_limit_and_updates_sys_every_second() -> None:
+    lines = mosquitto_config("127.0.0.1", 1884, MqttBrokerOptions()).splitlines()
+    # mosquitto's default of 1000 queued messages dropped QoS 1 for a busy subscriber
+    assert "max_queued_messages 0" in lines
+    assert "max_queued_bytes 0" in lines
+    assert "sys_interval 1" in lines
+    assert not any(line.startswith("max_inflight_messages") for line in lines)
+    lines = mosquitto_config(
+        "127.0.0.1", 1884, MqttBrokerOptions(max_inflight_messages=100)
+    ).splitlines()
+    assert "max_inflight_messages 100" in lines
+
+
 def test_missing_ca_file_is_a_connect_error() -> None:
     with pytest.raises(OpError, match="ca_file"):
         endpoint("mqtts://127.0.0.1", MqttOptions(ca_file="/nonexistent/ca.pem"))

@@ -7,15 +7,18 @@ with the publisher's id, its sequence number and the send time.
 
 from __future__ import annotations
 
+import asyncio
 import time
+from typing import cast
 
 import pytest
 
 from protobench.protocols.base import SessionContext
 from protobench.protocols.mqtt.client import MqttConnection
 from protobench.protocols.mqtt.codec import PUBACK, V5, V311, Decoder, Publish, encode
+from protobench.protocols.mqtt.endboard import EndBoard
 from protobench.protocols.mqtt.options import MqttOptions, PublishParams
-from protobench.protocols.mqtt.payload import HEADER, HEADER_SIZE, MAGIC
+from protobench.protocols.mqtt.payload import END, HEADER, HEADER_SIZE, MAGIC
 from protobench.protocols.mqtt.sessions import PublishSession
 
 pytestmark = pytest.mark.anyio
@@ -74,3 +77,46 @@ async def test_tracked_publishes_take_free_packet_ids_and_complete_on_puback() -
     conn.data_received(bytes((PUBACK << 4, 2, 0, 3, PUBACK << 4, 2, 0, 1, PUBACK << 4, 2, 0, 9)))
     assert results == [(None, 4), (None, 4)]
     assert sorted(conn.inflight) == [2, 4]
+
+
+class Wire:
+    """A transport that keeps what is written."""
+
+    def __init__(self) -> None:
+        self.written = bytearray()
+
+    def write(self, data: bytes) -> None:
+        self.written += data
+
+    def get_extra_info(self, name: str) -> object:
+        return None
+
+
+@pytest.mark.parametrize("qos", [0, 1])
+async def test_the_end_marker_follows_every_message_and_its_copy_goes_to_the_board(
+    qos: int,
+) -> None:
+    pub = session(V311, qos=qos, size=20)
+    wire, board_wire = Wire(), Wire()
+    pub.conn.connection_made(cast(asyncio.Transport, wire))
+    pub.board = EndBoard(MqttConnection(V311))
+    pub.board.conn.connection_made(cast(asyncio.Transport, board_wire))
+    pub.conn.send_quota = 2  # the third QoS 1 publish waits for the window
+    for _ in range(3):
+        pub.submit(lambda error, n: None)
+    pub.stopping()
+    await asyncio.sleep(0)
+    if qos:
+        assert len(Decoder(V311).feed(bytes(wire.written))) == 2  # no marker before the third
+        assert not board_wire.written
+        pub.conn.data_received(bytes((PUBACK << 4, 2, 0, 1)))
+        await asyncio.sleep(0)
+    packets = Decoder(V311).feed(bytes(wire.written))
+    stamps = [HEADER.unpack_from(p.payload) for p in packets if isinstance(p, Publish)]
+    assert [(flags, seq) for _, flags, _, seq, _ in stamps] == [(0, 0), (0, 1), (0, 2), (END, 3)]
+    assert {publisher for _, _, publisher, _, _ in stamps} == {pub.publisher}
+    # the board's copy: QoS 1 on its own topic and connection, the marker then the data topic
+    [copy] = Decoder(V311).feed(bytes(board_wire.written))
+    assert isinstance(copy, Publish)
+    assert (copy.topic, copy.qos) == (f"protobench-end/{pub.publisher:08x}", 1)
+    assert copy.payload == packets[-1].payload + b"protobench/3"  # type: ignore[union-attr]

@@ -7,9 +7,11 @@ then ``GO`` (the monotonic start time), then control frames (``PAUSE``,
 ``RESUME``, ``RATE``, ``STOP``). It opens its sessions, answers ``HELLO``,
 waits for the start, runs the warmup and sustain phases on uvloop, sends one
 ``STATS`` frame per interval (intervals never straddle a phase boundary), lets
-in-flight exchanges finish during ``drain`` and stream sessions receive for a
-short grace (deliveries still on their way; all of it forms the ``drain``
-phase), then sends ``BYE``. A fatal error is sent as ``ERROR`` with its message.
+in-flight exchanges finish during ``drain`` (sessions are told with
+``stopping``) and stream sessions receive for a short grace and then until
+they are ``settled`` (deliveries still on their way; all of it forms the
+``drain`` phase, bounded by its length), then sends ``BYE``. A fatal error is
+sent as ``ERROR`` with its message.
 """
 
 from __future__ import annotations
@@ -41,7 +43,7 @@ from protobench.protocols.base import SessionContext, StreamSession
 
 OPEN_CONCURRENCY = 256
 STREAM_GRACE = 0.5
-"""Seconds stream sessions keep receiving after the last exchange ended (in flight deliveries)."""
+"""Seconds stream sessions keep receiving at least after the last exchange ended."""
 TICK = 0.05
 """Seconds between the worker's lag measurements and folds of recorded latencies."""
 
@@ -230,6 +232,9 @@ class Worker:
                     break
             phase_start = phase_end
         self.state.stop()
+        sessions = [s.session for slots in self.slots.values() for s in slots if s.session]
+        for session in sessions:
+            session.stopping()
         drain_start = time.monotonic()
         deadline = drain_start + plan.drain
         while time.monotonic() < deadline and any(  # noqa: ASYNC110 - polled only while draining
@@ -237,7 +242,14 @@ class Worker:
         ):
             await asyncio.sleep(0.01)
         if any(isinstance(d, StreamDriver) for d in self.drivers):
-            await asyncio.sleep(max(0.0, min(STREAM_GRACE, deadline - time.monotonic())))
+            # Deliveries still on their way: at least the grace, then until every stream
+            # session is settled (nothing more expected), within the drain.
+            grace_end = time.monotonic() + STREAM_GRACE
+            streams = [s for s in sessions if isinstance(s, StreamSession)]
+            while (now := time.monotonic()) < deadline and (  # noqa: ASYNC110
+                now < grace_end or not all(s.settled() for s in streams)
+            ):
+                await asyncio.sleep(0.01)
         for task in tasks:
             task.cancel()
         await asyncio.gather(*tasks, return_exceptions=True)

@@ -151,6 +151,10 @@ class Session(abc.ABC):
     async def close(self) -> None:
         """Release the connection; never raises."""
 
+    def stopping(self) -> None:
+        """The run issues no more exchanges (the drain begins); e.g. announce a final count."""
+        return None
+
 
 class CallbackSession(Session):
     """A session driven by callbacks: the engine's fastest path."""
@@ -174,6 +178,10 @@ class StreamSession(Session):
     @abc.abstractmethod
     async def run(self, recorder: OpRecorder) -> None:
         """Receive until cancelled, recording every message in ``recorder``."""
+
+    def settled(self) -> bool:
+        """True when nothing more is on its way: the drain ends early once all are settled."""
+        return True
 
 
 class Protocol(abc.ABC):

@@ -5,7 +5,14 @@ starts ``mosquitto`` on the loopback address with a config written to a
 temporary directory: persistence off, one listener on the port, anonymous
 clients allowed, plus an optional ``password_file`` (users listed there must
 give the right password; a wrong one is refused with "bad user name or
-password"), ``max_queued_messages`` and ``sys_interval``. The announcement is
+password"). Loss means loss: no queue limit per client (``max_queued_messages
+0`` and ``max_queued_bytes 0``; mosquitto's default of 1000 queued messages
+drops QoS 0 and QoS 1 messages for a subscriber that falls behind a burst), unless
+``max_queued_messages`` asks for one, and ``max_inflight_messages`` is
+mosquitto's own unless given. ``$SYS`` is updated every second
+(``sys_interval``), so the subscribers' watch of
+``$SYS/broker/publish/messages/dropped`` (the ``broker_dropped`` counter) is
+current at the end of a run. The announcement is
 ``mqtt://127.0.0.1:PORT`` with kind ``"mosquitto X.Y.Z"`` and **mosquitto's
 PID**, so the run samples the broker's own memory and CPU.
 
@@ -50,8 +57,13 @@ class MqttBrokerOptions(StrictModel):
     password_file: str | None = Field(
         default=None, description="mosquitto password file (mosquitto_passwd format)"
     )
-    max_queued_messages: int | None = Field(default=None, ge=0)
-    sys_interval: int = Field(default=10, ge=0, description="seconds between $SYS updates")
+    max_queued_messages: int = Field(
+        default=0, ge=0, description="messages queued per client before the broker drops (0: none)"
+    )
+    max_inflight_messages: int | None = Field(
+        default=None, ge=0, description="QoS 1/2 messages in flight per client (mosquitto's: 20)"
+    )
+    sys_interval: int = Field(default=1, ge=0, description="seconds between $SYS updates")
 
 
 def find_mosquitto() -> str | None:
@@ -95,9 +107,24 @@ def mosquitto_config(host: str, port: int, options: MqttBrokerOptions) -> str:
         lines.append("user root")
     if options.password_file:
         lines.append(f"password_file {Path(options.password_file).resolve()}")
-    if options.max_queued_messages is not None:
-        lines.append(f"max_queued_messages {options.max_queued_messages}")
+    lines.append(f"max_queued_messages {options.max_queued_messages}")
+    lines.append("max_queued_bytes 0")
+    if options.max_inflight_messages is not None:
+        lines.append(f"max_inflight_messages {options.max_inflight_messages}")
     return "\n".join(lines) + "\n"
+
+
+async def _spawn_mosquitto(binary: str, conf: Path, log_path: Path) -> asyncio.subprocess.Process:
+    """Start mosquitto with ``conf``, its output appended to ``log_path`` (the one spawn)."""
+    with log_path.open("ab") as log:
+        return await asyncio.create_subprocess_exec(
+            binary,
+            "-c",
+            str(conf),
+            stdin=asyncio.subprocess.DEVNULL,
+            stdout=log,
+            stderr=log,
+        )
 
 
 async def _listening(host: str, port: int, proc: asyncio.subprocess.Process) -> bool:
@@ -158,15 +185,7 @@ class MqttBrokerTarget(EmbeddedTarget):
                 chosen = port or free_port(host)
                 conf = Path(tmp) / "mosquitto.conf"
                 conf.write_text(mosquitto_config(host, chosen, options))
-                with log_path.open("ab") as log:
-                    proc = await asyncio.create_subprocess_exec(
-                        binary,
-                        "-c",
-                        str(conf),
-                        stdin=asyncio.subprocess.DEVNULL,
-                        stdout=log,
-                        stderr=log,
-                    )
+                proc = await _spawn_mosquitto(binary, conf, log_path)
                 try:
                     if await _listening(host, chosen, proc):
                         ready(

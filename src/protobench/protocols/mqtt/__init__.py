@@ -9,9 +9,10 @@ and :mod:`.options` for the options and parameters.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import ClassVar
+from typing import Any, ClassVar
 
 from protobench.protocols.base import Protocol, Session, SessionContext, StrictModel
+from protobench.protocols.mqtt.diagnose import findings
 from protobench.protocols.mqtt.options import (
     ConnectParams,
     IdleParams,
@@ -37,6 +38,27 @@ class MqttProtocol(Protocol):
     embedded_target = "mqtt"
     url_schemes = ("mqtt", "mqtts")
     secret_options = frozenset({"password"})
+    latency_kinds: ClassVar[Mapping[str, str]] = {
+        "publish": "local_write",
+        "subscribe": "one_way",
+        "connect": "round_trip",
+        "idle": "round_trip",
+    }
+    """What each op's latency measures. ``publish`` is a local write at QoS 0 (the
+    default and the built-ins' fan-out and throughput) but ``to_ack`` (to PUBACK or
+    PUBCOMP) at QoS 1/2: :meth:`latency_kind` tells by the group's params. ``idle``
+    records no latency."""
+
+    def latency_kind(self, op: str, params: Mapping[str, Any]) -> str:
+        """What ``op``'s latency measures with these group params (``publish`` by QoS)."""
+        if op == "publish" and int(params.get("qos", 0)):
+            return "to_ack"
+        return self.latency_kinds[op]
+
+    def diagnose(self, ops: Mapping[str, Mapping[str, int]]) -> list[str]:
+        """Where messages stayed: broker drops, subscriber backlog, generator (see
+        :mod:`.diagnose`)."""
+        return findings(ops)
 
     async def open_session(self, ctx: SessionContext) -> Session:
         return await open_session(ctx)

@@ -64,6 +64,7 @@ from protobench.protocols.mqtt.codec import (
     Suback,
     Subscribe,
     Unsuback,
+    connack_text,
     encode,
     reason_text,
 )
@@ -113,9 +114,10 @@ def map_os_error(exc: OSError, during: str) -> OpError:
 def connack_error(connack: Connack, version: int) -> OpError:
     """The error for a CONNACK that refuses the connection."""
     code = connack.reason
-    auth = AUTH_REASONS_V5 if version == V5 else AUTH_REASONS_V311
+    # 4 and 5 are no MQTT 5 reasons: a v5 client reads them from a 3.1.1 broker.
+    auth = AUTH_REASONS_V311 | AUTH_REASONS_V5 if version == V5 else AUTH_REASONS_V311
     cls = ErrorClass.AUTH if code in auth else ErrorClass.PROTOCOL
-    return OpError(cls, f"CONNACK refused: {reason_text(code, version)}", code=f"0x{code:02x}")
+    return OpError(cls, f"CONNACK refused: {connack_text(code, version)}", code=f"0x{code:02x}")
 
 
 def _pubacks(pids: list[int]) -> bytes:

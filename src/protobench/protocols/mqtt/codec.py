@@ -152,10 +152,28 @@ CONNACK_V311_TEXT: Final = {
 """The text of MQTT 3.1.1 CONNACK return codes."""
 
 
+def connack_text(code: int, version: int) -> str:
+    """The meaning of a refusing CONNACK's code for a client that asked for ``version``.
+
+    A 3.1.1 broker answers 1..5 (3.1.1 return codes), an MQTT 5 broker a reason
+    code >= 0x80. 1..5 are no MQTT 5 CONNACK reason, so a v5 client reading one
+    was answered by a broker speaking 3.1.1 (0x01: it does not speak MQTT 5).
+    """
+    text = CONNACK_V311_TEXT.get(code)
+    if text is not None:
+        return text if version == V311 else f"{text} (a 3.1.1 return code)"
+    if version == V311:
+        return f"return code 0x{code:02x}"
+    return reason_text(code, version)
+
+
 def reason_text(code: int, version: int) -> str:
-    """A short name for a reason code (3.1.1 CONNACK return codes when ``version`` is 4)."""
-    if version == V311 and code in CONNACK_V311_TEXT:
-        return CONNACK_V311_TEXT[code]
+    """A short name for the reason code of a SUBACK, PUBACK, DISCONNECT... (MQTT 5).
+
+    3.1.1 has one failure code, the SUBACK's 0x80. CONNACK: :func:`connack_text`.
+    """
+    if version == V311 and code == 0x80:
+        return "failure"
     try:
         return Reason(code).name.lower().replace("_", " ")
     except ValueError:

@@ -42,7 +42,10 @@ class MqttOptions(StrictModel):
     version: Version = "3.1.1"
     username: str | None = None
     password: str | None = Field(default=None, description="secret: never stored nor printed")
-    client_id_prefix: str = "pb-"
+    client_id_prefix: str = Field(
+        default="pb",
+        description="client ids are PREFIX + group + x + index ([0-9a-zA-Z] by default)",
+    )
     keepalive: Duration = Field(default=60.0, description="seconds; 0 turns keepalive off")
     clean_session: bool = True
     session_expiry: Duration = Field(

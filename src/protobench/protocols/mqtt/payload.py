@@ -6,6 +6,10 @@ clock is shared by every process of a Linux host, so a subscriber in another
 worker process computes the end-to-end latency as ``its monotonic_ns() - send
 time``; publisher and subscriber must run on the same host.
 
+A publisher ends with one *end marker* (:func:`end_marker`): a stamp alone
+with the flag :data:`END` whose sequence field is the number of messages the
+publisher sent, so that its subscribers know what they should have received.
+
 The publisher id is random per publisher session (a reconnected publisher is a
 new publisher, its sequence starting at 0 again), the sequence counts that
 session's messages from 0. :class:`SequenceTracker` follows every publisher's
@@ -22,6 +26,8 @@ from collections.abc import Mapping, MutableMapping
 from typing import Final
 
 MAGIC: Final = 0x5042
+END: Final = 0x0001
+"""The flag of an end marker: the sequence field is the publisher's final count."""
 HEADER: Final = struct.Struct(">HHIIq")
 HEADER_SIZE: Final = HEADER.size
 MAX_GAPS: Final = 64
@@ -32,6 +38,11 @@ MIX_SLOTS: Final = 256
 def stamp(publisher: int, seq: int, now_ns: int) -> bytes:
     """The 20-byte stamp that starts every payload."""
     return HEADER.pack(MAGIC, 0, publisher, seq & 0xFFFFFFFF, now_ns)
+
+
+def end_marker(publisher: int, count: int, now_ns: int) -> bytes:
+    """The payload announcing that ``publisher`` sent ``count`` messages and no more."""
+    return HEADER.pack(MAGIC, END, publisher, count & 0xFFFFFFFF, now_ns)
 
 
 def stamp_struct(before: str) -> struct.Struct:
@@ -82,39 +93,63 @@ class SequenceTracker:
     skipped; a skipped one arriving later is ``out_of_order`` and takes one
     back from ``lost``; one already seen is ``duplicated``. The first message
     seen from a publisher starts its count (messages before it are not lost:
-    the subscriber was not there).
+    the subscriber was not there). :meth:`end` takes a publisher's end marker:
+    the messages after the last one received never came (``undelivered``).
 
     ``expected`` maps every publisher seen to its next sequence number; a hot
-    path may advance it itself for a message in order and call :meth:`observe`
-    for the others.
+    path may advance it itself for a message in order (one more ``expected``
+    message) and call :meth:`observe` for the others, which returns how many
+    more messages the subscriber now knows it should have received. So
+    ``expected = received - duplicated + lost + undelivered``.
     """
 
-    __slots__ = ("_gaps", "expected")
+    __slots__ = ("_gaps", "ended", "expected")
 
     def __init__(self) -> None:
         self.expected: dict[int, int] = {}
+        self.ended: set[int] = set()
         self._gaps: dict[int, list[list[int]]] = {}
 
     @property
     def publishers(self) -> int:
         return len(self.expected)
 
-    def observe(self, publisher: int, seq: int, counters: MutableMapping[str, int]) -> None:
+    def observe(self, publisher: int, seq: int, counters: MutableMapping[str, int]) -> int:
         expected = self.expected.get(publisher)
         if expected == seq or expected is None:
             self.expected[publisher] = seq + 1
-        elif seq > expected:
+            return 1
+        if seq > expected:
             counters["lost"] = counters.get("lost", 0) + seq - expected
             gaps = self._gaps.setdefault(publisher, [])
             gaps.append([expected, seq])
             if len(gaps) > MAX_GAPS:
                 del gaps[0]
             self.expected[publisher] = seq + 1
-        elif self._fill(publisher, seq):
+            return seq + 1 - expected
+        if self._fill(publisher, seq):
             counters["lost"] = counters.get("lost", 0) - 1
             counters["out_of_order"] = counters.get("out_of_order", 0) + 1
         else:
             counters["duplicated"] = counters.get("duplicated", 0) + 1
+        return 0
+
+    def end(self, publisher: int, count: int, counters: MutableMapping[str, int]) -> int:
+        """``publisher`` sent ``count`` messages: count the tail never received as
+        ``undelivered`` (all of them for a publisher never heard); return it."""
+        if publisher in self.ended:
+            return 0
+        self.ended.add(publisher)
+        tail = max(0, count - self.expected.get(publisher, 0))
+        self.expected[publisher] = max(count, self.expected.get(publisher, 0))
+        if tail:
+            counters["undelivered"] = counters.get("undelivered", 0) + tail
+        return tail
+
+    @property
+    def unfinished(self) -> int:
+        """Publishers heard whose end marker has not come."""
+        return len(self.expected) - len(self.ended)
 
     def _fill(self, publisher: int, seq: int) -> bool:
         """Remove ``seq`` from the publisher's gaps; False if it was not missing."""

@@ -7,14 +7,32 @@ out in bursts of at most :data:`BURST` per event-loop turn, and not at all while
 the transport's buffer is full (back-pressure), so a back-to-back publisher
 runs as fast as the broker reads and never faster; held longer than the
 timeout, they fail with ``timeout``. Sessions of a group share
-connections ``inflight`` at a time (:class:`ConnectionShare`).
+connections ``inflight`` at a time (:class:`ConnectionShare`). When the run
+stops, each publisher sends its end marker (once its own queued QoS 1/2
+messages are out), carrying how many messages it sent.
 
 ``subscribe`` (:class:`SubscribeSession`) records, for every stamped message,
 the end-to-end latency from the publisher's send time, and the counters
 ``received``, ``lost``, ``duplicated``, ``out_of_order`` (per publisher, see
 :mod:`~protobench.protocols.mqtt.payload`) and ``foreign`` (unstamped
-payloads). Filters with ``$share/`` receive a share of each publisher's
-sequence, so only ``received`` is counted for them.
+payloads), plus ``expected`` (what it should have received: ``received -
+duplicated + lost + undelivered``) and, from the publishers' end markers,
+``undelivered`` (messages after the last one received that never came by the
+end of the drain). A subscriber is settled (the drain may end) once every
+publisher it heard has ended, or nothing came for :data:`QUIET` seconds; at the
+end it counts ``unfinished`` publishers whose end never came (their tail is
+unknown). Publishers also copy their end marker beside the data, so that a
+subscriber behind a backlog still learns what it owes (:mod:`.endboard`).
+The subscriber of index 0 of a group also watches the broker's
+``$SYS`` dropped total (``broker_dropped``, see :mod:`.brokerstats`). Filters
+with ``$share/`` receive a share of each publisher's sequence, so only
+``received`` is counted for them.
+
+Messages that reach a subscriber before its run starts (a publisher in another
+process may start a few milliseconds sooner) are kept and counted when it does.
+
+Every transport connection opened is counted as ``connects`` (sessions sharing
+a connection count it once).
 
 ``connect`` (:class:`ConnectSession`) opens a new connection per exchange and
 closes it with DISCONNECT once CONNACK arrived; ``idle`` (:class:`IdleSession`)
@@ -41,8 +59,19 @@ from protobench.protocols.base import (
     SessionContext,
     StreamSession,
 )
+from protobench.protocols.mqtt.brokerstats import DropWatch, watch_drops
 from protobench.protocols.mqtt.client import MqttConnection, monotonic_ns, open_connection
-from protobench.protocols.mqtt.codec import V5, Connect, Prop, publish_prefix, reason_text
+from protobench.protocols.mqtt.codec import (
+    V5,
+    Connect,
+    Prop,
+    Publish,
+    encode,
+    publish_prefix,
+    reason_text,
+)
+from protobench.protocols.mqtt.endboard import EndBoard, topic_matches
+from protobench.protocols.mqtt.ids import client_id as make_client_id
 from protobench.protocols.mqtt.options import (
     MqttOptions,
     PublishParams,
@@ -55,16 +84,19 @@ from protobench.protocols.mqtt.payload import (
     MAGIC,
     SequenceTracker,
     SizeMix,
+    end_marker,
     new_publisher_id,
     stamp_struct,
 )
 
 BURST: Final = 128
 """QoS 0 completions handed out per session and event-loop turn."""
+QUIET: Final = 0.5
+"""Seconds without a message after which a subscriber expects nothing more."""
 
 
-def client_id(options: MqttOptions, ctx: SessionContext) -> str:
-    return f"{options.client_id_prefix}{ctx.group}-{ctx.index}"
+def client_id(options: MqttOptions, ctx: SessionContext, group: str | None = None) -> str:
+    return make_client_id(options.client_id_prefix, group or ctx.group, ctx.index)
 
 
 def connect_packet(options: MqttOptions, cid: str) -> Connect:
@@ -93,6 +125,7 @@ async def dial(ctx: SessionContext, cid: str) -> MqttConnection:
         within=ctx.timeout,
         ssl_context=where.ssl_context,
     )
+    ctx.count("connects", 1)
     half = options.keepalive / 2
     conn.start_keepalive(options.keepalive, first_delay=half * random.uniform(0.5, 1.0))
     return conn
@@ -172,11 +205,14 @@ class PublishSession(CallbackSession):
         "_draining",
         "_loop",
         "_pack",
+        "_queued",
         "_ready",
         "_release",
         "_scheduled",
         "_stall_timer",
+        "_stopping",
         "_templates",
+        "board",
         "conn",
         "fixed_topic",
         "index",
@@ -196,8 +232,10 @@ class PublishSession(CallbackSession):
         release: Callable[[], None],
         ctx: SessionContext,
         params: PublishParams,
+        board: EndBoard | None = None,
     ) -> None:
         self.conn = conn
+        self.board = board
         self._release = release
         self._loop = asyncio.get_running_loop()
         self.params = params
@@ -218,6 +256,8 @@ class PublishSession(CallbackSession):
         self._scheduled = False
         self._draining = False
         self._stall_timer: asyncio.TimerHandle | None = None
+        self._queued = 0
+        self._stopping = False
 
     def _template(self, topic: str, size: int) -> tuple[bytearray, int]:
         """A PUBLISH of ``size`` payload bytes to ``topic`` with zeros where the packet
@@ -255,9 +295,16 @@ class PublishSession(CallbackSession):
                 self._scheduled = True
                 self._loop.call_soon(self._drain)
         elif conn.paused or conn.waiting or len(conn.inflight) >= conn.send_quota:
-            conn.waiting.append(lambda: self._send_tracked(done))
+            self._queued += 1
+            conn.waiting.append(lambda: self._send_queued(done))
         else:
             self._send_tracked(done)
+
+    def _send_queued(self, done: Done) -> None:
+        self._queued -= 1
+        self._send_tracked(done)
+        if self._stopping and not self._queued:
+            self._send_end()
 
     def _send_tracked(self, done: Done) -> None:
         conn = self.conn
@@ -270,6 +317,27 @@ class PublishSession(CallbackSession):
             done(exc, 0)
             return
         conn.send(self._frame(pid))
+
+    def stopping(self) -> None:
+        """Send the end marker, after this publisher's messages still waiting for the window."""
+        self._stopping = True
+        if not self._queued:
+            self._send_end()
+
+    def _send_end(self) -> None:
+        """The end marker: same topic and QoS, so it follows this publisher's messages."""
+        conn = self.conn
+        if conn.error is not None:
+            return
+        topic = self.fixed_topic or self.params.topic.format(client=self.index, seq=self.seq)
+        payload = end_marker(self.publisher, self.seq, monotonic_ns())
+        if self.board is not None:
+            self.board.announce(self.publisher, payload, topic, self.timeout)
+        try:
+            pid = conn.track(_ignore, self.timeout) if self.qos else 0
+        except OpError:
+            return
+        conn.send(encode(Publish(topic, payload, self.qos, packet_id=pid), conn.version))
 
     def _drain(self) -> None:
         """Complete queued QoS 0 publishes (their re-submissions join the same burst)."""
@@ -309,7 +377,9 @@ class PublishSession(CallbackSession):
         self._stall_timer = None
         ready, self._ready = self._ready, deque()
         error = OpError(
-            ErrorClass.TIMEOUT, f"send buffer full for {self.timeout:g}s: the broker is not reading"
+            ErrorClass.TIMEOUT,
+            f"send buffer full for {self.timeout:g}s: the broker is not reading "
+            "(stalled, or busy with subscribers behind: see undelivered)",
         )
         for done in ready:
             done(error, 0)
@@ -320,6 +390,10 @@ class PublishSession(CallbackSession):
 
 
 def _nothing() -> None:
+    return None
+
+
+def _ignore(error: OpError | None, nbytes: int) -> None:
     return None
 
 
@@ -344,32 +418,96 @@ class _HeldConnection(StreamSession):
 class SubscribeSession(_HeldConnection):
     """A subscriber measuring end-to-end latency and per-publisher sequence health."""
 
-    def __init__(self, conn: MqttConnection, shared: bool) -> None:
+    def __init__(
+        self,
+        conn: MqttConnection,
+        shared: bool,
+        drops: DropWatch | None = None,
+        board: EndBoard | None = None,
+        filters: tuple[str, ...] = (),
+    ) -> None:
         super().__init__(conn)
         self.tracker: SequenceTracker | None = None if shared else SequenceTracker()
+        self.drops = drops
+        self.board = board
+        self.filters = filters
         self._recorder: OpRecorder | None = None
+        self._early: list[tuple[bytes, list[int], int]] | None = []
+        self._last_message = monotonic_ns()
         conn.on_messages = self._messages
 
     async def run(self, recorder: OpRecorder) -> None:
         self._recorder = recorder
+        if self.drops is not None:
+            self.drops.recorder = recorder
+        # Messages that came before the run reached this session (a publisher in another
+        # process may start a few milliseconds sooner) are counted now, not dropped.
+        early, self._early = self._early or [], None
+        for data, spans, now in early:
+            self._messages(data, spans, now)
         try:
             await self._hold(recorder)
         finally:
+            self._tally_ends(recorder)
             self._recorder = None
+            if self.drops is not None:
+                self.drops.recorder = None
+                if self.drops.last is not None:
+                    recorder.count("broker_dropped", 0)  # the broker told: shown even when 0
+
+    def _tally_ends(self, recorder: OpRecorder) -> None:
+        """At the end: the board's publishers matching our filters whose end marker did not
+        come in line owe their tail (``undelivered``); the rest are ``unfinished``."""
+        tracker = self.tracker
+        if tracker is None:
+            return
+        if self.board is not None:
+            counters = recorder.counters
+            for publisher, (count, topic) in self.board.ends.items():
+                if publisher not in tracker.ended and any(
+                    topic_matches(f, topic) for f in self.filters
+                ):
+                    counters["expected"] += tracker.end(publisher, count, counters)
+        if tracker.unfinished:
+            recorder.count("unfinished", tracker.unfinished)
+
+    def settled(self) -> bool:
+        """Every publisher heard has ended or was received up to its final count (as the
+        board tells), or nothing came for :data:`QUIET` seconds."""
+        tracker = self.tracker
+        if tracker is not None and tracker.expected:
+            ends = self.board.ends if self.board is not None else {}
+            ended = tracker.ended
+            for publisher, upto in tracker.expected.items():
+                if publisher not in ended:
+                    final = ends.get(publisher)
+                    if final is None or upto < final[0]:
+                        break
+            else:
+                return True
+        return monotonic_ns() - self._last_message >= QUIET * 1e9
+
+    async def close(self) -> None:
+        if self.drops is not None:
+            self.drops.close()
+        await super().close()
 
     def _messages(self, data: bytes, spans: list[int], now: int) -> None:
         """The messages of one read (counters are added once per read, not per message)."""
         recorder = self._recorder
         if recorder is None:
+            if self._early is not None:
+                self._early.append((data, spans, now))
             return
         append = recorder.latencies.append
         unpack = HEADER.unpack_from
         tracker = self.tracker
         expected = tracker.expected if tracker is not None else {}
         counters = recorder.counters
-        received = foreign = size = 0
+        received = foreign = size = advanced = 0
         i = 0
         n = len(spans)
+        self._last_message = now
         while i < n:
             start = spans[i]
             end = spans[i + 1]
@@ -377,9 +515,13 @@ class SubscribeSession(_HeldConnection):
             if end - start < HEADER_SIZE:
                 foreign += 1
                 continue
-            magic, _, publisher, seq, sent = unpack(data, start)
+            magic, flags, publisher, seq, sent = unpack(data, start)
             if magic != MAGIC:
                 foreign += 1
+                continue
+            if flags:
+                if tracker is not None:
+                    advanced += tracker.end(publisher, seq, counters)
                 continue
             append(now - sent)
             size += end - start
@@ -387,11 +529,14 @@ class SubscribeSession(_HeldConnection):
             if tracker is not None:
                 if expected.get(publisher) == seq:
                     expected[publisher] = seq + 1
+                    advanced += 1
                 else:
-                    tracker.observe(publisher, seq, counters)
+                    advanced += tracker.observe(publisher, seq, counters)
         if received:
             counters["received"] += received
             recorder.bytes_in += size
+        if advanced:
+            counters["expected"] += advanced
         if foreign:
             counters["foreign"] += foreign
 
@@ -421,6 +566,7 @@ class ConnectSession(AsyncSession):
             within=self.ctx.timeout,
             ssl_context=where.ssl_context,
         )
+        self.ctx.count("connects", 1)
         conn.disconnect()
         return 4
 
@@ -431,6 +577,13 @@ class ConnectSession(AsyncSession):
 # --------------------------------------------------------------------------- opening
 
 
+async def _board(ctx: SessionContext, options: MqttOptions) -> EndBoard | None:
+    """This process's end board (opened by its first publisher or subscriber)."""
+    return await EndBoard.of(
+        ctx.target, lambda: dial(ctx, client_id(options, ctx, f"{ctx.group}$end")), ctx.timeout
+    )
+
+
 async def open_session(ctx: SessionContext) -> CallbackSession | AsyncSession | StreamSession:
     """Open the session of ``ctx.op`` (the params were validated by the engine)."""
     options = cast(MqttOptions, ctx.options)
@@ -439,13 +592,11 @@ async def open_session(ctx: SessionContext) -> CallbackSession | AsyncSession | 
         params = cast(PublishParams, ctx.params)
         if params.inflight > 1:
             share = ConnectionShare.of(ctx.target, ctx.group, params.inflight)
-            conn, release = await share.acquire(
-                lambda: dial(ctx, f"{options.client_id_prefix}{ctx.group}-{ctx.index}")
-            )
+            conn, release = await share.acquire(lambda: dial(ctx, client_id(options, ctx)))
         else:
             conn = await dial(ctx, client_id(options, ctx))
             release = conn.disconnect
-        return PublishSession(conn, release, ctx, params)
+        return PublishSession(conn, release, ctx, params, await _board(ctx, options))
     if ctx.op == "subscribe":
         sub = cast(SubscribeParams, ctx.params)
         conn = await dial(ctx, client_id(options, ctx))
@@ -462,7 +613,13 @@ async def open_session(ctx: SessionContext) -> CallbackSession | AsyncSession | 
                 f"SUBACK refused: {reason_text(refused[0], conn.version)}",
                 code=f"0x{refused[0]:02x}",
             )
-        return SubscribeSession(conn, shared=any(t.startswith("$share/") for t in sub.topics))
+        drops = None
+        if ctx.index == 0:
+            drops = await watch_drops(
+                await dial(ctx, client_id(options, ctx, f"{ctx.group}$SYS")), ctx.timeout
+            )
+        shared = any(t.startswith("$share/") for t in sub.topics)
+        return SubscribeSession(conn, shared, drops, await _board(ctx, options), tuple(sub.topics))
     if ctx.op == "idle":
         return IdleSession(await dial(ctx, client_id(options, ctx)))
     if ctx.op == "connect":

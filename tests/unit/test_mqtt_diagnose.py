@@ -1,0 +1,44 @@
+"""The MQTT findings name who held messages back, with the figures."""
+
+from __future__ import annotations
+
+from protobench.protocols.mqtt import MqttProtocol
+from protobench.protocols.mqtt.diagnose import findings
+
+
+def test_a_run_where_everything_arrived_has_no_finding() -> None:
+    ops = {"publish": {}, "subscribe": {"received": 1000, "expected": 1000}}
+    assert findings(ops) == []
+
+
+def test_broker_drops_are_named_as_the_broker_s() -> None:
+    ops = {"subscribe": {"received": 600, "expected": 1000, "lost": 400, "broker_dropped": 400}}
+    [finding] = findings(ops)
+    assert "the broker dropped 400 messages" in finding
+    assert "600 of 1,000 expected" in finding
+
+
+def test_a_backlog_without_drops_blames_the_subscribers_not_the_broker() -> None:
+    ops = {"subscribe": {"received": 300_000, "expected": 1_000_000, "undelivered": 700_000}}
+    [finding] = findings(ops)
+    assert finding.startswith("subscribers fell behind: 700,000 messages not received")
+    assert "the broker dropped none" in finding
+    ops = {"subscribe": {"received": 10, "expected": 10, "unfinished": 3}}
+    assert "3 publishers' ends still queued" in findings(ops)[0]
+
+
+def test_gaps_and_a_late_generator_are_findings_of_their_own() -> None:
+    ops = {"publish": {"behind": 5000}, "subscribe": {"received": 90, "expected": 100, "lost": 10}}
+    lost, generator = findings(ops)
+    assert lost.startswith("10 messages lost on the way")
+    assert generator.startswith("the generator fell behind: 5,000 publishes")
+
+
+def test_the_plugin_s_hook_is_the_pure_function_and_kinds_cover_every_op() -> None:
+    plugin = MqttProtocol()
+    ops = {"subscribe": {"received": 1, "expected": 2, "undelivered": 1}}
+    assert plugin.diagnose(ops) == findings(ops)
+    assert set(plugin.latency_kinds) == set(plugin.operations)
+    assert plugin.latency_kind("publish", {"qos": 0}) == "local_write"
+    assert plugin.latency_kind("publish", {"qos": 1}) == "to_ack"
+    assert plugin.latency_kind("subscribe", {"qos": 1}) == "one_way"
