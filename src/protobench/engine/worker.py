@@ -46,6 +46,7 @@ from protobench.engine.schedule import (
 )
 from protobench.engine.waker import tighten_timer_slack
 from protobench.hostutil import raise_fd_limit
+from protobench.lifeline import die_with_parent
 from protobench.protocols import registry
 from protobench.protocols.base import SessionContext, StreamSession
 
@@ -383,6 +384,7 @@ async def _serve_run(
 
 
 def main() -> int:
+    die_with_parent()
     log_path = sys.argv[1] if len(sys.argv) > 1 else os.devnull
     out = FrameWriter(os.dup(1))
     log_fd = os.open(log_path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
