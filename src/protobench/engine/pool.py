@@ -129,8 +129,8 @@ class WorkerPool:
                 self._running += 1
                 self._group.start_soon(self._read, handle)
             self._group.start_soon(self._watch)
-        except BaseException as exc:
-            await self.__aexit__(type(exc), exc, exc.__traceback__)
+        except BaseException:
+            await self.__aexit__(None, None, None)  # stops the workers already started
             raise
         return self
 
