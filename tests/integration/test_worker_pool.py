@@ -18,7 +18,6 @@ from typing import Any
 import anyio
 import pytest
 
-from protobench.engine import pool as pool_module
 from protobench.engine.plan import GroupPlan, RunPlan, worker_slices
 from protobench.engine.pool import Frame, WorkerPool
 from tests.integration.http_server import http_target
@@ -121,7 +120,7 @@ async def test_abort_kills_every_worker_at_once(tmp_path: Path) -> None:
 async def test_a_failed_spawn_stops_the_workers_already_started(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    real = pool_module.anyio.open_process
+    real = anyio.open_process
     started: list[Any] = []
 
     async def open_process(*args: Any, **kwargs: Any) -> Any:
@@ -130,7 +129,7 @@ async def test_a_failed_spawn_stops_the_workers_already_started(
         started.append(await real(*args, **kwargs))
         return started[-1]
 
-    monkeypatch.setattr(pool_module.anyio, "open_process", open_process)
+    monkeypatch.setattr(anyio, "open_process", open_process)
     slices = worker_slices(_plan("http://127.0.0.1:1/", 3, 30.0))
     with anyio.fail_after(30), pytest.raises(OSError, match="Too many open files"):
         async with WorkerPool(slices, tmp_path):
