@@ -102,7 +102,7 @@ async def embedded_target(
         assert process.stdin is not None
         with contextlib.suppress(anyio.BrokenResourceError, OSError):
             await process.stdin.send(json.dumps(serve_flags(options)).encode())
-        await process.stdin.aclose()
+            await process.stdin.aclose()
         yield StartingTarget(name, process, log_path)
     finally:
         await stop_process(process)
