@@ -55,7 +55,7 @@ STREAM_GRACE = 0.5
 """Seconds stream sessions keep receiving after the last exchange ended (in flight deliveries)."""
 TICK = 0.05
 """Seconds between the worker's lag measurements and folds of recorded latencies."""
-SWEEP = 0.25
+SWEEP = 0.5
 """Seconds between sweeps for exchanges pending longer than the timeout (at most)."""
 CONTROL = frozenset({"PAUSE", "RESUME", "RATE"})
 
