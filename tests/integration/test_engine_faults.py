@@ -146,3 +146,27 @@ async def test_a_serve_password_is_on_no_command_line(tmp_path: Path) -> None:
         for pid in pids:
             cmdline = await anyio.Path(f"/proc/{pid}/cmdline").read_bytes()
             assert secret.encode() not in cmdline
+
+
+def test_a_plugin_exception_is_a_local_error_not_a_dead_worker(
+    tmp_path: Path, cli: Callable[..., CliResult]
+) -> None:
+    """Haystack over https with a CA file that does not exist: the plugin raises
+    FileNotFoundError when it opens a session (the worker used to die of it)."""
+    missing = tmp_path / "missing-ca.pem"
+    result = cli(
+        "run", "haystack-http", "--target", "https://127.0.0.1:1/api/", "--opt",
+        f"ca_file={missing}", "-c", "5", "-p", "1", "--warmup", "0s", "--duration", "1s",
+        "--json", "--quiet",
+    )  # fmt: skip
+    report = result.json()
+    assert "Traceback" not in result.stderr
+    assert all(worker["error"] is None for worker in report["workers"])
+    sustain = report["phases"]["sustain"]["total"]
+    assert sustain["errors_by_class"]["local"] >= 5
+    assert sustain["error_codes"]["local:FileNotFoundError"] == sustain["errors_by_class"]["local"]
+    assert sustain["counters"]["connect_failed"] >= 5
+    assert sustain["counters"]["down_us"] > 0
+    logs = list((tmp_path / report["workers"][0]["log"]).parent.glob("worker-*.log"))
+    assert logs
+    assert sum(log.read_text().count("Traceback") for log in logs) == 1  # once per type
