@@ -58,6 +58,8 @@ TICK = 0.05
 SWEEP = 0.5
 """Seconds between sweeps for exchanges pending longer than the timeout (at most)."""
 CONTROL = frozenset({"PAUSE", "RESUME", "RATE"})
+CLOSE_TIMEOUT = 2.0
+"""Seconds the worker waits at least for its sessions to close (a plugin may hang there)."""
 
 Driver = ClosedDriver | ArrivalDriver | StreamDriver
 
@@ -290,8 +292,13 @@ class Worker:
         self.flush("drain", 0, 0.0, time.monotonic() - drain_start)
 
     async def close(self) -> None:
-        for slots in self.slots.values():
-            await asyncio.gather(*(slot.close() for slot in slots), return_exceptions=True)
+        """Close every session, waiting :data:`CLOSE_TIMEOUT` (or the timeout) at most."""
+        closes = [slot.close() for slots in self.slots.values() for slot in slots]
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(
+                asyncio.gather(*closes, return_exceptions=True),
+                max(CLOSE_TIMEOUT, self.plan.timeout),
+            )
 
 
 async def _wait_until(deadline: float, stop: asyncio.Event) -> bool:
