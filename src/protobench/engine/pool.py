@@ -7,7 +7,19 @@ stderr go to ``worker-N.log`` in the run's log directory. :meth:`WorkerPool.fram
 yields every frame of every worker, then one ``GONE`` per worker when it has
 said ``BYE`` or died; a worker that died carries its exit code, its last error
 and the tail of its log. :meth:`WorkerPool.shutdown` stops what is left: a
-``STOP`` frame, then SIGTERM, then SIGKILL.
+``STOP`` frame, then SIGKILL after :data:`STOP_GRACE` seconds;
+:meth:`WorkerPool.abort` kills every worker at once.
+
+Control frames (``PAUSE``, ``RESUME``, ``RATE``) may be broadcast at any time:
+until ``GO`` the pool only remembers the state they ask for, and sends it
+right after ``GO``, so a worker always sees ``PLAN``, ``GO``, then controls.
+
+Workers send a frame at least every interval (``BEAT``). Once a worker has
+sent one, the pool's watchdog kills it when it stays silent for
+:data:`HUNG_INTERVALS` intervals (at least :data:`HUNG_MIN_SECONDS`): stopped
+(SIGSTOP) or stuck in a plugin that blocks its loop. Its ``GONE`` carries the
+reason, and the run goes on without it. Workers die with the controller
+(:mod:`protobench.lifeline`), even when it is killed with SIGKILL.
 """
 
 from __future__ import annotations
@@ -15,6 +27,7 @@ from __future__ import annotations
 import contextlib
 import subprocess
 import sys
+import time
 from collections.abc import AsyncIterator
 from pathlib import Path
 from types import TracebackType
@@ -27,23 +40,44 @@ from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStre
 from protobench.engine.frames import FrameDecoder, FrameError, encode_frame
 from protobench.engine.plan import WorkerSlice
 from protobench.hostutil import tail
-from protobench.targets.launcher import stop_process
+from protobench.lifeline import child_env
 
 Frame = tuple["WorkerHandle", str, Any]
+CONTROL = frozenset({"PAUSE", "RESUME", "RATE"})
+STOP_GRACE = 1.0
+"""Seconds a worker has to end after ``STOP`` in :meth:`WorkerPool.shutdown` before it is killed."""
+HUNG_INTERVALS = 3
+HUNG_MIN_SECONDS = 2.0
 
 
 class WorkerHandle:
     """One worker process and what is known of it."""
 
-    def __init__(self, index: int, process: Process, log_path: Path) -> None:
+    def __init__(self, index: int, process: Process, log_path: Path, silence: float) -> None:
         self.index = index
         self.process = process
         self.log_path = log_path
         self.pid = process.pid
+        self.silence = silence
+        """Seconds without a frame after which the worker is taken for hung."""
         self.hello: dict[str, Any] | None = None
         self.said_bye = False
         self.error: str | None = None
         self.exit_code: int | None = None
+        self.last_seen: float | None = None
+        """When its last bytes came (``time.monotonic``); None before its first frame."""
+
+    @property
+    def running(self) -> bool:
+        return self.exit_code is None and self.process.returncode is None
+
+    def kill(self, reason: str) -> None:
+        """Kill the process now; ``reason`` becomes its error unless it said BYE."""
+        if self.running:
+            if not self.said_bye and self.error is None:
+                self.error = reason
+            with contextlib.suppress(ProcessLookupError):
+                self.process.kill()
 
     def log_tail(self) -> str:
         return tail(self.log_path)
@@ -76,21 +110,28 @@ class WorkerPool:
     async def __aenter__(self) -> WorkerPool:
         self._group = anyio.create_task_group()
         await self._group.__aenter__()
-        self._group.start_soon(self._forward_control)
-        for spec in self.slices:
-            log_path = self.log_dir / f"worker-{spec.worker}.log"
-            with log_path.open("ab") as log:
-                process = await anyio.open_process(
-                    [sys.executable, "-m", "protobench.engine.worker", str(log_path)],
-                    stdin=subprocess.PIPE,
-                    stdout=subprocess.PIPE,
-                    stderr=log,
-                    start_new_session=True,
-                )
-            handle = WorkerHandle(spec.worker, process, log_path)
-            self.handles.append(handle)
-            self._running += 1
-            self._group.start_soon(self._read, handle)
+        try:
+            self._group.start_soon(self._forward_control)
+            for spec in self.slices:
+                log_path = self.log_dir / f"worker-{spec.worker}.log"
+                with log_path.open("ab") as log:
+                    process = await anyio.open_process(
+                        [sys.executable, "-m", "protobench.engine.worker", str(log_path)],
+                        stdin=subprocess.PIPE,
+                        stdout=subprocess.PIPE,
+                        stderr=log,
+                        start_new_session=True,
+                        env=child_env(),
+                    )
+                silence = max(HUNG_MIN_SECONDS, HUNG_INTERVALS * spec.plan.interval)
+                handle = WorkerHandle(spec.worker, process, log_path, silence)
+                self.handles.append(handle)
+                self._running += 1
+                self._group.start_soon(self._read, handle)
+            self._group.start_soon(self._watch)
+        except BaseException:
+            await self.__aexit__(None, None, None)  # stops the workers already started
+            raise
         return self
 
     async def start(self, target: str) -> None:
@@ -104,7 +145,8 @@ class WorkerPool:
         exc: BaseException | None,
         tb: TracebackType | None,
     ) -> None:
-        await self.shutdown()
+        with anyio.CancelScope(shield=True):
+            await self.shutdown()
         assert self._group is not None
         self._group.cancel_scope.cancel()
         await self._group.__aexit__(exc_type, exc, tb)
@@ -126,10 +168,48 @@ class WorkerPool:
             self._control_send.send_nowait((kind, payload))
 
     async def _forward_control(self) -> None:
+        """Write broadcast frames in order; controls before ``GO`` are held, then sent after it."""
+        paused = False
+        factor: float | None = None
+        started = False
         async for kind, payload in self._control_receive:
+            frames: list[tuple[str, Any]] = [(kind, payload)]
+            if kind in CONTROL:
+                if kind == "RATE":
+                    factor = float(payload["factor"])
+                else:
+                    paused = kind == "PAUSE"
+                if not started:
+                    continue
+            elif kind == "GO":
+                started = True
+                if paused:
+                    frames.append(("PAUSE", {}))
+                if factor is not None:
+                    frames.append(("RATE", {"factor": factor}))
             for handle in self.handles:
-                if handle.exit_code is None:
-                    await handle.send(kind, payload)
+                for frame_kind, frame_payload in frames:
+                    if handle.exit_code is None:
+                        await handle.send(frame_kind, frame_payload)
+
+    async def _watch(self) -> None:
+        """Kill a worker silent for longer than its ``silence`` (hung or stopped)."""
+        period = min((h.silence for h in self.handles), default=HUNG_MIN_SECONDS) / 4
+        while True:
+            before = time.monotonic()
+            await anyio.sleep(period)
+            now = time.monotonic()
+            stalled = now - before > 2 * period
+            for handle in self.handles:
+                if handle.last_seen is None or handle.said_bye or not handle.running:
+                    continue
+                if stalled:
+                    # this loop itself was late: frames may be waiting unread
+                    handle.last_seen = max(handle.last_seen, now - period)
+                elif now - handle.last_seen > handle.silence:
+                    handle.kill(
+                        f"no report for {now - handle.last_seen:.0f} s: hung (SIGSTOP?); killed"
+                    )
 
     async def _read(self, handle: WorkerHandle) -> None:
         decoder = FrameDecoder()
@@ -137,7 +217,10 @@ class WorkerPool:
         assert stdout is not None
         try:
             async for chunk in stdout:
+                handle.last_seen = time.monotonic()
                 for kind, payload in decoder.feed(chunk):
+                    if kind == "BEAT":
+                        continue
                     if kind == "HELLO":
                         handle.hello = payload
                     elif kind == "BYE":
@@ -174,16 +257,22 @@ class WorkerPool:
                 yield frame
 
     async def shutdown(self) -> None:
-        """Stop every worker still running: STOP, then SIGTERM, then SIGKILL."""
-        for handle in self.handles:
-            if handle.exit_code is None and handle.process.returncode is None:
+        """Stop every worker still running: STOP, then SIGKILL after :data:`STOP_GRACE` s."""
+        running = [h for h in self.handles if h.running]
+        for handle in running:
+            with anyio.move_on_after(STOP_GRACE / 4):
                 await handle.send("STOP", {})
-        with anyio.move_on_after(3.0):
-            for handle in self.handles:
+        with anyio.move_on_after(STOP_GRACE):
+            for handle in running:
                 await handle.process.wait()
+        self.abort(f"did not stop within {STOP_GRACE:g} s; killed")
+        for handle in running:
+            await handle.process.wait()
+
+    def abort(self, reason: str = "killed: the run was stopped at once") -> None:
+        """Kill every worker still running now (a second interrupt)."""
         for handle in self.handles:
-            if handle.process.returncode is None:
-                await stop_process(handle.process)
+            handle.kill(reason)
 
     def summary(self) -> list[dict[str, Any]]:
         return [

@@ -23,14 +23,34 @@
 
 Sessions live in :class:`Slot` objects that reopen them after a connection
 failure (immediately, then after 0.1 s, doubling up to 2 s, so that a
-refused login does not hammer the server), counting ``reconnects``.
+refused login does not hammer the server), counting ``reconnects``. A slot
+counts every successful open (``connects``, unless the plugin counts its own
+connections: :attr:`Protocol.counts_connects`), every failed one
+(``connect_failed``) and the time it spends without a session while the run
+wants one (``down_us``, accrued by :meth:`Slot.accrue_down` into the interval
+it falls in).
+
+The engine keeps the per-op timeout itself, whatever the plugin does: a slot
+knows when its exchange in flight was sent, and :meth:`ExchangeDriver.sweep`
+(every few hundred milliseconds and at every interval's end) counts one
+``timeout`` for an exchange pending longer than the timeout (its later
+completion is then not counted again), and abandons the session of an
+exchange still pending :data:`ABANDON_AFTER` seconds later (the plugin lost
+it: the session is closed and reopened). At the run's very end, an exchange
+still pending that is younger than the timeout is counted as ``unfinished``.
+An exception other than :class:`OpError` from a plugin (in ``open_session``,
+``submit``, ``call`` or ``run``) is a ``local`` error whose code is the
+exception's type; the session is reopened and the worker's log gets the
+traceback once per type (:func:`unexpected`).
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import sys
 import time
+import traceback
 from collections import deque
 from collections.abc import Callable
 
@@ -47,6 +67,7 @@ from protobench.protocols.base import (
     SessionContext,
     StreamSession,
 )
+from protobench.redaction import redact_text
 
 RECONNECT_CLASSES = frozenset({ErrorClass.CLOSED, ErrorClass.REFUSED, ErrorClass.CONNECT})
 REOPEN_DELAY = 0.1
@@ -56,7 +77,31 @@ BUSY_WAIT_NS = 10_000_000
 """How long the open-model driver sleeps while every session is busy (completions take up
 due arrivals themselves and wake it when a session frees)."""
 
+ABANDON_AFTER = 1.0
+"""Seconds past the timeout after which the engine gives up on an exchange the plugin never ends."""
+CONNECTS = "connects"
+CONNECT_FAILED = "connect_failed"
+DOWN_US = "down_us"
+RECONNECTS = "reconnects"
+UNFINISHED = "unfinished"
+
 perf_ns = time.perf_counter_ns
+
+_reported: set[type[BaseException]] = set()
+
+
+def unexpected(exc: Exception, where: str) -> OpError:
+    """A plugin's exception that is not an :class:`OpError`, as a ``local`` error.
+
+    The error's code is the exception's type; the first exception of each type
+    has its traceback written to stderr (the worker's log).
+    """
+    kind = type(exc)
+    if kind not in _reported:
+        _reported.add(kind)
+        text = "".join(traceback.format_exception(exc))
+        print(f"unexpected {kind.__name__} in {where}:\n{redact_text(text)}", file=sys.stderr)
+    return OpError(ErrorClass.LOCAL, redact_text(f"{where}: {exc}"), code=kind.__name__)
 
 
 class RunState:
@@ -79,6 +124,12 @@ class RunState:
 
     def on_resume(self, callback: Callable[[], None]) -> None:
         self._listeners.append(callback)
+
+    def begin(self, now_ns: int) -> None:
+        """The run starts at ``now_ns``: a pause that came before counts from here."""
+        self.paused_ns = self.last_pause_ns = 0
+        if self.paused:
+            self._paused_at = now_ns
 
     def pause(self) -> None:
         if not self.paused:
@@ -106,7 +157,28 @@ class RunState:
 
 
 class Slot:
-    """One session of a group, reopened after connection failures."""
+    """One session of a group, reopened after connection failures.
+
+    ``pending_since`` is when the exchange in flight on this session was sent
+    (``perf_counter_ns``; 0 when none is) and ``expired`` says the engine has
+    already counted it as a timeout. ``down_since`` is when the slot lost (or
+    failed to open) its session and the down time since was last accrued (0
+    while it has one).
+    """
+
+    __slots__ = (
+        "_reopening",
+        "counts_connects",
+        "ctx",
+        "down_since",
+        "expired",
+        "on_open",
+        "pending_since",
+        "plugin",
+        "recorder",
+        "session",
+        "task",
+    )
 
     def __init__(self, plugin: Protocol, ctx: SessionContext, recorder: OpRecorder) -> None:
         self.plugin = plugin
@@ -115,28 +187,61 @@ class Slot:
         self.session: Session | None = None
         self._reopening: asyncio.Task[None] | None = None
         self.on_open: Callable[[Slot], None] | None = None
+        self.counts_connects = bool(getattr(plugin, "counts_connects", False))
+        self.pending_since = 0
+        self.expired = False
+        self.task: asyncio.Task[None] | None = None
+        """The task of an awaitable exchange in flight (cancelled if it is abandoned)."""
+        self.down_since = 0
 
     async def open(self) -> bool:
         """Open the session once; count a failure on the recorder."""
         try:
-            self.session = await asyncio.wait_for(
+            session = await asyncio.wait_for(
                 self.plugin.open_session(self.ctx), timeout=self.ctx.timeout
             )
         except OpError as exc:
-            self.recorder.error(exc)
-            return False
+            return self._open_failed(exc)
         except TimeoutError:
-            self.recorder.error(OpError(ErrorClass.TIMEOUT, "session open timed out"))
-            return False
+            return self._open_failed(OpError(ErrorClass.TIMEOUT, "session open timed out"))
+        except Exception as exc:
+            return self._open_failed(unexpected(exc, "open_session"))
+        self.session = session
+        if not self.counts_connects:
+            self.recorder.count(CONNECTS)
+        if self.down_since:
+            self.accrue_down(perf_ns())
+            self.down_since = 0
         return True
+
+    def _open_failed(self, exc: OpError) -> bool:
+        self.recorder.error(exc)
+        self.recorder.count(CONNECT_FAILED)
+        if not self.down_since:
+            self.down_since = perf_ns()
+        return False
+
+    def accrue_down(self, now: int) -> None:
+        """Add the down time since the last accrual to the recorder (call while down)."""
+        if self.down_since and now > self.down_since:
+            self.recorder.count(DOWN_US, (now - self.down_since) // 1000)
+            self.down_since = now
 
     def lost(self, state: RunState) -> None:
         """The session's connection failed: close it and reopen in the background."""
-        session, self.session = self.session, None
-        if session is not None:
-            asyncio.get_running_loop().create_task(session.close())
-        self.recorder.count("reconnects")
+        self.drop()
+        self.recorder.count(RECONNECTS)
         self.reopen(state, first_delay=0.0)
+
+    def drop(self) -> None:
+        """Forget the session (closed in the background); the slot is down from now."""
+        session, self.session = self.session, None
+        self.pending_since = 0
+        self.expired = False
+        if session is not None:
+            asyncio.get_running_loop().create_task(_close_quietly(session))
+        if not self.down_since:
+            self.down_since = perf_ns()
 
     def reopen(self, state: RunState, first_delay: float = REOPEN_DELAY) -> None:
         if self._reopening is None or self._reopening.done():
@@ -161,18 +266,66 @@ class Slot:
             self._reopening.cancel()
         session, self.session = self.session, None
         if session is not None:
-            with contextlib.suppress(Exception):
-                await session.close()
+            await _close_quietly(session)
 
 
-class ClosedDriver:
-    """Back-to-back exchanges on every slot of a group (closed model)."""
+async def _close_quietly(session: Session) -> None:
+    with contextlib.suppress(Exception):
+        await session.close()
+
+
+class ExchangeDriver:
+    """What the closed and the open model's drivers share: exchanges in flight on slots."""
 
     def __init__(self, slots: list[Slot], recorder: OpRecorder, state: RunState) -> None:
         self.slots = slots
         self.recorder = recorder
         self.state = state
         self.inflight = 0
+
+    def sweep(self, now: int, timeout: float, final: bool = False) -> None:
+        """Count exchanges pending longer than ``timeout`` seconds as timeouts (once each).
+
+        Abandon those pending :data:`ABANDON_AFTER` seconds longer still. With
+        ``final`` (the run's end) nothing is abandoned and an exchange younger
+        than the timeout is counted as ``unfinished``.
+        """
+        expire_before = now - int(timeout * 1e9)
+        abandon_before = expire_before - int(ABANDON_AFTER * 1e9)
+        for slot in self.slots:
+            since = slot.pending_since
+            if not since:
+                continue
+            if since <= expire_before:
+                if not slot.expired:
+                    slot.expired = True
+                    self.recorder.error(
+                        OpError(ErrorClass.TIMEOUT, f"no reply within {timeout:g}s")
+                    )
+                if since <= abandon_before and not final:
+                    self.abandon(slot)
+            elif final and not slot.expired:
+                self.recorder.count(UNFINISHED)
+
+    def abandon(self, slot: Slot) -> None:
+        """Give up on the exchange in flight on ``slot``: its session is reopened."""
+        self.inflight -= 1
+        task, slot.task = slot.task, None
+        if task is not None:
+            task.cancel()
+        slot.lost(self.state)
+
+    def _unexpected(self, slot: Slot, exc: Exception, where: str) -> None:
+        """A plugin's exchange raised something other than :class:`OpError`: reopen."""
+        self.recorder.error(unexpected(exc, where))
+        slot.lost(self.state)
+
+
+class ClosedDriver(ExchangeDriver):
+    """Back-to-back exchanges on every slot of a group (closed model)."""
+
+    def __init__(self, slots: list[Slot], recorder: OpRecorder, state: RunState) -> None:
+        super().__init__(slots, recorder, state)
         self._idle: list[Slot] = []
         self._tasks: set[asyncio.Task[None]] = set()
         state.on_resume(self._wake)
@@ -205,9 +358,10 @@ class ClosedDriver:
         else:
             raise TypeError(f"{type(session).__name__} cannot run back-to-back")
 
-    def failed(self, slot: Slot, exc: OpError) -> bool:
-        """Record a failure; return True if the loop on this slot must end."""
-        self.recorder.error(exc)
+    def failed(self, slot: Slot, exc: OpError, counted: bool = True) -> bool:
+        """Record a failure (unless counted already); True if the loop on this slot must end."""
+        if counted:
+            self.recorder.error(exc)
         if exc.error_class in RECONNECT_CLASSES:
             slot.lost(self.state)
             return True
@@ -216,29 +370,51 @@ class ClosedDriver:
     async def _async_loop(self, slot: Slot, session: AsyncSession) -> None:
         recorder = self.recorder
         append = recorder.latencies.append
-        while self.state.running:
-            if self.state.paused:
-                self._idle.append(slot)
-                return
-            self.inflight += 1
-            start = perf_ns()
-            try:
-                nbytes = await session.call()
-            except OpError as exc:
-                self.inflight -= 1
-                if self.failed(slot, exc):
+        slot.task = asyncio.current_task()
+        try:
+            while self.state.running:
+                if self.state.paused:
+                    self._idle.append(slot)
                     return
-                continue
-            self.inflight -= 1
-            append(perf_ns() - start)
-            recorder.bytes_in += nbytes
+                self.inflight += 1
+                start = slot.pending_since = perf_ns()
+                try:
+                    nbytes = await session.call()
+                except OpError as exc:
+                    self.inflight -= 1
+                    if self.failed(slot, exc, counted=_settle(slot)):
+                        return
+                    continue
+                except Exception as exc:
+                    self.inflight -= 1
+                    _settle(slot)
+                    self._unexpected(slot, exc, "call")
+                    return
+                self.inflight -= 1
+                if _settle(slot):
+                    append(perf_ns() - start)
+                    recorder.bytes_in += nbytes
+        finally:
+            if slot.task is asyncio.current_task():
+                slot.task = None
+
+
+def _settle(slot: Slot) -> bool:
+    """The exchange in flight on ``slot`` ended: True if its outcome is still to be counted."""
+    slot.pending_since = 0
+    if slot.expired:
+        slot.expired = False
+        return False
+    return True
 
 
 class _CallbackLoop:
     """The completion callback chain of one callback session.
 
     A success while the run is active starts the next exchange at once, from
-    inside the completion (the slot stays counted in ``driver.inflight``).
+    inside the completion (the slot stays counted in ``driver.inflight``). A
+    completion of an exchange the engine abandoned (the slot's ``pending_since``
+    is no longer this exchange's start) is ignored.
     """
 
     __slots__ = ("append", "callback", "driver", "recorder", "session", "slot", "start", "state")
@@ -254,32 +430,53 @@ class _CallbackLoop:
         self.start = 0
 
     def next(self, now: int) -> None:
-        self.start = now
         self.driver.inflight += 1
-        self.session.submit(self.callback)
+        self.start = self.slot.pending_since = now
+        try:
+            self.session.submit(self.callback)
+        except Exception as exc:
+            self._submit_failed(now, exc)
+
+    def _submit_failed(self, start: int, exc: Exception) -> None:
+        if self.slot.pending_since == start:
+            self.driver.inflight -= 1
+            _settle(self.slot)
+            self.driver._unexpected(self.slot, exc, "submit")
 
     def done(self, error: OpError | None, nbytes: int) -> None:
         now = perf_ns()
+        slot = self.slot
+        if slot.pending_since != self.start:
+            return
+        if slot.expired:
+            slot.expired = counted = False
+        else:
+            counted = True
         if error is None:
-            self.append(now - self.start)
-            self.recorder.bytes_in += nbytes
+            if counted:
+                self.append(now - self.start)
+                self.recorder.bytes_in += nbytes
             if self.state.active:
-                self.start = now
-                self.session.submit(self.callback)
+                self.start = slot.pending_since = now
+                try:
+                    self.session.submit(self.callback)
+                except Exception as exc:
+                    self._submit_failed(now, exc)
                 return
+        slot.pending_since = 0
         driver = self.driver
         driver.inflight -= 1
         if error is not None:
-            if driver.failed(self.slot, error):
+            if driver.failed(slot, error, counted):
                 return
             if self.state.active:
                 asyncio.get_running_loop().call_soon(self.next, now)
                 return
         if self.state.running:
-            driver._idle.append(self.slot)
+            driver._idle.append(slot)
 
 
-class ArrivalDriver:
+class ArrivalDriver(ExchangeDriver):
     """Exchanges at intended times over a pool of slots (open model, periodic groups)."""
 
     def __init__(
@@ -292,14 +489,11 @@ class ArrivalDriver:
         ramp_seconds: float,
         phase_offset: float = 0.0,
     ) -> None:
-        self.slots = slots
-        self.recorder = recorder
-        self.state = state
+        super().__init__(slots, recorder, state)
         self.rate = rate
         self.ramp_to = ramp_to if ramp_to is not None else rate
         self.ramp_seconds = max(ramp_seconds, 1e-9)
         self.phase_offset = phase_offset
-        self.inflight = 0
         self._free: deque[Slot] = deque()
         self._backlog: deque[int] = deque()
         self._tasks: set[asyncio.Task[None]] = set()
@@ -401,11 +595,20 @@ class ArrivalDriver:
     def _issue(self, slot: Slot, intended: int) -> None:
         session = slot.session
         self.inflight += 1
-        sent = perf_ns()
+        sent = slot.pending_since = perf_ns()
         if isinstance(session, CallbackSession):
-            session.submit(lambda error, nbytes: self._done(slot, intended, sent, error, nbytes))
+            try:
+                session.submit(
+                    lambda error, nbytes: self._done(slot, intended, sent, error, nbytes)
+                )
+            except Exception as exc:
+                if slot.pending_since == sent:
+                    self.inflight -= 1
+                    _settle(slot)
+                    self._unexpected(slot, exc, "submit")
         elif isinstance(session, AsyncSession):
             task = asyncio.get_running_loop().create_task(self._call(slot, session, intended, sent))
+            slot.task = task
             self._tasks.add(task)
             task.add_done_callback(self._tasks.discard)
         else:
@@ -417,20 +620,33 @@ class ArrivalDriver:
         except OpError as exc:
             self._done(slot, intended, sent, exc, 0)
             return
+        except Exception as exc:
+            if slot.pending_since == sent:
+                slot.task = None
+                self.inflight -= 1
+                _settle(slot)
+                self._unexpected(slot, exc, "call")
+            return
         self._done(slot, intended, sent, None, nbytes)
 
     def _done(
         self, slot: Slot, intended: int, sent: int, error: OpError | None, nbytes: int
     ) -> None:
+        if slot.pending_since != sent:
+            return  # abandoned by the engine: already counted
         now = perf_ns()
+        slot.task = None
         self.inflight -= 1
+        counted = _settle(slot)
         recorder = self.recorder
         if error is None:
-            recorder.latencies.append(now - intended)
-            recorder.uncorrected.append(now - sent)
-            recorder.bytes_in += nbytes
+            if counted:
+                recorder.latencies.append(now - intended)
+                recorder.uncorrected.append(now - sent)
+                recorder.bytes_in += nbytes
         else:
-            recorder.error(error)
+            if counted:
+                recorder.error(error)
             if error.error_class in RECONNECT_CLASSES:
                 slot.lost(self.state)
                 return
@@ -452,21 +668,26 @@ class StreamDriver:
                 group.create_task(self._keep(slot))
 
     async def _keep(self, slot: Slot) -> None:
+        delay = REOPEN_DELAY
         while self.state.running:
             session = slot.session
             if session is None:
-                await asyncio.sleep(REOPEN_DELAY)
-                if self.state.running and not await slot.open():
+                await asyncio.sleep(delay)
+                if not self.state.running:
+                    return
+                if not await slot.open():
+                    delay = min(REOPEN_MAX_DELAY, delay * 2)
                     continue
+                delay = REOPEN_DELAY
                 session = slot.session
             assert isinstance(session, StreamSession)
             try:
                 await session.run(self.recorder)
             except OpError as exc:
                 self.recorder.error(exc)
-                slot.session = None
-                self.recorder.count("reconnects")
-                with contextlib.suppress(Exception):
-                    await session.close()
-                continue
-            return
+            except Exception as exc:
+                self.recorder.error(unexpected(exc, "run"))
+            else:
+                return
+            slot.drop()
+            self.recorder.count(RECONNECTS)

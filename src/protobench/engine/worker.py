@@ -4,14 +4,21 @@ The worker keeps its real stdout for frames to the controller and points file
 descriptors 1 and 2 at ``LOGFILE``, so nothing it or a library prints reaches
 the terminal. It reads frames from stdin: ``PLAN`` (its :class:`WorkerSlice`),
 then ``GO`` (the monotonic start time), then control frames (``PAUSE``,
-``RESUME``, ``RATE``, ``STOP``). It opens its sessions, answers ``HELLO``,
+``RESUME``, ``RATE``, ``STOP``); a control frame that comes before ``GO`` is
+kept and applied when the run starts. It opens its sessions, answers ``HELLO``,
 waits for the start, runs the warmup and sustain phases on uvloop, sends one
 ``STATS`` frame per interval (intervals never straddle a phase boundary), lets
 in-flight exchanges finish during ``drain`` (sessions are told with
 ``stopping``) and stream sessions receive for a short grace and then until
 they are ``settled`` (deliveries still on their way; all of it forms the
-``drain`` phase, bounded by its length), then sends ``BYE``. A fatal error is
-sent as ``ERROR`` with its message.
+``drain`` phase, bounded by its length), then sends ``BYE``. From the plan on,
+it sends a ``BEAT`` frame every interval, so the controller can tell a hung
+worker from a quiet one. A fatal error is sent as ``ERROR`` with its message.
+
+Every interval's end (and every :data:`SWEEP` seconds) counts the exchanges
+pending longer than the timeout (:meth:`ExchangeDriver.sweep`) and the time
+sessions spent down (``down_us``) into the interval; the drain's report counts
+what is still pending then (``timeout`` or ``unfinished``).
 """
 
 from __future__ import annotations
@@ -32,12 +39,15 @@ from protobench.engine.plan import GroupPlan, GroupSlice, WorkerSlice
 from protobench.engine.schedule import (
     ArrivalDriver,
     ClosedDriver,
+    ExchangeDriver,
     RunState,
     Slot,
     StreamDriver,
+    perf_ns,
 )
 from protobench.engine.waker import tighten_timer_slack
 from protobench.hostutil import raise_fd_limit
+from protobench.lifeline import die_with_parent
 from protobench.protocols import registry
 from protobench.protocols.base import SessionContext, StreamSession
 
@@ -46,6 +56,11 @@ STREAM_GRACE = 0.5
 """Seconds stream sessions keep receiving at least after the last exchange ended."""
 TICK = 0.05
 """Seconds between the worker's lag measurements and folds of recorded latencies."""
+SWEEP = 0.5
+"""Seconds between sweeps for exchanges pending longer than the timeout (at most)."""
+CONTROL = frozenset({"PAUSE", "RESUME", "RATE"})
+CLOSE_TIMEOUT = 2.0
+"""Seconds the worker waits at least for its sessions to close (a plugin may hang there)."""
 
 Driver = ClosedDriver | ArrivalDriver | StreamDriver
 
@@ -171,6 +186,21 @@ class Worker:
             else:
                 self.drivers.append(ClosedDriver(slots, recorder, self.state))
 
+    def sweep(self, final: bool = False) -> None:
+        """Count exchanges pending longer than the timeout (and, with ``final``, the rest)."""
+        now = perf_ns()
+        for driver in self.drivers:
+            if isinstance(driver, ExchangeDriver):
+                driver.sweep(now, self.plan.timeout, final)
+
+    def accrue_down(self) -> None:
+        """Add the time sessions have been down since the last accrual to this interval."""
+        now = perf_ns()
+        for slots in self.slots.values():
+            for slot in slots:
+                if slot.down_since:
+                    slot.accrue_down(now)
+
     def flush(self, phase: str, index: int, t0: float, t1: float) -> None:
         ops = {name: rec.flush().to_wire() for name, rec in self.recorders.items()}
         self.out.send(
@@ -190,20 +220,31 @@ class Worker:
 
     async def tick(self) -> None:
         """Every :data:`TICK`: measure the event loop's lag, and fold the latencies recorded
-        since the last tick in a small batch (so the interval's end does not stall the loop)."""
+        since the last tick in a small batch (so the interval's end does not stall the loop);
+        every :data:`SWEEP` (or a quarter of the timeout), count overdue exchanges."""
         loop = asyncio.get_running_loop()
+        sweep_every = max(TICK, min(SWEEP, self.plan.timeout / 4))
+        next_sweep = loop.time() + sweep_every
         while True:
             expected = loop.time() + TICK
             await asyncio.sleep(TICK)
-            self.max_lag = max(self.max_lag, loop.time() - expected)
+            now = loop.time()
+            self.max_lag = max(self.max_lag, now - expected)
             for recorder in self.recorders.values():
                 recorder.fold_pending()
+            if now >= next_sweep:
+                next_sweep = now + sweep_every
+                self.sweep()
 
     async def run(self, start_at: float, stop_requested: asyncio.Event) -> None:
         """Run the phases from the monotonic time ``start_at``."""
         plan = self.plan
         await asyncio.sleep(max(0.0, start_at - time.monotonic()))
         start_ns = time.perf_counter_ns()
+        self.state.begin(start_ns)
+        for slots in self.slots.values():
+            for slot in slots:
+                slot.down_since = start_ns if slot.session is None else 0
         tasks: list[asyncio.Task[None]] = [asyncio.create_task(self.tick())]
         for driver in self.drivers:
             if isinstance(driver, ClosedDriver):
@@ -225,6 +266,8 @@ class Worker:
                 tick = min(phase_end, phase_start + (index + 1) * plan.interval)
                 stopped = await _wait_until(tick, stop_requested)
                 now = time.monotonic()
+                self.sweep()
+                self.accrue_down()
                 self.flush(phase, index, t0 - phase_start, min(now, tick) - phase_start)
                 index += 1
                 t0 = min(now, tick)
@@ -232,6 +275,9 @@ class Worker:
                     break
             phase_start = phase_end
         self.state.stop()
+        for slots in self.slots.values():
+            for slot in slots:
+                slot.down_since = 0  # the run no longer wants sessions
         sessions = [s.session for slots in self.slots.values() for s in slots if s.session]
         for session in sessions:
             session.stopping()
@@ -253,11 +299,17 @@ class Worker:
         for task in tasks:
             task.cancel()
         await asyncio.gather(*tasks, return_exceptions=True)
+        self.sweep(final=True)
         self.flush("drain", 0, 0.0, time.monotonic() - drain_start)
 
     async def close(self) -> None:
-        for slots in self.slots.values():
-            await asyncio.gather(*(slot.close() for slot in slots), return_exceptions=True)
+        """Close every session, waiting :data:`CLOSE_TIMEOUT` (or the timeout) at most."""
+        closes = [slot.close() for slots in self.slots.values() for slot in slots]
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(
+                asyncio.gather(*closes, return_exceptions=True),
+                max(CLOSE_TIMEOUT, self.plan.timeout),
+            )
 
 
 async def _wait_until(deadline: float, stop: asyncio.Event) -> bool:
@@ -270,18 +322,53 @@ async def _wait_until(deadline: float, stop: asyncio.Event) -> bool:
     return stop.is_set()
 
 
+def apply_control(state: RunState, kind: str, payload: Any) -> None:
+    """Apply a ``PAUSE``, ``RESUME`` or ``RATE`` frame to the run's state."""
+    if kind == "PAUSE":
+        state.pause()
+    elif kind == "RESUME":
+        state.resume()
+    elif kind == "RATE":
+        state.rate_factor = float(payload["factor"])
+
+
+async def heartbeat(out: FrameWriter, period: float) -> None:
+    """A ``BEAT`` frame every ``period`` seconds: this worker's loop is alive."""
+    while True:
+        out.send("BEAT", {})
+        await asyncio.sleep(period)
+
+
 async def serve_controller(out: FrameWriter) -> None:
     loop = asyncio.get_running_loop()
     queue: asyncio.Queue[tuple[str, Any]] = asyncio.Queue()
     await loop.connect_read_pipe(lambda: ControlReader(queue), sys.stdin.buffer)
-    kind, payload = await queue.get()
-    if kind in ("STOP", "EOF"):
-        out.send("BYE", {})
-        return
-    if kind != "PLAN":
-        raise RuntimeError(f"expected PLAN, got {kind}")
+    held: list[tuple[str, Any]] = []
+    while True:
+        kind, payload = await queue.get()
+        if kind in ("STOP", "EOF"):
+            out.send("BYE", {})
+            return
+        if kind == "PLAN":
+            break
+        if kind not in CONTROL:
+            raise RuntimeError(f"expected PLAN, got {kind}")
+        held.append((kind, payload))
     spec = WorkerSlice.from_dict(payload["slice"])
     worker = Worker(spec, payload["target"], out)
+    for kind, payload in held:
+        apply_control(worker.state, kind, payload)
+    beat = asyncio.create_task(heartbeat(out, spec.plan.interval))
+    try:
+        await _serve_run(worker, queue, out)
+    finally:
+        beat.cancel()
+
+
+async def _serve_run(
+    worker: Worker, queue: asyncio.Queue[tuple[str, Any]], out: FrameWriter
+) -> None:
+    spec = worker.spec
     out.send("HELLO", await worker.open_sessions())
     stop_requested = asyncio.Event()
     start_at: float | None = None
@@ -293,6 +380,8 @@ async def serve_controller(out: FrameWriter) -> None:
             await worker.close()
             out.send("BYE", {})
             return
+        else:
+            apply_control(worker.state, kind, payload)
     worker.build_drivers(ramp_seconds=spec.plan.warmup + spec.plan.duration)
 
     async def control() -> None:
@@ -301,12 +390,7 @@ async def serve_controller(out: FrameWriter) -> None:
             if kind in ("STOP", "EOF"):
                 stop_requested.set()
                 return
-            if kind == "PAUSE":
-                worker.state.pause()
-            elif kind == "RESUME":
-                worker.state.resume()
-            elif kind == "RATE":
-                worker.state.rate_factor = float(payload["factor"])
+            apply_control(worker.state, kind, payload)
 
     control_task = asyncio.create_task(control())
     try:
@@ -318,6 +402,7 @@ async def serve_controller(out: FrameWriter) -> None:
 
 
 def main() -> int:
+    die_with_parent()
     log_path = sys.argv[1] if len(sys.argv) > 1 else os.devnull
     out = FrameWriter(os.dup(1))
     log_fd = os.open(log_path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)

@@ -196,6 +196,9 @@ class Protocol(abc.ABC):
     """Option names whose values are secrets (never stored nor printed)."""
     url_schemes: ClassVar[tuple[str, ...]] = ()
     """The target URL schemes this protocol accepts (empty: any)."""
+    counts_connects: ClassVar[bool] = False
+    """Whether sessions count their transport connections themselves (``ctx.count("connects",
+    n)``: several per session, or one shared); otherwise the engine counts one per open."""
 
     def check_target(self, url: str) -> None:
         """Raise ``ValueError`` saying what was expected when ``url`` cannot be a target.

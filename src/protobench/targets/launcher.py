@@ -1,16 +1,21 @@
 """Starting an embedded target as a child process for a run, and stopping it.
 
 The child is ``python -m protobench.targets.serve NAME --host 127.0.0.1
---port 0 --announce`` plus the ``[serve]`` options (the same as ``protobench
-serve``, without loading the CLI); its first stdout line is the JSON
-:class:`Announcement`. It is spawned at once and awaited later
-(:meth:`StartingTarget.ready`), so the worker processes start meanwhile.
+--port 0 --announce --options-stdin`` (the same as ``protobench serve``,
+without loading the CLI). The ``[serve]`` options, as the flags ``protobench
+serve`` takes, go to its stdin as one JSON list, never on its command line,
+where any local user could read a password (``ps``). Its first stdout line
+is the JSON :class:`Announcement`. It dies with the run's process
+(:mod:`protobench.lifeline`), even one killed with SIGKILL. It is spawned
+at once and awaited later (:meth:`StartingTarget.ready`), so the worker
+processes start meanwhile.
 Its output goes to ``target.log`` in the run's log directory. A target that
 exits or stays silent is a :class:`TargetError` with the tail of that log.
 """
 
 from __future__ import annotations
 
+import contextlib
 import json
 import subprocess
 import sys
@@ -23,6 +28,7 @@ import anyio
 from anyio.abc import Process
 
 from protobench.hostutil import tail
+from protobench.lifeline import child_env
 from protobench.targets.base import Announcement
 
 START_TIMEOUT = 60.0
@@ -33,18 +39,26 @@ class TargetError(Exception):
     """The embedded target could not be started."""
 
 
-def serve_command(name: str, options: dict[str, Any]) -> list[str]:
-    command = [sys.executable, "-m", "protobench.targets.serve", name]
-    command += ["--host", "127.0.0.1", "--port", "0", "--announce"]
+def serve_flags(options: dict[str, Any]) -> list[str]:
+    """``{"delay": "5ms", "tls": False}`` -> ``["--delay", "5ms", "--no-tls"]``."""
+    flags: list[str] = []
     for key, value in options.items():
         flag = "--" + key.replace("_", "-")
         if value is True:
-            command.append(flag)
+            flags.append(flag)
         elif value is False:
-            command.append("--no-" + key.replace("_", "-"))
+            flags.append("--no-" + key.replace("_", "-"))
         else:
-            command += [flag, value if isinstance(value, str) else json.dumps(value)]
-    return command
+            flags += [flag, value if isinstance(value, str) else json.dumps(value)]
+    return flags
+
+
+def serve_command(name: str) -> list[str]:
+    """The target's command line; its options are written to its stdin (:func:`embedded_target`)."""
+    return [
+        *(sys.executable, "-m", "protobench.targets.serve", name),
+        *("--host", "127.0.0.1", "--port", "0", "--announce", "--options-stdin"),
+    ]
 
 
 class StartingTarget:
@@ -77,13 +91,18 @@ async def embedded_target(
     """Spawn the target (without waiting for it), yield it, stop it on exit."""
     with log_path.open("ab") as log:
         process = await anyio.open_process(
-            serve_command(name, options),
-            stdin=subprocess.DEVNULL,
+            serve_command(name),
+            stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
             stderr=log,
             start_new_session=True,
+            env=child_env(),
         )
     try:
+        assert process.stdin is not None
+        with contextlib.suppress(anyio.BrokenResourceError, OSError):
+            await process.stdin.send(json.dumps(serve_flags(options)).encode())
+            await process.stdin.aclose()
         yield StartingTarget(name, process, log_path)
     finally:
         await stop_process(process)

@@ -38,6 +38,7 @@ from typing import Any, Final
 from pydantic import Field
 
 from protobench.hostutil import free_port, raise_fd_limit, tail
+from protobench.lifeline import preexec
 from protobench.protocols.base import StrictModel
 from protobench.targets.base import Announcement, EmbeddedTarget, Ready, ServeError
 
@@ -124,6 +125,7 @@ async def _spawn_mosquitto(binary: str, conf: Path, log_path: Path) -> asyncio.s
             stdin=asyncio.subprocess.DEVNULL,
             stdout=log,
             stderr=log,
+            preexec_fn=preexec(),
         )
 
 

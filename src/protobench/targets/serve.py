@@ -4,7 +4,10 @@ Options arrive as ``{"delay": "5ms"}`` (from ``--delay 5ms`` flags or a profile'
 ``[serve]`` table) and are validated by the target's own model. Only loopback
 addresses may be bound. With ``announce`` the :class:`Announcement` is printed
 as one JSON line on stdout (how a run learns the URL and PID of the target it
-started); otherwise a human line goes to stderr.
+started); otherwise a human line goes to stderr. With ``--options-stdin`` the
+option flags are read as one JSON list from stdin (how a run passes them, so no
+secret is on the command line), and the process dies with its parent
+(:mod:`protobench.lifeline`).
 """
 
 from __future__ import annotations
@@ -21,6 +24,7 @@ import uvloop
 from pydantic import ValidationError
 
 from protobench.hostutil import is_loopback_host
+from protobench.lifeline import die_with_parent
 from protobench.protocols.base import StrictModel
 from protobench.protocols.registry import PluginError
 from protobench.targets import registry
@@ -60,6 +64,17 @@ def parse_flags(args: list[str]) -> dict[str, Any]:
     return values
 
 
+def read_flags(text: str) -> list[str]:
+    """Option flags given as one JSON list of strings (``--options-stdin``)."""
+    try:
+        flags = json.loads(text or "[]")
+    except ValueError as exc:
+        raise ServeError(f"options on stdin: not JSON ({exc})") from None
+    if not isinstance(flags, list) or not all(isinstance(f, str) for f in flags):
+        raise ServeError("options on stdin: expected a JSON list of strings")
+    return flags
+
+
 def serve(name: str, host: str, port: int, values: dict[str, Any], announce: bool) -> None:
     """Serve the target until SIGINT/SIGTERM."""
     if not is_loopback_host(host):
@@ -96,15 +111,17 @@ def main(argv: list[str] | None = None) -> int:
     What runs start for their embedded target: the same as ``protobench serve``
     without loading the CLI (Typer, Rich and every command), so it starts sooner.
     """
+    die_with_parent()
     args = list(sys.argv[1:] if argv is None else argv)
     if not args or args[0].startswith("-"):
         print(
-            "usage: python -m protobench.targets.serve NAME [--host H] [--port P] [--announce]",
+            "usage: python -m protobench.targets.serve NAME [--host H] [--port P] [--announce]"
+            " [--options-stdin] [OPTIONS]",
             file=sys.stderr,
         )
         return 2
     name, rest = args[0], args[1:]
-    host, port, announce, options = "127.0.0.1", 0, False, []
+    host, port, announce, options, from_stdin = "127.0.0.1", 0, False, [], False
     position = 0
     while position < len(rest):
         arg = rest[position]
@@ -117,10 +134,15 @@ def main(argv: list[str] | None = None) -> int:
         elif arg == "--announce":
             announce = True
             position += 1
+        elif arg == "--options-stdin":
+            from_stdin = True
+            position += 1
         else:
             options.append(arg)
             position += 1
     try:
+        if from_stdin:
+            options += read_flags(sys.stdin.read())
         serve(name, host, port, parse_flags(options), announce)
     except (ServeError, PluginError) as exc:
         print(f"protobench: error: {exc}", file=sys.stderr)

@@ -38,6 +38,7 @@ class MqttProtocol(Protocol):
     embedded_target = "mqtt"
     url_schemes = ("mqtt", "mqtts")
     secret_options = frozenset({"password"})
+    counts_connects = True
     latency_kinds: ClassVar[Mapping[str, str]] = {
         "publish": "local_write",
         "subscribe": "one_way",

@@ -1,0 +1,138 @@
+"""The worker pool with real worker processes against the embedded HTTP target.
+
+Controls that come early are delivered in order, a stopped worker (SIGSTOP)
+is killed as hung while the others go on, shutdown and abort end stopped
+workers, and a spawn that fails part-way leaves no worker behind. Every wait
+is bounded.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import time
+from collections.abc import AsyncIterator
+from pathlib import Path
+from typing import Any
+
+import anyio
+import pytest
+
+from protobench.engine.plan import GroupPlan, RunPlan, worker_slices
+from protobench.engine.pool import Frame, WorkerPool
+from tests.integration.http_server import http_target
+
+pytestmark = pytest.mark.anyio
+
+
+def _plan(url: str, processes: int, duration: float) -> RunPlan:
+    return RunPlan(
+        profile="pool", source="pool.toml", profile_sha256="0", protocol="http", description="",
+        target=url, embedded=None, warmup=0.0, duration=duration, interval=0.5,
+        processes=processes, model="closed", rate=None, ramp_to=None, timeout=2.0, drain=0.5,
+        thresholds=(), options={}, serve={},
+        groups=(GroupPlan("get", "request", 2 * processes, None, 1.0, {}),), overrides={},
+    )  # fmt: skip
+
+
+async def _go(pool: WorkerPool, url: str) -> None:
+    await pool.start(url)
+    hellos = await pool.wait_hello(anyio.Event())
+    assert len(hellos) == len(pool.handles), [h.error for h in pool.handles]
+    pool.broadcast("GO", {"start_at": time.monotonic() + 0.1})
+
+
+async def _frames(pool: WorkerPool) -> AsyncIterator[Frame]:
+    async for frame in pool.frames():
+        yield frame
+
+
+async def test_a_pause_before_the_plan_is_held_and_delivered_after_go(tmp_path: Path) -> None:
+    with http_target() as target:
+        async with WorkerPool(worker_slices(_plan(target.url, 1, 60.0)), tmp_path) as pool:
+            pool.broadcast("PAUSE", {})  # the embedded target is still starting
+            with anyio.fail_after(60):
+                await _go(pool, target.url)
+                ok: list[int] = []
+                kinds: list[str] = []
+                async for _handle, kind, payload in _frames(pool):
+                    kinds.append(kind)
+                    if kind != "STATS":
+                        continue
+                    ok.append(payload["ops"]["get"].get("ok", 0))
+                    if len(ok) == 2:
+                        pool.broadcast("RESUME", {})
+                    if len(ok) == 4:
+                        pool.broadcast("STOP", {})
+            assert ok[:2] == [0, 0]  # paused from the start
+            assert sum(ok[2:]) > 0  # and resumed
+            assert kinds[-2:] == ["BYE", "GONE"]
+            assert all(h.error is None for h in pool.handles)
+
+
+async def test_a_stopped_worker_is_killed_as_hung_and_the_others_go_on(tmp_path: Path) -> None:
+    with http_target() as target:
+        async with WorkerPool(worker_slices(_plan(target.url, 2, 30.0)), tmp_path) as pool:
+            with anyio.fail_after(60):
+                await _go(pool, target.url)
+                stopped = pool.handles[0]
+                after: list[dict[str, Any]] = []
+                gone: dict[int, str | None] = {}
+                async for handle, kind, payload in _frames(pool):
+                    if kind == "STATS" and handle is pool.handles[1]:
+                        if stopped.pid is not None and not gone and not after:
+                            os.kill(stopped.pid, signal.SIGSTOP)
+                        if 0 in gone:
+                            after.append(payload)
+                            if len(after) == 2:
+                                pool.broadcast("STOP", {})
+                    if kind == "GONE":
+                        gone[handle.index] = handle.error
+            assert "hung (SIGSTOP?)" in str(gone[0]), gone
+            assert gone[1] is None
+            assert sum(p["ops"]["get"].get("ok", 0) for p in after) > 0
+            assert stopped.process.returncode == -signal.SIGKILL
+
+
+async def test_shutdown_kills_a_stopped_worker(tmp_path: Path) -> None:
+    with http_target() as target:
+        async with WorkerPool(worker_slices(_plan(target.url, 1, 30.0)), tmp_path) as pool:
+            with anyio.fail_after(60):
+                await _go(pool, target.url)
+                handle = pool.handles[0]
+                os.kill(handle.pid, signal.SIGSTOP)
+                await pool.shutdown()
+            assert handle.process.returncode == -signal.SIGKILL
+            assert "did not stop" in str(handle.error)
+
+
+async def test_abort_kills_every_worker_at_once(tmp_path: Path) -> None:
+    with http_target() as target:
+        async with WorkerPool(worker_slices(_plan(target.url, 2, 30.0)), tmp_path) as pool:
+            with anyio.fail_after(60):
+                await _go(pool, target.url)
+                pool.abort()
+                errors = [h.error async for h, kind, _ in _frames(pool) if kind == "GONE"]
+            assert len(errors) == 2
+            assert all("killed" in str(e) for e in errors)
+
+
+async def test_a_failed_spawn_stops_the_workers_already_started(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    real = anyio.open_process
+    started: list[Any] = []
+
+    async def open_process(*args: Any, **kwargs: Any) -> Any:
+        if started:
+            raise OSError(24, "Too many open files")
+        started.append(await real(*args, **kwargs))
+        return started[-1]
+
+    monkeypatch.setattr(anyio, "open_process", open_process)
+    slices = worker_slices(_plan("http://127.0.0.1:1/", 3, 30.0))
+    with anyio.fail_after(30), pytest.raises(OSError, match="Too many open files"):
+        async with WorkerPool(slices, tmp_path):
+            pass
+    assert len(started) == 1
+    assert started[0].returncode is not None
