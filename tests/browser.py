@@ -72,12 +72,13 @@ def closed_port() -> int:
     return port
 
 
-def _pipe_to_3_and_4(read_end: int, write_end: int) -> None:
-    """In the child: put the pipe on the fds Chromium reads (3) and writes (4)."""
-    high_read = fcntl.fcntl(read_end, fcntl.F_DUPFD, 10)
-    high_write = fcntl.fcntl(write_end, fcntl.F_DUPFD, 10)
-    os.dup2(high_read, 3)
-    os.dup2(high_write, 4)
+def _high_pipe() -> tuple[int, int]:
+    """A pipe on fds above 10, clear of the 3 and 4 the child must receive it on."""
+    ends = []
+    for fd in os.pipe():
+        ends.append(fcntl.fcntl(fd, fcntl.F_DUPFD_CLOEXEC, 10))
+        os.close(fd)
+    return ends[0], ends[1]
 
 
 @dataclass
@@ -96,32 +97,34 @@ class Browser:
 
     def __init__(self, executable: str, width: int = 1280, height: int = 900) -> None:
         self.profile = tempfile.TemporaryDirectory(prefix="pb-chromium-")
-        to_child, self._out = os.pipe()
-        self._in, from_child = os.pipe()
+        to_child, self._out = _high_pipe()
+        self._in, from_child = _high_pipe()
+        args = [
+            executable,
+            "--headless",
+            "--no-sandbox",
+            "--disable-gpu",
+            "--no-first-run",
+            "--disable-background-networking",
+            "--disable-component-update",
+            "--disable-default-apps",
+            "--disable-sync",
+            "--disable-dev-shm-usage",
+            "--hide-scrollbars",
+            f"--proxy-server=http://127.0.0.1:{closed_port()}",
+            "--proxy-bypass-list=<-loopback>",
+            f"--user-data-dir={self.profile.name}",
+            "--remote-debugging-pipe",
+            "about:blank",
+        ]
+        # Chromium reads the pipe on fd 3 and writes on fd 4: bash moves them there.
+        moves = f"3<&{to_child} 4>&{from_child} {to_child}<&- {from_child}>&-"
         self.proc = subprocess.Popen(
-            [
-                executable,
-                "--headless",
-                "--no-sandbox",
-                "--disable-gpu",
-                "--no-first-run",
-                "--disable-background-networking",
-                "--disable-component-update",
-                "--disable-default-apps",
-                "--disable-sync",
-                "--disable-dev-shm-usage",
-                "--hide-scrollbars",
-                f"--proxy-server=http://127.0.0.1:{closed_port()}",
-                "--proxy-bypass-list=<-loopback>",
-                f"--user-data-dir={self.profile.name}",
-                "--remote-debugging-pipe",
-                "about:blank",
-            ],
+            ["bash", "-c", f'exec "$@" {moves}', "chromium", *args],
             stdin=subprocess.DEVNULL,
             stdout=subprocess.DEVNULL,
             stderr=subprocess.DEVNULL,
-            pass_fds=(3, 4),
-            preexec_fn=lambda: _pipe_to_3_and_4(to_child, from_child),
+            pass_fds=(to_child, from_child),
         )
         os.close(to_child)
         os.close(from_child)

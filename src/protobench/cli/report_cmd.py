@@ -51,9 +51,12 @@ def write_diff_report(
 ) -> None:
     """Write the comparison page of ``diff`` (exit 2 without the ``report`` extra)."""
     _require_extra()
+    from protobench.cli.diff_cmd import render_text  # noqa: PLC0415 (diff_cmd imports us)
     from protobench.htmlreport.compare import compare_page  # noqa: PLC0415
+    from protobench.htmlreport.view import run_view  # noqa: PLC0415
 
-    _write(path, compare_page(base, new, diff))
+    views = [run_view(s) for s in base], [run_view(s) for s in new]
+    _write(path, compare_page(*views, render_text(diff)))
 
 
 def register(app: typer.Typer) -> None:

@@ -13,26 +13,25 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 import numpy as np
-from bokeh.models import (
-    BoxAnnotation,
-    ColumnDataSource,
-    HoverTool,
-    Label,
-    Range1d,
-    Span,
-)
+from bokeh.models import ColumnDataSource, HoverTool, Range1d
+from bokeh.models.annotations import BoxAnnotation, Label, Span
 from bokeh.palettes import Category10_10
 from bokeh.plotting import figure
 
-from protobench.htmlreport.view import PERCENTILES, Mark, OpSeries, Resources, Spectrum
+from protobench.htmlreport.view import (
+    PERCENTILES,
+    SPECTRUM_NINES,
+    Mark,
+    OpSeries,
+    Resources,
+    Spectrum,
+)
 
 HEIGHT = 240
 TOOLS = "xpan,xwheel_zoom,box_zoom,reset,save"
 PERCENTILE_LABELS = {"p50": "p50", "p90": "p90", "p99": "p99", "p999": "p99.9", "max": "max"}
-MARK_STYLE = {
-    "phase": {"fill_color": "#888888", "fill_alpha": 0.08},
-    "pause": {"fill_color": "#ff9900", "fill_alpha": 0.18},
-}
+MARK_FILL = {"phase": ("#888888", 0.08), "pause": ("#ff9900", 0.18)}
+"""Shaded spans: warmup and drain (sustain is left clear), pauses."""
 MIB = 1024 * 1024
 
 
@@ -43,7 +42,7 @@ def _array(values: Sequence[float | None]) -> np.ndarray:
 def time_range(ops: Sequence[OpSeries], marks: Sequence[Mark]) -> Range1d:
     """The x range every time chart shares: from the run's start to its last interval."""
     ends = [t for op in ops for t in op.t[-1:]] + [m.end or m.start for m in marks]
-    return Range1d(0.0, max(ends, default=1.0))
+    return Range1d(start=0.0, end=max(ends, default=1.0))
 
 
 def op_source(op: OpSeries) -> ColumnDataSource:
@@ -77,10 +76,13 @@ def _figure(title: str, x_range: Range1d, y_label: str, y_log: bool = False) -> 
 
 def _finish(fig: figure, marks: Sequence[Mark], tooltips: list[tuple[str, str]]) -> figure:
     for mark in marks:
-        if mark.end is not None and mark.kind in MARK_STYLE:
+        if mark.end is not None and mark.kind in MARK_FILL:
             if mark.kind == "phase" and mark.label == "sustain":
                 continue
-            fig.add_layout(BoxAnnotation(left=mark.start, right=mark.end, **MARK_STYLE[mark.kind]))
+            color, alpha = MARK_FILL[mark.kind]
+            fig.add_layout(
+                BoxAnnotation(left=mark.start, right=mark.end, fill_color=color, fill_alpha=alpha)
+            )
             fig.add_layout(
                 Label(x=mark.start, y=4, y_units="screen", text=mark.label, text_font_size="9pt")
             )
@@ -139,10 +141,10 @@ def keyed(
     return _finish(fig, marks, tips)
 
 
-def spectrum(item: Spectrum) -> figure:
-    """Latency by percentile, HdrHistogram style; uncorrected beside corrected in the open model."""
+def spectrum(title: str, series: Sequence[tuple[str, list[tuple[float, float]]]]) -> figure:
+    """Latency by percentile, HdrHistogram style: one line per ``(label, points)``."""
     fig = figure(
-        title=f"{item.name}: percentile spectrum (sustain)",
+        title=title,
         height=HEIGHT + 40,
         sizing_mode="stretch_width",
         x_axis_type="log",
@@ -152,10 +154,7 @@ def spectrum(item: Spectrum) -> figure:
         output_backend="canvas",
     )
     fig.toolbar.logo = None
-    series = [("corrected" if item.uncorrected is not None else "latency", item.corrected)]
-    if item.uncorrected is not None:
-        series.append(("uncorrected", item.uncorrected))
-    for color, (label, points) in zip(("#1f77b4", "#ff7f0e"), series, strict=False):
+    for index, (label, points) in enumerate(series):
         source = ColumnDataSource(
             {
                 "x": np.array([1.0 / (1.0 - p / 100.0) for p, _ in points], dtype=np.float32),
@@ -163,17 +162,42 @@ def spectrum(item: Spectrum) -> figure:
                 "us": np.array([v for _, v in points], dtype=np.float32),
             }
         )
+        color = Category10_10[index % len(Category10_10)]
         fig.line("x", "us", source=source, color=color, legend_label=label, line_width=1.5)
-    ticks = [10.0**k for k in range(6)]
+    ticks = [10.0**k for k in range(SPECTRUM_NINES + 1)]
     fig.xaxis.ticker = ticks
     labels = ["0%", "90%", "99%", "99.9%", "99.99%", "99.999%"]
-    fig.xaxis.major_label_overrides = {
-        tick: label for tick, label in zip(ticks, labels, strict=True)
-    }
+    fig.xaxis.major_label_overrides = dict(zip(ticks, labels, strict=True))
     fig.add_tools(HoverTool(tooltips=[("percentile", "@p{0.000}%"), ("latency", "@us{0,0} µs")]))
     fig.legend.location = "top_left"
     fig.legend.click_policy = "hide"
     return fig
+
+
+def run_spectrum(item: Spectrum) -> figure:
+    """One op's sustain spectrum; uncorrected beside corrected in the open model."""
+    series = [("corrected" if item.uncorrected is not None else "latency", item.corrected)]
+    if item.uncorrected is not None:
+        series.append(("uncorrected", item.uncorrected))
+    return spectrum(f"{item.name}: percentile spectrum (sustain)", series)
+
+
+def overlay(
+    title: str,
+    y_label: str,
+    column: str,
+    runs: Sequence[tuple[str, ColumnDataSource]],
+    x_range: Range1d,
+    y_log: bool = False,
+) -> figure:
+    """One column of several runs' sources on one time chart, a line per ``(label, source)``."""
+    fig = _figure(title, x_range, y_label, y_log)
+    for index, (label, source) in enumerate(runs):
+        color = Category10_10[index % len(Category10_10)]
+        fig.line(
+            "t", column, source=source, color=color, legend_label=label, line_width=1.5, name=label
+        )
+    return _finish(fig, [], [("run", "$name"), (y_label, f"@{{{column}}}{{0,0.0}}")])
 
 
 def cpu(res: Resources, x_range: Range1d, marks: Sequence[Mark]) -> figure:

@@ -12,7 +12,7 @@ import html
 from collections.abc import Iterable, Sequence
 
 from bokeh.embed import components
-from bokeh.models import Model
+from bokeh.models import Model, Range1d
 from bokeh.resources import Resources
 
 from protobench.htmlreport import charts
@@ -55,115 +55,96 @@ def document(title: str, body: str, figures: dict[str, Model]) -> str:
     )
 
 
-def _chart_or_none(name: str, figures: dict[str, Model], fig: Model | None, empty: str) -> str:
-    if fig is None:
-        return f'<div class="none">{html.escape(empty)}</div>'
-    figures[name] = fig
-    return f"{{{{chart {name}}}}}"
+class Charts:
+    """The figures of one page, by name, and the placeholders that stand for them in its body."""
+
+    def __init__(self) -> None:
+        self.figures: dict[str, Model] = {}
+
+    def cell(self, name: str, fig: Model | None, empty: str = "") -> str:
+        """A chart's placeholder, or ``empty`` as a note when there is nothing to draw."""
+        if fig is None:
+            return f'<div class="none">{html.escape(empty)}</div>'
+        self.figures[name] = fig
+        return f"{{{{chart {name}}}}}"
+
+
+def grid(section_id: str, title: str, cells: Sequence[str]) -> str:
+    return (
+        f"<h2 id='{section_id}'>{html.escape(title)}</h2><div class='grid'>{''.join(cells)}</div>"
+    )
+
+
+def _op_sections(view: RunView, out: Charts, x_range: Range1d) -> list[str]:
+    sections = []
+    for index, (op, spec) in enumerate(zip(view.ops, view.spectra, strict=True)):
+        source = charts.op_source(op)
+        marks = view.marks
+        errors = counters = None
+        if op.errors:
+            title = f"{op.name}: errors by class and code"
+            errors = charts.keyed(title, "error", list(op.errors), source, x_range, marks)
+        if op.counters:
+            title = f"{op.name}: protocol counters"
+            counters = charts.keyed(title, "counter", list(op.counters), source, x_range, marks)
+        spectrum = charts.run_spectrum(spec) if spec.corrected else None
+        cells = [
+            out.cell(f"op{index}-throughput", charts.throughput(op, source, x_range, marks)),
+            out.cell(f"op{index}-latency", charts.latency(op, source, x_range, marks)),
+            out.cell(f"op{index}-spectrum", spectrum, "no latency recorded in sustain"),
+            out.cell(f"op{index}-errors", errors, "no errors"),
+            out.cell(f"op{index}-counters", counters, "no protocol counters"),
+        ]
+        sections.append(grid(f"op{index}", op.name, cells))
+    return sections
+
+
+def _resource_section(view: RunView, out: Charts, x_range: Range1d) -> str:
+    res = view.resources
+    if not res.t:
+        return grid("resources", "resources", ['<div class="none">no resource samples</div>'])
+    memory = charts.memory(res, x_range, view.marks) if "rss" in res.target or res.host else None
+    fds = charts.fds(res, x_range, view.marks) if "fds" in res.target else None
+    cells = [
+        out.cell("res-cpu", charts.cpu(res, x_range, view.marks)),
+        out.cell("res-memory", memory, "no memory samples"),
+        out.cell("res-fds", fds, "no target process sampled"),
+    ]
+    return grid("resources", "resources", cells)
+
+
+def _rows_table(rows: Sequence[dict[str, str]], empty: str) -> str:
+    if not rows:
+        return f"<p>{html.escape(empty)}</p>"
+    return table(list(rows[0]), [list(row.values()) for row in rows])
+
+
+def _tables(view: RunView) -> str:
+    notices = "".join(f"<li>{html.escape(n)}</li>" for n in view.notices)
+    return (
+        "<h2 id='summary'>sustain phase</h2>"
+        + _rows_table(view.summary, "no sustain phase")
+        + "<h2>verdicts</h2>"
+        + table(["verdict", "value"], view.verdicts)
+        + "<h2>thresholds</h2>"
+        + _rows_table(view.thresholds, "none")
+        + (f"<h2>notices</h2><ul>{notices}</ul>" if notices else "")
+    )
 
 
 def run_page(view: RunView) -> str:
     """The report page of one run."""
-    figures: dict[str, Model] = {}
+    out = Charts()
     x_range = charts.time_range(view.ops, view.marks)
-    sections = []
-    for index, (op, spec) in enumerate(zip(view.ops, view.spectra, strict=True)):
-        source = charts.op_source(op)
-        cells = [
-            _chart_or_none(
-                f"op{index}-throughput",
-                figures,
-                charts.throughput(op, source, x_range, view.marks),
-                "",
-            ),
-            _chart_or_none(
-                f"op{index}-latency", figures, charts.latency(op, source, x_range, view.marks), ""
-            ),
-            _chart_or_none(
-                f"op{index}-spectrum",
-                figures,
-                charts.spectrum(spec) if spec.corrected else None,
-                "no latency recorded in sustain",
-            ),
-            _chart_or_none(
-                f"op{index}-errors",
-                figures,
-                charts.keyed(
-                    f"{op.name}: errors by class and code",
-                    "error",
-                    list(op.errors),
-                    source,
-                    x_range,
-                    view.marks,
-                )
-                if op.errors
-                else None,
-                "no errors",
-            ),
-            _chart_or_none(
-                f"op{index}-counters",
-                figures,
-                charts.keyed(
-                    f"{op.name}: protocol counters",
-                    "counter",
-                    list(op.counters),
-                    source,
-                    x_range,
-                    view.marks,
-                )
-                if op.counters
-                else None,
-                "no protocol counters",
-            ),
-        ]
-        sections.append(
-            f"<h2 id='op{index}'>{html.escape(op.name)}</h2><div class='grid'>{''.join(cells)}</div>"
-        )
-    res = view.resources
-    resource_cells = []
-    if res.t:
-        resource_cells.append(
-            _chart_or_none("res-cpu", figures, charts.cpu(res, x_range, view.marks), "")
-        )
-        memory = (
-            charts.memory(res, x_range, view.marks) if "rss" in res.target or res.host else None
-        )
-        resource_cells.append(_chart_or_none("res-memory", figures, memory, "no memory samples"))
-        fds = charts.fds(res, x_range, view.marks) if "fds" in res.target else None
-        resource_cells.append(_chart_or_none("res-fds", figures, fds, "no target process sampled"))
-    else:
-        resource_cells.append('<div class="none">no resource samples</div>')
-    nav = " ".join(
-        [f"<a href='#op{i}'>{html.escape(op.name)}</a>" for i, op in enumerate(view.ops)]
-        + ["<a href='#resources'>resources</a>", "<a href='#provenance'>provenance</a>"]
-    )
+    links = [f"<a href='#op{i}'>{html.escape(op.name)}</a>" for i, op in enumerate(view.ops)]
+    links += ["<a href='#resources'>resources</a>", "<a href='#provenance'>provenance</a>"]
     body = (
         f"<h1>protobench report: {html.escape(view.title)}</h1>"
-        f"<div class='meta'>{html.escape(view.id)}</div><nav>{nav}</nav>"
-        "<h2 id='summary'>sustain phase</h2>"
-        + (
-            table(list(view.summary[0]), [list(r.values()) for r in view.summary])
-            if view.summary
-            else "<p>no sustain phase</p>"
-        )
-        + "<h2>verdicts</h2>"
-        + table(["verdict", "value"], view.verdicts)
-        + "<h2>thresholds</h2>"
-        + (
-            table(list(view.thresholds[0]), [list(t.values()) for t in view.thresholds])
-            if view.thresholds
-            else "<p>none</p>"
-        )
-        + (
-            "<h2>notices</h2><ul>"
-            + "".join(f"<li>{html.escape(n)}</li>" for n in view.notices)
-            + "</ul>"
-            if view.notices
-            else ""
-        )
-        + "".join(sections)
-        + f"<h2 id='resources'>resources</h2><div class='grid'>{''.join(resource_cells)}</div>"
+        f"<div class='meta'>{html.escape(view.id)}</div><nav>{' '.join(links)}</nav>"
+        + _tables(view)
+        + "".join(_op_sections(view, out, x_range))
+        + _resource_section(view, out, x_range)
         + "<h2 id='provenance'>provenance</h2>"
         + table(["key", "value"], view.provenance)
     )
-    return document(f"protobench {view.id}", body, figures)
+    return document(f"protobench {view.id}", body, out.figures)
