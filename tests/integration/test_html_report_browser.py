@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 from PIL import Image
 
+from protobench.htmlreport.compare import compare_page
 from protobench.htmlreport.page import run_page
 from protobench.htmlreport.view import run_view
 from tests.browser import browser, find_chromium
@@ -28,18 +29,16 @@ pytestmark = pytest.mark.skipif(
 )
 
 
-def test_report_page_in_chromium(tmp_path: Path) -> None:
+def _check_page(page: Path, expected_charts: int) -> None:
     assert CHROMIUM is not None
-    page = tmp_path / "report.html"
-    page.write_text(run_page(run_view(report_snapshot())), encoding="utf-8")
-    expected = page.read_text().count('class="chart"')
+    assert page.read_text().count('class="chart"') == expected_charts
     with browser(CHROMIUM, height=1600) as chromium:
         loaded = chromium.load(page, MIN_COLORED_PIXELS, timeout=60.0)
         png = chromium.screenshot()
     assert loaded.errors == []
     assert loaded.requests[0] == page.as_uri()
     assert [url for url in loaded.requests[1:] if not url.startswith("data:")] == []
-    assert len(loaded.charts) == expected == 16
+    assert len(loaded.charts) == expected_charts
     undrawn = {name: n for name, n in loaded.charts.items() if n < MIN_COLORED_PIXELS}
     assert undrawn == {}
     image = Image.open(io.BytesIO(png)).convert("RGB")
@@ -47,3 +46,16 @@ def test_report_page_in_chromium(tmp_path: Path) -> None:
     colors = image.getcolors(maxcolors=1 << 20)
     assert colors is not None
     assert len(colors) > 50  # text, tables and coloured lines, not a blank page
+
+
+def test_report_page_in_chromium(tmp_path: Path) -> None:
+    page = tmp_path / "report.html"
+    page.write_text(run_page(run_view(report_snapshot())), encoding="utf-8")
+    _check_page(page, 16)
+
+
+def test_comparison_page_in_chromium(tmp_path: Path) -> None:
+    page = tmp_path / "compare.html"
+    views = [run_view(report_snapshot())]
+    page.write_text(compare_page(views, views, "diff table"), encoding="utf-8")
+    _check_page(page, 12)

@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 
 from protobench.engine.metrics import merge
+from protobench.htmlreport.compare import compare_page
 from protobench.htmlreport.page import run_page
 from protobench.htmlreport.view import Mark, run_view, spectrum_points
 from protobench.snapshots.series import TOTAL
@@ -143,3 +144,13 @@ def test_report_without_the_extra_says_what_to_install(tmp_path: Path) -> None:
     assert done.stderr == (
         "protobench: error: the HTML report needs `pip install 'protobench[report]'`\n"
     )
+
+
+def test_comparison_page_overlays_runs_under_the_diff_table() -> None:
+    base, new = run_view(report_snapshot()), run_view(report_snapshot())
+    page = compare_page([base], [new], "p99  base  new\nget  1ms  2ms  ~ (p=0.5 n=12)")
+    assert "~ (p=0.5 n=12)" in page
+    for index in range(3):
+        for kind in ("throughput", "p50", "p99", "spectrum"):
+            assert f'data-chart="cmp{index}-{kind}"' in page
+    assert f"base {base.id}" in page

@@ -51,15 +51,12 @@ def compare_page(base: Sequence[RunView], new: Sequence[RunView], diff_text: str
                 f"cmp{index}-p99",
                 charts.overlay(f"{name}: p99", "µs", "p99", sources, x_range, y_log=True),
             ),
-            out.cell(
-                f"cmp{index}-spectrum",
-                charts.spectrum(f"{name}: percentile spectrum (sustain)", spectra)
-                if spectra
-                else None,
-                "no latency recorded in sustain",
-            ),
         ]
-        sections.append(grid(f"cmp{index}", name, cells))
+        if spectra:
+            title = f"{name}: percentile spectrum (sustain)"
+            cells.append(out.cell(f"cmp{index}-spectrum", charts.spectrum(title, spectra)))
+        notes = [] if spectra else ["no latency recorded in sustain"]
+        sections.append(grid(f"cmp{index}", name, cells, notes))
     rows = [
         [label, view.title, dict(view.verdicts).get("generator_bound", "-")] for label, view in runs
     ]

@@ -26,7 +26,7 @@ table { border-collapse: collapse; margin: .4em 0; }
 td, th { border: 1px solid #ddd; padding: 2px 8px; text-align: left; vertical-align: top; }
 td.num { text-align: right; font-variant-numeric: tabular-nums; }
 .grid { display: grid; grid-template-columns: repeat(auto-fit, minmax(560px, 1fr)); gap: 8px; }
-.chart { min-height: 240px; } .none { color: #888; padding: 1em; }
+.chart { min-height: 240px; } .none { color: #888; margin: 0; }
 .fail { color: #b00; font-weight: bold; } .pass { color: #070; font-weight: bold; }
 """
 
@@ -61,17 +61,20 @@ class Charts:
     def __init__(self) -> None:
         self.figures: dict[str, Model] = {}
 
-    def cell(self, name: str, fig: Model | None, empty: str = "") -> str:
-        """A chart's placeholder, or ``empty`` as a note when there is nothing to draw."""
+    def cell(self, name: str, fig: Model | None) -> str:
+        """A chart's placeholder ("" when there is nothing to draw)."""
         if fig is None:
-            return f'<div class="none">{html.escape(empty)}</div>'
+            return ""
         self.figures[name] = fig
         return f"{{{{chart {name}}}}}"
 
 
-def grid(section_id: str, title: str, cells: Sequence[str]) -> str:
+def grid(section_id: str, title: str, cells: Sequence[str], notes: Sequence[str] = ()) -> str:
+    """A titled section of charts, with one line for what had nothing to draw."""
+    note = f"<p class='none'>{html.escape('; '.join(notes))}</p>" if notes else ""
     return (
-        f"<h2 id='{section_id}'>{html.escape(title)}</h2><div class='grid'>{''.join(cells)}</div>"
+        f"<h2 id='{section_id}'>{html.escape(title)}</h2>{note}"
+        f"<div class='grid'>{''.join(cells)}</div>"
     )
 
 
@@ -91,26 +94,35 @@ def _op_sections(view: RunView, out: Charts, x_range: Range1d) -> list[str]:
         cells = [
             out.cell(f"op{index}-throughput", charts.throughput(op, source, x_range, marks)),
             out.cell(f"op{index}-latency", charts.latency(op, source, x_range, marks)),
-            out.cell(f"op{index}-spectrum", spectrum, "no latency recorded in sustain"),
-            out.cell(f"op{index}-errors", errors, "no errors"),
-            out.cell(f"op{index}-counters", counters, "no protocol counters"),
+            out.cell(f"op{index}-spectrum", spectrum),
+            out.cell(f"op{index}-errors", errors),
+            out.cell(f"op{index}-counters", counters),
         ]
-        sections.append(grid(f"op{index}", op.name, cells))
+        notes = [
+            text
+            for text, fig in (
+                ("no latency recorded in sustain", spectrum),
+                ("no errors", errors),
+                ("no protocol counters", counters),
+            )
+            if fig is None
+        ]
+        sections.append(grid(f"op{index}", op.name, cells, notes))
     return sections
 
 
 def _resource_section(view: RunView, out: Charts, x_range: Range1d) -> str:
     res = view.resources
     if not res.t:
-        return grid("resources", "resources", ['<div class="none">no resource samples</div>'])
+        return grid("resources", "resources", [], ["no resource samples"])
     memory = charts.memory(res, x_range, view.marks) if "rss" in res.target or res.host else None
     fds = charts.fds(res, x_range, view.marks) if "fds" in res.target else None
     cells = [
         out.cell("res-cpu", charts.cpu(res, x_range, view.marks)),
-        out.cell("res-memory", memory, "no memory samples"),
-        out.cell("res-fds", fds, "no target process sampled"),
+        out.cell("res-memory", memory),
+        out.cell("res-fds", fds),
     ]
-    return grid("resources", "resources", cells)
+    return grid("resources", "resources", cells, [] if fds else ["no target process sampled"])
 
 
 def _rows_table(rows: Sequence[dict[str, str]], empty: str) -> str:
