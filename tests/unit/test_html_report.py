@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import gzip
+import html
 import json
 import subprocess
 import sys
@@ -10,10 +11,13 @@ from pathlib import Path
 
 import pytest
 
+from protobench.cli.diff_cmd import render_text
+from protobench.cli.report_cmd import write_diff_report
 from protobench.engine.metrics import merge
 from protobench.htmlreport.compare import compare_page
 from protobench.htmlreport.page import run_page
 from protobench.htmlreport.view import Mark, run_view, spectrum_points
+from protobench.snapshots.diff import compare
 from protobench.snapshots.series import TOTAL
 from protobench.snapshots.store import SnapshotStore
 from tests.conftest import run_cli
@@ -154,3 +158,34 @@ def test_comparison_page_overlays_runs_under_the_diff_table() -> None:
         for kind in ("throughput", "p50", "p99", "spectrum"):
             assert f'data-chart="cmp{index}-{kind}"' in page
     assert f"base {base.id}" in page
+
+
+def test_write_diff_report_carries_diffs_table(tmp_path: Path) -> None:
+    base, new = report_snapshot(), report_snapshot()
+    diff = compare([base], [new], metrics=("throughput", "p99"), alpha=0.05, gates=[])
+    out = tmp_path / "cmp.html"
+    write_diff_report([base], [new], diff, out)
+    page = out.read_text()
+    assert html.escape(render_text(diff)) in page
+    assert "~ (p=" in page
+
+
+def _loaded_after(imports: str) -> set[str]:
+    code = f"import json, sys\n{imports}\nprint(json.dumps(sorted(sys.modules)))\n"
+    done = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, timeout=60, check=False
+    )
+    assert done.returncode == 0, done.stderr
+    return set(json.loads(done.stdout))
+
+
+def test_bokeh_loads_only_when_a_page_is_written() -> None:
+    loaded = _loaded_after("import protobench.cli, protobench.engine.controller")
+    assert not {m for m in loaded if m.split(".")[0] == "bokeh" or "htmlreport" in m}
+
+
+def test_the_report_package_stays_below_the_ui() -> None:
+    loaded = _loaded_after("import protobench.htmlreport.page, protobench.htmlreport.compare")
+    assert not {m for m in loaded if m.split(".")[0] in ("textual", "rich", "typer")}
+    assert "protobench.tui" not in loaded
+    assert "protobench.cli" not in loaded

@@ -22,7 +22,8 @@ if TYPE_CHECKING:
 MISSING_EXTRA = "the HTML report needs `pip install 'protobench[report]'`"
 
 
-def _require_extra() -> None:
+def require_extra() -> None:
+    """Exit 2 with one line when the `report` extra (Bokeh) is not installed."""
     try:
         import bokeh  # noqa: F401, PLC0415
     except ImportError:
@@ -39,7 +40,7 @@ def _write(path: Path, page: str) -> None:
 
 def write_run_report(snapshot: dict[str, Any], path: Path) -> None:
     """Write the report page of one saved run (exit 2 without the ``report`` extra)."""
-    _require_extra()
+    require_extra()
     from protobench.htmlreport.page import run_page  # noqa: PLC0415
     from protobench.htmlreport.view import run_view  # noqa: PLC0415
 
@@ -50,7 +51,7 @@ def write_diff_report(
     base: list[dict[str, Any]], new: list[dict[str, Any]], diff: Diff, path: Path
 ) -> None:
     """Write the comparison page of ``diff`` (exit 2 without the ``report`` extra)."""
-    _require_extra()
+    require_extra()
     from protobench.cli.diff_cmd import render_text  # noqa: PLC0415 (diff_cmd imports us)
     from protobench.htmlreport.compare import compare_page  # noqa: PLC0415
     from protobench.htmlreport.view import run_view  # noqa: PLC0415
@@ -75,7 +76,7 @@ def register(app: typer.Typer) -> None:
         ] = None,
     ) -> None:
         """Write a saved run as one HTML page that works offline."""
-        _require_extra()
+        require_extra()
         try:
             snapshot = SnapshotStore(snapshots_dir).load(ref)
         except SnapshotError as exc:
