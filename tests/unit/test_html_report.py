@@ -189,3 +189,18 @@ def test_the_report_package_stays_below_the_ui() -> None:
     assert not {m for m in loaded if m.split(".")[0] in ("textual", "rich", "typer")}
     assert "protobench.tui" not in loaded
     assert "protobench.cli" not in loaded
+
+
+def test_an_op_that_never_succeeded_has_notes_not_empty_charts() -> None:
+    snapshot = report_snapshot()
+    for record in snapshot["series"]:
+        figures = record["ops"]["put"]
+        figures["errors"] += figures["ok"]
+        figures["ok"] = 0
+    for phase in snapshot["histograms"].values():
+        phase.pop("put", None)
+    page = run_page(run_view(snapshot))
+    assert 'data-chart="op2-throughput"' in page
+    assert 'data-chart="op2-latency"' not in page
+    assert 'data-chart="op2-spectrum"' not in page
+    assert "no successful operation; no latency recorded in sustain" in page

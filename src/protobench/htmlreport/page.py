@@ -91,9 +91,12 @@ def _op_sections(view: RunView, out: Charts, x_range: Range1d) -> list[str]:
             title = f"{op.name}: protocol counters"
             counters = charts.keyed(title, "counter", list(op.counters), source, x_range, marks)
         spectrum = charts.run_spectrum(spec) if spec.corrected else None
+        latency = None
+        if any(v is not None for v in op.latency["max"]):
+            latency = charts.latency(op, source, x_range, marks)
         cells = [
             out.cell(f"op{index}-throughput", charts.throughput(op, source, x_range, marks)),
-            out.cell(f"op{index}-latency", charts.latency(op, source, x_range, marks)),
+            out.cell(f"op{index}-latency", latency),
             out.cell(f"op{index}-spectrum", spectrum),
             out.cell(f"op{index}-errors", errors),
             out.cell(f"op{index}-counters", counters),
@@ -101,6 +104,7 @@ def _op_sections(view: RunView, out: Charts, x_range: Range1d) -> list[str]:
         notes = [
             text
             for text, fig in (
+                ("no successful operation", latency),
                 ("no latency recorded in sustain", spectrum),
                 ("no errors", errors),
                 ("no protocol counters", counters),
