@@ -147,11 +147,10 @@ def spectrum_points(hist: HdrHistogram) -> list[tuple[float, float]]:
     """``(percentile, µs)`` from 0 to 99.999%, evenly spaced on a ``1 / (1 - p)`` log axis."""
     if hist.get_total_count() == 0:
         return []
-    points = []
-    for step in range(SPECTRUM_STEPS * SPECTRUM_NINES + 1):
-        percentile = 100.0 * (1.0 - 10.0 ** (-step / SPECTRUM_STEPS))
-        points.append((percentile, float(hist.get_value_at_percentile(percentile))))
-    return points
+    steps = range(SPECTRUM_STEPS * SPECTRUM_NINES + 1)
+    percentiles = [100.0 * (1.0 - 10.0 ** (-step / SPECTRUM_STEPS)) for step in steps]
+    values = hist.get_percentile_to_value_dict(percentiles)  # one walk of the counts
+    return [(p, float(values[p])) for p in percentiles]
 
 
 def spectra(snapshot: dict[str, Any], phase: str = "sustain") -> list[Spectrum]:
