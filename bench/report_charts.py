@@ -87,9 +87,6 @@ def pygal_page(view: RunView) -> str:
     return f"<!DOCTYPE html><html>{head}<body>{body}</body></html>"
 
 
-SVG_DRAWN_JS = "[...document.querySelectorAll('.chart svg')].length"
-
-
 def measure(name: str, build: Callable[[], str], rounds: int, chromium: str, svg: bool) -> None:
     started = time.perf_counter()
     page = build()

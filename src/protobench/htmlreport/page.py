@@ -24,10 +24,8 @@ h1 { font-size: 1.4em; margin: .8em 0 .2em; } h2 { font-size: 1.15em; margin: 1.
 nav a { margin-right: 1em; } .meta { color: #666; }
 table { border-collapse: collapse; margin: .4em 0; }
 td, th { border: 1px solid #ddd; padding: 2px 8px; text-align: left; vertical-align: top; }
-td.num { text-align: right; font-variant-numeric: tabular-nums; }
 .grid { display: grid; grid-template-columns: repeat(auto-fit, minmax(560px, 1fr)); gap: 8px; }
 .chart { min-height: 240px; } .none { color: #888; margin: 0; }
-.fail { color: #b00; font-weight: bold; } .pass { color: #070; font-weight: bold; }
 """
 
 
