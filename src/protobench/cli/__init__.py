@@ -19,6 +19,7 @@ from protobench.cli import (
     discover_cmd,
     profiles_cmd,
     replay_cmd,
+    report_cmd,
     run_cmd,
     serve_cmd,
     snapshots_cmd,
@@ -56,6 +57,7 @@ serve_cmd.register(app)
 diff_cmd.register(app)
 sweep_cmd.register(app)
 discover_cmd.register(app)
+report_cmd.register(app)
 app.add_typer(profiles_cmd.app, name="profiles")
 app.add_typer(snapshots_cmd.app, name="snapshots")
 

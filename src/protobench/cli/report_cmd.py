@@ -1,0 +1,84 @@
+"""``protobench report REF [-o FILE]``: a saved run as one self-contained HTML page.
+
+:func:`write_run_report` and :func:`write_diff_report` are also what ``run
+--report`` and ``diff --report`` call. The page needs the optional ``report``
+extra (Bokeh); without it the command says so in one line and exits 2. Bokeh
+is imported only here, when a page is written (about 0.3 s).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import TYPE_CHECKING, Annotated, Any
+
+import typer
+
+from protobench.cli.common import fail
+from protobench.snapshots.store import SnapshotError, SnapshotStore
+
+if TYPE_CHECKING:
+    from protobench.snapshots.diff import Diff
+
+MISSING_EXTRA = "the HTML report needs `pip install 'protobench[report]'`"
+
+
+def require_extra() -> None:
+    """Exit 2 with one line when the `report` extra (Bokeh) is not installed."""
+    try:
+        import bokeh  # noqa: F401, PLC0415
+    except ImportError:
+        fail(MISSING_EXTRA)
+
+
+def _write(path: Path, page: str) -> None:
+    try:
+        path.write_text(page, encoding="utf-8")
+    except OSError as exc:
+        fail(f"{path}: cannot write the report ({exc.strerror or exc})")
+    typer.echo(f"wrote {path} ({len(page.encode()) / 1024:,.0f} KiB)", err=True)
+
+
+def write_run_report(snapshot: dict[str, Any], path: Path) -> None:
+    """Write the report page of one saved run (exit 2 without the ``report`` extra)."""
+    require_extra()
+    from protobench.htmlreport.page import run_page  # noqa: PLC0415
+    from protobench.htmlreport.view import run_view  # noqa: PLC0415
+
+    _write(path, run_page(run_view(snapshot)))
+
+
+def write_diff_report(
+    base: list[dict[str, Any]], new: list[dict[str, Any]], diff: Diff, path: Path
+) -> None:
+    """Write the comparison page of ``diff`` (exit 2 without the ``report`` extra)."""
+    require_extra()
+    from protobench.cli.diff_cmd import render_text  # noqa: PLC0415 (diff_cmd imports us)
+    from protobench.htmlreport.compare import compare_page  # noqa: PLC0415
+    from protobench.htmlreport.view import run_view  # noqa: PLC0415
+
+    views = [run_view(s) for s in base], [run_view(s) for s in new]
+    _write(path, compare_page(*views, render_text(diff)))
+
+
+def register(app: typer.Typer) -> None:
+    @app.command("report")
+    def report(
+        ref: Annotated[str, typer.Argument(help="Id, id prefix, path, latest or latest~N.")],
+        output: Annotated[
+            Path | None,
+            typer.Option("--output", "-o", help="The HTML file (default: ./<snapshot id>.html)."),
+        ] = None,
+        snapshots_dir: Annotated[
+            Path | None,
+            typer.Option(
+                "--snapshots-dir", help="Snapshot store (default ./.protobench/snapshots)."
+            ),
+        ] = None,
+    ) -> None:
+        """Write a saved run as one HTML page that works offline."""
+        require_extra()
+        try:
+            snapshot = SnapshotStore(snapshots_dir).load(ref)
+        except SnapshotError as exc:
+            fail(str(exc))
+        write_run_report(snapshot, output or Path(f"{snapshot['id']}.html"))
