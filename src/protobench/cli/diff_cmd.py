@@ -271,7 +271,7 @@ def register(app: typer.Typer) -> None:
                 gates=gates,
                 accept_inconclusive=accept_inconclusive,
             )
-        except ValueError as exc:
+        except (ValueError, SnapshotError) as exc:
             fail(str(exc))
         if as_json:
             print_json(diff.to_dict())

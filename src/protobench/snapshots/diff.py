@@ -325,7 +325,7 @@ def samples(items: Sequence[Interval], op: str, metric: str) -> list[float]:
         elif metric == "error_rate":
             if figures["ok"] + figures["errors"]:
                 values.append(float(figures["error_rate"]))
-        elif metric in figures["latency_us"]:
+        elif figures["latency_us"].get(metric) is not None:
             values.append(float(figures["latency_us"][metric]))
     return values
 

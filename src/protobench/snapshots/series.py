@@ -6,6 +6,11 @@ histogram); :func:`intervals` adds the ``TOTAL`` of all operations to each
 record, merged exactly with the engine's own accumulator (histograms summed,
 never percentiles averaged). :func:`phase_histogram` and :func:`phase_counts`
 give a phase's whole-run figures over one or several snapshots.
+
+The snapshot is validated when read (:mod:`protobench.snapshots.schema`),
+except the encoded histograms of its intervals, which are decoded here: a
+corrupt one is a :class:`~protobench.snapshots.store.SnapshotError` naming the
+snapshot, the interval and the operation.
 """
 
 from __future__ import annotations
@@ -18,6 +23,8 @@ from hdrh.histogram import HdrHistogram
 
 from protobench.engine.aggregate import interval_of, op_summary
 from protobench.engine.metrics import OpAccumulator, encode, merge
+from protobench.snapshots.schema import decoded
+from protobench.snapshots.store import SnapshotError
 
 TOTAL = "TOTAL"
 
@@ -37,6 +44,14 @@ class Interval:
 def operations(snapshot: dict[str, Any]) -> list[str]:
     """The snapshot's operation (group) names, in plan order."""
     return [group["name"] for group in snapshot["plan"]["groups"]]
+
+
+def checked_histogram(snapshot: dict[str, Any], where: str, encoded: str) -> HdrHistogram:
+    """The decoded histogram at ``where`` in ``snapshot``; :class:`SnapshotError` if corrupt."""
+    try:
+        return decoded(encoded, where)
+    except ValueError as exc:
+        raise SnapshotError(f"snapshot {snapshot.get('id')}: {exc}") from None
 
 
 def total_of(ops: dict[str, dict[str, Any]], seconds: float) -> dict[str, Any]:
@@ -59,14 +74,24 @@ def intervals(
     """
     shortest = min_fraction * float(snapshot["plan"].get("interval", 0.0))
     out = []
-    for record in snapshot["series"]:
+    for number, record in enumerate(snapshot["series"]):
         if phase is not None and record["phase"] != phase:
             continue
         duration = float(record["duration"])
         if duration < shortest:
             continue
         ops = dict(record["ops"])
-        ops[TOTAL] = total_of(record["ops"], duration)
+        try:
+            ops[TOTAL] = total_of(record["ops"], duration)
+        except Exception as exc:  # a corrupt histogram (hdrh raises many types): name it
+            for op, figures in record["ops"].items():
+                for key in ("hist", "hist_uncorrected"):
+                    where = f"series.{number}.ops.{op}.{key}"
+                    checked_histogram(snapshot, where, figures.get(key, ""))
+            raise SnapshotError(
+                f"snapshot {snapshot.get('id')}: series.{number}: its histograms cannot be "
+                f"merged ({type(exc).__name__})"
+            ) from None
         end = float(record["elapsed"])
         out.append(Interval(record["phase"], record["index"], end - duration, end, duration, ops))
     return out

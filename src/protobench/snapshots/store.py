@@ -36,11 +36,13 @@ import secrets
 import socket
 import subprocess
 import tempfile
+import zlib
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from protobench import __version__
 from protobench.redaction import redact_url, redact_value
+from protobench.snapshots.schema import problem
 
 if TYPE_CHECKING:
     from protobench.engine.aggregate import Aggregator
@@ -51,8 +53,8 @@ SUFFIX = ".json.gz"
 DEFAULT_DIR = Path(".protobench") / "snapshots"
 DEFAULT_LOGS = Path(".protobench") / "logs"
 NAME_LENGTH = 64
+ID_LENGTH = 200
 _UNSAFE = re.compile(r"[^A-Za-z0-9_.-]+")
-_RUN_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]*$")
 _LATEST = re.compile(r"^latest(?:~(?P<back>\d+))?$")
 
 
@@ -81,8 +83,17 @@ def safe_name(name: str) -> str:
 
 
 def check_run_id(run_id: str) -> str:
-    """``run_id`` if it is one path component of safe characters; ``ValueError`` otherwise."""
-    if not _RUN_ID.match(run_id) or ".." in run_id:
+    """``run_id`` if it is one path component (no separator, not hidden); ``ValueError`` if not.
+
+    New ids are made of safe characters only (:meth:`SnapshotStore.new_id`); this
+    accepts the ids of older snapshots too, as long as they stay one component.
+    """
+    if (
+        not run_id
+        or run_id.startswith(".")
+        or len(run_id) > ID_LENGTH
+        or any(c in run_id for c in "/\\\x00")
+    ):
         raise ValueError(f"not a valid run id: {run_id!r}")
     return run_id
 
@@ -281,12 +292,39 @@ class SnapshotStore:
         raise SnapshotError(f"{ref!r} is ambiguous: {len(matches)} snapshots match")
 
     def load(self, ref: str) -> dict[str, Any]:
-        path = self.resolve(ref)
-        try:
-            with gzip.open(path, "rb") as raw:
-                data: dict[str, Any] = json.loads(raw.read())
-        except (OSError, ValueError) as exc:
-            raise SnapshotError(f"{path}: not a readable snapshot ({exc})") from exc
-        if data.get("schema") != SCHEMA:
-            raise SnapshotError(f"{path}: unknown schema {data.get('schema')!r}")
-        return data
+        """The snapshot ``ref`` names, validated (:func:`read`)."""
+        return read(self.resolve(ref))
+
+
+def read(path: Path) -> dict[str, Any]:
+    """The snapshot in ``path``, checked against its schema.
+
+    Every failure (unreadable, truncated or corrupt gzip, not JSON, not an
+    object, another schema, a missing key or a wrong type) is a
+    :class:`SnapshotError` of one line naming the file and what is wrong.
+    """
+    try:
+        with gzip.open(path, "rb") as raw:
+            text = raw.read()
+    except EOFError:
+        raise SnapshotError(f"{path}: truncated (the gzip stream ends early)") from None
+    except (OSError, zlib.error) as exc:
+        raise SnapshotError(f"{path}: not a readable gzip file ({_one_line(exc)})") from None
+    try:
+        data = json.loads(text)
+    except (ValueError, RecursionError) as exc:
+        raise SnapshotError(f"{path}: not JSON ({_one_line(exc)})") from None
+    if isinstance(data, dict) and data.get("schema") != SCHEMA:
+        raise SnapshotError(
+            f"{path}: unknown schema {_one_line(repr(data.get('schema')))[:80]} "
+            f"(expected {SCHEMA!r})"
+        )
+    why = problem(data)
+    if why is not None:
+        raise SnapshotError(f"{path}: not a valid snapshot: {_one_line(why)}")
+    snapshot: dict[str, Any] = data
+    return snapshot
+
+
+def _one_line(value: object) -> str:
+    return " ".join(str(value).split())
