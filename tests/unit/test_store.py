@@ -11,12 +11,16 @@ from pathlib import Path
 
 import pytest
 
+from protobench.engine.aggregate import Aggregator
+from protobench.engine.plan import Overrides, resolve
+from protobench.profiles import loader
 from protobench.snapshots.store import (
     DEFAULT_LOGS,
     SnapshotError,
     SnapshotStore,
     SnapshotWriteError,
     check_run_id,
+    redacted,
     safe_name,
 )
 from tests.unit.conftest_snapshots import make_snapshot
@@ -134,3 +138,25 @@ def test_bad_references_are_one_line_errors(tmp_path: Path, ref: str, message: s
         store.resolve(ref)
     assert message in str(caught.value)
     assert "\n" not in str(caught.value)
+
+
+def test_a_saved_snapshot_and_its_exports_hold_no_url_password(tmp_path: Path) -> None:
+    url = "ws://alice:hunter2@127.0.0.1:9/echo?token=tok3n&room=1"
+    plan = resolve(loader.load("ws-echo"), Overrides(target=url))
+    aggregator = Aggregator([g.name for g in plan.groups], False, {"warmup": 0.0})
+    report = {**make_snapshot(seed=1)["report"], "target": url}
+    store = SnapshotStore(tmp_path)
+    path = store.save("run-1", plan, report, aggregator, [])
+    with gzip.open(path, "rt") as raw:
+        text = raw.read()
+    assert "hunter2" not in text
+    assert "tok3n" not in text
+    assert "alice" in text
+    # snapshots written before this release are redacted again when shown or exported
+    old = {**make_snapshot(seed=1), "plan": {"target": url, "groups": [{"name": "get"}]}}
+    old["provenance"]["overrides"] = {"target": url, "options": {"password": "pw-9"}}
+    old["report"]["target"] = url
+    shown = json.dumps(redacted(old))
+    assert "hunter2" not in shown
+    assert "tok3n" not in shown
+    assert "pw-9" not in shown
