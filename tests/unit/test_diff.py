@@ -323,3 +323,17 @@ def test_metric_names_and_json_output() -> None:
     assert set(p50) >= {"base", "new", "change", "change_kind", "p_value", "significant", "phase"}
     assert p50["inconclusive"] is None
     assert set(p50["base"]) == {"median", "ci_low", "ci_high", "n"}
+
+
+def test_p95_is_compared_like_the_other_percentiles() -> None:
+    # Snapshots written before p95 was in the report: read from each interval's histogram.
+    base = make_snapshot(seed=1)
+    diff = compare([base], [make_snapshot(SLOWER, seed=3)], gates=[parse_gate("p95:+20%")])
+    row = diff.row("get", "p95")
+    assert row.base is not None
+    assert row.base.n == 12
+    merged = merge([base["histograms"]["sustain"]["get"]["hist"]])
+    assert row.phase_base == merged.get_value_at_percentile(95.0)
+    assert row.significant
+    assert [g.expr for g in diff.failed_gates] == ["p95:+20%"]
+    assert metric_name("p95") == "p95"

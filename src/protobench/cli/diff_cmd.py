@@ -203,7 +203,7 @@ def register(app: typer.Typer) -> None:
             typer.Option(
                 "--metric",
                 "-m",
-                help="Comma-separated metrics: throughput,p50,p90,p99,p99.9,error_rate.",
+                help="Comma-separated metrics: throughput,p50,p90,p95,p99,p99.9,error_rate.",
             ),
         ] = ",".join(METRICS),
         alpha: Annotated[

@@ -1,8 +1,8 @@
 """The comparison of two sets of runs (``protobench diff``), as data.
 
 Each side is one or more snapshots. For every operation and the ``TOTAL`` of
-all operations, and for each metric (throughput, p50, p90, p99, p99.9, error
-rate), a side's samples are the metric's values in its **sustain intervals**
+all operations, and for each metric (throughput, p50, p90, p95, p99, p99.9,
+error rate), a side's samples are the metric's values in its **sustain intervals**
 (intervals shorter than half the plan's interval are left out; with several
 runs the samples of all of them are pooled). A side is summarised by the
 median and its 95% confidence interval; the two sides are compared with the
@@ -48,11 +48,12 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from protobench.engine.metrics import PERCENTILES
 from protobench.snapshots.series import (
+    LATENCY_PERCENTILES,
     TOTAL,
     Interval,
     intervals,
+    latency,
     operations,
     phase_counts,
     phase_histogram,
@@ -67,8 +68,8 @@ from protobench.snapshots.stats import (
     smallest_p,
 )
 
-METRICS = ("throughput", "p50", "p90", "p99", "p999", "error_rate")
-LATENCY_METRICS = ("p50", "p90", "p99", "p999")
+METRICS = ("throughput", "p50", "p90", "p95", "p99", "p999", "error_rate")
+LATENCY_METRICS = ("p50", "p90", "p95", "p99", "p999")
 LABELS = {"p999": "p99.9", "error_rate": "error rate"}
 ALIASES = {"p99.9": "p999", "error-rate": "error_rate", "errors": "error_rate", "rps": "throughput"}
 ALPHA = 0.05
@@ -77,7 +78,7 @@ EXIT_GATE_FAILED = 1
 EXIT_INCONCLUSIVE = 4
 """``diff``'s exit codes besides 2 (bad input): a gate was crossed / could not decide."""
 MIN_INTERVAL_FRACTION = 0.5
-_PERCENTILE = dict(PERCENTILES)
+_PERCENTILE = LATENCY_PERCENTILES
 _GATE = re.compile(
     r"^\s*(?:(?P<op>.+):)?(?P<metric>[a-z_0-9.-]+)\s*:\s*(?P<sign>[+-])\s*"
     r"(?P<value>\d+(?:\.\d+)?)\s*(?P<unit>%|pp)\s*$"
@@ -325,8 +326,8 @@ def samples(items: Sequence[Interval], op: str, metric: str) -> list[float]:
         elif metric == "error_rate":
             if figures["ok"] + figures["errors"]:
                 values.append(float(figures["error_rate"]))
-        elif figures["latency_us"].get(metric) is not None:
-            values.append(float(figures["latency_us"][metric]))
+        elif (value := latency(figures, metric)) is not None:
+            values.append(value)
     return values
 
 

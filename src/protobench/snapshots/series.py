@@ -22,11 +22,13 @@ from typing import Any
 from hdrh.histogram import HdrHistogram
 
 from protobench.engine.aggregate import interval_of, op_summary
-from protobench.engine.metrics import OpAccumulator, encode, merge
+from protobench.engine.metrics import OpAccumulator, decode, encode, merge
 from protobench.snapshots.schema import decoded
 from protobench.snapshots.store import SnapshotError
 
 TOTAL = "TOTAL"
+LATENCY_PERCENTILES = {"p50": 50.0, "p90": 90.0, "p95": 95.0, "p99": 99.0, "p999": 99.9}
+"""The latency percentiles read back, by name (``p999`` is p99.9)."""
 
 
 @dataclass(frozen=True)
@@ -55,13 +57,37 @@ def checked_histogram(snapshot: dict[str, Any], where: str, encoded: str) -> Hdr
 
 
 def total_of(ops: dict[str, dict[str, Any]], seconds: float) -> dict[str, Any]:
-    """The exact merge of one interval's per-op summaries, with its encoded histogram."""
+    """The exact merge of one interval's per-op summaries, with its encoded histograms.
+
+    In the open model (an op has ``hist_uncorrected``) the total has the
+    uncorrected latencies and histogram too.
+    """
     acc = OpAccumulator()
     for summary in ops.values():
         acc.add(interval_of(summary))
-    total = op_summary(acc, seconds, corrected=False)
+    corrected = any(summary.get("hist_uncorrected") for summary in ops.values())
+    total = op_summary(acc, seconds, corrected=corrected)
     total["hist"] = encode(acc.hist) if acc.ok else ""
+    if corrected:
+        total["hist_uncorrected"] = encode(acc.hist_uncorrected)
     return total
+
+
+def latency(figures: dict[str, Any], name: str) -> float | None:
+    """Percentile ``name`` (µs) of an op's interval figures, ``None`` without a success.
+
+    From ``latency_us``, or, when the snapshot predates that percentile (p95),
+    from the interval's histogram.
+    """
+    value = figures.get("latency_us", {}).get(name)
+    if value is not None:
+        return float(value)
+    if name not in LATENCY_PERCENTILES or not figures.get("hist"):
+        return None
+    hist = decode(figures["hist"])
+    if hist.get_total_count() == 0:
+        return None
+    return float(hist.get_value_at_percentile(LATENCY_PERCENTILES[name]))
 
 
 def intervals(
