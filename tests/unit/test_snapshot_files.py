@@ -184,7 +184,7 @@ REQUIRED = [
     ("histograms",),
     ("report", "phases", "sustain", "total", "ok"),
     ("report", "verdicts"),
-    ("provenance", "host"),
+    ("provenance", "tool_version"),
     ("plan", "groups"),
     ("series", 3, "ops", "get", "throughput"),
 ]

@@ -96,8 +96,9 @@ def show(
     prov = data["provenance"]
     typer.echo(f"snapshot {data['id']}  created {data['created_at']}")
     typer.echo(
-        f"host {prov['host']}  cpu {prov['cpu_model']} x{prov['cpu_count']}  "
-        f"python {prov['python']}  protobench {prov['tool_version']}"
+        f"host {prov.get('host', '?')}  cpu {prov.get('cpu_model', '?')} "
+        f"x{prov.get('cpu_count', '?')}  python {prov.get('python', '?')}  "
+        f"protobench {prov['tool_version']}"
     )
     typer.echo(table)
 

@@ -386,17 +386,17 @@ def comparability(base: Sequence[dict[str, Any]], new: Sequence[dict[str, Any]])
     """Why these runs may not be comparable, one sentence each (empty when they are)."""
     warnings = []
     facts: list[tuple[str, Any]] = [
-        ("host", lambda s: s["provenance"]["host"]),
+        ("host", lambda s: s["provenance"].get("host")),
         (
             "CPU",
-            lambda s: f"{s['provenance']['cpu_model']} x{s['provenance']['cpu_count']}",
+            lambda s: f"{s['provenance'].get('cpu_model')} x{s['provenance'].get('cpu_count')}",
         ),
         ("protocol", lambda s: s["report"]["protocol"]),
         ("profile", lambda s: s["report"]["profile"]),
-        ("profile hash", lambda s: str(s["provenance"]["profile_sha256"])[:12]),
+        ("profile hash", lambda s: str(s["provenance"].get("profile_sha256"))[:12]),
         ("tool version", lambda s: s["provenance"]["tool_version"]),
     ]
-    keys = sorted({key for s in [*base, *new] for key in s["provenance"]["overrides"]})
+    keys = sorted({key for s in [*base, *new] for key in s["provenance"].get("overrides", {})})
     for key in keys:
         facts.append((f"{key} override", _override(key)))
     for name, fact in facts:
@@ -421,7 +421,7 @@ def comparability(base: Sequence[dict[str, Any]], new: Sequence[dict[str, Any]])
 
 def _override(key: str) -> Any:
     def fact(snapshot: dict[str, Any]) -> str:
-        value = snapshot["provenance"]["overrides"].get(key)
+        value = snapshot["provenance"].get("overrides", {}).get(key)
         return "(not given)" if value is None else json.dumps(value, sort_keys=True)
 
     return fact

@@ -94,13 +94,15 @@ class Plan(TypedDict):
 
 
 class Provenance(TypedDict):
+    """Where a run came from; only the version is required (a scripted run has no host)."""
+
     tool_version: str
-    host: str
-    cpu_model: str
-    cpu_count: int | None
-    python: str
-    overrides: dict[str, Any]
-    profile_sha256: str | None
+    host: NotRequired[str]
+    cpu_model: NotRequired[str]
+    cpu_count: NotRequired[int | None]
+    python: NotRequired[str]
+    overrides: NotRequired[dict[str, Any]]
+    profile_sha256: NotRequired[str | None]
 
 
 class Record(TypedDict):
