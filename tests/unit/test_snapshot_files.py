@@ -4,8 +4,8 @@ Whatever is in the file or the reference, ``snapshots show``, ``export`` and
 ``diff`` end with exit 2 and one error line naming the file, or succeed (a
 mutation that leaves a valid snapshot); never a traceback. ``snapshots list``
 skips a bad file with a warning and lists the others. The number of examples
-is bounded for the normal run; ``PROTOBENCH_HYPOTHESIS_EXAMPLES=2000`` makes a
-larger one.
+is bounded for the normal run (20 a test); ``PROTOBENCH_HYPOTHESIS_EXAMPLES=300
+pytest --timeout=0 ...`` makes a larger one.
 """
 
 from __future__ import annotations
@@ -29,7 +29,7 @@ from protobench.cli import app
 from protobench.snapshots.store import SnapshotError, SnapshotStore, read
 from tests.unit.conftest_snapshots import make_snapshot
 
-EXAMPLES = int(os.environ.get("PROTOBENCH_HYPOTHESIS_EXAMPLES", "25"))
+EXAMPLES = int(os.environ.get("PROTOBENCH_HYPOTHESIS_EXAMPLES", "20"))
 SETTINGS = settings(
     max_examples=EXAMPLES,
     deadline=None,
