@@ -244,8 +244,9 @@ def test_a_corrupt_interval_histogram_is_named_at_use() -> None:
 @given(ref=st.text(max_size=30))
 def test_any_reference_is_a_snapshot_or_one_line(ref: str) -> None:
     with _store(_gzip_json(_good())) as (store, _):
+        # after "--": a reference that starts with "-" is not read as an option
         result = CliRunner().invoke(
-            app, ["snapshots", "show", ref, "--snapshots-dir", str(store.directory)]
+            app, ["snapshots", "show", "--snapshots-dir", str(store.directory), "--", ref]
         )
     _no_traceback(result)
     if result.exit_code != 0:
