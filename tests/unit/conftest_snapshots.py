@@ -155,5 +155,14 @@ def _build(
         "report": report,
         "series": aggregator.series,
         "histograms": aggregator.phase_histograms(),
-        "resources": [],
+        "resources": [
+            {
+                "elapsed": record["elapsed"] + 0.01,  # sampled on its own clock, a bit later
+                "phase": record["phase"],
+                "workers": [{"pid": 100, "cpu": 30.0 + number, "rss": 1 << 20}],
+                "target": {"pid": 200, "cpu": 20.0, "rss": 5 << 20},
+                "host": {"cpu": 60.0},
+            }
+            for number, record in enumerate(aggregator.series)
+        ],
     }

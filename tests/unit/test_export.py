@@ -109,6 +109,11 @@ def test_csv_has_absolute_times_p95_uncorrected_latencies_and_counters() -> None
         unc = record["ops"]["get"]["latency_uncorrected_us"]
         assert float(row["uncorrected_p99_us"]) == unc["p99"]
         assert float(row["uncorrected_p99_us"]) < float(row["p99_us"])
+    # the resource sample nearest each interval's end: the 3rd record of the run is sustain's 1st
+    assert [float(r["generator_cpu"]) for r in get_rows[:2]] == [32.0, 33.0]
+    assert {(r["target_cpu"], r["target_rss"], r["host_cpu"]) for r in rows} == {
+        ("20.0", str(5 << 20), "60.0")
+    }
     closed = io.StringIO()
     write_csv(make_snapshot(OPS, seed=7), closed)
     assert {r["uncorrected_p50_us"] for r in csv.DictReader(io.StringIO(closed.getvalue()))} == {""}

@@ -17,7 +17,9 @@
 * ``csv``: one row per interval and operation, and a ``TOTAL`` row per
   interval: absolute times (ISO 8601 UTC and seconds since the epoch) and times
   from the run's start, counts, latencies in microseconds (corrected and, in
-  the open model, uncorrected), errors by class and protocol counters.
+  the open model, uncorrected), errors by class, protocol counters, and the
+  resources sampled nearest the interval's end (all workers' CPU, the
+  target's CPU and RSS, the host's CPU).
 * ``json``: the whole snapshot.
 
 Each export covers one phase (``sustain`` by default, ``all`` for every phase).
@@ -74,6 +76,10 @@ CSV_COLUMNS = (
     "uncorrected_max_us",
     "errors_by_class",
     "counters",
+    "generator_cpu",
+    "target_cpu",
+    "target_rss",
+    "host_cpu",
 )
 UNCORRECTED = "uncorrected"
 """The tag of the uncorrected histograms in an hlog (``uncorrected.<op>`` for one op)."""
@@ -147,14 +153,37 @@ def _at(start: dt.datetime, seconds: float) -> tuple[str, float]:
     return moment.isoformat(timespec="milliseconds"), round(moment.timestamp(), 6)
 
 
+def _resources_at(samples: list[dict[str, Any]], end: float, duration: float) -> list[Any]:
+    """(generator CPU, target CPU, target RSS, host CPU) of the sample nearest ``end``.
+
+    Resources are sampled once an interval on their own clock: the sample
+    nearest the interval's end, within half an interval, covers about the
+    same second. The generator's CPU is that of all worker processes (% of one
+    core). Blanks when no sample is that near.
+    """
+    near = [s for s in samples if abs(s["elapsed"] - end) <= duration / 2]
+    if not near:
+        return ["", "", "", ""]
+    sample = min(near, key=lambda s: abs(s["elapsed"] - end))
+    target = sample["target"] or {}
+    return [
+        round(sum(w["cpu"] for w in sample["workers"]), 1),
+        _blank(target.get("cpu")),
+        _blank(target.get("rss")),
+        sample["host"]["cpu"],
+    ]
+
+
 def write_csv(snapshot: dict[str, Any], out: TextIO, phase: str = "sustain") -> int:
     """Write the interval series of ``phase`` as CSV; return the number of data rows."""
     writer = csv.writer(out, lineterminator="\n")
     writer.writerow(CSV_COLUMNS)
     ops = operations(snapshot)
     started = dt.datetime.fromisoformat(snapshot["report"]["started_at"])
+    samples = snapshot.get("resources", [])
     rows = 0
     for item in intervals(snapshot, _phase(phase)):
+        resources = _resources_at(samples, item.end, item.duration)
         (start_time, start_epoch), (end_time, end_epoch) = (
             _at(started, item.start),
             _at(started, item.end),
@@ -189,6 +218,7 @@ def write_csv(snapshot: dict[str, Any], out: TextIO, phase: str = "sustain") -> 
                     *(_blank(uncorrected.get(name)) for name in _UNCORRECTED_COLUMNS),
                     _pairs(figures.get("errors_by_class", {})),
                     _pairs(figures.get("counters", {})),
+                    *resources,
                 ]
             )
             rows += 1

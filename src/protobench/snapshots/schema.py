@@ -2,9 +2,9 @@
 
 It describes what protobench reads back (``snapshots list/show/export``,
 ``diff``, ``replay``): identity, provenance, the plan's operations and interval,
-the report's phases and verdicts, the interval series and the phase
-histograms, each key with its type (counts are whole numbers >= 0, durations
-finite and >= 0, times ISO 8601). Other keys may be present and are kept.
+the report's phases and verdicts, the interval series, the phase histograms
+and the resource samples, each key with its type (counts are whole numbers
+>= 0, durations finite and >= 0, times ISO 8601). Other keys may be present.
 :func:`problem` gives the first mismatch as one line naming the key
 (``report.phases.sustain.total.ok: expected a whole number``), or ``None``.
 The encoded histograms of the phases are decoded here too; those of the
@@ -120,6 +120,25 @@ class PhaseHistograms(TypedDict):
     hist_uncorrected: NotRequired[str]
 
 
+class ProcessSample(TypedDict):
+    cpu: Annotated[float, Field(ge=0, allow_inf_nan=False)]
+    rss: NotRequired[Count]
+
+
+class HostSample(TypedDict):
+    cpu: Annotated[float, Field(ge=0, allow_inf_nan=False)]
+
+
+class ResourceSample(TypedDict):
+    """One resource sample (a coarsened one covers ``span`` samples)."""
+
+    elapsed: Seconds
+    phase: str
+    workers: list[ProcessSample]
+    target: ProcessSample | None
+    host: HostSample
+
+
 class Snapshot(TypedDict):
     schema: str
     id: RunId
@@ -131,7 +150,7 @@ class Snapshot(TypedDict):
     series: list[Record]
     histograms: dict[str, dict[str, PhaseHistograms]]
     labels: NotRequired[dict[str, Any]]
-    resources: NotRequired[list[Any]]
+    resources: NotRequired[list[ResourceSample]]
 
 
 @functools.cache
