@@ -42,7 +42,6 @@ from typing import TYPE_CHECKING, Any
 
 from protobench import __version__
 from protobench.redaction import redact_url, redact_value
-from protobench.snapshots.schema import problem
 
 if TYPE_CHECKING:
     from protobench.engine.aggregate import Aggregator
@@ -319,6 +318,8 @@ def read(path: Path) -> dict[str, Any]:
             f"{path}: unknown schema {_one_line(repr(data.get('schema')))[:80]} "
             f"(expected {SCHEMA!r})"
         )
+    from protobench.snapshots.schema import problem  # noqa: PLC0415 - pydantic only on read
+
     why = problem(data)
     if why is not None:
         raise SnapshotError(f"{path}: not a valid snapshot: {_one_line(why)}")
