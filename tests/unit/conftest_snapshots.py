@@ -64,10 +64,12 @@ def _build(
     partial: bool = False,
     generator_bound: bool = False,
     last_interval_fraction: float = 1.0,
+    open_model: bool = False,
 ) -> dict[str, Any]:
+    """``open_model``: each latency also recorded as uncorrected, at 60% of its value."""
     rng = random.Random(seed)
     names = list(ops)
-    aggregator = Aggregator(names, corrected=False, phase_offsets={"warmup": 0.0})
+    aggregator = Aggregator(names, corrected=open_model, phase_offsets={"warmup": 0.0})
     aggregator.phase_offsets["sustain"] = warmup_intervals * interval
     aggregator.live = {0}
     for phase, count in (("warmup", warmup_intervals), ("sustain", intervals)):
@@ -92,6 +94,8 @@ def _build(
                     else:
                         latency_us = spec.median_us * rng.lognormvariate(0.0, spec.sigma)
                         recorder.latencies.append(int(latency_us * 1000))
+                        if open_model:
+                            recorder.uncorrected.append(int(latency_us * 600))
                 frame["ops"][name] = recorder.flush().to_wire()
             aggregator.add(frame)
     aggregator.finish()
@@ -107,7 +111,9 @@ def _build(
         "protocol": "http",
         "target": "http://127.0.0.1:8080/",
         "target_kind": "embedded",
-        "model": {"type": "closed", "sessions": 4},
+        "model": {"type": "open", "rate": 2000.0, "sessions": 4}
+        if open_model
+        else {"type": "closed", "sessions": 4},
         "processes": 1,
         "started_at": "2025-01-01T00:00:00+00:00",
         "partial": partial,
@@ -149,5 +155,14 @@ def _build(
         "report": report,
         "series": aggregator.series,
         "histograms": aggregator.phase_histograms(),
-        "resources": [],
+        "resources": [
+            {
+                "elapsed": record["elapsed"] + 0.01,  # sampled on its own clock, a bit later
+                "phase": record["phase"],
+                "workers": [{"pid": 100, "cpu": 30.0 + number, "rss": 1 << 20}],
+                "target": {"pid": 200, "cpu": 20.0, "rss": 5 << 20},
+                "host": {"cpu": 60.0},
+            }
+            for number, record in enumerate(aggregator.series)
+        ],
     }

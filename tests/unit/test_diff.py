@@ -7,7 +7,13 @@ import json
 import pytest
 
 from protobench.engine.metrics import merge
-from protobench.snapshots.diff import compare, metric_name, parse_gate
+from protobench.snapshots.diff import (
+    EXIT_INCONCLUSIVE,
+    compare,
+    metric_name,
+    parse_gate,
+    percentile_samples,
+)
 from protobench.snapshots.series import TOTAL
 from protobench.snapshots.stats import estimate, geomean
 from tests.unit.conftest_snapshots import OpSpec, make_snapshot
@@ -144,17 +150,102 @@ def test_runs_that_are_not_comparable_are_named() -> None:
     assert len(warnings) == 7
 
 
-def test_operations_on_one_side_only_are_reported() -> None:
+def test_operations_on_one_side_only_are_reported_and_gates_on_them_cannot_decide() -> None:
     both = {"get": OpSpec(), "post": OpSpec()}
-    diff = compare([make_snapshot(both, seed=1)], [make_snapshot(seed=2)])
+    gates = [parse_gate("post:p50:+1%"), parse_gate("p50:+1%"), parse_gate("get:p50:+1%")]
+    diff = compare([make_snapshot(both, seed=1)], [make_snapshot(seed=2)], gates=gates)
     assert diff.ops == ["get"]
     assert "operation 'post' is only in the base runs" in diff.warnings
-    with pytest.raises(ValueError, match="no operation 'post'"):
+    on_post, on_total, on_get = diff.gates
+    assert on_post.status == "inconclusive"
+    assert on_post.inconclusive == [("post", "operation 'post' is only in the base runs")]
+    # TOTAL mixes other operations on each side: no gate can decide on it
+    assert on_total.status == "inconclusive"
+    assert on_total.inconclusive == [(TOTAL, "the runs do not have the same operations")]
+    assert on_get.status == "passed"
+    assert diff.exit_code == EXIT_INCONCLUSIVE
+    with pytest.raises(ValueError, match="no operation 'put'"):
         compare(
             [make_snapshot(both, seed=1)],
             [make_snapshot(seed=2)],
-            gates=[parse_gate("post:p50:+1%")],
+            gates=[parse_gate("put:p50:+1%")],
         )
+
+
+def test_a_gate_with_one_interval_a_side_is_inconclusive_not_passed() -> None:
+    # The reported case: p50 +269% with one interval a side (n=1, p=1.0) passed its gate.
+    slower = {"get": OpSpec(median_us=3690.0)}
+    base = make_snapshot(seed=1, intervals=1)
+    new = make_snapshot(slower, seed=2, intervals=1)
+    diff = compare([base], [new], gates=[parse_gate("p50:+10%")])
+    row = diff.row(TOTAL, "p50")
+    assert row.p_value == 1.0
+    assert row.inconclusive == "need >= 6 samples a side, have 1 + 1"
+    assert diff.failed_gates == []
+    assert [g.expr for g in diff.inconclusive_gates] == ["p50:+10%"]
+    assert diff.exit_code == EXIT_INCONCLUSIVE == 4
+    data = diff.to_dict()
+    assert data["gates"][0]["status"] == "inconclusive"
+    assert data["exit_code"] == 4
+    accepted = compare([base], [new], gates=[parse_gate("p50:+10%")], accept_inconclusive=True)
+    assert accepted.exit_code == 0
+    assert accepted.gates[0].status == "inconclusive"
+
+
+def test_five_intervals_a_side_still_cannot_decide_six_can() -> None:
+    slower = {"get": OpSpec(median_us=3000.0)}
+    five = compare(
+        [make_snapshot(seed=1, intervals=5)],
+        [make_snapshot(slower, seed=2, intervals=5)],
+        gates=[parse_gate("p50:+10%")],
+    )
+    assert five.row(TOTAL, "p50").significant  # p = 2/252: significant, yet too few for a CI
+    assert five.exit_code == EXIT_INCONCLUSIVE
+    six = compare(
+        [make_snapshot(seed=1, intervals=6)],
+        [make_snapshot(slower, seed=2, intervals=6)],
+        gates=[parse_gate("p50:+10%")],
+    )
+    assert six.row(TOTAL, "p50").inconclusive is None
+    assert six.exit_code == 1
+
+
+def test_a_small_alpha_needs_more_samples() -> None:
+    diff = compare(
+        [make_snapshot(seed=1, intervals=6)],
+        [make_snapshot(seed=2, intervals=6)],
+        alpha=0.001,
+        gates=[parse_gate("p50:+10%")],
+    )
+    reason = diff.row(TOTAL, "p50").inconclusive
+    assert reason == "no change can be significant at alpha=0.001 with 6 + 6 samples"
+    assert diff.exit_code == EXIT_INCONCLUSIVE
+
+
+def test_runs_of_other_protocols_cannot_pass_a_gate() -> None:
+    other = make_snapshot(seed=2)
+    other["report"]["protocol"] = "websocket"
+    diff = compare([make_snapshot(seed=1)], [other], gates=[parse_gate("*:p50:+10%")])
+    assert "other protocol: base http, new websocket" in diff.warnings
+    assert diff.gates[0].status == "inconclusive"
+    assert diff.exit_code == EXIT_INCONCLUSIVE
+
+
+def test_a_whole_phase_percentile_needs_enough_samples_to_differ_from_the_max() -> None:
+    # 50 ops/s x 12 x 0.25 s = ~150 samples a side: enough for p99 (100), not for p99.9 (1,000)
+    sparse = {"get": OpSpec(rate=50.0)}
+    diff = compare([make_snapshot(sparse, seed=1)], [make_snapshot(sparse, seed=2)])
+    p99, p999 = diff.row("get", "p99"), diff.row("get", "p999")
+    assert p99.phase_change is not None
+    assert p99.phase_note is None
+    assert p999.phase_change is None
+    assert p999.phase_base is not None
+    assert p999.phase_note is not None
+    assert p999.phase_note.startswith("need >= 1,000 samples, have ")
+    assert percentile_samples("p50") == 2
+    assert percentile_samples("p90") == 10
+    assert percentile_samples("p99") == 100
+    assert percentile_samples("p999") == 1000
 
 
 def test_few_intervals_are_noted() -> None:
@@ -196,8 +287,8 @@ def test_a_wildcard_gate_checks_every_row() -> None:
         [make_snapshot(slower, seed=2)],
         gates=[parse_gate("*:p50:+10%")],
     )
-    ((_, crossed),) = diff.gates
-    assert {row.op for row in crossed} == {"post", TOTAL}
+    (result,) = diff.gates
+    assert {row.op for row in result.crossed} == {"post", TOTAL}
 
 
 def test_metric_names_and_json_output() -> None:
@@ -221,11 +312,28 @@ def test_metric_names_and_json_output() -> None:
     assert data["gates"] == [
         {
             "expr": "p99:+10%",
+            "status": "failed",
             "failed": True,
             "crossed": [{"op": TOTAL, "change": diff.row(TOTAL, "p99").change}],
+            "inconclusive": [],
         }
     ]
     assert data["exit_code"] == 1
     p50 = next(r for r in data["rows"] if r["op"] == "get" and r["metric"] == "p50")
     assert set(p50) >= {"base", "new", "change", "change_kind", "p_value", "significant", "phase"}
+    assert p50["inconclusive"] is None
     assert set(p50["base"]) == {"median", "ci_low", "ci_high", "n"}
+
+
+def test_p95_is_compared_like_the_other_percentiles() -> None:
+    # Snapshots written before p95 was in the report: read from each interval's histogram.
+    base = make_snapshot(seed=1)
+    diff = compare([base], [make_snapshot(SLOWER, seed=3)], gates=[parse_gate("p95:+20%")])
+    row = diff.row("get", "p95")
+    assert row.base is not None
+    assert row.base.n == 12
+    merged = merge([base["histograms"]["sustain"]["get"]["hist"]])
+    assert row.phase_base == merged.get_value_at_percentile(95.0)
+    assert row.significant
+    assert [g.expr for g in diff.failed_gates] == ["p95:+20%"]
+    assert metric_name("p95") == "p95"

@@ -105,3 +105,24 @@ def test_command_line_sides_json_and_exit_codes(tmp_path: Path) -> None:
         result = runner.invoke(app, args)
         assert result.exit_code == 2, (args, result.output)
         assert message in result.output
+
+
+def test_a_gate_on_too_few_intervals_exits_4_and_says_why(tmp_path: Path) -> None:
+    store = SnapshotStore(tmp_path / "snaps")
+    slower = {"get": OpSpec(median_us=3690.0)}
+    for index, ops in enumerate([{"get": OpSpec()}, slower]):
+        run_id = f"20250101-00000{index}-synthetic-000{index}"
+        store.write(run_id, {**make_snapshot(ops, seed=index + 1, intervals=1), "id": run_id})
+    args = ["diff", "latest~1", "latest", "--snapshots-dir", str(store.directory)]
+    runner = CliRunner()
+    result = runner.invoke(app, [*args, "--fail-on", "p50:+10%", "-m", "p50"])
+    assert result.exit_code == 4, result.output
+    assert "? (p=1.000 n=1: need >= 6 samples a side, have 1 + 1)" in result.output
+    assert (
+        "gate INCONCLUSIVE: p50:+10% (TOTAL: need >= 6 samples a side, have 1 + 1)" in result.output
+    )
+    accepted = runner.invoke(app, [*args, "--fail-on", "p50:+10%", "--accept-inconclusive"])
+    assert accepted.exit_code == 0, accepted.output
+    assert "gate INCONCLUSIVE (accepted): p50:+10%" in accepted.output
+    no_gate = runner.invoke(app, args)
+    assert no_gate.exit_code == 0, no_gate.output

@@ -11,7 +11,7 @@ import pytest
 from hdrh.histogram import HdrHistogram
 from hdrh.log import HistogramLogReader
 
-from protobench.engine.metrics import new_histogram, summary
+from protobench.engine.metrics import decode, new_histogram, summary
 from protobench.snapshots.export import CSV_COLUMNS, export, tag_of, write_csv, write_hlog
 from protobench.snapshots.series import TOTAL
 from tests.unit.conftest_snapshots import OpSpec, make_snapshot
@@ -61,6 +61,62 @@ def test_hlog_timestamps_are_relative_to_the_start_time(tmp_path: Path) -> None:
     assert starts == pytest.approx([i * 0.25 for i in range(14)])
     ends = [h.get_end_time_stamp() / 1000.0 - 1735689600.0 for h in hists]
     assert ends == pytest.approx([(i + 1) * 0.25 for i in range(14)])
+
+
+def test_hlog_of_an_open_model_run_tags_the_uncorrected_histograms(tmp_path: Path) -> None:
+    snapshot = make_snapshot(OPS, seed=7, open_model=True)
+    path = tmp_path / "run.hlog"
+    with path.open("w") as out:
+        assert write_hlog(snapshot, out) == 12 * 3 * 2
+    # The README's reading example: one series per tag, summed over the intervals.
+    reader = HistogramLogReader(str(path), new_histogram())
+    by_tag: dict[str | None, HdrHistogram] = {}
+    while (hist := reader.get_next_interval_histogram()) is not None:
+        by_tag.setdefault(hist.get_tag(), new_histogram()).add(hist)
+    sustain = snapshot["report"]["phases"]["sustain"]
+    assert set(by_tag) == {
+        None,
+        "get",
+        "post_item",
+        "uncorrected",
+        "uncorrected.get",
+        "uncorrected.post_item",
+    }
+    assert summary(by_tag[None]) == sustain["total"]["latency_us"]
+    assert summary(by_tag["uncorrected"]) == sustain["total"]["latency_uncorrected_us"]
+    get = sustain["ops"]["get"]
+    assert summary(by_tag["uncorrected.get"]) == get["latency_uncorrected_us"]
+    assert summary(by_tag["get"]) == get["latency_us"]
+    assert by_tag[None].get_total_count() == sustain["total"]["ok"]
+
+
+def test_csv_has_absolute_times_p95_uncorrected_latencies_and_counters() -> None:
+    snapshot = make_snapshot(OPS, seed=7, open_model=True)
+    out = io.StringIO()
+    write_csv(snapshot, out)
+    rows = list(csv.DictReader(io.StringIO(out.getvalue())))
+    first, last = rows[0], rows[-1]
+    # the run started at 2025-01-01T00:00:00Z; sustain begins after 2 warmup intervals of 250 ms
+    assert first["start_time"] == "2025-01-01T00:00:00.500+00:00"
+    assert first["end_time"] == "2025-01-01T00:00:00.750+00:00"
+    assert float(first["start_epoch"]) == 1735689600.5
+    assert float(last["end_epoch"]) == 1735689600.0 + 14 * 0.25
+    series = [r for r in snapshot["series"] if r["phase"] == "sustain"]
+    get_rows = [r for r in rows if r["op"] == "get"]
+    for row, record in zip(get_rows, series, strict=True):
+        hist = decode(record["ops"]["get"]["hist"])
+        assert float(row["p95_us"]) == hist.get_value_at_percentile(95.0)
+        unc = record["ops"]["get"]["latency_uncorrected_us"]
+        assert float(row["uncorrected_p99_us"]) == unc["p99"]
+        assert float(row["uncorrected_p99_us"]) < float(row["p99_us"])
+    # the resource sample nearest each interval's end: the 3rd record of the run is sustain's 1st
+    assert [float(r["generator_cpu"]) for r in get_rows[:2]] == [32.0, 33.0]
+    assert {(r["target_cpu"], r["target_rss"], r["host_cpu"]) for r in rows} == {
+        ("20.0", str(5 << 20), "60.0")
+    }
+    closed = io.StringIO()
+    write_csv(make_snapshot(OPS, seed=7), closed)
+    assert {r["uncorrected_p50_us"] for r in csv.DictReader(io.StringIO(closed.getvalue()))} == {""}
 
 
 def test_tags_have_no_separators() -> None:

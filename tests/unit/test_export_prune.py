@@ -29,7 +29,7 @@ def test_prune_keeps_the_newest_and_removes_the_rest_with_their_logs(tmp_path: P
     assert [p.name for p in store.paths()] == [
         f"20250101-00000{i}-synthetic-000{i}.json.gz" for i in (3, 4)
     ]
-    logs = sorted(p.name for p in (tmp_path / "logs").iterdir())
+    logs = sorted(p.name for p in (tmp_path / "snapshots" / "logs").iterdir())
     assert logs == ["20250101-000003-synthetic-0003", "20250101-000004-synthetic-0004"]
     assert store.load("latest")["id"] == "20250101-000004-synthetic-0004"
 

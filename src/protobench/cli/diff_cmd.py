@@ -5,8 +5,11 @@ side (their intervals are pooled). References are snapshot ids, id prefixes,
 paths, ``latest`` or ``latest~N``. The text output is one block per metric:
 each side's median ± the 95% confidence interval (as a share of the median),
 the change with the Mann-Whitney p-value and sample sizes (``~`` when not
-significant at ``--alpha``), and the whole-phase figures of both sides.
-Exit codes: 0, 1 when a ``--fail-on`` gate is crossed, 2 on bad input.
+significant at ``--alpha``, ``?`` when the row has too few samples to decide),
+and the whole-phase figures of both sides.
+Exit codes: 0; 1 when a ``--fail-on`` gate is crossed; 2 on bad input; 4 when a
+gate cannot decide (too few samples, other protocols or operations) and none is
+crossed, unless ``--accept-inconclusive``.
 """
 
 from __future__ import annotations
@@ -18,6 +21,7 @@ from typing import Annotated, Any
 import typer
 from typer.core import TyperCommand
 
+from protobench.cli import report_cmd
 from protobench.cli.common import fail, print_json
 from protobench.cli.render import us
 from protobench.snapshots.diff import (
@@ -91,6 +95,8 @@ def _verdict(row: Row) -> str:
     if row.base is None or row.new is None or row.p_value is None:
         return "-"
     sizes = f"n={row.base.n}" if row.base.n == row.new.n else f"n={row.base.n}+{row.new.n}"
+    if row.inconclusive:
+        return f"? (p={row.p_value:.3f} {sizes}: {row.inconclusive})"
     head = format_change(row.metric, row.change) if row.significant else "~"
     return f"{head} (p={row.p_value:.3f} {sizes})"
 
@@ -98,7 +104,10 @@ def _verdict(row: Row) -> str:
 def _phase(row: Row) -> str:
     base = format_value(row.metric, row.phase_base)
     new = format_value(row.metric, row.phase_new)
-    return f"{base} → {new} {format_change(row.metric, row.phase_change)}"
+    change = (
+        f"? ({row.phase_note})" if row.phase_note else format_change(row.metric, row.phase_change)
+    )
+    return f"{base} → {new} {change}"
 
 
 def _geomean_cells(item: GeomeanRow) -> list[str]:
@@ -157,12 +166,16 @@ def render_text(diff: Diff) -> str:
     out.extend(_tables(blocks))
     if diff.gates:
         out.append("")
-    for gate, crossed in diff.gates:
-        if crossed:
-            where = ", ".join(f"{r.op} {format_change(r.metric, r.change)}" for r in crossed)
-            out.append(f"gate FAILED: {gate.expr} ({where})")
+    for result in diff.gates:
+        if result.status == "failed":
+            where = ", ".join(f"{r.op} {format_change(r.metric, r.change)}" for r in result.crossed)
+            out.append(f"gate FAILED: {result.gate.expr} ({where})")
+        elif result.status == "inconclusive":
+            why = "; ".join(f"{op}: {reason}" for op, reason in result.inconclusive)
+            accepted = " (accepted)" if diff.accept_inconclusive else ""
+            out.append(f"gate INCONCLUSIVE{accepted}: {result.gate.expr} ({why})")
         else:
-            out.append(f"gate passed: {gate.expr}")
+            out.append(f"gate passed: {result.gate.expr}")
     return "\n".join(out)
 
 
@@ -191,7 +204,7 @@ def register(app: typer.Typer) -> None:
             typer.Option(
                 "--metric",
                 "-m",
-                help="Comma-separated metrics: throughput,p50,p90,p99,p99.9,error_rate.",
+                help="Comma-separated metrics: throughput,p50,p90,p95,p99,p99.9,error_rate.",
             ),
         ] = ",".join(METRICS),
         alpha: Annotated[
@@ -202,9 +215,18 @@ def register(app: typer.Typer) -> None:
             typer.Option(
                 "--fail-on",
                 help="Exit 1 when a significant change crosses this gate, e.g. 'p99:+10%', "
-                "'throughput:-5%', 'get:p50:+20%', '*:p99:+10%' (repeatable).",
+                "'throughput:-5%', 'get:p50:+20%', '*:p99:+10%' (repeatable). A gate that "
+                "cannot decide (fewer than 6 intervals a side, other protocols or "
+                "operations) exits 4.",
             ),
         ] = None,
+        accept_inconclusive: Annotated[
+            bool,
+            typer.Option(
+                "--accept-inconclusive",
+                help="Exit 0 rather than 4 when a gate cannot decide (it is still shown).",
+            ),
+        ] = False,
         as_json: Annotated[
             bool, typer.Option("--json", help="Print the comparison as JSON.")
         ] = False,
@@ -214,8 +236,17 @@ def register(app: typer.Typer) -> None:
                 "--snapshots-dir", help="Snapshot store (default ./.protobench/snapshots)."
             ),
         ] = None,
+        report_file: Annotated[
+            Path | None,
+            typer.Option("--report", help="Also write the comparison as one HTML page."),
+        ] = None,
     ) -> None:
-        """Compare runs: medians with 95% CIs, Mann-Whitney U, percentile deltas, gates."""
+        """Compare runs: medians with 95% CIs, Mann-Whitney U, percentile deltas, gates.
+
+        Exit codes: 0 ok; 1 a --fail-on gate was crossed; 2 bad input (reference,
+        snapshot file, flag); 4 a gate could not decide (too few samples) and
+        --accept-inconclusive was not given.
+        """
         new_refs: list[str] | None = ctx.meta.get(_NEW_SIDE)
         if new_refs is not None:
             base_refs = list(refs)
@@ -237,9 +268,18 @@ def register(app: typer.Typer) -> None:
         store = SnapshotStore(snapshots_dir)
         base, new = _load(store, base_refs), _load(store, new_refs)
         try:
-            diff = compare(base, new, metrics=metrics, alpha=alpha, gates=gates)
-        except ValueError as exc:
+            diff = compare(
+                base,
+                new,
+                metrics=metrics,
+                alpha=alpha,
+                gates=gates,
+                accept_inconclusive=accept_inconclusive,
+            )
+        except (ValueError, SnapshotError) as exc:
             fail(str(exc))
+        if report_file is not None:
+            report_cmd.write_diff_report(base, new, diff, report_file)
         if as_json:
             print_json(diff.to_dict())
         else:

@@ -1,7 +1,14 @@
-"""``protobench snapshots list | show ID | export ID | prune --keep N``."""
+"""``protobench snapshots list | show ID | export ID | prune --keep N``.
+
+Every snapshot read is validated (:func:`protobench.snapshots.store.read`): a
+bad reference or file is one error line and exit 2 for ``show`` and
+``export``; ``list`` skips a bad file with a warning on stderr and goes on.
+What is shown or exported passes through :func:`~protobench.snapshots.store.redacted`.
+"""
 
 from __future__ import annotations
 
+import io
 import sys
 from pathlib import Path
 from typing import Annotated
@@ -12,7 +19,7 @@ from protobench.cli.common import fail, print_json
 from protobench.cli.render import summary_table, us
 from protobench.snapshots.export import FORMATS, PHASES, export
 from protobench.snapshots.prune import prune
-from protobench.snapshots.store import SnapshotError, SnapshotStore
+from protobench.snapshots.store import SnapshotError, SnapshotStore, redacted
 
 app = typer.Typer(help="List and inspect saved runs.", no_args_is_help=True)
 
@@ -34,7 +41,7 @@ def list_snapshots(
         try:
             data = store.load(str(path))
         except SnapshotError as exc:
-            typer.echo(f"skipping {exc}", err=True)
+            typer.echo(f"protobench: warning: skipping {exc}", err=True)
             continue
         report = data["report"]
         total = report["phases"].get("sustain", {}).get("total", {})
@@ -74,19 +81,26 @@ def show(
     """Show a snapshot's report."""
     store = SnapshotStore(snapshots_dir)
     try:
-        data = store.load(ref)
+        path = store.resolve(ref)
+        data = redacted(store.load(str(path)))
     except SnapshotError as exc:
         fail(str(exc))
     if as_json:
         print_json(data)
         return
-    typer.echo(f"snapshot {data['id']}  created {data['created_at']}")
+    try:
+        table = summary_table({**data["report"], "snapshot": str(path)})
+    except (KeyError, TypeError, ValueError, AttributeError) as exc:
+        # the schema checks what protobench reads back; the table reads more of the report
+        fail(f"{path}: the report cannot be shown ({type(exc).__name__}: {exc})")
     prov = data["provenance"]
+    typer.echo(f"snapshot {data['id']}  created {data['created_at']}")
     typer.echo(
-        f"host {prov['host']}  cpu {prov['cpu_model']} x{prov['cpu_count']}  "
-        f"python {prov['python']}  protobench {prov['tool_version']}"
+        f"host {prov.get('host', '?')}  cpu {prov.get('cpu_model', '?')} "
+        f"x{prov.get('cpu_count', '?')}  python {prov.get('python', '?')}  "
+        f"protobench {prov['tool_version']}"
     )
-    typer.echo(summary_table({**data["report"], "snapshot": str(store.resolve(ref))}))
+    typer.echo(table)
 
 
 @app.command("export")
@@ -120,16 +134,20 @@ def export_snapshot(
     if phase not in PHASES:
         fail(f"--phase {phase!r}: expected one of {', '.join(PHASES)}")
     store = SnapshotStore(snapshots_dir)
+    buffer = io.StringIO(newline="")
     try:
-        data = store.load(ref)
+        export(redacted(store.load(ref)), fmt, buffer, phase)
     except SnapshotError as exc:
         fail(str(exc))
     if output is None:
-        export(data, fmt, sys.stdout, phase)
+        sys.stdout.write(buffer.getvalue())
         sys.stdout.flush()
         return
-    with output.open("w", encoding="utf-8", newline="") as out:
-        export(data, fmt, out, phase)
+    try:
+        with output.open("w", encoding="utf-8", newline="") as out:
+            out.write(buffer.getvalue())
+    except OSError as exc:
+        fail(f"cannot write {output}: {exc.strerror or exc}")
     typer.echo(f"wrote {output}", err=True)
 
 

@@ -1,8 +1,8 @@
 """The comparison of two sets of runs (``protobench diff``), as data.
 
 Each side is one or more snapshots. For every operation and the ``TOTAL`` of
-all operations, and for each metric (throughput, p50, p90, p99, p99.9, error
-rate), a side's samples are the metric's values in its **sustain intervals**
+all operations, and for each metric (throughput, p50, p90, p95, p99, p99.9,
+error rate), a side's samples are the metric's values in its **sustain intervals**
 (intervals shorter than half the plan's interval are left out; with several
 runs the samples of all of them are pooled). A side is summarised by the
 median and its 95% confidence interval; the two sides are compared with the
@@ -19,7 +19,20 @@ error rate, which is often 0).
 Gates (``--fail-on``) are ``[OP:]METRIC:+N%`` or ``-N%``: the gate fails when
 a significant change goes beyond N% in that direction (``+`` for a rise,
 ``-`` for a fall) on the ``TOTAL`` row, on operation ``OP``, or on every row
-with ``*:``. For ``error_rate`` N is in percentage points.
+with ``*:``. For ``error_rate`` N is in percentage points. A gate decides only
+on evidence: a row is *inconclusive* (neither passes nor fails) when a side
+has fewer samples than a confidence interval of its median needs (6 at 95%,
+benchstat's "need >= 6 samples") or too few for any change to be significant
+at alpha, when the runs are of different protocols, or, for ``TOTAL``, when
+the two sides do not run the same operations; a gate on an operation that only
+one side ran is inconclusive too. A gate with an inconclusive row and no
+crossed row is inconclusive: exit code :data:`EXIT_INCONCLUSIVE` unless the
+user accepts inconclusive gates.
+
+A whole-phase percentile is only compared when each side's merged histogram
+holds enough samples for that percentile to differ from the maximum (100 for
+p99, 1,000 for p99.9): otherwise its change is ``None`` and ``phase_note``
+says how many are needed.
 
 Before any figure, :func:`comparability` lists why the runs may not be
 comparable: another host, CPU, profile, profile hash, overrides, tool version
@@ -29,16 +42,18 @@ or protocol; a generator-bound run; a partial run.
 from __future__ import annotations
 
 import json
+import math
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from protobench.engine.metrics import PERCENTILES
 from protobench.snapshots.series import (
+    LATENCY_PERCENTILES,
     TOTAL,
     Interval,
     intervals,
+    latency,
     operations,
     phase_counts,
     phase_histogram,
@@ -53,13 +68,17 @@ from protobench.snapshots.stats import (
     smallest_p,
 )
 
-METRICS = ("throughput", "p50", "p90", "p99", "p999", "error_rate")
-LATENCY_METRICS = ("p50", "p90", "p99", "p999")
+METRICS = ("throughput", "p50", "p90", "p95", "p99", "p999", "error_rate")
+LATENCY_METRICS = ("p50", "p90", "p95", "p99", "p999")
 LABELS = {"p999": "p99.9", "error_rate": "error rate"}
 ALIASES = {"p99.9": "p999", "error-rate": "error_rate", "errors": "error_rate", "rps": "throughput"}
 ALPHA = 0.05
+EXIT_OK = 0
+EXIT_GATE_FAILED = 1
+EXIT_INCONCLUSIVE = 4
+"""``diff``'s exit codes besides 2 (bad input): a gate was crossed / could not decide."""
 MIN_INTERVAL_FRACTION = 0.5
-_PERCENTILE = dict(PERCENTILES)
+_PERCENTILE = LATENCY_PERCENTILES
 _GATE = re.compile(
     r"^\s*(?:(?P<op>.+):)?(?P<metric>[a-z_0-9.-]+)\s*:\s*(?P<sign>[+-])\s*"
     r"(?P<value>\d+(?:\.\d+)?)\s*(?P<unit>%|pp)\s*$"
@@ -91,7 +110,7 @@ class Gate:
     limit: float
 
     def crossed(self, row: Row) -> bool:
-        if not row.significant or row.change is None:
+        if row.inconclusive or not row.significant or row.change is None:
             return False
         return self.direction * row.change > self.limit
 
@@ -115,7 +134,10 @@ def parse_gate(expr: str) -> Gate:
 
 @dataclass(frozen=True)
 class Row:
-    """One operation (or ``TOTAL``) and one metric, compared."""
+    """One operation (or ``TOTAL``) and one metric, compared.
+
+    ``inconclusive`` says why no gate can decide on this row (``None``: one can).
+    """
 
     op: str
     metric: str
@@ -127,6 +149,8 @@ class Row:
     phase_base: float | None
     phase_new: float | None
     phase_change: float | None
+    inconclusive: str | None = None
+    phase_note: str | None = None
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -138,7 +162,38 @@ class Row:
             "change_kind": change_kind(self.metric),
             "p_value": self.p_value,
             "significant": self.significant,
-            "phase": {"base": self.phase_base, "new": self.phase_new, "change": self.phase_change},
+            "inconclusive": self.inconclusive,
+            "phase": {
+                "base": self.phase_base,
+                "new": self.phase_new,
+                "change": self.phase_change,
+                "note": self.phase_note,
+            },
+        }
+
+
+@dataclass(frozen=True)
+class GateResult:
+    """A gate's rows that crossed it, and those (``(op, reason)``) on which it cannot decide."""
+
+    gate: Gate
+    crossed: list[Row]
+    inconclusive: list[tuple[str, str]]
+
+    @property
+    def status(self) -> str:
+        """``failed`` (a row crossed), else ``inconclusive`` (one cannot decide), or ``passed``."""
+        if self.crossed:
+            return "failed"
+        return "inconclusive" if self.inconclusive else "passed"
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "expr": self.gate.expr,
+            "status": self.status,
+            "failed": self.status == "failed",
+            "crossed": [{"op": r.op, "change": r.change} for r in self.crossed],
+            "inconclusive": [{"op": op, "reason": why} for op, why in self.inconclusive],
         }
 
 
@@ -199,15 +254,25 @@ class Diff:
     notes: list[str] = field(default_factory=list)
     rows: list[Row] = field(default_factory=list)
     geomeans: list[GeomeanRow] = field(default_factory=list)
-    gates: list[tuple[Gate, list[Row]]] = field(default_factory=list)
+    gates: list[GateResult] = field(default_factory=list)
+    accept_inconclusive: bool = False
 
     @property
     def failed_gates(self) -> list[Gate]:
-        return [gate for gate, crossed in self.gates if crossed]
+        return [result.gate for result in self.gates if result.status == "failed"]
+
+    @property
+    def inconclusive_gates(self) -> list[Gate]:
+        return [result.gate for result in self.gates if result.status == "inconclusive"]
 
     @property
     def exit_code(self) -> int:
-        return 1 if self.failed_gates else 0
+        """1 when a gate failed, else 4 when one could not decide (unless accepted), else 0."""
+        if self.failed_gates:
+            return EXIT_GATE_FAILED
+        if self.inconclusive_gates and not self.accept_inconclusive:
+            return EXIT_INCONCLUSIVE
+        return EXIT_OK
 
     def row(self, op: str, metric: str) -> Row:
         for row in self.rows:
@@ -228,14 +293,8 @@ class Diff:
             "notes": self.notes,
             "rows": [row.to_dict() for row in self.rows if row.metric in self.metrics],
             "geomean": [g.to_dict() for g in self.geomeans if g.metric in self.metrics],
-            "gates": [
-                {
-                    "expr": gate.expr,
-                    "failed": bool(crossed),
-                    "crossed": [{"op": r.op, "change": r.change} for r in crossed],
-                }
-                for gate, crossed in self.gates
-            ],
+            "gates": [result.to_dict() for result in self.gates],
+            "accept_inconclusive": self.accept_inconclusive,
             "exit_code": self.exit_code,
         }
 
@@ -267,22 +326,42 @@ def samples(items: Sequence[Interval], op: str, metric: str) -> list[float]:
         elif metric == "error_rate":
             if figures["ok"] + figures["errors"]:
                 values.append(float(figures["error_rate"]))
-        elif metric in figures["latency_us"]:
-            values.append(float(figures["latency_us"][metric]))
+        elif (value := latency(figures, metric)) is not None:
+            values.append(value)
     return values
 
 
-def whole_phase(snapshots: Sequence[dict[str, Any]], op: str, metric: str) -> float | None:
-    """The metric over the whole sustain phase of every snapshot together."""
+def whole_phase(
+    snapshots: Sequence[dict[str, Any]], op: str, metric: str
+) -> tuple[float | None, int]:
+    """The metric over the whole sustain phase of every snapshot together, and its sample count."""
     if metric in LATENCY_METRICS:
         hist = phase_histogram(snapshots, op)
-        if hist.get_total_count() == 0:
-            return None
-        return float(hist.get_value_at_percentile(_PERCENTILE[metric]))
+        count = int(hist.get_total_count())
+        if count == 0:
+            return None, 0
+        return float(hist.get_value_at_percentile(_PERCENTILE[metric])), count
     ok, errors, seconds = phase_counts(snapshots, op)
     if metric == "throughput":
-        return ok / seconds if seconds > 0 else None
-    return errors / (ok + errors) if ok + errors else None
+        return (ok / seconds if seconds > 0 else None), ok
+    return (errors / (ok + errors) if ok + errors else None), ok + errors
+
+
+def percentile_samples(metric: str) -> int:
+    """The fewest samples for ``metric``'s percentile to differ from the maximum (p99: 100)."""
+    if metric not in LATENCY_METRICS:
+        return 1
+    return math.ceil(100.0 / (100.0 - _PERCENTILE[metric]) - 1e-9)
+
+
+def too_few(n_base: int, n_new: int, alpha: float, confidence: float) -> str | None:
+    """Why samples of these sizes cannot decide a gate, or ``None`` when they can."""
+    need = min_samples_for_ci(confidence)
+    if min(n_base, n_new) < need:
+        return f"need >= {need} samples a side, have {n_base} + {n_new}"
+    if smallest_p(n_base, n_new) >= alpha:
+        return f"no change can be significant at alpha={alpha:g} with {n_base} + {n_new} samples"
+    return None
 
 
 def compare_samples(
@@ -307,17 +386,17 @@ def comparability(base: Sequence[dict[str, Any]], new: Sequence[dict[str, Any]])
     """Why these runs may not be comparable, one sentence each (empty when they are)."""
     warnings = []
     facts: list[tuple[str, Any]] = [
-        ("host", lambda s: s["provenance"]["host"]),
+        ("host", lambda s: s["provenance"].get("host")),
         (
             "CPU",
-            lambda s: f"{s['provenance']['cpu_model']} x{s['provenance']['cpu_count']}",
+            lambda s: f"{s['provenance'].get('cpu_model')} x{s['provenance'].get('cpu_count')}",
         ),
         ("protocol", lambda s: s["report"]["protocol"]),
         ("profile", lambda s: s["report"]["profile"]),
-        ("profile hash", lambda s: str(s["provenance"]["profile_sha256"])[:12]),
+        ("profile hash", lambda s: str(s["provenance"].get("profile_sha256"))[:12]),
         ("tool version", lambda s: s["provenance"]["tool_version"]),
     ]
-    keys = sorted({key for s in [*base, *new] for key in s["provenance"]["overrides"]})
+    keys = sorted({key for s in [*base, *new] for key in s["provenance"].get("overrides", {})})
     for key in keys:
         facts.append((f"{key} override", _override(key)))
     for name, fact in facts:
@@ -342,7 +421,7 @@ def comparability(base: Sequence[dict[str, Any]], new: Sequence[dict[str, Any]])
 
 def _override(key: str) -> Any:
     def fact(snapshot: dict[str, Any]) -> str:
-        value = snapshot["provenance"]["overrides"].get(key)
+        value = snapshot["provenance"].get("overrides", {}).get(key)
         return "(not given)" if value is None else json.dumps(value, sort_keys=True)
 
     return fact
@@ -355,6 +434,7 @@ def compare(
     alpha: float = ALPHA,
     confidence: float = CONFIDENCE,
     gates: Sequence[Gate] = (),
+    accept_inconclusive: bool = False,
 ) -> Diff:
     """Compare the sustain phases of ``base`` and ``new`` snapshots (each side non-empty)."""
     if not base or not new:
@@ -373,29 +453,41 @@ def compare(
         metrics=tuple(metrics),
         ops=ops,
         warnings=comparability(base, new),
+        accept_inconclusive=accept_inconclusive,
     )
-    for side, names, other in (("base", base_ops, new_ops), ("new", new_ops, base_ops)):
-        for op in dict.fromkeys(names):
-            if op not in other:
-                result.warnings.append(f"operation {op!r} is only in the {side} runs")
+    one_side = {
+        op: side
+        for side, names, other in (("base", base_ops, new_ops), ("new", new_ops, base_ops))
+        for op in names
+        if op not in other
+    }
+    result.warnings.extend(
+        f"operation {op!r} is only in the {side} runs" for op, side in one_side.items()
+    )
     for gate in gates:
-        if gate.op not in (TOTAL, "*") and gate.op not in ops:
-            raise ValueError(f"gate {gate.expr!r}: no operation {gate.op!r} on both sides")
+        if gate.op not in (TOTAL, "*", *ops, *one_side):
+            raise ValueError(f"gate {gate.expr!r}: no operation {gate.op!r} in these runs")
+    protocols = {s["report"]["protocol"] for s in [*base, *new]}
+    everywhere = "the runs are of different protocols" if len(protocols) > 1 else None
+    mixed = "the runs do not have the same operations" if one_side else None
     pooled_base = [item for run in base_intervals for item in run]
     pooled_new = [item for run in new_intervals for item in run]
     result.notes.extend(_sample_notes(len(pooled_base), len(pooled_new), alpha, confidence))
     for op in [*ops, TOTAL]:
         for metric in wanted:
+            base_samples = samples(pooled_base, op, metric)
+            new_samples = samples(pooled_new, op, metric)
             base_est, new_est, change, p, significant = compare_samples(
-                op,
-                metric,
-                samples(pooled_base, op, metric),
-                samples(pooled_new, op, metric),
-                alpha,
-                confidence,
+                op, metric, base_samples, new_samples, alpha, confidence
             )
-            phase_base = whole_phase(base, op, metric)
-            phase_new = whole_phase(new, op, metric)
+            phase_base, base_count = whole_phase(base, op, metric)
+            phase_new, new_count = whole_phase(new, op, metric)
+            phase_change = _change(metric, phase_base, phase_new)
+            need = percentile_samples(metric)
+            phase_note = None
+            if phase_change is not None and min(base_count, new_count) < need:
+                phase_change = None
+                phase_note = f"need >= {need:,} samples, have {base_count:,} + {new_count:,}"
             result.rows.append(
                 Row(
                     op=op,
@@ -407,7 +499,11 @@ def compare(
                     significant=significant,
                     phase_base=phase_base,
                     phase_new=phase_new,
-                    phase_change=_change(metric, phase_base, phase_new),
+                    phase_change=phase_change,
+                    inconclusive=everywhere
+                    or (mixed if op == TOTAL else None)
+                    or too_few(len(base_samples), len(new_samples), alpha, confidence),
+                    phase_note=phase_note,
                 )
             )
     if len(ops) > 1:
@@ -416,7 +512,14 @@ def compare(
         matching = [
             row for row in result.rows if row.metric == gate.metric and gate.op in ("*", row.op)
         ]
-        result.gates.append((gate, [row for row in matching if gate.crossed(row)]))
+        undecided = [(row.op, why) for row in matching if (why := row.inconclusive)]
+        if gate.op in one_side:
+            undecided.append(
+                (gate.op, f"operation {gate.op!r} is only in the {one_side[gate.op]} runs")
+            )
+        result.gates.append(
+            GateResult(gate, [row for row in matching if gate.crossed(row)], undecided)
+        )
     return result
 
 

@@ -5,13 +5,21 @@
   ``HistogramLogProcessor``, HdrHistogramVisualizer and ``hdrh.log``'s
   ``HistogramLogReader``. One line per interval for all operations together
   (untagged, what the log processor reads by default) and one line per
-  operation tagged ``Tag=<op>`` (``-tag <op>`` in the log processor). Values
-  are in **microseconds** (give the log processor ``-outputValueUnitRatio
-  1000`` to print milliseconds); the Interval_Max column is in milliseconds.
-  Timestamps are seconds since the run's start, which ``#[StartTime]`` and
-  ``#[BaseTime]`` give (the wall time at which the run was started).
+  operation tagged ``Tag=<op>`` (``-tag <op>`` in the log processor). In the
+  open model the latencies from the actual send (not corrected for
+  coordinated omission) follow as ``Tag=uncorrected`` (all operations) and
+  ``Tag=uncorrected.<op>``. Values are in **microseconds** (give the log
+  processor ``-outputValueUnitRatio 1000`` to print milliseconds); the
+  Interval_Max column is in milliseconds. Timestamps are seconds since the
+  run's start, which ``#[StartTime]`` and ``#[BaseTime]`` give (the wall time
+  at which the run was started). Each line holds one interval of one series:
+  summing the lines of one tag (``None`` for the untagged) gives that series.
 * ``csv``: one row per interval and operation, and a ``TOTAL`` row per
-  interval; latencies in microseconds.
+  interval: absolute times (ISO 8601 UTC and seconds since the epoch) and times
+  from the run's start, counts, latencies in microseconds (corrected and, in
+  the open model, uncorrected), errors by class, protocol counters, and the
+  resources sampled nearest the interval's end (all workers' CPU, the
+  target's CPU and RSS, the host's CPU).
 * ``json``: the whole snapshot.
 
 Each export covers one phase (``sustain`` by default, ``all`` for every phase).
@@ -29,6 +37,7 @@ from hdrh.log import HistogramLogWriter
 
 from protobench.engine.metrics import decode
 from protobench.snapshots.series import TOTAL, intervals, operations
+from protobench.snapshots.series import latency as series_latency
 
 FORMAT_VERSION = "1.3"
 FORMATS = ("hlog", "csv", "json")
@@ -36,6 +45,10 @@ PHASES = ("warmup", "sustain", "drain", "all")
 CSV_COLUMNS = (
     "phase",
     "index",
+    "start_time",
+    "end_time",
+    "start_epoch",
+    "end_epoch",
     "start_s",
     "end_s",
     "duration_s",
@@ -49,14 +62,30 @@ CSV_COLUMNS = (
     "out_of_range",
     "p50_us",
     "p90_us",
+    "p95_us",
     "p99_us",
     "p999_us",
     "min_us",
     "max_us",
     "mean_us",
+    "uncorrected_p50_us",
+    "uncorrected_p90_us",
+    "uncorrected_p95_us",
+    "uncorrected_p99_us",
+    "uncorrected_p999_us",
+    "uncorrected_max_us",
     "errors_by_class",
+    "counters",
+    "generator_cpu",
+    "target_cpu",
+    "target_rss",
+    "host_cpu",
 )
-_LATENCY_COLUMNS = ("p50", "p90", "p99", "p999", "min", "max", "mean")
+UNCORRECTED = "uncorrected"
+"""The tag of the uncorrected histograms in an hlog (``uncorrected.<op>`` for one op)."""
+_PERCENTILE_COLUMNS = ("p50", "p90", "p95", "p99", "p999")
+_OTHER_LATENCY_COLUMNS = ("min", "max", "mean")
+_UNCORRECTED_COLUMNS = (*_PERCENTILE_COLUMNS, "max")
 _TAG_UNSAFE = re.compile(r"[\s,=]")
 
 
@@ -80,20 +109,29 @@ def write_hlog(snapshot: dict[str, Any], out: TextIO, phase: str = "sustain") ->
     writer.output_comment(
         f"[protobench {snapshot['provenance']['tool_version']} snapshot {snapshot['id']}, "
         f"profile {snapshot['report']['profile']}, values in microseconds; "
-        "untagged lines: all operations, Tag=<op>: one operation]"
+        "untagged lines: all operations, Tag=<op>: one operation, "
+        f"Tag={UNCORRECTED}[.<op>]: from the actual send (open model)]"
     )
     writer.output_comment(f"[StartTime: {epoch:.3f} (seconds since epoch), {started.isoformat()}]")
     writer.output_base_time(epoch * 1000.0)
     writer.output_legend()
     ops = operations(snapshot)
+    selected = intervals(snapshot, _phase(phase))
+    open_model = any(f.get("hist_uncorrected") for i in selected for f in i.ops.values())
+    series = [(op, "hist", None if op == TOTAL else tag_of(op)) for op in [TOTAL, *ops]]
+    if open_model:
+        series += [
+            (op, "hist_uncorrected", UNCORRECTED if op == TOTAL else f"{UNCORRECTED}.{tag_of(op)}")
+            for op in [TOTAL, *ops]
+        ]
     lines = 0
-    for item in intervals(snapshot, _phase(phase)):
-        for op in [TOTAL, *ops]:
-            hist = decode(item.ops.get(op, {}).get("hist", ""))
+    for item in selected:
+        for op, key, tag in series:
+            hist = decode(item.ops.get(op, {}).get(key, ""))
             hist.set_start_time_stamp(item.start * 1000.0)
             hist.set_end_time_stamp(item.end * 1000.0)
-            if op != TOTAL:
-                out.write(f"Tag={tag_of(op)},")
+            if tag is not None:
+                out.write(f"Tag={tag},")
             writer.output_interval_histogram(
                 hist, item.start, item.end, max_value_unit_ratio=1000.0
             )
@@ -101,8 +139,39 @@ def write_hlog(snapshot: dict[str, Any], out: TextIO, phase: str = "sustain") ->
     return lines
 
 
-def _errors(by_class: dict[str, int]) -> str:
-    return ";".join(f"{name}={count}" for name, count in sorted(by_class.items()))
+def _blank(value: float | None) -> float | str:
+    return "" if value is None else value
+
+
+def _pairs(values: dict[str, Any]) -> str:
+    return ";".join(f"{name}={count}" for name, count in sorted(values.items()))
+
+
+def _at(start: dt.datetime, seconds: float) -> tuple[str, float]:
+    """(ISO 8601 UTC with milliseconds, seconds since the epoch) of ``seconds`` after ``start``."""
+    moment = (start + dt.timedelta(seconds=seconds)).astimezone(dt.UTC)
+    return moment.isoformat(timespec="milliseconds"), round(moment.timestamp(), 6)
+
+
+def _resources_at(samples: list[dict[str, Any]], end: float, duration: float) -> list[Any]:
+    """(generator CPU, target CPU, target RSS, host CPU) of the sample nearest ``end``.
+
+    Resources are sampled once an interval on their own clock: the sample
+    nearest the interval's end, within half an interval, covers about the
+    same second. The generator's CPU is that of all worker processes (% of one
+    core). Blanks when no sample is that near.
+    """
+    near = [s for s in samples if abs(s["elapsed"] - end) <= duration / 2]
+    if not near:
+        return ["", "", "", ""]
+    sample = min(near, key=lambda s: abs(s["elapsed"] - end))
+    target = sample["target"] or {}
+    return [
+        round(sum(w["cpu"] for w in sample["workers"]), 1),
+        _blank(target.get("cpu")),
+        _blank(target.get("rss")),
+        sample["host"]["cpu"],
+    ]
 
 
 def write_csv(snapshot: dict[str, Any], out: TextIO, phase: str = "sustain") -> int:
@@ -110,17 +179,29 @@ def write_csv(snapshot: dict[str, Any], out: TextIO, phase: str = "sustain") -> 
     writer = csv.writer(out, lineterminator="\n")
     writer.writerow(CSV_COLUMNS)
     ops = operations(snapshot)
+    started = dt.datetime.fromisoformat(snapshot["report"]["started_at"])
+    samples = snapshot.get("resources", [])
     rows = 0
     for item in intervals(snapshot, _phase(phase)):
+        resources = _resources_at(samples, item.end, item.duration)
+        (start_time, start_epoch), (end_time, end_epoch) = (
+            _at(started, item.start),
+            _at(started, item.end),
+        )
         for op in [*ops, TOTAL]:
             figures = item.ops.get(op)
             if figures is None:
                 continue
             latency = figures.get("latency_us", {})
+            uncorrected = figures.get("latency_uncorrected_us", {})
             writer.writerow(
                 [
                     item.phase,
                     item.index,
+                    start_time,
+                    end_time,
+                    start_epoch,
+                    end_epoch,
                     round(item.start, 6),
                     round(item.end, 6),
                     round(item.duration, 6),
@@ -132,8 +213,12 @@ def write_csv(snapshot: dict[str, Any], out: TextIO, phase: str = "sustain") -> 
                     figures.get("bytes_in", 0),
                     figures.get("late", 0),
                     figures.get("out_of_range", 0),
-                    *(latency.get(name, "") for name in _LATENCY_COLUMNS),
-                    _errors(figures.get("errors_by_class", {})),
+                    *(_blank(series_latency(figures, name)) for name in _PERCENTILE_COLUMNS),
+                    *(_blank(latency.get(name)) for name in _OTHER_LATENCY_COLUMNS),
+                    *(_blank(uncorrected.get(name)) for name in _UNCORRECTED_COLUMNS),
+                    _pairs(figures.get("errors_by_class", {})),
+                    _pairs(figures.get("counters", {})),
+                    *resources,
                 ]
             )
             rows += 1

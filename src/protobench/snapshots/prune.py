@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import shutil
 from pathlib import Path
 
@@ -21,5 +22,6 @@ def prune(store: SnapshotStore, keep: int, dry_run: bool = False) -> list[Path]:
     if not dry_run:
         for path in doomed:
             path.unlink(missing_ok=True)
-            shutil.rmtree(store.log_dir(path.name.removesuffix(SUFFIX)), ignore_errors=True)
+            with contextlib.suppress(ValueError):  # a file not named by a run id has no logs
+                shutil.rmtree(store.logs_of(path.name.removesuffix(SUFFIX)), ignore_errors=True)
     return doomed

@@ -6,6 +6,11 @@ histogram); :func:`intervals` adds the ``TOTAL`` of all operations to each
 record, merged exactly with the engine's own accumulator (histograms summed,
 never percentiles averaged). :func:`phase_histogram` and :func:`phase_counts`
 give a phase's whole-run figures over one or several snapshots.
+
+The snapshot is validated when read (:mod:`protobench.snapshots.schema`),
+except the encoded histograms of its intervals, which are decoded here: a
+corrupt one is a :class:`~protobench.snapshots.store.SnapshotError` naming the
+snapshot, the interval and the operation.
 """
 
 from __future__ import annotations
@@ -17,9 +22,13 @@ from typing import Any
 from hdrh.histogram import HdrHistogram
 
 from protobench.engine.aggregate import interval_of, op_summary
-from protobench.engine.metrics import OpAccumulator, encode, merge
+from protobench.engine.metrics import OpAccumulator, decode, encode, merge
+from protobench.snapshots.schema import decoded
+from protobench.snapshots.store import SnapshotError
 
 TOTAL = "TOTAL"
+LATENCY_PERCENTILES = {"p50": 50.0, "p90": 90.0, "p95": 95.0, "p99": 99.0, "p999": 99.9}
+"""The latency percentiles read back, by name (``p999`` is p99.9)."""
 
 
 @dataclass(frozen=True)
@@ -39,14 +48,46 @@ def operations(snapshot: dict[str, Any]) -> list[str]:
     return [group["name"] for group in snapshot["plan"]["groups"]]
 
 
+def checked_histogram(snapshot: dict[str, Any], where: str, encoded: str) -> HdrHistogram:
+    """The decoded histogram at ``where`` in ``snapshot``; :class:`SnapshotError` if corrupt."""
+    try:
+        return decoded(encoded, where)
+    except ValueError as exc:
+        raise SnapshotError(f"snapshot {snapshot.get('id')}: {exc}") from None
+
+
 def total_of(ops: dict[str, dict[str, Any]], seconds: float) -> dict[str, Any]:
-    """The exact merge of one interval's per-op summaries, with its encoded histogram."""
+    """The exact merge of one interval's per-op summaries, with its encoded histograms.
+
+    In the open model (an op has ``hist_uncorrected``) the total has the
+    uncorrected latencies and histogram too.
+    """
     acc = OpAccumulator()
     for summary in ops.values():
         acc.add(interval_of(summary))
-    total = op_summary(acc, seconds, corrected=False)
+    corrected = any(summary.get("hist_uncorrected") for summary in ops.values())
+    total = op_summary(acc, seconds, corrected=corrected)
     total["hist"] = encode(acc.hist) if acc.ok else ""
+    if corrected:
+        total["hist_uncorrected"] = encode(acc.hist_uncorrected)
     return total
+
+
+def latency(figures: dict[str, Any], name: str) -> float | None:
+    """Percentile ``name`` (µs) of an op's interval figures, ``None`` without a success.
+
+    From ``latency_us``, or, when the snapshot predates that percentile (p95),
+    from the interval's histogram.
+    """
+    value = figures.get("latency_us", {}).get(name)
+    if value is not None:
+        return float(value)
+    if name not in LATENCY_PERCENTILES or not figures.get("hist"):
+        return None
+    hist = decode(figures["hist"])
+    if hist.get_total_count() == 0:
+        return None
+    return float(hist.get_value_at_percentile(LATENCY_PERCENTILES[name]))
 
 
 def intervals(
@@ -59,14 +100,24 @@ def intervals(
     """
     shortest = min_fraction * float(snapshot["plan"].get("interval", 0.0))
     out = []
-    for record in snapshot["series"]:
+    for number, record in enumerate(snapshot["series"]):
         if phase is not None and record["phase"] != phase:
             continue
         duration = float(record["duration"])
         if duration < shortest:
             continue
         ops = dict(record["ops"])
-        ops[TOTAL] = total_of(record["ops"], duration)
+        try:
+            ops[TOTAL] = total_of(record["ops"], duration)
+        except Exception as exc:  # a corrupt histogram (hdrh raises many types): name it
+            for op, figures in record["ops"].items():
+                for key in ("hist", "hist_uncorrected"):
+                    where = f"series.{number}.ops.{op}.{key}"
+                    checked_histogram(snapshot, where, figures.get(key, ""))
+            raise SnapshotError(
+                f"snapshot {snapshot.get('id')}: series.{number}: its histograms cannot be "
+                f"merged ({type(exc).__name__})"
+            ) from None
         end = float(record["elapsed"])
         out.append(Interval(record["phase"], record["index"], end - duration, end, duration, ops))
     return out

@@ -4,8 +4,21 @@ A snapshot (schema ``protobench.snapshot/1``) holds the plan with secrets
 redacted, provenance (tool version, profile and its hash, CLI overrides, host,
 CPU, Python, git commit of the working directory), the report, the interval
 series, the per-phase encoded histograms per operation and the resource
-series. The default store is ``./.protobench/snapshots``; worker and target
-logs of each run go to ``./.protobench/logs/<id>/``.
+series. The default store is ``./.protobench/snapshots``, and worker and
+target logs of each run go to ``./.protobench/logs/<id>/``; a store built on
+another directory ``D`` keeps its logs in ``D/logs/<id>/``. Nothing the store
+writes leaves its directories: a profile name becomes a run id only through
+:func:`safe_name`, and an id is checked before it becomes a path.
+
+Saving is atomic (a temporary file in the store, fsynced, then renamed); a
+failure raises :class:`SnapshotWriteError`, an ``OSError`` naming the path.
+:meth:`SnapshotStore.temporary` builds a store in a new private temporary
+directory, for a caller to fall back to.
+
+Secrets: the stored plan and the provenance's overrides pass through
+:func:`protobench.redaction.redact_value`, the report's target through
+``redact_url`` (besides the plan's own redaction), and :func:`redacted` does the
+same to a snapshot read back, for every export.
 
 References accepted by :meth:`SnapshotStore.resolve`: a path to a file, an id,
 a unique id prefix, ``latest`` and ``latest~N``.
@@ -18,14 +31,17 @@ import gzip
 import json
 import os
 import platform
+import re
 import secrets
 import socket
 import subprocess
 import tempfile
+import zlib
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from protobench import __version__
+from protobench.redaction import redact_url, redact_value
 
 if TYPE_CHECKING:
     from protobench.engine.aggregate import Aggregator
@@ -34,10 +50,65 @@ if TYPE_CHECKING:
 SCHEMA = "protobench.snapshot/1"
 SUFFIX = ".json.gz"
 DEFAULT_DIR = Path(".protobench") / "snapshots"
+DEFAULT_LOGS = Path(".protobench") / "logs"
+NAME_LENGTH = 64
+ID_LENGTH = 200
+_UNSAFE = re.compile(r"[^A-Za-z0-9_.-]+")
+_LATEST = re.compile(r"^latest(?:~(?P<back>\d+))?$")
 
 
 class SnapshotError(Exception):
-    """A snapshot that cannot be found or read."""
+    """A snapshot that cannot be found or read, or a reference that is not one."""
+
+
+class SnapshotWriteError(OSError):
+    """A snapshot or log directory that could not be written: the path and the OS error."""
+
+    def __init__(self, path: Path, cause: OSError) -> None:
+        super().__init__(cause.errno, cause.strerror or str(cause), str(path))
+        self.path = path
+
+    def __str__(self) -> str:
+        return f"cannot write {self.path}: {self.strerror}"
+
+
+def safe_name(name: str) -> str:
+    """``name`` as one safe path component: letters, digits, ``_.-`` only, no leading dot.
+
+    ``../../x`` becomes ``x``, ``a b/c`` becomes ``a_b_c``; empty becomes ``run``.
+    """
+    cleaned = _UNSAFE.sub("_", name).strip("._-")[:NAME_LENGTH].strip("._-")
+    return cleaned or "run"
+
+
+def check_run_id(run_id: str) -> str:
+    """``run_id`` if it is one path component (no separator, not hidden); ``ValueError`` if not.
+
+    New ids are made of safe characters only (:meth:`SnapshotStore.new_id`); this
+    accepts the ids of older snapshots too, as long as they stay one component.
+    """
+    if (
+        not run_id
+        or run_id.startswith(".")
+        or len(run_id) > ID_LENGTH
+        or any(c in run_id for c in "/\\\x00")
+    ):
+        raise ValueError(f"not a valid run id: {run_id!r}")
+    return run_id
+
+
+def redacted(snapshot: dict[str, Any]) -> dict[str, Any]:
+    """The snapshot with the plan, the provenance's overrides and the target redacted again."""
+    out = dict(snapshot)
+    if isinstance(out.get("plan"), dict):
+        out["plan"] = redact_value(out["plan"])
+    provenance = out.get("provenance")
+    if isinstance(provenance, dict) and "overrides" in provenance:
+        out["provenance"] = {**provenance, "overrides": redact_value(provenance["overrides"])}
+    report = out.get("report")
+    if isinstance(report, dict) and isinstance(report.get("target"), str):
+        out["report"] = {**report, "target": redact_url(report["target"])}
+    return out
 
 
 def cpu_model() -> str:
@@ -81,7 +152,7 @@ def provenance(plan: RunPlan) -> dict[str, Any]:
         "profile": plan.profile,
         "profile_source": plan.source,
         "profile_sha256": plan.profile_sha256,
-        "overrides": plan.redacted()["overrides"],
+        "overrides": redact_value(plan.redacted()["overrides"]),
         "host": socket.gethostname(),
         "cpu_model": cpu_model(),
         "cpu_count": os.cpu_count(),
@@ -92,22 +163,52 @@ def provenance(plan: RunPlan) -> dict[str, Any]:
 
 
 class SnapshotStore:
-    """A directory of snapshots."""
+    """A directory of snapshots and one of their runs' logs.
 
-    def __init__(self, directory: Path | None = None) -> None:
+    ``SnapshotStore()`` is ``./.protobench/snapshots`` with logs in
+    ``./.protobench/logs``; ``SnapshotStore(D)`` keeps its logs in ``D/logs``.
+    """
+
+    def __init__(self, directory: Path | None = None, logs: Path | None = None) -> None:
         self.directory = Path(directory) if directory else DEFAULT_DIR
+        if logs is not None:
+            self.logs = Path(logs)
+        else:
+            self.logs = DEFAULT_LOGS if directory is None else self.directory / "logs"
+
+    @classmethod
+    def temporary(cls) -> SnapshotStore:
+        """A store in a new private (0700) temporary directory: a fallback when saving fails.
+
+        Raises :class:`SnapshotWriteError` when not even that can be created.
+        """
+        base = Path(tempfile.gettempdir())
+        try:
+            home = Path(tempfile.mkdtemp(prefix="protobench-"))
+        except OSError as exc:
+            raise SnapshotWriteError(base, exc) from exc
+        return cls(home / "snapshots", home / "logs")
 
     def new_id(self, profile: str) -> str:
+        """A new run id: UTC time, the profile name made safe, 4 random hex digits."""
         stamp = dt.datetime.now(dt.UTC).strftime("%Y%m%d-%H%M%S")
-        return f"{stamp}-{profile}-{secrets.token_hex(2)}"
+        return f"{stamp}-{safe_name(profile)}-{secrets.token_hex(2)}"
+
+    def logs_of(self, run_id: str) -> Path:
+        """Where the logs of ``run_id`` are (whether or not they exist)."""
+        return self.logs / check_run_id(run_id)
 
     def log_dir(self, run_id: str) -> Path:
-        path = self.directory.parent / "logs" / run_id
-        path.mkdir(parents=True, exist_ok=True)
+        """The logs directory of ``run_id``, created (:class:`SnapshotWriteError` if it cannot)."""
+        path = self.logs_of(run_id)
+        try:
+            path.mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            raise SnapshotWriteError(path, exc) from exc
         return path
 
     def path_of(self, run_id: str) -> Path:
-        return self.directory / f"{run_id}{SUFFIX}"
+        return self.directory / f"{check_run_id(run_id)}{SUFFIX}"
 
     def save(
         self,
@@ -125,8 +226,8 @@ class SnapshotStore:
             "partial": report["partial"],
             "labels": report.get("labels", {}),
             "provenance": provenance(plan),
-            "plan": plan.redacted(),
-            "report": report,
+            "plan": redact_value(plan.redacted()),
+            "report": {**report, "target": redact_url(str(report.get("target", "")))},
             "series": aggregator.series,
             "histograms": aggregator.phase_histograms(),
             "resources": resources,
@@ -134,16 +235,24 @@ class SnapshotStore:
         return self.write(run_id, snapshot)
 
     def write(self, run_id: str, snapshot: dict[str, Any]) -> Path:
-        self.directory.mkdir(parents=True, exist_ok=True)
+        """Write ``snapshot`` atomically as ``run_id``; :class:`SnapshotWriteError` on failure."""
         path = self.path_of(run_id)
-        fd, tmp = tempfile.mkstemp(dir=self.directory, prefix=".tmp-", suffix=SUFFIX)
+        data = json.dumps(snapshot, separators=(",", ":")).encode()
         try:
-            with os.fdopen(fd, "wb") as raw, gzip.GzipFile(fileobj=raw, mode="wb") as out:
-                out.write(json.dumps(snapshot, separators=(",", ":")).encode())
-                out.flush()
+            self.directory.mkdir(parents=True, exist_ok=True)
+            fd, tmp = tempfile.mkstemp(dir=self.directory, prefix=".tmp-", suffix=SUFFIX)
+        except OSError as exc:
+            raise SnapshotWriteError(path, exc) from exc
+        try:
+            with os.fdopen(fd, "wb") as raw:
+                with gzip.GzipFile(fileobj=raw, mode="wb") as out:
+                    out.write(data)
                 raw.flush()
                 os.fsync(raw.fileno())
             os.replace(tmp, path)
+        except OSError as exc:
+            Path(tmp).unlink(missing_ok=True)
+            raise SnapshotWriteError(path, exc) from exc
         except BaseException:
             Path(tmp).unlink(missing_ok=True)
             raise
@@ -156,15 +265,24 @@ class SnapshotStore:
         return sorted(self.directory.glob(f"*{SUFFIX}"), key=lambda p: p.name)
 
     def resolve(self, ref: str) -> Path:
-        path = Path(ref)
-        if path.is_file():
-            return path
+        """The file of ``ref``; :class:`SnapshotError` (one line) when there is none."""
+        if not ref.strip():
+            raise SnapshotError("an empty snapshot reference (give an id, a path or latest)")
+        try:
+            path = Path(ref)
+            if path.is_file():
+                return path
+        except (OSError, ValueError):
+            pass  # not a usable path (NUL byte, name too long...): try it as an id
         paths = self.paths()
-        if ref == "latest" or ref.startswith("latest~"):
-            back = int(ref.partition("~")[2] or 0) if ref != "latest" else 0
+        latest = _LATEST.match(ref)
+        if latest:
+            back = int(latest["back"] or 0)
             if back >= len(paths):
                 raise SnapshotError(f"{ref}: only {len(paths)} snapshots in {self.directory}")
             return paths[-1 - back]
+        if ref.startswith("latest"):
+            raise SnapshotError(f"{ref!r}: expected latest or latest~N with N a whole number")
         matches = [p for p in paths if p.name.startswith(ref)]
         if len(matches) == 1:
             return matches[0]
@@ -173,12 +291,41 @@ class SnapshotStore:
         raise SnapshotError(f"{ref!r} is ambiguous: {len(matches)} snapshots match")
 
     def load(self, ref: str) -> dict[str, Any]:
-        path = self.resolve(ref)
-        try:
-            with gzip.open(path, "rb") as raw:
-                data: dict[str, Any] = json.loads(raw.read())
-        except (OSError, ValueError) as exc:
-            raise SnapshotError(f"{path}: not a readable snapshot ({exc})") from exc
-        if data.get("schema") != SCHEMA:
-            raise SnapshotError(f"{path}: unknown schema {data.get('schema')!r}")
-        return data
+        """The snapshot ``ref`` names, validated (:func:`read`)."""
+        return read(self.resolve(ref))
+
+
+def read(path: Path) -> dict[str, Any]:
+    """The snapshot in ``path``, checked against its schema.
+
+    Every failure (unreadable, truncated or corrupt gzip, not JSON, not an
+    object, another schema, a missing key or a wrong type) is a
+    :class:`SnapshotError` of one line naming the file and what is wrong.
+    """
+    try:
+        with gzip.open(path, "rb") as raw:
+            text = raw.read()
+    except EOFError:
+        raise SnapshotError(f"{path}: truncated (the gzip stream ends early)") from None
+    except (OSError, zlib.error) as exc:
+        raise SnapshotError(f"{path}: not a readable gzip file ({_one_line(exc)})") from None
+    try:
+        data = json.loads(text)
+    except (ValueError, RecursionError) as exc:
+        raise SnapshotError(f"{path}: not JSON ({_one_line(exc)})") from None
+    if isinstance(data, dict) and data.get("schema") != SCHEMA:
+        raise SnapshotError(
+            f"{path}: unknown schema {_one_line(repr(data.get('schema')))[:80]} "
+            f"(expected {SCHEMA!r})"
+        )
+    from protobench.snapshots.schema import problem  # noqa: PLC0415 - pydantic only on read
+
+    why = problem(data)
+    if why is not None:
+        raise SnapshotError(f"{path}: not a valid snapshot: {_one_line(why)}")
+    snapshot: dict[str, Any] = data
+    return snapshot
+
+
+def _one_line(value: object) -> str:
+    return " ".join(str(value).split())

@@ -47,7 +47,7 @@ def _exit_code(report: dict[str, Any] | None) -> int:
 
 def run_replay(snapshot: dict[str, Any], store: SnapshotStore, speed: float = 1.0) -> int:
     """Play a snapshot in the monitor until the user quits."""
-    log_dir = store.directory.parent / "logs" / str(snapshot.get("id", ""))
+    log_dir = store.logs_of(str(snapshot.get("id", "")))
     app = MonitorApp(ReplaySource(snapshot, speed, log_dir), store, speed=speed)
     app.run()
     return 0
