@@ -11,6 +11,9 @@ point group ``protobench.protocols``. It declares once:
   parameters (the keys allowed in a ``[[group]]`` of that op);
 * ``embedded_target`` - the name of the embedded server (``protobench serve``)
   started when a run has no ``--target``, or ``None``;
+* ``latency_kinds`` - what each op's latency measures, when not a round trip
+  (see :data:`LATENCY_KINDS`); the report shows a total latency only across
+  ops of one kind;
 * :meth:`Protocol.open_session` - open one virtual user's session for a group.
 
 The engine owns the event loop, the clock, pacing and recording. A session
@@ -50,6 +53,8 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from pydantic import BaseModel, ConfigDict
+
+from protobench.redaction import redact_url
 
 if TYPE_CHECKING:
     from protobench.engine.metrics import OpRecorder
@@ -115,6 +120,13 @@ def is_secret_header(name: str, extra: frozenset[str] = frozenset()) -> bool:
 def redact_headers(headers: Mapping[str, Any], extra: frozenset[str]) -> dict[str, Any]:
     """``headers`` with the values of secret headers replaced by ``"<secret>"``."""
     return {k: (SECRET if is_secret_header(str(k), extra) else v) for k, v in headers.items()}
+
+
+LATENCY_KINDS = ("round_trip", "to_ack", "one_way", "local_write")
+"""What an op's latency measures: ``round_trip`` request to reply; ``to_ack`` send to the
+peer's acknowledgement (MQTT PUBACK); ``one_way`` one end's send to the other end's receipt
+(a subscriber's end-to-end); ``local_write`` the send into the local socket only."""
+ROUND_TRIP = "round_trip"
 
 
 Done = Callable[[OpError | None, int], None]
@@ -188,6 +200,23 @@ class Protocol(abc.ABC):
     """Option names whose values are secrets (never stored nor printed)."""
     url_schemes: ClassVar[tuple[str, ...]] = ()
     """The target URL schemes this protocol accepts (empty: any)."""
+    latency_kinds: ClassVar[Mapping[str, str]] = {}
+    """Op name -> one of :data:`LATENCY_KINDS`, for ops whose latency is not a round trip."""
+
+    def latency_kind(self, op: str) -> str:
+        """What the latency of ``op`` measures (one of :data:`LATENCY_KINDS`)."""
+        return self.latency_kinds.get(op, ROUND_TRIP)
+
+    def diagnose(self, ops: Mapping[str, Mapping[str, int]]) -> list[str]:
+        """Findings about the run from each op's counters (sustain and drain), one line each.
+
+        ``ops`` maps each group's op name to its counter totals. A plugin that
+        can tell where its protocol's bottleneck was (a subscriber backlog, a
+        broker dropping messages) says so here; the findings appear in the
+        report's ``verdicts.findings`` and in the summary. The default finds nothing.
+        """
+        del ops
+        return []
 
     def check_target(self, url: str) -> None:
         """Raise ``ValueError`` saying what was expected when ``url`` cannot be a target.
@@ -199,7 +228,7 @@ class Protocol(abc.ABC):
         scheme = url.partition("://")[0].lower() if "://" in url else ""
         if self.url_schemes and scheme not in self.url_schemes:
             expected = " or ".join(f"{s}://" for s in self.url_schemes)
-            raise ValueError(f"bad URL {url!r}: expected a {expected} URL")
+            raise ValueError(f"bad URL {redact_url(url)!r}: expected a {expected} URL")
 
     @abc.abstractmethod
     async def open_session(self, ctx: SessionContext) -> Session:
