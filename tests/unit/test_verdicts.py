@@ -9,7 +9,7 @@ from typing import Any
 from protobench.engine.aggregate import Aggregator
 from protobench.engine.bounds import Tally
 from protobench.engine.metrics import OpRecorder
-from protobench.engine.plan import GroupPlan, Overrides, RunPlan, resolve
+from protobench.engine.plan import Overrides, RunPlan, resolve
 from protobench.engine.report import (
     EXIT_INCOMPLETE,
     EXIT_NOT_SAVED,
@@ -20,7 +20,7 @@ from protobench.engine.report import (
     verdicts,
 )
 from protobench.engine.resource_log import ResourceLog
-from protobench.engine.thresholds import format_value, parse_threshold
+from protobench.engine.thresholds import format_value, observed, parse_threshold
 from protobench.profiles import loader
 from protobench.protocols.base import ErrorClass, OpError
 from protobench.targets.base import Announcement
@@ -87,9 +87,7 @@ def _run(
     )
 
 
-def test_a_sustain_phase_with_no_exchange_exits_3_with_the_reason_even_without_thresholds() -> (
-    None
-):
+def test_a_sustain_phase_with_no_exchange_exits_3_with_the_reason_even_without_thresholds() -> None:
     report = _run(_plan({"get": 4}), [_frame("sustain", 0, 0.0, 1.0, {"get": {}})])
     assert exit_code_for(report) == EXIT_INCOMPLETE
     reason = report["verdicts"]["incomplete_reason"]
@@ -177,7 +175,7 @@ def test_the_total_shows_a_latency_only_across_ops_of_one_kind() -> None:
     assert sustain["total"]["latency_kind"] == "mixed"
     assert sustain["total"]["latency_us"] == {}
     assert set(sustain["total"]["latency_by_kind"]) == {"local_write", "one_way"}
-    assert report["thresholds"][0]["observed"] == "absent"  # no TOTAL p99 to judge
+    assert report["thresholds"][0]["value"] is None  # no TOTAL p99 to judge
     same = _run(_plan({"pub": 1, "sub": 1}), frames)
     assert same["phases"]["sustain"]["total"]["latency_kind"] == "round_trip"
     assert same["phases"]["sustain"]["total"]["latency_us"]["count"] == 20
@@ -219,7 +217,8 @@ def test_a_saturated_host_is_not_blamed_on_the_generator() -> None:
     assert "our workers 4%" in saturated["host_reason"]
     assert "30.0% of the arrivals" in saturated["host_reason"]
     quiet = verdicts(report, idle, idle, Tally(10, 0))
-    assert quiet["generator_bound"] and not quiet["host_saturated"]
+    assert quiet["generator_bound"]
+    assert not quiet["host_saturated"]
 
 
 def test_a_snapshot_that_could_not_be_saved_has_its_own_exit_code() -> None:
@@ -235,6 +234,7 @@ def test_threshold_values_are_printed_in_their_units() -> None:
     assert format_value("throughput", 980.0) == "980.0/s"
     assert format_value("down", None) == "absent"
     assert parse_threshold("down < 5%").limit == 0.05
+    assert observed("p99[get] < 5ms", 6007.0) == "6.01ms"
 
 
 def test_rss_growth_is_divided_by_connections_when_they_are_counted() -> None:

@@ -109,7 +109,8 @@ def evaluate_checks(checks: Sequence[Threshold], report: Mapping[str, Any]) -> l
     results = evaluate_all(list(checks), report)
     sustain = report.get("phases", {}).get("sustain") or {}
     for check, result in zip(checks, results, strict=True):
-        result["builtin"] = True
+        result["op"] = check.op
+        result["observed"] = format_value(check.metric, result["value"])
         if not result["ok"]:
             result["reason"] = _check_reason(check, result, sustain)
     return results
