@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import sys
 import time
 from typing import Any, TextIO
@@ -179,13 +180,15 @@ class Progress:
             self._line(f"{event.kind}: {event.message}", final=True)
 
     def _line(self, text: str, final: bool = False) -> None:
-        if self.tty:
-            self.stream.write("\r\x1b[2K" + text + ("\n" if final else ""))
-        else:
-            self.stream.write(text + "\n")
-        self.stream.flush()
+        with contextlib.suppress(OSError):  # a closed terminal (SIGHUP) must not stop the run
+            if self.tty:
+                self.stream.write("\r\x1b[2K" + text + ("\n" if final else ""))
+            else:
+                self.stream.write(text + "\n")
+            self.stream.flush()
 
     def close(self) -> None:
         if self.tty:
-            self.stream.write("\n")
-            self.stream.flush()
+            with contextlib.suppress(OSError):
+                self.stream.write("\n")
+                self.stream.flush()

@@ -4,14 +4,16 @@ Headless when stdout is not a terminal or with ``--no-tui``, ``--json`` or
 ``--ndjson``: a one-line progress on stderr, then the summary table (or the
 JSON report) on stdout. ``--ndjson`` streams one JSON object per event (type
 ``interval``, ``resources``, ``phase``, ``notice``), then the report with type
-``report``. Ctrl-C (SIGINT) or SIGTERM stops the run cleanly: the partial
-report is printed and the snapshot saved.
+``report`` (:mod:`cli.ndjson`: a consumer that stops reading never stalls the
+run). Ctrl-C (SIGINT), SIGTERM or SIGHUP (the terminal closed) stops the run
+cleanly: the partial report is printed and the snapshot saved. A snapshot that
+could not be saved in the store is one line on stderr; the report is printed
+all the same.
 """
 
 from __future__ import annotations
 
-import dataclasses
-import json
+import contextlib
 import signal
 import sys
 from typing import Annotated, Any
@@ -35,52 +37,26 @@ from protobench.cli.common import (
     fail,
     print_json,
 )
+from protobench.cli.ndjson import NdjsonStream
 from protobench.cli.render import Progress, summary_table
 from protobench.engine.controller import Controller
-from protobench.engine.events import (
-    Event,
-    IntervalUpdate,
-    Notice,
-    PhaseChanged,
-    ResourceSample,
-    RunFinished,
-    RunStarted,
-)
+from protobench.engine.events import RunFinished
 from protobench.engine.plan import RunPlan, resolve
 from protobench.engine.report import EXIT_INCOMPLETE
 from protobench.profiles import loader
 from protobench.protocols.registry import PluginError
 from protobench.snapshots.store import SnapshotStore
 
-NDJSON_TYPES: dict[type, str] = {
-    RunStarted: "started",
-    PhaseChanged: "phase",
-    IntervalUpdate: "interval",
-    ResourceSample: "resources",
-    Notice: "notice",
-}
-
-
-def ndjson_writer(event: Event) -> None:
-    """Write one event as a JSON line on stdout (histograms left out)."""
-    kind = NDJSON_TYPES.get(type(event))
-    if kind is None:
-        return
-    data = dataclasses.asdict(event)
-    if isinstance(event, IntervalUpdate):
-        for op in data["ops"].values():
-            op.pop("hist", None)
-            op.pop("hist_uncorrected", None)
-    sys.stdout.write(json.dumps({"type": kind, **data}, default=str) + "\n")
-    sys.stdout.flush()
+STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
+"""Signals that stop a run cleanly (SIGHUP: the terminal was closed)."""
 
 
 async def execute(controller: Controller) -> dict[str, Any]:
-    """Run the controller, turning SIGINT/SIGTERM into a clean stop."""
+    """Run the controller, turning SIGINT, SIGTERM and SIGHUP into a clean stop."""
     async with anyio.create_task_group() as group:
 
         async def watch_signals() -> None:
-            with anyio.open_signal_receiver(signal.SIGINT, signal.SIGTERM) as signals:
+            with anyio.open_signal_receiver(*STOP_SIGNALS) as signals:
                 async for _ in signals:
                     controller.stop("interrupted")
 
@@ -174,21 +150,39 @@ def register(app: typer.Typer) -> None:
         if not quiet:
             progress = Progress(plan.duration, plan.warmup)
             subscribers.append(progress)
-        if ndjson:
-            subscribers.append(ndjson_writer)
+        stream = NdjsonStream() if ndjson else None
+        if stream is not None:
+            subscribers.append(stream)
         finished: list[RunFinished] = []
         subscribers.append(lambda e: finished.append(e) if isinstance(e, RunFinished) else None)
         report = run_plan(plan, store, subscribers, target_pid)
         if progress is not None:
             progress.close()
         code = finished[-1].exit_code if finished else EXIT_INCOMPLETE
-        if ndjson:
-            sys.stdout.write(json.dumps({"type": "report", **report}, default=str) + "\n")
-        elif as_json:
+        say_snapshot_error(report)
+        if stream is not None:
+            stream.close(report)
+        else:
+            _print_report(report, as_json)
+        raise typer.Exit(code)
+
+
+def say_snapshot_error(report: dict[str, Any]) -> None:
+    """One line on stderr when the snapshot is not in the store (where it went, or nowhere)."""
+    error = report.get("snapshot_error")
+    if error:
+        with contextlib.suppress(OSError):  # a closed terminal (SIGHUP) has no stderr
+            sys.stderr.write(f"protobench: {error}\n")
+            sys.stderr.flush()
+
+
+def _print_report(report: dict[str, Any], as_json: bool) -> None:
+    """The report on stdout, unless stdout is gone (a closed terminal, a closed pipe)."""
+    with contextlib.suppress(OSError):
+        if as_json:
             print_json(report)
         else:
             typer.echo(summary_table(report))
-        raise typer.Exit(code)
 
 
 def _run_interactive(plan: RunPlan, store: SnapshotStore, target_pid: int | None) -> int:
@@ -205,6 +199,7 @@ def _run_interactive(plan: RunPlan, store: SnapshotStore, target_pid: int | None
             target_pid,
         )
         progress.close()
-        typer.echo(summary_table(report))
+        say_snapshot_error(report)
+        _print_report(report, as_json=False)
         return finished[-1].exit_code if finished else EXIT_INCOMPLETE
     return run_live(plan, store, target_pid)
