@@ -60,6 +60,14 @@ HELLO_GRACE = 30.0
 BYE_GRACE = 10.0
 
 
+def leaves(group: BaseExceptionGroup[Any]) -> list[BaseException]:
+    """The exceptions of a (nested) exception group, in order."""
+    out: list[BaseException] = []
+    for exc in group.exceptions:
+        out.extend(leaves(exc) if isinstance(exc, BaseExceptionGroup) else [exc])
+    return out
+
+
 class Controller:
     """One run of a plan.
 
@@ -170,6 +178,7 @@ class Controller:
         """Do the whole run; return the final report (also emitted as RunFinished)."""
         announcement: Announcement | None = None
         baseline_rss: int | None = None
+        peak: int | None = None
         started_wall = time.time()
         try:
             async with (
@@ -187,10 +196,10 @@ class Controller:
                 await pool.start(announcement.url)
                 await self._run_workers(pool, announcement, target_pid)
                 peak = self.resources.whole.target_rss_peak
-        except TargetError as exc:
+        except* TargetError as failed:
             self.stop_reason = "error"
-            self.notice("target", str(exc))
-            peak = None
+            for exc in leaves(failed):
+                self.notice("target", str(exc))
         report = build_report(
             plan=self.plan,
             aggregator=self.aggregator,

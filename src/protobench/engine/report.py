@@ -153,13 +153,9 @@ def resource_summary(
                 target["rss_per_connection"] = round(growth / connects, 1)
             else:
                 target["rss_per_session"] = round(growth / plan.sessions, 1)
-    shares = figures.host_shares()
     host = {
         "cpu_peak": figures.host_cpu_peak,
-        "cpu_mean": shares["host_cpu_mean"],
-        "workers_share_mean": shares["workers_share_mean"],
-        "target_share_mean": shares["target_share_mean"],
-        "others_share_mean": shares["others_share_mean"],
+        **figures.host_shares(),
         "cpus": figures.host_cpus,
         "mem_used_peak": figures.host_mem_used_peak,
     }
@@ -175,13 +171,14 @@ def verdicts(
     findings: list[str] | None = None,
 ) -> dict[str, Any]:
     """The run's verdicts (see :mod:`engine.verdicts`), judged on the sustain tallies."""
-    checks = checks or []
     incomplete = incomplete_reason(report)
+    if incomplete is not None:  # nothing measured: nothing to check
+        checks = []
     return {
         **cpu_verdicts(report, busy_samples, lagging_intervals, host_busy or Tally()),
         "thresholds_passed": all(t["ok"] for t in report["thresholds"]),
-        "checks": checks,
-        "checks_passed": all(c["ok"] for c in checks),
+        "checks": checks or [],
+        "checks_passed": all(c["ok"] for c in checks or []),
         "findings": list(findings or []),
         "complete": incomplete is None,
         "incomplete_reason": incomplete,

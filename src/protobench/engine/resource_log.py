@@ -102,7 +102,7 @@ class ResourceFigures:
     def host_shares(self) -> dict[str, float | None]:
         """Mean CPU over the samples, in % of the host's cores: all, our workers, target, others."""
         sums = {
-            "host_cpu_mean": self.host_cpu_sum,
+            "cpu_mean": self.host_cpu_sum,
             "workers_share_mean": self.workers_share_sum,
             "target_share_mean": self.target_share_sum,
             "others_share_mean": self.others_share_sum,

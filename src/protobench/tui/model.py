@@ -10,10 +10,11 @@ sample, threshold states and the generator-bound verdict. A view shares no
 mutable state with the model, so it may be built in the engine's thread and
 read in the UI's.
 
-Thresholds and the generator-bound verdict are evaluated live with the
-engine's own rules (:mod:`engine.thresholds`, :func:`engine.report.verdicts`)
-against the sustain phase so far; when the run ends, the report's verdicts
-replace them. A ``RunStarted`` resets the model (a replay seeking backwards).
+Thresholds and the generator-bound and host-saturated verdicts are evaluated
+live with the engine's own rules (:mod:`engine.thresholds`,
+:func:`engine.verdicts.cpu_verdicts`) against the sustain phase so far; when
+the run ends, the report's verdicts replace them. A ``RunStarted`` resets the
+model (a replay seeking backwards).
 """
 
 from __future__ import annotations
@@ -22,7 +23,7 @@ from collections import deque
 from dataclasses import dataclass, field
 from typing import Any
 
-from protobench.engine.bounds import Tally, busy, lagging
+from protobench.engine.bounds import Tally, lagging
 from protobench.engine.events import (
     Event,
     IntervalUpdate,
@@ -33,8 +34,9 @@ from protobench.engine.events import (
     RunStarted,
 )
 from protobench.engine.metrics import Counts, counts_summary
-from protobench.engine.report import verdicts
+from protobench.engine.resource_log import ResourceFigures
 from protobench.engine.thresholds import parse_threshold
+from protobench.engine.verdicts import cpu_verdicts
 from protobench.tui.latency import Window, counts_of, distribution, zeros
 
 WINDOW_SECONDS = 10.0
@@ -177,6 +179,8 @@ class RunView:
     inflight: int
     report: dict[str, Any] | None = None
     exit_code: int | None = None
+    host_saturated: bool = False
+    host_reason: str | None = None
 
     @property
     def snapshot(self) -> str | None:
@@ -304,7 +308,7 @@ class RunModel:
         self.cpu_history: dict[str, deque[float]] = {
             key: deque(maxlen=HISTORY) for key in ("generator", "target", "host")
         }
-        self.busy = Tally()
+        self.sustain_resources = ResourceFigures()
         self.lagging = Tally()
         self.notices: list[NoticeItem] = []
         self.target_pid: int | None = None
@@ -314,7 +318,7 @@ class RunModel:
         self.report: dict[str, Any] | None = None
         self.exit_code: int | None = None
         self._verdict_key = (0, 0)
-        self._verdict_value: tuple[bool, str | None] = (False, None)
+        self._verdict_value: dict[str, Any] = {}
 
     def apply(self, event: Event) -> list[NoticeItem]:
         """Fold one event in; return the notices the user should be alerted to."""
@@ -401,7 +405,9 @@ class RunModel:
         self.cpu_history["target"].append(float((event.target or {}).get("cpu", 0.0)))
         self.cpu_history["host"].append(float(event.host.get("cpu", 0.0)))
         if self.phase == "sustain":
-            self.busy.add(busy(event.workers))
+            self.sustain_resources.add(
+                {"workers": event.workers, "target": event.target, "host": event.host}
+            )
         return alerts
 
     def _notice(self, item: NoticeItem) -> list[NoticeItem]:
@@ -431,7 +437,7 @@ class RunModel:
                 distributions["uncorrected"] = tuple(
                     distribution(self.total.window_uncorrected.counts, DISTRIBUTION_BINS)
                 )
-        bound, reason = self._verdict()
+        verdict = self._verdict()
         return RunView(
             state=self.state,
             info=self.info,
@@ -448,8 +454,10 @@ class RunModel:
             distribution=distributions,
             resources=self.resources,
             cpu_history={k: tuple(v) for k, v in self.cpu_history.items()},
-            generator_bound=bound,
-            generator_reason=reason,
+            generator_bound=bool(verdict.get("generator_bound")),
+            generator_reason=verdict.get("reason"),
+            host_saturated=bool(verdict.get("host_saturated")),
+            host_reason=verdict.get("host_reason"),
             thresholds=self._thresholds(),
             notices=tuple(self.notices),
             lag_ms=self.lag_ms,
@@ -470,9 +478,13 @@ class RunModel:
                 }
             },
             "model": {"type": self.info.model if self.info else "closed"},
+            "resources": {"host": {**self.sustain_resources.host_shares(), "cpus": self._cpus()}},
             "thresholds": [],
             "partial": False,
         }
+
+    def _cpus(self) -> int | None:
+        return self.sustain_resources.host_cpus
 
     def _thresholds(self) -> tuple[ThresholdState, ...]:
         if self.report is not None:
@@ -491,16 +503,18 @@ class RunModel:
             states.append(ThresholdState(expr, value, ok if value is not None else None))
         return tuple(states)
 
-    def _verdict(self) -> tuple[bool, str | None]:
+    def _verdict(self) -> dict[str, Any]:
         if self.report is not None:
-            found = self.report.get("verdicts", {})
-            return bool(found.get("generator_bound")), found.get("reason")
-        key = (self.busy.total, self.lagging.total)
+            found: dict[str, Any] = self.report.get("verdicts", {})
+            return found
+        figures = self.sustain_resources
+        key = (figures.samples, self.lagging.total)
         if self._verdict_key != key:
             report = self._sustain_report()
             if report is not None:
-                found = verdicts(report, self.busy, self.lagging)
-                self._verdict_value = (bool(found["generator_bound"]), found["reason"])
+                self._verdict_value = cpu_verdicts(
+                    report, figures.busy, self.lagging, figures.host_busy
+                )
             self._verdict_key = key
         return self._verdict_value
 
