@@ -77,7 +77,8 @@ def test_a_file_where_the_snapshot_directory_should_be_loses_nothing(
             "--snapshots-dir", str(store),
         )  # fmt: skip
     report = _check_fallback(result, store)
-    assert "File exists" in report["snapshot_error"] or "Not a directory" in report["snapshot_error"]
+    error = report["snapshot_error"]
+    assert "File exists" in error or "Not a directory" in error
 
 
 @contextlib.contextmanager

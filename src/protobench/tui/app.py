@@ -8,6 +8,10 @@ renders the visible view inside ``batch_update``. Keys act on the source
 asks once and stops the run, Ctrl-C stops it at once, a crashed worker or a
 dead target is shown and the run goes on; the summary stays on screen until
 the user quits, and the snapshot is saved by the engine in every case.
+A run that fails outright (it could not start) shows its error in one
+readable line (:func:`describe_failure`) and ``q`` then exits with code 3.
+SIGTERM and SIGHUP (the terminal closed) stop a live run and exit when its
+snapshot is saved.
 """
 
 from __future__ import annotations
@@ -24,6 +28,8 @@ from textual.app import App
 from textual.binding import Binding, BindingType
 from textual.worker import Worker, WorkerState
 
+from protobench.engine.report import EXIT_INCOMPLETE
+from protobench.redaction import redact_text
 from protobench.snapshots.store import SUFFIX, SnapshotError, SnapshotStore
 from protobench.tui.baseline import Baseline
 from protobench.tui.display import Display, Playback
@@ -43,6 +49,14 @@ VIEWS = Binding.Group("views", compact=True)
 RATE = Binding.Group("rate", compact=True)
 SPEED = Binding.Group("speed", compact=True)
 SEEK = Binding.Group("seek", compact=True)
+
+
+def describe_failure(exc: BaseException) -> str:
+    """One line for a run that failed: the first leaf of an exception group, without secrets."""
+    while isinstance(exc, BaseExceptionGroup) and exc.exceptions:
+        exc = exc.exceptions[0]
+    message = " ".join(str(exc).split()) or type(exc).__name__
+    return redact_text(f"the run failed: {message}")
 
 
 class MonitorApp(App[int]):
@@ -117,6 +131,7 @@ class MonitorApp(App[int]):
             if loop is not None:
                 with contextlib.suppress(NotImplementedError, RuntimeError, ValueError):
                     loop.add_signal_handler(signal.SIGTERM, self._terminate)
+                    loop.add_signal_handler(signal.SIGHUP, self._terminate)
                     loop.add_signal_handler(signal.SIGINT, self.action_interrupt)
 
     def _tick_while_starting(self) -> None:
@@ -165,9 +180,12 @@ class MonitorApp(App[int]):
     def on_worker_state_changed(self, event: Worker.StateChanged) -> None:
         if event.worker.name != "source" or event.state != WorkerState.ERROR:
             return
-        self.error = f"the run failed: {event.worker.error!r}"
+        error = event.worker.error
+        self.error = describe_failure(error) if error is not None else "the run failed"
         self.finished = True
         self.notify(self.error, title="engine", severity="error", timeout=30)
+        if self.exit_when_finished:
+            self.exit(EXIT_INCOMPLETE)
         self.monitor.switch("summary")
         self.render_view()
         self.refresh_bindings()
@@ -263,6 +281,8 @@ class MonitorApp(App[int]):
 
     def action_quit_now(self) -> None:
         code = self.view.exit_code
+        if self.error is not None and code is None and not self.replay:
+            code = EXIT_INCOMPLETE
         self.exit(code if code is not None and not self.replay else 0)
 
     def action_pause(self) -> None:

@@ -9,13 +9,14 @@ how the run ended and where its snapshot is.
 
 from __future__ import annotations
 
+import contextlib
 import sys
 from typing import Any
 
 from protobench.engine.plan import RunPlan
 from protobench.engine.report import EXIT_INCOMPLETE, exit_code_for
 from protobench.snapshots.store import SnapshotStore
-from protobench.tui.app import MonitorApp
+from protobench.tui.app import MonitorApp, describe_failure
 from protobench.tui.source import LiveSource, ReplaySource
 
 
@@ -30,12 +31,16 @@ def run_live(plan: RunPlan, store: SnapshotStore, target_pid: int | None = None)
             source.stop("interrupted")
         source.join()
     report = source.report
-    if report is not None:
-        partial = f" (partial: {report.get('stop_reason')})" if report.get("partial") else ""
-        sys.stdout.write(f"protobench: run {report.get('profile')} ended{partial}\n")
-        sys.stdout.write(f"snapshot {report.get('snapshot')}\n")
-    if source.error is not None:
-        sys.stderr.write(f"protobench: error: the run failed: {source.error!r}\n")
+    with contextlib.suppress(OSError):  # a closed terminal (SIGHUP) has no stdout
+        if report is not None:
+            partial = f" (partial: {report.get('stop_reason')})" if report.get("partial") else ""
+            sys.stdout.write(f"protobench: run {report.get('profile')} ended{partial}\n")
+            if report.get("snapshot_error"):
+                sys.stderr.write(f"protobench: {report['snapshot_error']}\n")
+            else:
+                sys.stdout.write(f"snapshot {report.get('snapshot')}\n")
+        if source.error is not None:
+            sys.stderr.write(f"protobench: error: {describe_failure(source.error)}\n")
     if code is not None:
         return code
     return _exit_code(report)

@@ -49,7 +49,10 @@ class RunSummary(Panel):
         report = view.report
         if report is None:
             if display.error:
-                return Text(f"✘ {display.error}", "bold red")
+                return Group(
+                    Text(f"✘ {display.error}", "bold red"),
+                    Text("l the worker and target logs · q quit (exit code 3)", "dim"),
+                )
             return Text("The summary appears here when the run ends.", "dim")
         parts: list[RenderableType] = [outcome(report, view.exit_code)]
         sustain = report.get("phases", {}).get("sustain")
