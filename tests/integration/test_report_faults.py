@@ -184,3 +184,20 @@ def test_an_ndjson_consumer_that_stops_reading_does_not_stall_the_run(tmp_path: 
     dropped = [e for e in events if e["type"] == "notice" and e["kind"] == "ndjson"]
     assert len(dropped) == 1
     assert "left out" in dropped[0]["message"]
+
+
+def test_no_session_could_open_exits_3_and_the_url_password_stays_out_of_every_stream(
+    cli: Callable[..., CliResult],
+) -> None:
+    with silent_listener() as url:
+        secret_url = url.replace("http://", "ws://u:hunter2@")
+        result = cli("run", "ws-echo", "--target", secret_url, *QUICK, "--timeout", "300ms",
+                     "--ndjson")  # fmt: skip
+    assert result.returncode == 3, result.stderr
+    assert "hunter2" not in result.stdout
+    assert "hunter2" not in result.stderr
+    events = [json.loads(line) for line in result.stdout.splitlines()]
+    assert events[0]["type"] == "started"
+    assert "<secret>" in events[0]["target"]
+    report = events[-1]
+    assert "no session could open (2 failed)" in report["verdicts"]["incomplete_reason"]

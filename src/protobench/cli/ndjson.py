@@ -29,7 +29,7 @@ from protobench.engine.events import (
     ResourceSample,
     RunStarted,
 )
-from protobench.redaction import redact_url
+from protobench.redaction import redact_url, redact_value
 
 NDJSON_TYPES: dict[type, str] = {
     RunStarted: "started",
@@ -44,7 +44,7 @@ LOSSY_LIMIT = 64
 
 
 def event_line(event: Event) -> str | None:
-    """One event as a JSON line (histograms left out, the target URL redacted), or None."""
+    """One event as a JSON line (histograms left out, the plan and target redacted), or None."""
     kind = NDJSON_TYPES.get(type(event))
     if kind is None:
         return None
@@ -55,6 +55,7 @@ def event_line(event: Event) -> str | None:
             op.pop("hist_uncorrected", None)
     if isinstance(event, RunStarted):
         data["target"] = redact_url(event.target)
+        data["plan"] = redact_value(data["plan"])
     return json.dumps({"type": kind, **data}, default=str) + "\n"
 
 

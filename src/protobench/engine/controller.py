@@ -50,7 +50,7 @@ from protobench.engine.report import build_report, exit_code_for
 from protobench.engine.resource_log import ResourceLog
 from protobench.engine.resources import Sampler, find_listener, target_rss
 from protobench.protocols import registry
-from protobench.redaction import redact_text, redact_url
+from protobench.redaction import redact_text, redact_url, redact_value
 from protobench.snapshots.store import SnapshotStore
 from protobench.targets.base import Announcement
 from protobench.targets.launcher import StartingTarget, TargetError, embedded_target
@@ -290,7 +290,7 @@ class Controller:
         pool.broadcast("GO", {"start_at": self.start_at})
         self.emit(
             RunStarted(
-                plan=plan.redacted(),
+                plan=redact_value(plan.redacted()),
                 target=redact_url(announcement.url),
                 target_kind=announcement.kind,
                 workers=len(pool.handles),
