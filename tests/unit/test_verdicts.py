@@ -4,91 +4,23 @@ worked, sessions down, mixed latency kinds, a busy host; built from worker frame
 from __future__ import annotations
 
 import dataclasses
-from typing import Any
 
-from protobench.engine.aggregate import Aggregator
 from protobench.engine.bounds import Tally
-from protobench.engine.metrics import OpRecorder
-from protobench.engine.plan import Overrides, RunPlan, resolve
 from protobench.engine.report import (
     EXIT_INCOMPLETE,
     EXIT_NOT_SAVED,
     EXIT_OK,
     EXIT_THRESHOLDS,
-    build_report,
     exit_code_for,
     verdicts,
 )
 from protobench.engine.resource_log import ResourceLog
 from protobench.engine.thresholds import format_value, observed, parse_threshold
-from protobench.profiles import loader
-from protobench.protocols.base import ErrorClass, OpError
-from protobench.targets.base import Announcement
-
-
-def _plan(groups: dict[str, int], thresholds: tuple[str, ...] = ()) -> RunPlan:
-    plan = resolve(loader.load("http-get"), Overrides(duration=2.0, warmup=0.0))
-    base = plan.groups[0]
-    return dataclasses.replace(
-        plan,
-        groups=tuple(dataclasses.replace(base, name=n, count=c) for n, c in groups.items()),
-        thresholds=thresholds,
-    )
-
-
-def _frame(
-    phase: str, index: int, t0: float, t1: float, ops: dict[str, dict[str, Any]]
-) -> dict[str, Any]:
-    wire = {}
-    for name, spec in ops.items():
-        recorder = OpRecorder(name)
-        for _ in range(spec.get("ok", 0)):
-            recorder.latencies.append(spec.get("latency_ns", 1_000_000))
-        for _ in range(spec.get("errors", 0)):
-            recorder.error(OpError(ErrorClass.PROTOCOL, "403 Forbidden", "403"))
-        for counter, value in spec.get("counters", {}).items():
-            recorder.count(counter, value)
-        wire[name] = recorder.flush().to_wire()
-    return {"phase": phase, "index": index, "t0": t0, "t1": t1, "worker": 0, "ops": wire}
-
-
-def _run(
-    plan: RunPlan,
-    frames: list[dict[str, Any]],
-    kinds: dict[str, str] | None = None,
-    opened: int = 1,
-    failed: int = 0,
-    stop_reason: str = "completed",
-) -> dict[str, Any]:
-    offsets = {"warmup": 0.0, "sustain": plan.warmup, "drain": plan.warmup + plan.duration}
-    aggregator = Aggregator(
-        [g.name for g in plan.groups],
-        False,
-        offsets,
-        sessions={g.name: g.count for g in plan.groups},
-        kinds=kinds,
-    )
-    aggregator.live = {0}
-    for frame in frames:
-        aggregator.add(frame)
-    aggregator.finish()
-    workers = [{"worker": 0, "sessions_opened": opened, "sessions_failed": failed}]
-    return build_report(
-        plan=plan,
-        aggregator=aggregator,
-        announcement=Announcement("http://127.0.0.1:1/", "external", 0),
-        resources=ResourceLog(),
-        notices=[],
-        workers=workers,
-        stop_reason=stop_reason,
-        started=0.0,
-        target_rss_baseline=None,
-        target_rss_peak=None,
-    )
+from tests.unit.report_frames import frame, plan_of, report_of
 
 
 def test_a_sustain_phase_with_no_exchange_exits_3_with_the_reason_even_without_thresholds() -> None:
-    report = _run(_plan({"get": 4}), [_frame("sustain", 0, 0.0, 1.0, {"get": {}})])
+    report = report_of(plan_of({"get": 4}), [frame("sustain", 0, 0.0, 1.0, {"get": {}})])
     assert exit_code_for(report) == EXIT_INCOMPLETE
     reason = report["verdicts"]["incomplete_reason"]
     assert "completed no exchange" in reason
@@ -96,23 +28,23 @@ def test_a_sustain_phase_with_no_exchange_exits_3_with_the_reason_even_without_t
 
 
 def test_a_run_where_every_exchange_failed_exits_3_and_names_the_errors() -> None:
-    plan = _plan({"get": 4}, ("error_rate < 100%",))
-    report = _run(plan, [_frame("sustain", 0, 0.0, 1.0, {"get": {"errors": 5}})])
+    plan = plan_of({"get": 4}, ("error_rate < 100%",))
+    report = report_of(plan, [frame("sustain", 0, 0.0, 1.0, {"get": {"errors": 5}})])
     assert exit_code_for(report) == EXIT_INCOMPLETE
     assert "protocol=5" in report["verdicts"]["incomplete_reason"]
 
 
 def test_a_run_where_no_session_could_open_exits_3() -> None:
-    frames = [_frame("sustain", 0, 0.0, 1.0, {"get": {"ok": 3}})]
-    report = _run(_plan({"get": 4}), frames, opened=0, failed=4)
+    frames = [frame("sustain", 0, 0.0, 1.0, {"get": {"ok": 3}})]
+    report = report_of(plan_of({"get": 4}), frames, opened=0, failed=4)
     assert exit_code_for(report) == EXIT_INCOMPLETE
     assert "no session could open (4 failed)" in report["verdicts"]["incomplete_reason"]
 
 
 def test_an_op_that_never_worked_fails_the_run_although_the_total_passes() -> None:
-    plan = _plan({"read": 4, "write": 1}, ("error_rate < 0.5%",))
-    frames = [_frame("sustain", 0, 0.0, 1.0, {"read": {"ok": 5000}, "write": {"errors": 10}})]
-    report = _run(plan, frames)
+    plan = plan_of({"read": 4, "write": 1}, ("error_rate < 0.5%",))
+    frames = [frame("sustain", 0, 0.0, 1.0, {"read": {"ok": 5000}, "write": {"errors": 10}})]
+    report = report_of(plan, frames)
     assert report["thresholds"][0]["ok"]  # 10 of 5010 is under 0.5%: today's verdict
     failed = [c for c in report["verdicts"]["checks"] if not c["ok"]]
     assert [c["expr"] for c in failed] == ["ok[write] > 0", "error_rate[write] < 0.50%"]
@@ -122,12 +54,12 @@ def test_an_op_that_never_worked_fails_the_run_although_the_total_passes() -> No
 
 
 def test_a_profile_can_say_that_an_op_may_fail() -> None:
-    plan = _plan(
+    plan = plan_of(
         {"read": 4, "write": 1},
         ("error_rate < 0.5%", "ok[write] >= 0", "error_rate[write] <= 100%"),
     )
-    frames = [_frame("sustain", 0, 0.0, 1.0, {"read": {"ok": 5000}, "write": {"errors": 10}})]
-    report = _run(plan, frames)
+    frames = [frame("sustain", 0, 0.0, 1.0, {"read": {"ok": 5000}, "write": {"errors": 10}})]
+    report = report_of(plan, frames)
     checks = [c["expr"] for c in report["verdicts"]["checks"]]
     assert checks == ["ok[read] > 0", "error_rate[read] < 0.50%", "down < 5%"]
     assert all(c["ok"] for c in report["verdicts"]["checks"])
@@ -138,10 +70,10 @@ def test_sessions_down_for_most_of_sustain_fail_by_default_with_the_reason() -> 
     # 4 sessions × 2 s = 8 session-seconds; 5.6 of them without a connection
     counters = {"down_us": 5_600_000, "connect_failed": 40, "connects": 4}
     frames = [
-        _frame("sustain", 0, 0.0, 1.0, {"get": {"ok": 100, "counters": counters}}),
-        _frame("sustain", 1, 1.0, 2.0, {"get": {"ok": 1}}),
+        frame("sustain", 0, 0.0, 1.0, {"get": {"ok": 100, "counters": counters}}),
+        frame("sustain", 1, 1.0, 2.0, {"get": {"ok": 1}}),
     ]
-    report = _run(_plan({"get": 4}, ("error_rate < 0.5%",)), frames)
+    report = report_of(plan_of({"get": 4}, ("error_rate < 0.5%",)), frames)
     sustain = report["phases"]["sustain"]
     assert sustain["ops"]["get"]["down_s"] == 5.6
     assert sustain["ops"]["get"]["down_share"] == 0.7
@@ -152,14 +84,14 @@ def test_sessions_down_for_most_of_sustain_fail_by_default_with_the_reason() -> 
     assert "without a connection for 70.00% of sustain" in check["reason"]
     assert "40 failed connects" in check["reason"]
     assert exit_code_for(report) == EXIT_THRESHOLDS
-    relaxed = _run(_plan({"get": 4}, ("down < 80%",)), frames)
+    relaxed = report_of(plan_of({"get": 4}, ("down < 80%",)), frames)
     assert relaxed["verdicts"]["checks"] == []
     assert exit_code_for(relaxed) == EXIT_OK
 
 
 def test_the_total_shows_a_latency_only_across_ops_of_one_kind() -> None:
     frames = [
-        _frame(
+        frame(
             "sustain",
             0,
             0.0,
@@ -168,7 +100,7 @@ def test_the_total_shows_a_latency_only_across_ops_of_one_kind() -> None:
         )
     ]
     kinds = {"pub": "local_write", "sub": "one_way"}
-    report = _run(_plan({"pub": 1, "sub": 1}, ("p99 < 5ms",)), frames, kinds=kinds)
+    report = report_of(plan_of({"pub": 1, "sub": 1}, ("p99 < 5ms",)), frames, kinds=kinds)
     sustain = report["phases"]["sustain"]
     assert sustain["ops"]["pub"]["latency_kind"] == "local_write"
     assert sustain["ops"]["sub"]["latency_kind"] == "one_way"
@@ -176,18 +108,18 @@ def test_the_total_shows_a_latency_only_across_ops_of_one_kind() -> None:
     assert sustain["total"]["latency_us"] == {}
     assert set(sustain["total"]["latency_by_kind"]) == {"local_write", "one_way"}
     assert report["thresholds"][0]["value"] is None  # no TOTAL p99 to judge
-    same = _run(_plan({"pub": 1, "sub": 1}), frames)
+    same = report_of(plan_of({"pub": 1, "sub": 1}), frames)
     assert same["phases"]["sustain"]["total"]["latency_kind"] == "round_trip"
     assert same["phases"]["sustain"]["total"]["latency_us"]["count"] == 20
 
 
 def test_the_drain_of_a_stopped_run_starts_at_the_stop_not_the_planned_end() -> None:
-    plan = dataclasses.replace(_plan({"get": 1}), duration=6.0)
+    plan = dataclasses.replace(plan_of({"get": 1}), duration=6.0)
     frames = [
-        _frame("sustain", 0, 0.0, 0.8, {"get": {"ok": 5}}),
-        _frame("drain", 0, 0.0, 0.1, {"get": {"ok": 1}}),
+        frame("sustain", 0, 0.0, 0.8, {"get": {"ok": 5}}),
+        frame("drain", 0, 0.0, 0.1, {"get": {"ok": 1}}),
     ]
-    report = _run(plan, frames, stop_reason="interrupted")
+    report = report_of(plan, frames, stop_reason="interrupted")
     drain = report["phases"]["drain"]
     assert (drain["start_s"], drain["end_s"]) == (0.8, 0.9)
     assert report["phases"]["sustain"]["end_s"] == 0.8
@@ -222,7 +154,7 @@ def test_a_saturated_host_is_not_blamed_on_the_generator() -> None:
 
 
 def test_a_snapshot_that_could_not_be_saved_has_its_own_exit_code() -> None:
-    report = _run(_plan({"get": 1}), [_frame("sustain", 0, 0.0, 1.0, {"get": {"ok": 5}})])
+    report = report_of(plan_of({"get": 1}), [frame("sustain", 0, 0.0, 1.0, {"get": {"ok": 5}})])
     assert exit_code_for(report) == EXIT_OK
     report["snapshot_error"] = "cannot save the snapshot in /x: Read-only file system"
     assert exit_code_for(report) == EXIT_NOT_SAVED
@@ -240,7 +172,7 @@ def test_threshold_values_are_printed_in_their_units() -> None:
 def test_rss_growth_is_divided_by_connections_when_they_are_counted() -> None:
     from protobench.engine.report import resource_summary  # noqa: PLC0415
 
-    plan = _plan({"sub": 200, "pub": 1})
+    plan = plan_of({"sub": 200, "pub": 1})
     resources = ResourceLog()
     resources.add(
         {
