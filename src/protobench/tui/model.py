@@ -371,6 +371,7 @@ class RunModel:
                 self.lagging.add(lagging(event.lag_ms))
         total_counts: Counts | None = None
         total_uncorrected: Counts | None = None
+        kinds = {data.get("latency_kind", "round_trip") for data in event.ops.values()}
         for name, data in event.ops.items():
             track = self.tracks.get(name)
             if track is None:
@@ -378,8 +379,9 @@ class RunModel:
             counts = counts_of(data.get("hist", ""))
             uncorrected = counts_of(data.get("hist_uncorrected", ""))
             track.add(phase, data, event.duration, counts, uncorrected)
-            total_counts = _sum(total_counts, counts)
-            total_uncorrected = _sum(total_uncorrected, uncorrected)
+            if len(kinds) == 1:  # a total latency only across ops that measure the same thing
+                total_counts = _sum(total_counts, counts)
+                total_uncorrected = _sum(total_uncorrected, uncorrected)
         self.total.add(phase, event.total, event.duration, total_counts, total_uncorrected)
 
     def _resources(self, event: ResourceSample) -> list[NoticeItem]:
