@@ -48,13 +48,14 @@ from __future__ import annotations
 
 import abc
 import enum
+import functools
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from pydantic import BaseModel, ConfigDict
 
-from protobench.redaction import redact_url
+from protobench.redaction import redact_text, redact_url
 
 if TYPE_CHECKING:
     from protobench.engine.metrics import OpRecorder
@@ -188,8 +189,30 @@ class StreamSession(Session):
         """Receive until cancelled, recording every message in ``recorder``."""
 
 
+def _redacting(check: Callable[[Any, str], None]) -> Callable[[Any, str], None]:
+    """``check`` whose ``ValueError`` message has every URL password hidden."""
+
+    @functools.wraps(check)
+    def checked(self: Any, url: str) -> None:
+        try:
+            check(self, url)
+        except ValueError as exc:
+            raise ValueError(redact_text(str(exc))) from None
+
+    return checked
+
+
 class Protocol(abc.ABC):
-    """A protocol plugin. Subclasses set the class variables and open sessions."""
+    """A protocol plugin. Subclasses set the class variables and open sessions.
+
+    A subclass's own :meth:`check_target` is wrapped so that its error message
+    never shows a URL's password, whatever the plugin put in it.
+    """
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        if "check_target" in cls.__dict__:
+            cls.check_target = _redacting(cls.__dict__["check_target"])  # type: ignore[method-assign,assignment]
 
     name: ClassVar[str]
     description: ClassVar[str] = ""
