@@ -137,6 +137,7 @@ class Controller:
 
     def notice(self, kind: str, message: str, **details: Any) -> None:
         message = redact_text(message)
+        details = {k: redact_text(v) if isinstance(v, str) else v for k, v in details.items()}
         event = Notice(kind, message, round(self.elapsed(), 3), details)
         self.notices.append({"kind": kind, "message": message, "elapsed": event.elapsed, **details})
         self.emit(event)
