@@ -39,7 +39,7 @@ from protobench.cli.common import (
 )
 from protobench.cli.ndjson import NdjsonStream
 from protobench.cli.render import Progress, summary_table
-from protobench.engine.controller import Controller
+from protobench.engine.controller import Controller, describe_failure
 from protobench.engine.events import RunFinished
 from protobench.engine.plan import RunPlan, resolve
 from protobench.engine.report import EXIT_INCOMPLETE
@@ -81,7 +81,14 @@ def run_plan(
     controller = Controller(
         plan, store, target_pid=target_pid, subscribers=subscribers, labels=labels
     )
-    return anyio.run(execute, controller, backend="asyncio", backend_options={"use_uvloop": True})
+    try:
+        return anyio.run(
+            execute, controller, backend="asyncio", backend_options={"use_uvloop": True}
+        )
+    except Exception as exc:  # the run failed outright: one line, exit 3, no traceback
+        with contextlib.suppress(OSError):
+            sys.stderr.write(f"protobench: error: {describe_failure(exc)}\n")
+        raise typer.Exit(EXIT_INCOMPLETE) from None
 
 
 def register(app: typer.Typer) -> None:

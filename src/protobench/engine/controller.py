@@ -68,6 +68,13 @@ def leaves(group: BaseExceptionGroup[Any]) -> list[BaseException]:
     return out
 
 
+def describe_failure(exc: BaseException) -> str:
+    """One line for a run that failed outright: the first leaf of an exception group, redacted."""
+    first = leaves(exc)[0] if isinstance(exc, BaseExceptionGroup) and exc.exceptions else exc
+    message = " ".join(str(first).split()) or type(first).__name__
+    return redact_text(f"the run failed: {message}")
+
+
 class Controller:
     """One run of a plan.
 

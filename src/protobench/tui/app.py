@@ -28,8 +28,8 @@ from textual.app import App
 from textual.binding import Binding, BindingType
 from textual.worker import Worker, WorkerState
 
+from protobench.engine.controller import describe_failure
 from protobench.engine.report import EXIT_INCOMPLETE
-from protobench.redaction import redact_text
 from protobench.snapshots.store import SUFFIX, SnapshotError, SnapshotStore
 from protobench.tui.baseline import Baseline
 from protobench.tui.display import Display, Playback
@@ -49,14 +49,6 @@ VIEWS = Binding.Group("views", compact=True)
 RATE = Binding.Group("rate", compact=True)
 SPEED = Binding.Group("speed", compact=True)
 SEEK = Binding.Group("seek", compact=True)
-
-
-def describe_failure(exc: BaseException) -> str:
-    """One line for a run that failed: the first leaf of an exception group, without secrets."""
-    while isinstance(exc, BaseExceptionGroup) and exc.exceptions:
-        exc = exc.exceptions[0]
-    message = " ".join(str(exc).split()) or type(exc).__name__
-    return redact_text(f"the run failed: {message}")
 
 
 class MonitorApp(App[int]):

@@ -13,10 +13,11 @@ import contextlib
 import sys
 from typing import Any
 
+from protobench.engine.controller import describe_failure
 from protobench.engine.plan import RunPlan
 from protobench.engine.report import EXIT_INCOMPLETE, exit_code_for
 from protobench.snapshots.store import SnapshotStore
-from protobench.tui.app import MonitorApp, describe_failure
+from protobench.tui.app import MonitorApp
 from protobench.tui.source import LiveSource, ReplaySource
 
 
