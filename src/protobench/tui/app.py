@@ -10,8 +10,8 @@ dead target is shown and the run goes on; the summary stays on screen until
 the user quits, and the snapshot is saved by the engine in every case.
 A run that fails outright (it could not start) shows its error in one
 readable line (:func:`describe_failure`) and ``q`` then exits with code 3.
-SIGTERM and SIGHUP (the terminal closed) stop a live run and exit when its
-snapshot is saved.
+SIGTERM stops a live run and exits when its snapshot is saved (SIGHUP, the
+terminal closed, is handled by :mod:`tui.live` without the screen).
 """
 
 from __future__ import annotations
@@ -123,7 +123,6 @@ class MonitorApp(App[int]):
             if loop is not None:
                 with contextlib.suppress(NotImplementedError, RuntimeError, ValueError):
                     loop.add_signal_handler(signal.SIGTERM, self._terminate)
-                    loop.add_signal_handler(signal.SIGHUP, self._terminate)
                     loop.add_signal_handler(signal.SIGINT, self.action_interrupt)
 
     def _tick_while_starting(self) -> None:
