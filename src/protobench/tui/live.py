@@ -30,7 +30,6 @@ from protobench.snapshots.store import SnapshotStore
 from protobench.tui.app import MonitorApp
 from protobench.tui.source import LiveSource, ReplaySource
 
-
 HANGUP_GRACE = 60.0
 """How long a closed terminal's run may take to stop and save before the process ends."""
 
