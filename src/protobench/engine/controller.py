@@ -26,6 +26,7 @@ Every notice's text passes through :func:`redaction.redact_text`.
 from __future__ import annotations
 
 import contextlib
+import shutil
 import tempfile
 import time
 from collections.abc import AsyncIterator
@@ -255,10 +256,13 @@ class Controller:
             error = f"cannot save the snapshot in {where}: {getattr(exc, 'strerror', None) or exc}"
             report["snapshot"] = None
             report["snapshot_error"] = error
+            fallback: Path | None = None
             try:
-                fallback = SnapshotStore(Path(tempfile.mkdtemp(prefix="protobench-snapshot-")))
-                path = fallback.save(*args)
+                fallback = Path(tempfile.mkdtemp(prefix="protobench-snapshot-"))
+                path = SnapshotStore(fallback).save(*args)
             except (OSError, TypeError, ValueError) as again:
+                if fallback is not None:
+                    shutil.rmtree(fallback, ignore_errors=True)
                 report["snapshot_error"] = f"{error}; nothing could be written ({again})"
                 return
             report["snapshot_error"] = f"{error}; saved in {path.resolve()} instead"
