@@ -48,7 +48,7 @@ def test_an_op_that_never_worked_fails_the_run_although_the_total_passes() -> No
     assert report["thresholds"][0]["ok"]  # 10 of 5010 is under 0.5%: today's verdict
     failed = [c for c in report["verdicts"]["checks"] if not c["ok"]]
     assert [c["expr"] for c in failed] == ["ok[write] > 0", "error_rate[write] < 0.50%"]
-    assert "op write never succeeded (0 ok, 10 errors" in failed[0]["reason"]
+    assert "op write never succeeded (10 errors in sustain" in failed[0]["reason"]
     assert "403 Forbidden" in failed[0]["reason"]
     assert exit_code_for(report) == EXIT_THRESHOLDS
 
@@ -188,3 +188,17 @@ def test_rss_growth_is_divided_by_connections_when_they_are_counted() -> None:
     assert "rss_per_session" not in target
     fallback = resource_summary(resources, 1_000_000, 2_100_000, plan)["target"]
     assert fallback["rss_per_session"] == round(1_100_000 / 201, 1)
+
+
+def test_an_op_that_worked_only_in_warmup_has_worked() -> None:
+    # a COV subscription renewed every 15 s: its one exchange of a short run is in warmup
+    plan = dataclasses.replace(plan_of({"read": 1, "cov": 1}), warmup=1.0)
+    frames = [
+        frame("warmup", 0, 0.0, 1.0, {"read": {"ok": 50}, "cov": {"ok": 1}}),
+        frame("sustain", 0, 0.0, 1.0, {"read": {"ok": 50}, "cov": {}}),
+    ]
+    report = report_of(plan, frames)
+    (ok_cov,) = [c for c in report["verdicts"]["checks"] if c["expr"] == "ok[cov] > 0"]
+    assert ok_cov["ok"]
+    assert ok_cov["value"] == 1.0
+    assert exit_code_for(report) == EXIT_OK
