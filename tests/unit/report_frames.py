@@ -48,6 +48,7 @@ def report_of(
     opened: int = 1,
     failed: int = 0,
     stop_reason: str = "completed",
+    passive: frozenset[str] = frozenset(),
 ) -> dict[str, Any]:
     offsets = {"warmup": 0.0, "sustain": plan.warmup, "drain": plan.warmup + plan.duration}
     aggregator = Aggregator(
@@ -73,4 +74,5 @@ def report_of(
         started=0.0,
         target_rss_baseline=None,
         target_rss_peak=None,
+        passive=passive,
     )

@@ -202,3 +202,20 @@ def test_an_op_that_worked_only_in_warmup_has_worked() -> None:
     assert ok_cov["ok"]
     assert ok_cov["value"] == 1.0
     assert exit_code_for(report) == EXIT_OK
+
+
+def test_ops_that_only_hold_sessions_are_not_expected_to_exchange() -> None:
+    # mqtt-connections: 1000 idle sessions with 60 s keepalives make no exchange in 20 s
+    idle = report_of(
+        plan_of({"idle": 4}),
+        [frame("sustain", 0, 0.0, 1.0, {"idle": {}})],
+        passive=frozenset({"idle"}),
+    )
+    assert idle["verdicts"]["incomplete_reason"] is None
+    assert exit_code_for(idle) == EXIT_OK
+    mixed = report_of(
+        plan_of({"idle": 4, "get": 1}),
+        [frame("sustain", 0, 0.0, 1.0, {"idle": {}, "get": {}})],
+        passive=frozenset({"idle"}),
+    )
+    assert "completed no exchange" in mixed["verdicts"]["incomplete_reason"]

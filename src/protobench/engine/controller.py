@@ -221,6 +221,7 @@ class Controller:
             target_rss_baseline=baseline_rss,
             target_rss_peak=peak,
             findings=self._diagnose(),
+            passive=frozenset(g.name for g in self.plan.groups if g.op in self.plugin.passive_ops),
         )
         if self.labels:
             report["labels"] = self.labels

@@ -58,8 +58,13 @@ def build_report(
     target_rss_baseline: int | None,
     target_rss_peak: int | None,
     findings: list[str] | None = None,
+    passive: frozenset[str] = frozenset(),
 ) -> dict[str, Any]:
-    """The report of a run; ``findings`` are the protocol plugin's diagnosis."""
+    """The report of a run.
+
+    ``findings`` are the protocol plugin's diagnosis; ``passive`` the groups
+    whose op exchanges nothing by design (no exchange is expected of them).
+    """
     phases = {}
     for phase in ("warmup", "sustain", "drain"):
         section = aggregator.phase_report(phase)
@@ -94,7 +99,8 @@ def build_report(
     }
     thresholds = [parse_threshold(expr) for expr in plan.thresholds]
     report["thresholds"] = evaluate_all(thresholds, report)
-    checks = builtin_checks(thresholds, aggregator.op_names)
+    active = [name for name in aggregator.op_names if name not in passive]
+    checks = builtin_checks(thresholds, active)
     sustain = resources.figures.get("sustain")
     report["verdicts"] = verdicts(
         report,
@@ -103,6 +109,7 @@ def build_report(
         sustain.host_busy if sustain else Tally(),
         evaluate_checks(checks, report),
         findings or [],
+        passive,
     )
     return report
 
@@ -169,9 +176,10 @@ def verdicts(
     host_busy: Tally | None = None,
     checks: list[dict[str, Any]] | None = None,
     findings: list[str] | None = None,
+    passive: frozenset[str] = frozenset(),
 ) -> dict[str, Any]:
     """The run's verdicts (see :mod:`engine.verdicts`), judged on the sustain tallies."""
-    incomplete = incomplete_reason(report)
+    incomplete = incomplete_reason(report, passive)
     if incomplete is not None:  # nothing measured: nothing to check
         checks = []
     return {

@@ -24,7 +24,7 @@ and intervals), in this order:
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from typing import Any
 
 from protobench.engine.bounds import (
@@ -49,8 +49,14 @@ DOWN_BOUND = 0.05
 DOWN_CHECK = f"down < {DOWN_BOUND:.0%}"
 
 
-def incomplete_reason(report: Mapping[str, Any]) -> str | None:
-    """Why the run measured nothing that can be judged (exit 3), or None."""
+def incomplete_reason(
+    report: Mapping[str, Any], passive: Collection[str] = frozenset()
+) -> str | None:
+    """Why the run measured nothing that can be judged (exit 3), or None.
+
+    ``passive`` names the ops that exchange nothing by design: a run of only
+    those is judged by its sessions, not by exchanges.
+    """
     if report.get("partial"):
         return f"the run did not complete ({report.get('stop_reason')})"
     workers = report.get("workers") or []
@@ -62,7 +68,8 @@ def incomplete_reason(report: Mapping[str, Any]) -> str | None:
     if sustain is None:
         return "no sustain phase was measured"
     total = sustain["total"]
-    if total.get("ok", 0) == 0:
+    active = [op for name, op in sustain.get("ops", {}).items() if name not in passive]
+    if active and sum(op.get("ok", 0) for op in active) == 0:
         errors = total.get("errors", 0)
         if errors:
             classes = ", ".join(f"{k}={v}" for k, v in total.get("errors_by_class", {}).items())

@@ -14,6 +14,7 @@ point group ``protobench.protocols``. It declares once:
 * ``latency_kinds`` - what each op's latency measures, when not a round trip
   (see :data:`LATENCY_KINDS`); the report shows a total latency only across
   ops of one kind;
+* ``passive_ops`` - ops that only hold sessions (no exchange is expected);
 * :meth:`Protocol.open_session` - open one virtual user's session for a group.
 
 The engine owns the event loop, the clock, pacing and recording. A session
@@ -225,6 +226,9 @@ class Protocol(abc.ABC):
     """The target URL schemes this protocol accepts (empty: any)."""
     latency_kinds: ClassVar[Mapping[str, str]] = {}
     """Op name -> one of :data:`LATENCY_KINDS`, for ops whose latency is not a round trip."""
+    passive_ops: ClassVar[frozenset[str]] = frozenset()
+    """Ops that hold a session and exchange nothing by design (MQTT ``idle``): a run of them
+    is judged by its sessions and down time, never by exchanges it was not meant to make."""
 
     def latency_kind(self, op: str) -> str:
         """What the latency of ``op`` measures (one of :data:`LATENCY_KINDS`)."""

@@ -37,6 +37,7 @@ class MqttProtocol(Protocol):
     embedded_target = "mqtt"
     url_schemes = ("mqtt", "mqtts")
     secret_options = frozenset({"password"})
+    passive_ops = frozenset({"idle"})
 
     async def open_session(self, ctx: SessionContext) -> Session:
         return await open_session(ctx)
