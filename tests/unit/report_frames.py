@@ -34,7 +34,10 @@ def frame(
         for _ in range(spec.get("ok", 0)):
             recorder.latencies.append(spec.get("latency_ns", 1_000_000))
         for _ in range(spec.get("errors", 0)):
-            recorder.error(OpError(ErrorClass.PROTOCOL, "403 Forbidden", "403"))
+            if spec.get("error_class", "protocol") == "protocol":
+                recorder.error(OpError(ErrorClass.PROTOCOL, "403 Forbidden", "403"))
+            else:
+                recorder.error(OpError(ErrorClass(spec["error_class"]), "no reply in time"))
         for counter, value in spec.get("counters", {}).items():
             recorder.count(counter, value)
         wire[name] = recorder.flush().to_wire()

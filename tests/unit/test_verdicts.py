@@ -27,11 +27,22 @@ def test_a_sustain_phase_with_no_exchange_exits_3_with_the_reason_even_without_t
     assert "still pending" in reason
 
 
-def test_a_run_where_every_exchange_failed_exits_3_and_names_the_errors() -> None:
+def test_a_run_where_every_exchange_timed_out_exits_3_and_names_the_errors() -> None:
     plan = plan_of({"get": 4}, ("error_rate < 100%",))
-    report = report_of(plan, [frame("sustain", 0, 0.0, 1.0, {"get": {"errors": 5}})])
+    frames = [frame("sustain", 0, 0.0, 1.0, {"get": {"errors": 5, "error_class": "timeout"}})]
+    report = report_of(plan, frames)
     assert exit_code_for(report) == EXIT_INCOMPLETE
-    assert "protocol=5" in report["verdicts"]["incomplete_reason"]
+    assert "timeout=5" in report["verdicts"]["incomplete_reason"]
+    assert "no reply in time" in report["verdicts"]["incomplete_reason"]
+
+
+def test_a_target_that_answers_every_request_with_an_error_fails_even_without_thresholds() -> None:
+    # 100% 503: every exchange completed, none succeeded; the op never worked
+    report = report_of(plan_of({"get": 4}), [frame("sustain", 0, 0.0, 1.0, {"get": {"errors": 5}})])
+    assert report["verdicts"]["incomplete_reason"] is None
+    failed = [c["expr"] for c in report["verdicts"]["checks"] if not c["ok"]]
+    assert failed == ["ok[get] > 0"]
+    assert exit_code_for(report) == EXIT_THRESHOLDS
 
 
 def test_a_run_where_no_session_could_open_exits_3() -> None:
@@ -79,13 +90,13 @@ def test_sessions_down_for_most_of_sustain_fail_by_default_with_the_reason() -> 
     assert sustain["ops"]["get"]["down_share"] == 0.7
     assert sustain["total"]["down_share"] == 0.7
     assert report["thresholds"][0]["ok"]  # every counted exchange worked
-    (check,) = report["verdicts"]["checks"]
-    assert not check["ok"]
+    (check,) = [c for c in report["verdicts"]["checks"] if not c["ok"]]
+    assert check["expr"] == "down < 5%"
     assert "without a connection for 70.00% of sustain" in check["reason"]
     assert "40 failed connects" in check["reason"]
     assert exit_code_for(report) == EXIT_THRESHOLDS
     relaxed = report_of(plan_of({"get": 4}, ("down < 80%",)), frames)
-    assert relaxed["verdicts"]["checks"] == []
+    assert [c["expr"] for c in relaxed["verdicts"]["checks"]] == ["ok[get] > 0"]
     assert exit_code_for(relaxed) == EXIT_OK
 
 

@@ -4,14 +4,17 @@ Judged on the report's sustain phase (and the tallies of its resource samples
 and intervals), in this order:
 
 * **incomplete** (exit 3): the run was stopped, no session could open, no
-  sustain phase was measured, or the sustain phase completed no exchange.
+  sustain phase was measured, or the sustain phase completed no exchange (no
+  success, and no failure the peer answered: a 503 or a NACK is an exchange,
+  a timeout or a refused connection is not).
   :func:`incomplete_reason` says which, thresholds or not.
 * **built-in checks** (exit 1, like a threshold): unless the profile says
-  otherwise, every op of a run with several ops succeeded at least once in
-  the run (``ok[OP] > 0`` over every phase; a user threshold on ``ok`` for
-  that op, or on ``ok`` for the total, replaces it) and stays under each of the profile's error-rate
-  thresholds (``error_rate[OP] < X`` for each ``error_rate < X``; a user
-  ``error_rate[OP]`` threshold replaces it), and the sessions were down
+  otherwise, every op succeeded at least once in the run (``ok[OP] > 0``
+  over every phase; a user threshold on ``ok`` for that op, or on ``ok`` for
+  the total, replaces it) and, in a run of several ops, stays under each of
+  the profile's error-rate thresholds (``error_rate[OP] < X`` for each
+  ``error_rate < X``; a user ``error_rate[OP]`` threshold replaces it), and
+  the sessions were down
   (without a connection while they wanted one) for less than
   :data:`DOWN_BOUND` of sustain (``down < 5%``; any user threshold on ``down``
   replaces it). :func:`builtin_checks` lists them.
@@ -47,6 +50,8 @@ from protobench.engine.thresholds import Threshold, evaluate_all, format_value, 
 DOWN_BOUND = 0.05
 """The built-in check's bound on the sessions' down time, as a share of sustain."""
 DOWN_CHECK = f"down < {DOWN_BOUND:.0%}"
+REPLY_CLASSES = ("protocol", "validation", "auth")
+"""Error classes of an exchange the peer did answer (the others never completed)."""
 
 
 def incomplete_reason(
@@ -69,7 +74,7 @@ def incomplete_reason(
         return "no sustain phase was measured"
     total = sustain["total"]
     active = [op for name, op in sustain.get("ops", {}).items() if name not in passive]
-    if active and sum(op.get("ok", 0) for op in active) == 0:
+    if active and sum(completed(op) for op in active) == 0:
         errors = total.get("errors", 0)
         if errors:
             classes = ", ".join(f"{k}={v}" for k, v in total.get("errors_by_class", {}).items())
@@ -78,6 +83,12 @@ def incomplete_reason(
             what = "no reply and no error: every exchange was still pending at its end"
         return f"the sustain phase completed no exchange ({what})"
     return None
+
+
+def completed(scope: Mapping[str, Any]) -> int:
+    """Exchanges that got a reply: successes and failures the peer answered (a 503, a NACK)."""
+    by_class = scope.get("errors_by_class", {})
+    return int(scope.get("ok", 0)) + sum(int(by_class.get(c, 0)) for c in REPLY_CLASSES)
 
 
 def _last_error(section: Mapping[str, Any] | None) -> str:
@@ -91,21 +102,20 @@ def builtin_checks(thresholds: Sequence[Threshold], ops: Sequence[str]) -> list[
     ok_ops = {t.op for t in thresholds if t.metric == "ok"}
     rate_ops = {t.op for t in thresholds if t.metric == "error_rate" and t.op}
     rates = [t for t in thresholds if t.metric == "error_rate" and t.op is None]
-    if len(ops) > 1:
-        for op in ops:
-            if None not in ok_ops and op not in ok_ops:
-                checks.append(parse_threshold(f"ok[{op}] > 0"))
-            if op not in rate_ops:
-                checks.extend(
-                    Threshold(
-                        f"error_rate[{op}] {t.comparator} {format_value(t.metric, t.limit)}",
-                        t.metric,
-                        op,
-                        t.comparator,
-                        t.limit,
-                    )
-                    for t in rates
+    for op in ops:
+        if None not in ok_ops and op not in ok_ops:
+            checks.append(parse_threshold(f"ok[{op}] > 0"))
+        if len(ops) > 1 and op not in rate_ops:  # one op: the total's threshold is its own
+            checks.extend(
+                Threshold(
+                    f"error_rate[{op}] {t.comparator} {format_value(t.metric, t.limit)}",
+                    t.metric,
+                    op,
+                    t.comparator,
+                    t.limit,
                 )
+                for t in rates
+            )
     if not any(t.metric == "down" for t in thresholds):
         checks.append(parse_threshold(DOWN_CHECK))
     return checks
