@@ -185,3 +185,5 @@ def test_the_total_shows_no_latency_across_ops_of_different_kinds() -> None:
     assert next(op for op in view.ops if op.name == "get").latency["window"]["count"] == 1
     assert view.total is not None
     assert view.total.latency["window"] == {"count": 0}
+    assert [op.latency_kind for op in view.ops] == ["local_write", "one_way"]
+    assert view.total.latency_kind == "mixed"

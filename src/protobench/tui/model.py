@@ -118,6 +118,8 @@ class OpStats:
     latency: dict[str, dict[str, float]]
     errors_by_class: dict[str, int]
     last_errors: dict[str, str]
+    latency_kind: str = "round_trip"
+    """What the latency measures (``mixed`` for a total over kinds: no latency then)."""
 
 
 @dataclass(frozen=True)
@@ -208,6 +210,7 @@ class _Track:
         self.errors_by_class: dict[str, int] = {}
         self.last_errors: dict[str, str] = {}
         self.history: deque[float] = deque(maxlen=HISTORY)
+        self.latency_kind = "round_trip"
 
     def add(
         self,
@@ -217,6 +220,7 @@ class _Track:
         counts: Counts | None,
         uncorrected: Counts | None,
     ) -> None:
+        self.latency_kind = str(data.get("latency_kind", self.latency_kind))
         for cls, n in data.get("errors_by_class", {}).items():
             self.errors_by_class[cls] = self.errors_by_class.get(cls, 0) + n
         self.last_errors.update(data.get("last_errors", {}))
@@ -260,6 +264,7 @@ class _Track:
             latency=latency,
             errors_by_class=dict(self.errors_by_class),
             last_errors=dict(self.last_errors),
+            latency_kind=self.latency_kind,
         )
 
     def scope(self, phase: str, seconds: float) -> dict[str, Any]:
