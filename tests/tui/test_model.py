@@ -11,11 +11,14 @@ import pytest
 from protobench.engine.aggregate import Aggregator
 from protobench.engine.events import IntervalUpdate, Notice, ResourceSample, RunFinished
 from protobench.engine.metrics import OpRecorder, counts_view, merge, summary
+from protobench.tui.display import Display
 from protobench.tui.feed import Feed
 from protobench.tui.latency import Window, counts_of, distribution
 from protobench.tui.messages import NoticeShown, RunEnded, ViewUpdated
 from protobench.tui.model import NoticeItem, RunModel
 from protobench.tui.script import Script, scripted_run
+from protobench.tui.widgets.verdict_banner import VerdictBanner
+from tests.tui.helpers import text_of
 
 
 def fold_all(script: Script, upto: type | None = RunFinished) -> tuple[RunModel, list[NoticeItem]]:
@@ -187,3 +190,22 @@ def test_the_total_shows_no_latency_across_ops_of_different_kinds() -> None:
     assert view.total.latency["window"] == {"count": 0}
     assert [op.latency_kind for op in view.ops] == ["local_write", "one_way"]
     assert view.total.latency_kind == "mixed"
+
+
+def test_a_host_busy_with_other_processes_is_shown_with_its_figures() -> None:
+    run = scripted_run(Script(duration=4.0, worker_cpu=3.0))
+    model = RunModel()
+    for event in run.events[:-1]:
+        busy_host = (
+            ResourceSample(event.elapsed, event.workers, event.target, {**event.host, "cpu": 99.0})
+            if isinstance(event, ResourceSample)
+            else event
+        )  # the host full: our workers 8% and the target 36% of its two cores
+        model.apply(busy_host)
+    view = model.view()
+    assert view.host_saturated
+    assert not view.generator_bound
+    assert view.host_reason is not None
+    assert "our workers 8%, target 36%, others 55% of its 2 cores" in view.host_reason
+    banner = text_of(VerdictBanner().render_display(Display(view)))
+    assert "HOST-SATURATED" in banner
