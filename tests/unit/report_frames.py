@@ -52,6 +52,7 @@ def report_of(
     failed: int = 0,
     stop_reason: str = "completed",
     passive: frozenset[str] = frozenset(),
+    findings: list[str] | None = None,
 ) -> dict[str, Any]:
     offsets = {"warmup": 0.0, "sustain": plan.warmup, "drain": plan.warmup + plan.duration}
     aggregator = Aggregator(
@@ -78,4 +79,5 @@ def report_of(
         target_rss_baseline=None,
         target_rss_peak=None,
         passive=passive,
+        findings=findings,
     )
