@@ -8,6 +8,7 @@ import contextlib
 import fcntl
 import json
 import os
+import shutil
 import signal
 import socket
 import subprocess
@@ -109,7 +110,10 @@ def test_a_read_only_store_prints_the_report_and_saves_elsewhere(
         )  # fmt: skip
     report = _check_fallback(result, store)
     assert "Read-only file system" in report["snapshot_error"]
-    assert any(n["kind"] == "logs" for n in report["notices"])  # logs went elsewhere too
+    (logs,) = [n["message"] for n in report["notices"] if n["kind"] == "logs"]
+    fallback = Path(logs.rpartition("logs go to ")[2])  # the logs went elsewhere too
+    assert (fallback / "worker-0.log").is_file()
+    shutil.rmtree(fallback)
 
 
 def test_a_full_disk_prints_the_report_and_saves_elsewhere(
