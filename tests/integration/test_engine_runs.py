@@ -185,7 +185,9 @@ def test_target_killed_mid_run_counts_errors_and_saves() -> None:
         process = _run_until_sustain([*args, "--warmup", "1s", "--duration", "4s"])
         target.kill()
         report, stderr = _final_report(process)
-    assert process.returncode == (0 if report["verdicts"]["thresholds_passed"] else 1), stderr
+    verdicts = report["verdicts"]
+    passed = verdicts["thresholds_passed"] and verdicts["checks_passed"]  # down < 5% among them
+    assert process.returncode == (0 if passed else 1), stderr
     sustain = report["phases"]["sustain"]["total"]
     assert sustain["ok"] > 0
     assert set(sustain["errors_by_class"]) & {"refused", "closed"}, sustain["errors_by_class"]

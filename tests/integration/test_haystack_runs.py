@@ -39,7 +39,9 @@ def test_wrong_password_is_counted_as_auth_with_the_server_message(tmp_path: Pat
         tmp_path, "haystack-http", "--warmup", "0s", "--duration", "2s", "--json", "--quiet",
         "-c", "5", "-p", "1", "--opt", f"password={wrong}", "--opt", "auth_per=worker",
     )  # fmt: skip
-    assert result.returncode == 1, result.stderr
+    assert result.returncode == 3, result.stderr  # no session could open
+    reason = result.json()["verdicts"]["incomplete_reason"]
+    assert reason.startswith("no session could open (5 failed); last error: auth:")
     total = result.json()["phases"]["sustain"]["total"]
     assert total["ok"] == 0
     assert set(total["errors_by_class"]) == {"auth"}

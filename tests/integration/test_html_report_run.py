@@ -37,3 +37,18 @@ def test_report_of_a_real_run(cli: Callable[..., CliResult], tmp_path: Path) -> 
     assert [url for url in loaded.requests[1:] if not url.startswith("data:")] == []
     assert loaded.charts
     assert min(loaded.charts.values()) >= 150
+
+
+def test_run_and_diff_write_their_pages(cli: Callable[..., CliResult], tmp_path: Path) -> None:
+    run_page = tmp_path / "run.html"
+    ran = cli(*RUN, "--processes", "1", "--no-tui", "--quiet", "--report", str(run_page))
+    assert ran.returncode == 0, ran.stderr
+    assert 'data-chart="op0-throughput"' in run_page.read_text()
+    again = cli(*RUN, "--processes", "1", "--no-tui", "--quiet")
+    assert again.returncode == 0, again.stderr
+    diff_page = tmp_path / "diff.html"
+    compared = cli("diff", "latest~1", "latest", "--report", str(diff_page))
+    assert compared.returncode in {0, 4}, compared.stderr
+    text = diff_page.read_text()
+    assert "data-chart" in text
+    assert "p99" in text

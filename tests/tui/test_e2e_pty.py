@@ -13,6 +13,7 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
+import psutil
 import pytest
 
 from protobench.snapshots.store import SnapshotStore
@@ -90,3 +91,32 @@ def test_run_under_a_terminal_shows_metrics_and_q_saves_the_snapshot(tmp_path: P
     snapshot = store.load("latest")
     assert snapshot["report"]["stop_reason"] in ("completed", "stopped")
     assert snapshot["series"]
+
+
+@pytest.mark.timeout(300)
+def test_closing_the_terminal_saves_a_partial_snapshot_and_stops_every_child(
+    tmp_path: Path,
+) -> None:
+    session = f"protobench-hup-{os.getpid()}"
+    command = f"{shlex.quote(sys.executable)} -m protobench run http-get --duration 60s -p 1"
+    tmux("new-session", "-d", "-s", session, "-x", "120", "-y", "40", "-c", str(tmp_path))
+    tmux("set-option", "-t", session, "window-size", "manual")
+    tmux("resize-window", "-t", session, "-x", "120", "-y", "40")
+    tmux("send-keys", "-t", session, command, "Enter")
+    try:
+        wait_screen(session, lambda s: bool(RATE_ROW.search(s)), "the throughput of get")
+        runs = [
+            p
+            for p in psutil.process_iter(["cmdline", "cwd"])
+            if p.info["cwd"] == str(tmp_path) and "run" in (p.info["cmdline"] or [])
+        ]
+        assert len(runs) == 1
+        family = [runs[0], *runs[0].children(recursive=True)]
+    finally:
+        tmux("kill-session", "-t", session)  # the terminal closes: SIGHUP
+    _, alive = psutil.wait_procs(family, timeout=LIMIT)
+    assert alive == [], "a process outlived the closed terminal"
+    store = SnapshotStore(tmp_path / ".protobench" / "snapshots")
+    snapshot = store.load("latest")
+    assert snapshot["report"]["partial"]
+    assert snapshot["report"]["stop_reason"] == "interrupted"

@@ -8,13 +8,17 @@ import itertools
 import numpy as np
 import pytest
 
+from protobench.engine.aggregate import Aggregator
 from protobench.engine.events import IntervalUpdate, Notice, ResourceSample, RunFinished
-from protobench.engine.metrics import counts_view, merge, summary
+from protobench.engine.metrics import OpRecorder, counts_view, merge, summary
+from protobench.tui.display import Display
 from protobench.tui.feed import Feed
 from protobench.tui.latency import Window, counts_of, distribution
 from protobench.tui.messages import NoticeShown, RunEnded, ViewUpdated
 from protobench.tui.model import NoticeItem, RunModel
 from protobench.tui.script import Script, scripted_run
+from protobench.tui.widgets.verdict_banner import VerdictBanner
+from tests.tui.helpers import text_of
 
 
 def fold_all(script: Script, upto: type | None = RunFinished) -> tuple[RunModel, list[NoticeItem]]:
@@ -148,3 +152,60 @@ def test_feed_throttles_views_and_never_drops_the_end() -> None:
     assert isinstance(posted[-2], ViewUpdated)
     assert posted[-2].view.state == "finished"
     assert not [m for m in posted if isinstance(m, NoticeShown)]
+
+
+def test_a_stopped_run_drains_at_the_stop_not_at_the_planned_end() -> None:
+    script = Script(warmup=2.0, duration=30.0, stop_at=3.0)
+    run = scripted_run(script)
+    model = RunModel()
+    for event in run.events[:-1]:
+        model.apply(event)
+    drained = []
+    for worker in range(script.workers):
+        frame = {"worker": worker, "phase": "drain", "index": 0, "t0": 0.0, "t1": 0.2, "ops": {}}
+        drained.extend(run.aggregator.add(frame))
+    (drain,) = drained
+    assert drain.elapsed == pytest.approx(3.2)  # the stop at 3.0 s, then 0.2 s of drain
+    model.apply(drain)
+    assert model.view().elapsed == pytest.approx(3.2)  # not 32.2: the header shows 0:03 / 0:32
+
+
+def test_the_total_shows_no_latency_across_ops_of_different_kinds() -> None:
+    script = Script(duration=3.0)
+    run = scripted_run(script)
+    offsets = {"warmup": 0.0, "sustain": 2.0, "drain": 5.0}
+    kinds = {"get": "local_write", "post": "one_way"}
+    aggregator = Aggregator(list(script.ops), False, offsets, kinds=kinds)
+    aggregator.live = {0}
+    model = RunModel()
+    model.apply(run.events[0])
+    recorder = OpRecorder("get")
+    recorder.latencies.append(5_000)
+    frame = {"worker": 0, "phase": "sustain", "index": 0, "t0": 0.0, "t1": 1.0}
+    for update in aggregator.add({**frame, "ops": {"get": recorder.flush().to_wire()}}):
+        model.apply(update)
+    view = model.view()
+    assert next(op for op in view.ops if op.name == "get").latency["window"]["count"] == 1
+    assert view.total is not None
+    assert view.total.latency["window"] == {"count": 0}
+    assert [op.latency_kind for op in view.ops] == ["local_write", "one_way"]
+    assert view.total.latency_kind == "mixed"
+
+
+def test_a_host_busy_with_other_processes_is_shown_with_its_figures() -> None:
+    run = scripted_run(Script(duration=4.0, worker_cpu=3.0))
+    model = RunModel()
+    for event in run.events[:-1]:
+        busy_host = (
+            ResourceSample(event.elapsed, event.workers, event.target, {**event.host, "cpu": 99.0})
+            if isinstance(event, ResourceSample)
+            else event
+        )  # the host full: our workers 8% and the target 36% of its two cores
+        model.apply(busy_host)
+    view = model.view()
+    assert view.host_saturated
+    assert not view.generator_bound
+    assert view.host_reason is not None
+    assert "our workers 8%, target 36%, others 55% of its 2 cores" in view.host_reason
+    banner = text_of(VerdictBanner().render_display(Display(view)))
+    assert "HOST-SATURATED" in banner

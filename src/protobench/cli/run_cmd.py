@@ -4,21 +4,25 @@ Headless when stdout is not a terminal or with ``--no-tui``, ``--json`` or
 ``--ndjson``: a one-line progress on stderr, then the summary table (or the
 JSON report) on stdout. ``--ndjson`` streams one JSON object per event (type
 ``interval``, ``resources``, ``phase``, ``notice``), then the report with type
-``report``. Ctrl-C (SIGINT) or SIGTERM stops the run cleanly: the partial
-report is printed and the snapshot saved.
+``report`` (:mod:`cli.ndjson`: a consumer that stops reading never stalls the
+run). Ctrl-C (SIGINT), SIGTERM or SIGHUP (the terminal closed) stops the run
+cleanly: the partial report is printed and the snapshot saved. A snapshot that
+could not be saved in the store is one line on stderr; the report is printed
+all the same.
 """
 
 from __future__ import annotations
 
-import dataclasses
-import json
+import contextlib
 import signal
 import sys
+from pathlib import Path
 from typing import Annotated, Any
 
 import anyio
 import typer
 
+from protobench.cli import report_cmd
 from protobench.cli.common import (
     ConnectionsOption,
     DurationOption,
@@ -35,52 +39,26 @@ from protobench.cli.common import (
     fail,
     print_json,
 )
+from protobench.cli.ndjson import NdjsonStream
 from protobench.cli.render import Progress, summary_table
-from protobench.engine.controller import Controller
-from protobench.engine.events import (
-    Event,
-    IntervalUpdate,
-    Notice,
-    PhaseChanged,
-    ResourceSample,
-    RunFinished,
-    RunStarted,
-)
+from protobench.engine.controller import Controller, describe_failure
+from protobench.engine.events import RunFinished
 from protobench.engine.plan import RunPlan, resolve
 from protobench.engine.report import EXIT_INCOMPLETE
 from protobench.profiles import loader
 from protobench.protocols.registry import PluginError
-from protobench.snapshots.store import SnapshotStore
+from protobench.snapshots.store import SnapshotStore, read
 
-NDJSON_TYPES: dict[type, str] = {
-    RunStarted: "started",
-    PhaseChanged: "phase",
-    IntervalUpdate: "interval",
-    ResourceSample: "resources",
-    Notice: "notice",
-}
-
-
-def ndjson_writer(event: Event) -> None:
-    """Write one event as a JSON line on stdout (histograms left out)."""
-    kind = NDJSON_TYPES.get(type(event))
-    if kind is None:
-        return
-    data = dataclasses.asdict(event)
-    if isinstance(event, IntervalUpdate):
-        for op in data["ops"].values():
-            op.pop("hist", None)
-            op.pop("hist_uncorrected", None)
-    sys.stdout.write(json.dumps({"type": kind, **data}, default=str) + "\n")
-    sys.stdout.flush()
+STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
+"""Signals that stop a run cleanly (SIGHUP: the terminal was closed)."""
 
 
 async def execute(controller: Controller) -> dict[str, Any]:
-    """Run the controller, turning SIGINT/SIGTERM into a clean stop."""
+    """Run the controller, turning SIGINT, SIGTERM and SIGHUP into a clean stop."""
     async with anyio.create_task_group() as group:
 
         async def watch_signals() -> None:
-            with anyio.open_signal_receiver(signal.SIGINT, signal.SIGTERM) as signals:
+            with anyio.open_signal_receiver(*STOP_SIGNALS) as signals:
                 async for _ in signals:
                     controller.stop("interrupted")
 
@@ -105,7 +83,14 @@ def run_plan(
     controller = Controller(
         plan, store, target_pid=target_pid, subscribers=subscribers, labels=labels
     )
-    return anyio.run(execute, controller, backend="asyncio", backend_options={"use_uvloop": True})
+    try:
+        return anyio.run(
+            execute, controller, backend="asyncio", backend_options={"use_uvloop": True}
+        )
+    except Exception as exc:  # the run failed outright: one line, exit 3, no traceback
+        with contextlib.suppress(OSError):
+            sys.stderr.write(f"protobench: error: {describe_failure(exc)}\n")
+        raise typer.Exit(EXIT_INCOMPLETE) from None
 
 
 def register(app: typer.Typer) -> None:
@@ -142,8 +127,14 @@ def register(app: typer.Typer) -> None:
         no_tui: Annotated[bool, typer.Option("--no-tui", help="Never open the monitor.")] = False,
         quiet: QuietOption = False,
         snapshots_dir: SnapshotsDirOption = None,
+        report_file: Annotated[
+            Path | None,
+            typer.Option("--report", help="Also write the run as one HTML page (report extra)."),
+        ] = None,
     ) -> None:
         """Run a profile: warmup, sustain, report, thresholds, snapshot."""
+        if report_file is not None:
+            report_cmd.require_extra()  # before the run, not after it
         overrides = build_overrides(
             target=target,
             duration=duration,
@@ -168,27 +159,49 @@ def register(app: typer.Typer) -> None:
         interactive = sys.stdout.isatty() and not (as_json or ndjson or no_tui)
         if interactive:
             code = _run_interactive(plan, store, target_pid)
+            if report_file is not None:
+                report_cmd.write_run_report(store.load("latest"), report_file)
             raise typer.Exit(code)
         subscribers: list[Any] = []
         progress = None
         if not quiet:
             progress = Progress(plan.duration, plan.warmup)
             subscribers.append(progress)
-        if ndjson:
-            subscribers.append(ndjson_writer)
+        stream = NdjsonStream() if ndjson else None
+        if stream is not None:
+            subscribers.append(stream)
         finished: list[RunFinished] = []
         subscribers.append(lambda e: finished.append(e) if isinstance(e, RunFinished) else None)
         report = run_plan(plan, store, subscribers, target_pid)
         if progress is not None:
             progress.close()
         code = finished[-1].exit_code if finished else EXIT_INCOMPLETE
-        if ndjson:
-            sys.stdout.write(json.dumps({"type": "report", **report}, default=str) + "\n")
-        elif as_json:
+        say_snapshot_error(report)
+        if stream is not None:
+            stream.close(report)
+        else:
+            _print_report(report, as_json)
+        if report_file is not None and report.get("snapshot"):
+            report_cmd.write_run_report(read(Path(report["snapshot"])), report_file)
+        raise typer.Exit(code)
+
+
+def say_snapshot_error(report: dict[str, Any]) -> None:
+    """One line on stderr when the snapshot is not in the store (where it went, or nowhere)."""
+    error = report.get("snapshot_error")
+    if error:
+        with contextlib.suppress(OSError):  # a closed terminal (SIGHUP) has no stderr
+            sys.stderr.write(f"protobench: {error}\n")
+            sys.stderr.flush()
+
+
+def _print_report(report: dict[str, Any], as_json: bool) -> None:
+    """The report on stdout, unless stdout is gone (a closed terminal, a closed pipe)."""
+    with contextlib.suppress(OSError):
+        if as_json:
             print_json(report)
         else:
             typer.echo(summary_table(report))
-        raise typer.Exit(code)
 
 
 def _run_interactive(plan: RunPlan, store: SnapshotStore, target_pid: int | None) -> int:
@@ -205,6 +218,7 @@ def _run_interactive(plan: RunPlan, store: SnapshotStore, target_pid: int | None
             target_pid,
         )
         progress.close()
-        typer.echo(summary_table(report))
+        say_snapshot_error(report)
+        _print_report(report, as_json=False)
         return finished[-1].exit_code if finished else EXIT_INCOMPLETE
     return run_live(plan, store, target_pid)

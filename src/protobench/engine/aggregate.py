@@ -15,10 +15,21 @@ exactly), so the recent past stays at full resolution and older stretches
 become coarser (2, 4, 8... intervals per record), as in a round-robin database.
 Only records covering as many intervals are merged and the newest is left as
 it came, so at times a phase holds one record more than the limit.
+
+Each op says what its latency measures (``latency_kind``, from the plugin);
+a total shows a latency only when every op measures the same thing (else its
+``latency_us`` is empty and ``latency_by_kind`` merges the ops of each kind).
+Each op's ``down_s`` is the time its sessions spent without a connection while
+they wanted one (the workers' ``down_us`` counter), and ``down_share`` that
+time over the op's sessions times the phase's seconds.
+
+A phase runs from where the previous one really ended: the drain of a run
+stopped early starts at the stop, not at the planned end of sustain.
 """
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -29,10 +40,34 @@ from protobench.engine.metrics import OpAccumulator, OpInterval, encode, summary
 PHASES = ("warmup", "sustain", "drain")
 SERIES_LIMIT = 3600
 """Series records kept per phase (an hour of 1 s intervals at full resolution)."""
+DOWN_US = "down_us"
+"""The workers' counter of session-microseconds spent without a connection while wanted."""
+MIXED = "mixed"
+"""The ``latency_kind`` of a total over ops whose latencies measure different things."""
 
 
-def op_summary(acc: OpAccumulator, seconds: float, corrected: bool) -> dict[str, Any]:
-    """The report's figures for one operation (or the total) over ``seconds``."""
+def down_figures(acc: OpAccumulator, sessions: int, seconds: float) -> dict[str, float]:
+    """``down_s`` (session-seconds without a connection) and its share of ``sessions × seconds``."""
+    down_s = acc.counters.get(DOWN_US, 0) / 1e6
+    capacity = sessions * seconds
+    return {
+        "down_s": round(down_s, 3),
+        "down_share": round(min(down_s / capacity, 1.0), 6) if capacity > 0 else 0.0,
+    }
+
+
+def op_summary(
+    acc: OpAccumulator,
+    seconds: float,
+    corrected: bool,
+    sessions: int = 0,
+    kind: str = "round_trip",
+) -> dict[str, Any]:
+    """The report's figures for one operation (or the total) over ``seconds``.
+
+    ``sessions`` (the op's sessions) scales ``down_share``; ``kind`` is what its
+    latency measures (:data:`MIXED` for a total over kinds: no latency then).
+    """
     errors = acc.error_count
     attempts = acc.ok + errors
     data: dict[str, Any] = {
@@ -51,10 +86,33 @@ def op_summary(acc: OpAccumulator, seconds: float, corrected: bool) -> dict[str,
             name: round(value / seconds, 3) if seconds > 0 else 0.0
             for name, value in sorted(acc.counters.items())
         },
-        "latency_us": summary(acc.hist),
+        **down_figures(acc, sessions, seconds),
+        "latency_kind": kind,
+        "latency_us": summary(acc.hist) if kind != MIXED else {},
     }
     if corrected:
-        data["latency_uncorrected_us"] = summary(acc.hist_uncorrected)
+        data["latency_uncorrected_us"] = summary(acc.hist_uncorrected) if kind != MIXED else {}
+    return data
+
+
+def total_summary(
+    accs: Mapping[str, OpAccumulator],
+    kinds: Mapping[str, str],
+    sessions: Mapping[str, int],
+    seconds: float,
+    corrected: bool,
+) -> dict[str, Any]:
+    """The figures of all ops merged; latencies only across ops of one kind."""
+    total = OpAccumulator()
+    by_kind: dict[str, OpAccumulator] = {}
+    for name, acc in accs.items():
+        total.absorb(acc)
+        by_kind.setdefault(kinds.get(name, "round_trip"), OpAccumulator()).absorb(acc)
+    named = {kinds.get(name, "round_trip") for name in sessions} | set(by_kind)
+    kind = named.pop() if len(named) == 1 else MIXED
+    data = op_summary(total, seconds, corrected, sum(sessions.values()), kind)
+    if kind == MIXED:
+        data["latency_by_kind"] = {k: summary(acc.hist) for k, acc in sorted(by_kind.items())}
     return data
 
 
@@ -75,13 +133,24 @@ def interval_of(summary: dict[str, Any]) -> OpInterval:
 
 
 def series_ops(
-    accs: dict[str, OpAccumulator], names: list[str], seconds: float, corrected: bool
+    accs: dict[str, OpAccumulator],
+    names: list[str],
+    seconds: float,
+    corrected: bool,
+    sessions: Mapping[str, int] | None = None,
+    kinds: Mapping[str, str] | None = None,
 ) -> dict[str, dict[str, Any]]:
     """The ``ops`` of a series record: each op's summary with its encoded histograms."""
     ops = {}
     for name in names:
         acc = accs.get(name, OpAccumulator())
-        op = op_summary(acc, seconds, corrected)
+        op = op_summary(
+            acc,
+            seconds,
+            corrected,
+            (sessions or {}).get(name, 0),
+            (kinds or {}).get(name, "round_trip"),
+        )
         if not op["last_errors"]:
             del op["last_errors"]
         op["hist"] = encode(acc.hist) if acc.ok else ""
@@ -92,16 +161,23 @@ def series_ops(
     return ops
 
 
-def merge_records(first: dict[str, Any], second: dict[str, Any], corrected: bool) -> dict[str, Any]:
+def merge_records(
+    first: dict[str, Any],
+    second: dict[str, Any],
+    corrected: bool,
+    sessions: Mapping[str, int] | None = None,
+) -> dict[str, Any]:
     """One series record covering two adjacent ones of the same phase, merged exactly."""
     seconds = first["duration"] + second["duration"]
     names = list(dict.fromkeys([*first["ops"], *second["ops"]]))
     accs: dict[str, OpAccumulator] = {}
+    kinds: dict[str, str] = {}
     for name in names:
         acc = accs[name] = OpAccumulator()
         for record in (first, second):
             if name in record["ops"]:
                 acc.add(interval_of(record["ops"][name]))
+                kinds[name] = record["ops"][name].get("latency_kind", "round_trip")
     return {
         "phase": first["phase"],
         "index": first["index"],
@@ -109,7 +185,7 @@ def merge_records(first: dict[str, Any], second: dict[str, Any], corrected: bool
         "duration": round(seconds, 6),
         "lag_ms": max(first["lag_ms"], second["lag_ms"]),
         "inflight": second["inflight"],
-        "ops": series_ops(accs, names, seconds, corrected),
+        "ops": series_ops(accs, names, seconds, corrected, sessions, kinds),
     }
 
 
@@ -144,12 +220,25 @@ class _Bucket:
 
 
 class Aggregator:
-    """Interval series and phase totals of one run."""
+    """Interval series and phase totals of one run.
 
-    def __init__(self, op_names: list[str], corrected: bool, phase_offsets: dict[str, float]):
+    ``phase_offsets`` are the planned starts of the phases (seconds into the
+    run); ``sessions`` and ``kinds`` give each op's sessions and latency kind.
+    """
+
+    def __init__(
+        self,
+        op_names: list[str],
+        corrected: bool,
+        phase_offsets: dict[str, float],
+        sessions: Mapping[str, int] | None = None,
+        kinds: Mapping[str, str] | None = None,
+    ):
         self.op_names = op_names
         self.corrected = corrected
         self.phase_offsets = phase_offsets
+        self.sessions = {name: (sessions or {}).get(name, 0) for name in op_names}
+        self.kinds = {name: (kinds or {}).get(name, "round_trip") for name in op_names}
         self.live: set[int] = set()
         self._pending: dict[tuple[str, int], _Bucket] = {}
         self.totals: dict[str, dict[str, OpAccumulator]] = {}
@@ -191,23 +280,29 @@ class Aggregator:
                 done.append(self._emit(key, self._pending.pop(key)))
         return done
 
+    def phase_start(self, phase: str) -> float:
+        """Where ``phase`` began, in seconds into the run: the drain at the real end of the
+        phase before it (a stopped run's drain starts at the stop)."""
+        if phase != "drain":
+            return self.phase_offsets.get(phase, 0.0)
+        ends = [self.phase_start(p) + self.durations[p] for p in PHASES[:2] if p in self.durations]
+        return max(ends) if ends else self.phase_offsets.get("drain", 0.0)
+
     def _emit(self, key: tuple[str, int], bucket: _Bucket) -> IntervalUpdate:
         phase, index = key
         seconds = max(bucket.t1 - bucket.t0, 1e-9)
-        if phase != "drain":
-            self.durations[phase] = max(self.durations.get(phase, 0.0), bucket.t1)
-        ops = series_ops(bucket.ops, self.op_names, seconds, self.corrected)
-        total = OpAccumulator()
-        for acc in bucket.ops.values():
-            total.absorb(acc)
-        total_summary = op_summary(total, seconds, self.corrected)
+        self.durations[phase] = max(self.durations.get(phase, 0.0), bucket.t1)
+        ops = series_ops(
+            bucket.ops, self.op_names, seconds, self.corrected, self.sessions, self.kinds
+        )
+        total = total_summary(bucket.ops, self.kinds, self.sessions, seconds, self.corrected)
         update = IntervalUpdate(
             phase=phase,
             index=index,
-            elapsed=round(self.phase_offsets.get(phase, 0.0) + bucket.t1, 6),
+            elapsed=round(self.phase_start(phase) + bucket.t1, 6),
             duration=round(seconds, 6),
             ops=ops,
-            total=total_summary,
+            total=total,
             lag_ms=bucket.lag_ms,
             inflight=bucket.inflight,
         )
@@ -227,28 +322,45 @@ class Aggregator:
         at = pair_to_merge(self.series, self._weights, phase, self.series_limit)
         if at is not None:
             self.series[at : at + 2] = [
-                merge_records(self.series[at], self.series[at + 1], self.corrected)
+                merge_records(self.series[at], self.series[at + 1], self.corrected, self.sessions)
             ]
             self._weights[at : at + 2] = [self._weights[at] + self._weights[at + 1]]
         return update
 
     def phase_report(self, phase: str) -> dict[str, Any] | None:
-        """The report section of a phase: duration, total and per-op figures."""
+        """The report section of a phase: its real start and end, total and per-op figures."""
         accs = self.totals.get(phase)
         if accs is None:
             return None
         seconds = self.durations.get(phase, 0.0)
-        total = OpAccumulator()
-        ops = {}
-        for name in self.op_names:
-            acc = accs.get(name, OpAccumulator())
-            total.absorb(acc)
-            ops[name] = op_summary(acc, seconds, self.corrected)
+        start = self.phase_start(phase)
+        ops = {
+            name: op_summary(
+                accs.get(name, OpAccumulator()),
+                seconds,
+                self.corrected,
+                self.sessions[name],
+                self.kinds[name],
+            )
+            for name in self.op_names
+        }
         return {
             "duration_s": round(seconds, 3),
-            "total": op_summary(total, seconds, self.corrected),
+            "start_s": round(start, 3),
+            "end_s": round(start + seconds, 3),
+            "total": total_summary(accs, self.kinds, self.sessions, seconds, self.corrected),
             "ops": ops,
         }
+
+    def counter_totals(self) -> dict[str, dict[str, int]]:
+        """Each op's counters summed over sustain and drain (what a plugin diagnoses)."""
+        out: dict[str, dict[str, int]] = {name: {} for name in self.op_names}
+        for phase in ("sustain", "drain"):
+            for name, acc in self.totals.get(phase, {}).items():
+                counters = out.setdefault(name, {})
+                for key, value in acc.counters.items():
+                    counters[key] = counters.get(key, 0) + value
+        return out
 
     def phase_histograms(self) -> dict[str, dict[str, dict[str, str]]]:
         """Encoded histograms per phase and op, for the snapshot."""

@@ -12,6 +12,14 @@ found no free session (``late``):
 between arrivals under 50 µs apart the driver yields to the loop until the
 next one, so its worker shows a full core while it keeps every arrival on time.
 
+A run is host-saturated when the host's CPU was at least
+:data:`HOST_BUSY_PERCENT` busy while processes other than ours (the workers,
+and the watched target, which is what is measured) used at least
+:data:`HOST_OTHERS_PERCENT` of it, in at least :data:`HOST_SATURATED_SHARE` of
+the sustain samples: the figures then describe a starved run, whichever side
+was starved, and the lateness or lag it shows is the host's, not the
+generator's.
+
 The lag and CPU bounds are judged on :class:`Tally` counts kept as samples and
 intervals arrive, so the verdict is exact and costs constant memory however
 long the run, even after the series kept for the snapshot have been coarsened.
@@ -36,6 +44,11 @@ on two shared cores saw 3%); a generator short of CPU falls behind by far more."
 BEHIND_BOUND_MIN = 10
 """Fewer late arrivals than this never make a run generator-bound (one GC pause in a short run)."""
 LATE_BOUND_SHARE = 0.01
+HOST_BUSY_PERCENT = 90.0
+"""Host CPU (% of all its cores) from which a sample counts as a busy host."""
+HOST_OTHERS_PERCENT = 25.0
+"""Share of the host's CPU (%) that processes other than ours must use for it to be theirs."""
+HOST_SATURATED_SHARE = 0.3
 
 
 @dataclass
@@ -62,3 +75,19 @@ def busy(workers: Iterable[Mapping[str, Any]]) -> bool:
 def lagging(lag_ms: float) -> bool:
     """Whether one interval's event-loop lag reached the bound."""
     return lag_ms >= LAG_BOUND_MS
+
+
+def cpu_shares(sample: Mapping[str, Any]) -> tuple[float, float, float, float]:
+    """(host, workers, target, others) CPU of one resource sample, in % of the host's cores."""
+    host = sample["host"]
+    cpus = max(int(host.get("cpus", 1)), 1)
+    workers = sum(float(w.get("cpu", 0.0)) for w in sample["workers"]) / cpus
+    target = float((sample.get("target") or {}).get("cpu", 0.0)) / cpus
+    total = float(host.get("cpu", 0.0))
+    return total, workers, target, max(0.0, total - workers - target)
+
+
+def host_saturated(sample: Mapping[str, Any]) -> bool:
+    """Whether the host was busy in one resource sample, and not because of our processes."""
+    total, _, _, others = cpu_shares(sample)
+    return total >= HOST_BUSY_PERCENT and others >= HOST_OTHERS_PERCENT

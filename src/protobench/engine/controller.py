@@ -12,18 +12,25 @@
    the TUI's ``q``), marking the run partial; a worker that dies is reported
    with its exit code and log tail, the run goes on with the others and is
    marked partial (``stop_reason = "worker-failed"``): its figures lack a share;
-6. builds the report, evaluates thresholds and verdicts, saves the snapshot.
+6. builds the report, evaluates thresholds and verdicts (with the plugin's
+   diagnosis of its counters), saves the snapshot.
 
 It never raises for a failing target or worker: those are results. Only a run
 that could not start (no target, no worker) ends with ``stop_reason = "error"``
-and exit code 3.
+and exit code 3. Nor does a store that cannot be written lose the run: the
+log directory and the snapshot fall back to a temporary directory, and the
+report says so in ``snapshot_error`` (exit code 5 when the run passed).
+Every notice's text passes through :func:`redaction.redact_text`.
 """
 
 from __future__ import annotations
 
 import contextlib
+import shutil
+import tempfile
 import time
 from collections.abc import AsyncIterator
+from pathlib import Path
 from typing import Any
 
 import anyio
@@ -43,6 +50,8 @@ from protobench.engine.pool import WorkerHandle, WorkerPool
 from protobench.engine.report import build_report, exit_code_for
 from protobench.engine.resource_log import ResourceLog
 from protobench.engine.resources import Sampler, find_listener, target_rss
+from protobench.protocols import registry
+from protobench.redaction import redact_text, redact_url, redact_value
 from protobench.snapshots.store import SnapshotStore
 from protobench.targets.base import Announcement
 from protobench.targets.launcher import StartingTarget, TargetError, embedded_target
@@ -50,6 +59,21 @@ from protobench.targets.launcher import StartingTarget, TargetError, embedded_ta
 START_DELAY = 0.3
 HELLO_GRACE = 30.0
 BYE_GRACE = 10.0
+
+
+def leaves(group: BaseExceptionGroup[Any]) -> list[BaseException]:
+    """The exceptions of a (nested) exception group, in order."""
+    out: list[BaseException] = []
+    for exc in group.exceptions:
+        out.extend(leaves(exc) if isinstance(exc, BaseExceptionGroup) else [exc])
+    return out
+
+
+def describe_failure(exc: BaseException) -> str:
+    """One line for a run that failed outright: the first leaf of an exception group, redacted."""
+    first = leaves(exc)[0] if isinstance(exc, BaseExceptionGroup) and exc.exceptions else exc
+    message = " ".join(str(first).split()) or type(first).__name__
+    return redact_text(f"the run failed: {message}")
 
 
 class Controller:
@@ -75,19 +99,37 @@ class Controller:
         self.target_pid = target_pid
         self.subscribers = list(subscribers or [])
         self.run_id = store.new_id(plan.profile)
-        self.log_dir = store.log_dir(self.run_id)
-        self.started = time.monotonic()
         self.start_at: float | None = None
         self.stop_requested = False
         self.stop_reason = "completed"
         self.notices: list[dict[str, Any]] = []
+        self.log_dir = self._make_log_dir()
         self.resources = ResourceLog()
         self.pool: WorkerPool | None = None
         self.rate_factor = 1.0
         self._stop_event = anyio.Event()
-        op_names = [g.name for g in plan.groups]
+        self.plugin = registry.load(plan.protocol)
         offsets = {"warmup": 0.0, "sustain": plan.warmup, "drain": plan.warmup + plan.duration}
-        self.aggregator = Aggregator(op_names, plan.model == "open", offsets)
+        self.aggregator = Aggregator(
+            [g.name for g in plan.groups],
+            plan.model == "open",
+            offsets,
+            sessions={g.name: g.count for g in plan.groups},
+            kinds={g.name: self.plugin.latency_kind(g.op, g.params) for g in plan.groups},
+        )
+
+    def _make_log_dir(self) -> Path:
+        """The store's log directory of this run, or a temporary one when it cannot be made."""
+        try:
+            return self.store.log_dir(self.run_id)
+        except OSError as exc:
+            fallback = Path(tempfile.mkdtemp(prefix=f"protobench-logs-{self.run_id}-"))
+            self.notice(
+                "logs",
+                f"cannot create the log directory in {self.store.directory.parent}: "
+                f"{exc.strerror or exc}; logs go to {fallback}",
+            )
+            return fallback
 
     def subscribe(self, subscriber: Subscriber) -> None:
         self.subscribers.append(subscriber)
@@ -102,6 +144,8 @@ class Controller:
         return max(0.0, time.monotonic() - self.start_at)
 
     def notice(self, kind: str, message: str, **details: Any) -> None:
+        message = redact_text(message)
+        details = {k: redact_text(v) if isinstance(v, str) else v for k, v in details.items()}
         event = Notice(kind, message, round(self.elapsed(), 3), details)
         self.notices.append({"kind": kind, "message": message, "elapsed": event.elapsed, **details})
         self.emit(event)
@@ -136,11 +180,14 @@ class Controller:
             if self.pool is not None:
                 self.pool.broadcast("STOP", {})
             self._stop_event.set()
+            if self.start_at is not None:
+                self.emit(PhaseChanged("drain", round(self.elapsed(), 3)))
 
     async def run(self) -> dict[str, Any]:
         """Do the whole run; return the final report (also emitted as RunFinished)."""
         announcement: Announcement | None = None
         baseline_rss: int | None = None
+        peak: int | None = None
         started_wall = time.time()
         try:
             async with (
@@ -158,10 +205,10 @@ class Controller:
                 await pool.start(announcement.url)
                 await self._run_workers(pool, announcement, target_pid)
                 peak = self.resources.whole.target_rss_peak
-        except TargetError as exc:
+        except* TargetError as failed:
             self.stop_reason = "error"
-            self.notice("target", str(exc))
-            peak = None
+            for exc in leaves(failed):
+                self.notice("target", str(exc))
         report = build_report(
             plan=self.plan,
             aggregator=self.aggregator,
@@ -173,16 +220,54 @@ class Controller:
             started=started_wall,
             target_rss_baseline=baseline_rss,
             target_rss_peak=peak,
+            findings=self._diagnose(),
+            passive=frozenset(g.name for g in self.plan.groups if g.op in self.plugin.passive_ops),
         )
         if self.labels:
             report["labels"] = self.labels
-        path = self.store.save(
-            self.run_id, self.plan, report, self.aggregator, self.resources.series
-        )
-        report["snapshot"] = str(path.resolve())
+        self._save(report)
         code = exit_code_for(report)
         self.emit(RunFinished(report, code))
         return report
+
+    def _diagnose(self) -> list[str]:
+        """The plugin's findings from each op's counters (groups of one op summed)."""
+        by_op: dict[str, dict[str, int]] = {}
+        totals = self.aggregator.counter_totals()
+        for group in self.plan.groups:
+            counters = by_op.setdefault(group.op, {})
+            for name, value in totals.get(group.name, {}).items():
+                counters[name] = counters.get(name, 0) + value
+        try:
+            return [redact_text(str(line)) for line in self.plugin.diagnose(by_op)]
+        except Exception as exc:  # a plugin's bug must not lose the run
+            return [f"the {self.plan.protocol} plugin's diagnosis failed: {exc!r}"]
+
+    def _save(self, report: dict[str, Any]) -> None:
+        """Save the snapshot in the store, else in a temporary directory; say which in the report.
+
+        ``report["snapshot"]`` is where it was written (None: nowhere) and
+        ``report["snapshot_error"]`` one line naming the store's path and the error.
+        """
+        args = (self.run_id, self.plan, report, self.aggregator, self.resources.series)
+        try:
+            path = self.store.save(*args)
+        except (OSError, TypeError, ValueError) as exc:
+            where = getattr(exc, "filename", None) or self.store.directory
+            error = f"cannot save the snapshot in {where}: {getattr(exc, 'strerror', None) or exc}"
+            report["snapshot"] = None
+            report["snapshot_error"] = error
+            fallback: Path | None = None
+            try:
+                fallback = Path(tempfile.mkdtemp(prefix="protobench-snapshot-"))
+                path = SnapshotStore(fallback).save(*args)
+            except (OSError, TypeError, ValueError) as again:
+                if fallback is not None:
+                    shutil.rmtree(fallback, ignore_errors=True)
+                report["snapshot_error"] = f"{error}; nothing could be written ({again})"
+                return
+            report["snapshot_error"] = f"{error}; saved in {path.resolve()} instead"
+        report["snapshot"] = str(path.resolve())
 
     @contextlib.asynccontextmanager
     async def _target(self) -> AsyncIterator[StartingTarget]:
@@ -218,8 +303,8 @@ class Controller:
         pool.broadcast("GO", {"start_at": self.start_at})
         self.emit(
             RunStarted(
-                plan=plan.redacted(),
-                target=announcement.url,
+                plan=redact_value(plan.redacted()),
+                target=redact_url(announcement.url),
                 target_kind=announcement.kind,
                 workers=len(pool.handles),
                 sessions_opened=opened,
@@ -317,6 +402,8 @@ class Controller:
 
     def _phase_now(self) -> str:
         elapsed = self.elapsed()
+        if self.stop_requested:
+            return "drain"
         if elapsed < self.plan.warmup:
             return "warmup"
         if elapsed < self.plan.warmup + self.plan.duration:

@@ -1,39 +1,33 @@
 """The final report of a run (schema ``protobench.report/1``) and its exit code.
 
 The report is what ``--json`` prints and what the snapshot keeps. Its shape is
-documented in the README. Verdicts: ``generator_bound`` is set, with the
-reason, when the workers, not the target, were the limit, so the figures
-describe the generator (the bounds are in :mod:`engine.bounds`: a worker's CPU,
-in the open model only while arrivals also found no free session; the
-open-model driver's own lateness; event-loop lag). Exit codes: 0 passed, 1 a
-threshold failed, 3 the run could not complete: it was interrupted (Ctrl-C,
-``q``), the target could not be started, or no worker could run (2, bad input,
-is the CLI's).
+documented in the README; the verdicts are judged in :mod:`engine.verdicts`.
+Exit codes (:func:`exit_code_for`): 0 passed; 1 a threshold or a built-in
+check failed; 2 bad input (the CLI's); 3 the run could not complete or measured
+nothing: interrupted (Ctrl-C, ``q``, SIGTERM, SIGHUP), the target could not
+be started, no worker could run, no session could open, or the sustain phase
+completed no exchange; 5 the run passed but its snapshot could not be written
+to the store (it went to a temporary location, or nowhere).
 """
 
 from __future__ import annotations
 
 import datetime as dt
 from typing import Any
-from urllib.parse import urlsplit, urlunsplit
 
 from protobench import __version__
 from protobench.engine.aggregate import Aggregator
-from protobench.engine.bounds import (
-    BEHIND,
-    BEHIND_BOUND_MIN,
-    BEHIND_BOUND_SHARE,
-    BEHIND_NS,
-    CPU_BOUND_PERCENT,
-    CPU_BOUND_SHARE,
-    LAG_BOUND_MS,
-    LAG_BOUND_SHARE,
-    LATE_BOUND_SHARE,
-    Tally,
-)
+from protobench.engine.bounds import Tally
 from protobench.engine.plan import RunPlan
 from protobench.engine.resource_log import ResourceLog
 from protobench.engine.thresholds import evaluate_all, parse_threshold
+from protobench.engine.verdicts import (
+    builtin_checks,
+    cpu_verdicts,
+    evaluate_checks,
+    incomplete_reason,
+)
+from protobench.redaction import redact_url
 from protobench.targets.base import Announcement
 
 SCHEMA = "protobench.report/1"
@@ -42,17 +36,9 @@ EXIT_OK = 0
 EXIT_THRESHOLDS = 1
 EXIT_BAD_INPUT = 2
 EXIT_INCOMPLETE = 3
-
-
-def redact_url(url: str) -> str:
-    """The URL without a password in its user info."""
-    parts = urlsplit(url)
-    if parts.password is None:
-        return url
-    netloc = f"{parts.username}:<secret>@{parts.hostname}"
-    if parts.port is not None:
-        netloc += f":{parts.port}"
-    return urlunsplit(parts._replace(netloc=netloc))
+EXIT_NOT_SAVED = 5
+CONNECTS = "connects"
+"""The workers' counter of connections opened (a session may share one, or reopen)."""
 
 
 def _iso(timestamp: float) -> str:
@@ -71,7 +57,14 @@ def build_report(
     started: float,
     target_rss_baseline: int | None,
     target_rss_peak: int | None,
+    findings: list[str] | None = None,
+    passive: frozenset[str] = frozenset(),
 ) -> dict[str, Any]:
+    """The report of a run.
+
+    ``findings`` are the protocol plugin's diagnosis; ``passive`` the groups
+    whose op exchanges nothing by design (no exchange is expected of them).
+    """
     phases = {}
     for phase in ("warmup", "sustain", "drain"):
         section = aggregator.phase_report(phase)
@@ -98,18 +91,36 @@ def build_report(
         "partial": stop_reason != "completed",
         "stop_reason": stop_reason,
         "phases": phases,
-        "resources": resource_summary(resources, target_rss_baseline, target_rss_peak, plan),
+        "resources": resource_summary(
+            resources, target_rss_baseline, target_rss_peak, plan, _connects(aggregator)
+        ),
         "workers": workers,
         "notices": notices,
     }
     thresholds = [parse_threshold(expr) for expr in plan.thresholds]
     report["thresholds"] = evaluate_all(thresholds, report)
+    active = [name for name in aggregator.op_names if name not in passive]
+    checks = builtin_checks(thresholds, active)
+    sustain = resources.figures.get("sustain")
     report["verdicts"] = verdicts(
         report,
-        resources.figures["sustain"].busy if "sustain" in resources.figures else Tally(),
+        sustain.busy if sustain else Tally(),
         aggregator.lagging.get("sustain", Tally()),
+        sustain.host_busy if sustain else Tally(),
+        evaluate_checks(checks, report),
+        findings or [],
+        passive,
     )
     return report
+
+
+def _connects(aggregator: Aggregator) -> int:
+    """Connections opened over the run (the workers' ``connects`` counter), 0 when not counted."""
+    return sum(
+        acc.counters.get(CONNECTS, 0)
+        for accs in aggregator.totals.values()
+        for acc in accs.values()
+    )
 
 
 def resource_summary(
@@ -117,8 +128,14 @@ def resource_summary(
     target_rss_baseline: int | None,
     target_rss_peak: int | None,
     plan: RunPlan,
+    connects: int = 0,
 ) -> dict[str, Any]:
-    """Peaks and means of the generator, the target and the host over sustain."""
+    """Peaks and means of the generator, the target and the host over sustain.
+
+    The target's RSS growth is divided by the connections opened
+    (``rss_per_connection``) when the workers count them, else by the
+    sessions (``rss_per_session``).
+    """
     figures = resources.phase("sustain")
     generator = {
         "worker_cpu_peak": figures.worker_cpu_peak,
@@ -137,11 +154,15 @@ def resource_summary(
             "threads_peak": figures.target_threads_peak,
         }
         if target_rss_baseline is not None and target_rss_peak is not None and plan.sessions:
-            target["rss_per_session"] = round(
-                (target_rss_peak - target_rss_baseline) / plan.sessions, 1
-            )
+            growth = target_rss_peak - target_rss_baseline
+            if connects:
+                target["connections"] = connects
+                target["rss_per_connection"] = round(growth / connects, 1)
+            else:
+                target["rss_per_session"] = round(growth / plan.sessions, 1)
     host = {
         "cpu_peak": figures.host_cpu_peak,
+        **figures.host_shares(),
         "cpus": figures.host_cpus,
         "mem_used_peak": figures.host_mem_used_peak,
     }
@@ -149,48 +170,37 @@ def resource_summary(
 
 
 def verdicts(
-    report: dict[str, Any], busy_samples: Tally, lagging_intervals: Tally
+    report: dict[str, Any],
+    busy_samples: Tally,
+    lagging_intervals: Tally,
+    host_busy: Tally | None = None,
+    checks: list[dict[str, Any]] | None = None,
+    findings: list[str] | None = None,
+    passive: frozenset[str] = frozenset(),
 ) -> dict[str, Any]:
-    """The run's verdicts, judged on the tallies of the sustain samples and intervals."""
-    reasons = []
-    sustain_phase = report["phases"].get("sustain")
-    open_model = report["model"]["type"] == "open"
-    total = sustain_phase["total"] if sustain_phase else {}
-    arrivals = total.get("ok", 0) + total.get("errors", 0)
-    late_fraction = total.get("late", 0) / arrivals if open_model and arrivals else 0.0
-    behind_count = total.get("counters", {}).get(BEHIND, 0)
-    behind = behind_count / arrivals if open_model and arrivals else 0.0
-    if behind >= BEHIND_BOUND_SHARE and behind_count >= BEHIND_BOUND_MIN:
-        reasons.append(
-            f"the open model's driver took up {behind:.1%} of the arrivals more than "
-            f"{BEHIND_NS / 1e6:.0f} ms after their intended time (add --processes or cores)"
-        )
-    busy = busy_samples.total > 0 and busy_samples.share >= CPU_BOUND_SHARE
-    if busy and (not open_model or late_fraction > LATE_BOUND_SHARE):
-        reasons.append(
-            f"a worker process used >= {CPU_BOUND_PERCENT:.0f}% of a core in "
-            f"{busy_samples.share:.0%} of the sustain samples (add --processes or cores)"
-        )
-    if lagging_intervals.total and lagging_intervals.share >= LAG_BOUND_SHARE:
-        reasons.append(
-            f"the workers' event loops lagged >= {LAG_BOUND_MS:.0f} ms in "
-            f"{lagging_intervals.share:.0%} of the sustain intervals"
-        )
-    if late_fraction > LATE_BOUND_SHARE and reasons:
-        reasons.append(f"the open model fell behind: {late_fraction:.1%} of arrivals were late")
-    thresholds_ok = all(t["ok"] for t in report["thresholds"])
+    """The run's verdicts (see :mod:`engine.verdicts`), judged on the sustain tallies."""
+    incomplete = incomplete_reason(report, passive)
+    if incomplete is not None:  # nothing measured: nothing to check
+        checks = []
     return {
-        "generator_bound": bool(reasons),
-        "reason": "; ".join(reasons) or None,
-        "late_fraction": round(late_fraction, 6),
-        "thresholds_passed": thresholds_ok,
-        "complete": not report["partial"],
+        **cpu_verdicts(report, busy_samples, lagging_intervals, host_busy or Tally()),
+        "thresholds_passed": all(t["ok"] for t in report["thresholds"]),
+        "checks": checks or [],
+        "checks_passed": all(c["ok"] for c in checks or []),
+        "findings": list(findings or []),
+        "complete": incomplete is None,
+        "incomplete_reason": incomplete,
     }
 
 
 def exit_code_for(report: dict[str, Any]) -> int:
-    if report["partial"] or "sustain" not in report["phases"]:
+    """The exit code of a run (see the module's docstring).
+
+    A ``snapshot_error`` in the report means the snapshot is not in the store.
+    """
+    verdict = report["verdicts"]
+    if report["partial"] or "sustain" not in report["phases"] or not verdict.get("complete", True):
         return EXIT_INCOMPLETE
-    if not report["verdicts"]["thresholds_passed"]:
+    if not verdict["thresholds_passed"] or not verdict.get("checks_passed", True):
         return EXIT_THRESHOLDS
-    return EXIT_OK
+    return EXIT_NOT_SAVED if report.get("snapshot_error") else EXIT_OK

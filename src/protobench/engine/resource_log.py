@@ -24,7 +24,7 @@ from fractions import Fraction
 from typing import Any
 
 from protobench.engine.aggregate import SERIES_LIMIT, pair_to_merge
-from protobench.engine.bounds import Tally, busy
+from protobench.engine.bounds import Tally, busy, cpu_shares, host_saturated
 
 ALL = "all"
 """The key of the figures of the whole run (every phase)."""
@@ -43,6 +43,12 @@ class ResourceFigures:
 
     samples: int = 0
     busy: Tally = field(default_factory=Tally)
+    host_busy: Tally = field(default_factory=Tally)
+    """Samples in which the host was busy with processes other than ours."""
+    host_cpu_sum: Fraction = Fraction(0)
+    workers_share_sum: Fraction = Fraction(0)
+    target_share_sum: Fraction = Fraction(0)
+    others_share_sum: Fraction = Fraction(0)
     worker_cpu_sum: Fraction = Fraction(0)
     worker_cpu_count: int = 0
     worker_cpu_peak: float | None = None
@@ -62,6 +68,12 @@ class ResourceFigures:
         workers = sample["workers"]
         self.samples += 1
         self.busy.add(busy(workers))
+        self.host_busy.add(host_saturated(sample))
+        total, ours, target_share, others = cpu_shares(sample)
+        self.host_cpu_sum += Fraction(total)
+        self.workers_share_sum += Fraction(ours)
+        self.target_share_sum += Fraction(target_share)
+        self.others_share_sum += Fraction(others)
         for worker in workers:
             self.worker_cpu_sum += Fraction(worker["cpu"])
             self.worker_cpu_count += 1
@@ -86,6 +98,19 @@ class ResourceFigures:
         if not self.worker_cpu_count:
             return None
         return round(float(self.worker_cpu_sum / self.worker_cpu_count), 1)
+
+    def host_shares(self) -> dict[str, float | None]:
+        """Mean CPU over the samples, in % of the host's cores: all, our workers, target, others."""
+        sums = {
+            "cpu_mean": self.host_cpu_sum,
+            "workers_share_mean": self.workers_share_sum,
+            "target_share_mean": self.target_share_sum,
+            "others_share_mean": self.others_share_sum,
+        }
+        return {
+            key: round(float(value / self.samples), 1) if self.samples else None
+            for key, value in sums.items()
+        }
 
     @property
     def target_cpu_mean(self) -> float | None:

@@ -3,8 +3,10 @@
 Grammar: ``METRIC[op] CMP VALUE`` where ``[op]`` is optional (default: the
 total over all operations). Metrics: ``error_rate`` (a fraction, ``0.5%``),
 ``throughput`` (per second, ``1000/s``), latency ``p50 p90 p99 p999 max mean``
-(a duration, ``5ms``), ``late`` (a fraction of scheduled slots), ``errors``
-(a count) and ``counters.NAME`` (a plugin counter such as ``lost``, a count).
+(a duration, ``5ms``), ``late`` (a fraction of scheduled slots), ``down`` (the
+share of the sessions' time spent without a connection, a fraction), ``ok`` and
+``errors`` (counts) and ``counters.NAME`` (a plugin counter such as ``lost``, a
+count). :func:`format_value` prints an observed value in its metric's unit.
 Comparators: ``< <= > >= ==``. Examples: ``error_rate < 0.5%``, ``p99 < 5ms``,
 ``p99[read-property] <= 2ms``, ``throughput > 1000/s``,
 ``counters.lost[subscribe] == 0``.
@@ -18,7 +20,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from protobench.profiles.units import parse_duration, parse_fraction, parse_rate
+from protobench.profiles.units import format_duration, parse_duration, parse_fraction, parse_rate
 
 _EXPR = re.compile(
     r"^\s*([a-z_0-9]+(?:\.[A-Za-z_0-9-]+)?)\s*(?:\[\s*([^\]]+?)\s*\])?\s*(<=|>=|==|<|>)\s*(.+?)\s*$"
@@ -31,6 +33,8 @@ _COMPARATORS: dict[str, Callable[[float, float], bool]] = {
     "==": operator.eq,
 }
 LATENCY_METRICS = ("p50", "p90", "p99", "p999", "max", "mean")
+FRACTION_METRICS = ("error_rate", "late", "down")
+COUNT_METRICS = ("errors", "ok")
 
 
 @dataclass(frozen=True)
@@ -62,6 +66,8 @@ def _observe(scope: Mapping[str, Any], metric: str) -> float | None:
     if metric == "late":
         scheduled = scope.get("ok", 0) + scope.get("errors", 0)
         return scope.get("late", 0) / scheduled if scheduled else 0.0
+    if metric == "down":
+        return float(scope["down_share"]) if "down_share" in scope else None
     if metric in scope:
         return float(scope[metric])
     return None
@@ -77,21 +83,49 @@ def parse_threshold(expr: str) -> Threshold:
     metric, op, comparator, raw = match.groups()
     if metric in LATENCY_METRICS:
         limit = parse_duration(raw) * 1e6
-    elif metric in ("error_rate", "late"):
+    elif metric in FRACTION_METRICS:
         limit = parse_fraction(raw)
     elif metric == "throughput":
         limit = parse_rate(raw)
-    elif metric == "errors" or metric.startswith("counters."):
+    elif metric in COUNT_METRICS or metric.startswith("counters."):
         try:
             limit = float(raw)
         except ValueError:
             raise ValueError(f"expected a number for {metric}, got {raw!r}") from None
     else:
         known = ", ".join(
-            ("error_rate", "throughput", "late", "errors", "counters.NAME", *LATENCY_METRICS)
+            (
+                *FRACTION_METRICS,
+                "throughput",
+                *COUNT_METRICS,
+                "counters.NAME",
+                *LATENCY_METRICS,
+            )
         )
         raise ValueError(f"unknown threshold metric {metric!r} (expected one of {known})")
     return Threshold(expr.strip(), metric, op, comparator, limit)
+
+
+def format_value(metric: str, value: float | None) -> str:
+    """An observed (or limit) value in its metric's unit: ``6.01ms``, ``0.25%``, ``980/s``."""
+    if value is None:
+        return "absent"
+    if metric in LATENCY_METRICS:
+        return format_duration(value / 1e6)
+    if metric in FRACTION_METRICS:
+        return f"{value:.2%}"
+    if metric == "throughput":
+        return f"{value:,.1f}/s"
+    return f"{value:g}"
+
+
+def observed(expr: str, value: float | None) -> str:
+    """A threshold result's observed value in its unit, from its expression."""
+    try:
+        metric = parse_threshold(expr).metric
+    except ValueError:
+        metric = ""
+    return format_value(metric, value)
 
 
 def evaluate_all(thresholds: list[Threshold], report: Mapping[str, Any]) -> list[dict[str, Any]]:

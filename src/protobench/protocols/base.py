@@ -11,6 +11,10 @@ point group ``protobench.protocols``. It declares once:
   parameters (the keys allowed in a ``[[group]]`` of that op);
 * ``embedded_target`` - the name of the embedded server (``protobench serve``)
   started when a run has no ``--target``, or ``None``;
+* ``latency_kinds`` - what each op's latency measures, when not a round trip
+  (see :data:`LATENCY_KINDS`); the report shows a total latency only across
+  ops of one kind;
+* ``passive_ops`` - ops that only hold sessions (no exchange is expected);
 * :meth:`Protocol.open_session` - open one virtual user's session for a group.
 
 The engine owns the event loop, the clock, pacing and recording. A session
@@ -45,11 +49,14 @@ from __future__ import annotations
 
 import abc
 import enum
+import functools
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from pydantic import BaseModel, ConfigDict
+
+from protobench.redaction import redact_text, redact_url
 
 if TYPE_CHECKING:
     from protobench.engine.metrics import OpRecorder
@@ -115,6 +122,13 @@ def is_secret_header(name: str, extra: frozenset[str] = frozenset()) -> bool:
 def redact_headers(headers: Mapping[str, Any], extra: frozenset[str]) -> dict[str, Any]:
     """``headers`` with the values of secret headers replaced by ``"<secret>"``."""
     return {k: (SECRET if is_secret_header(str(k), extra) else v) for k, v in headers.items()}
+
+
+LATENCY_KINDS = ("round_trip", "to_ack", "one_way", "local_write")
+"""What an op's latency measures: ``round_trip`` request to reply; ``to_ack`` send to the
+peer's acknowledgement (MQTT PUBACK); ``one_way`` one end's send to the other end's receipt
+(a subscriber's end-to-end); ``local_write`` the send into the local socket only."""
+ROUND_TRIP = "round_trip"
 
 
 Done = Callable[[OpError | None, int], None]
@@ -184,8 +198,30 @@ class StreamSession(Session):
         return True
 
 
+def _redacting(check: Callable[[Any, str], None]) -> Callable[[Any, str], None]:
+    """``check`` whose ``ValueError`` message has every URL password hidden."""
+
+    @functools.wraps(check)
+    def checked(self: Any, url: str) -> None:
+        try:
+            check(self, url)
+        except ValueError as exc:
+            raise ValueError(redact_text(str(exc))) from None
+
+    return checked
+
+
 class Protocol(abc.ABC):
-    """A protocol plugin. Subclasses set the class variables and open sessions."""
+    """A protocol plugin. Subclasses set the class variables and open sessions.
+
+    A subclass's own :meth:`check_target` is wrapped so that its error message
+    never shows a URL's password, whatever the plugin put in it.
+    """
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        if "check_target" in cls.__dict__:
+            cls.check_target = _redacting(cls.__dict__["check_target"])  # type: ignore[method-assign,assignment]
 
     name: ClassVar[str]
     description: ClassVar[str] = ""
@@ -199,6 +235,32 @@ class Protocol(abc.ABC):
     counts_connects: ClassVar[bool] = False
     """Whether sessions count their transport connections themselves (``ctx.count("connects",
     n)``: several per session, or one shared); otherwise the engine counts one per open."""
+    latency_kinds: ClassVar[Mapping[str, str]] = {}
+    """Op name -> one of :data:`LATENCY_KINDS`, for ops whose latency is not a round trip."""
+    passive_ops: ClassVar[frozenset[str]] = frozenset()
+    """Ops that hold a session and exchange nothing by design (MQTT ``idle``): a run of them
+    is judged by its sessions and down time, never by exchanges it was not meant to make."""
+
+    def latency_kind(self, op: str, params: Mapping[str, Any] | None = None) -> str:
+        """What the latency of ``op`` with a group's ``params`` measures (:data:`LATENCY_KINDS`).
+
+        The default reads :attr:`latency_kinds`; a plugin whose kind depends on
+        the params (MQTT publish: a local write at QoS 0, to the ack at QoS 1/2)
+        overrides it.
+        """
+        del params
+        return self.latency_kinds.get(op, ROUND_TRIP)
+
+    def diagnose(self, ops: Mapping[str, Mapping[str, int]]) -> list[str]:
+        """Findings about the run from each op's counters (sustain and drain), one line each.
+
+        ``ops`` maps each group's op name to its counter totals. A plugin that
+        can tell where its protocol's bottleneck was (a subscriber backlog, a
+        broker dropping messages) says so here; the findings appear in the
+        report's ``verdicts.findings`` and in the summary. The default finds nothing.
+        """
+        del ops
+        return []
 
     def check_target(self, url: str) -> None:
         """Raise ``ValueError`` saying what was expected when ``url`` cannot be a target.
@@ -210,7 +272,7 @@ class Protocol(abc.ABC):
         scheme = url.partition("://")[0].lower() if "://" in url else ""
         if self.url_schemes and scheme not in self.url_schemes:
             expected = " or ".join(f"{s}://" for s in self.url_schemes)
-            raise ValueError(f"bad URL {url!r}: expected a {expected} URL")
+            raise ValueError(f"bad URL {redact_url(url)!r}: expected a {expected} URL")
 
     @abc.abstractmethod
     async def open_session(self, ctx: SessionContext) -> Session:

@@ -8,6 +8,10 @@ renders the visible view inside ``batch_update``. Keys act on the source
 asks once and stops the run, Ctrl-C stops it at once, a crashed worker or a
 dead target is shown and the run goes on; the summary stays on screen until
 the user quits, and the snapshot is saved by the engine in every case.
+A run that fails outright (it could not start) shows its error in one
+readable line (:func:`describe_failure`) and ``q`` then exits with code 3.
+SIGTERM stops a live run and exits when its snapshot is saved (SIGHUP, the
+terminal closed, is handled by :mod:`tui.live` without the screen).
 """
 
 from __future__ import annotations
@@ -24,6 +28,8 @@ from textual.app import App
 from textual.binding import Binding, BindingType
 from textual.worker import Worker, WorkerState
 
+from protobench.engine.controller import describe_failure
+from protobench.engine.report import EXIT_INCOMPLETE
 from protobench.snapshots.store import SUFFIX, SnapshotError, SnapshotStore
 from protobench.tui.baseline import Baseline
 from protobench.tui.display import Display, Playback
@@ -165,9 +171,12 @@ class MonitorApp(App[int]):
     def on_worker_state_changed(self, event: Worker.StateChanged) -> None:
         if event.worker.name != "source" or event.state != WorkerState.ERROR:
             return
-        self.error = f"the run failed: {event.worker.error!r}"
+        error = event.worker.error
+        self.error = describe_failure(error) if error is not None else "the run failed"
         self.finished = True
         self.notify(self.error, title="engine", severity="error", timeout=30)
+        if self.exit_when_finished:
+            self.exit(EXIT_INCOMPLETE)
         self.monitor.switch("summary")
         self.render_view()
         self.refresh_bindings()
@@ -263,6 +272,8 @@ class MonitorApp(App[int]):
 
     def action_quit_now(self) -> None:
         code = self.view.exit_code
+        if self.error is not None and code is None and not self.replay:
+            code = EXIT_INCOMPLETE
         self.exit(code if code is not None and not self.replay else 0)
 
     def action_pause(self) -> None:

@@ -5,24 +5,45 @@ when the monitor closes, for whatever reason, it makes sure the run has
 stopped and its snapshot is written before it returns the exit code. Nothing
 here prints while Textual owns the terminal; after it, two plain lines say
 how the run ended and where its snapshot is.
+
+SIGHUP (the terminal was closed) does not go through the monitor, whose
+output thread dies on the vanished terminal and then blocks it: a thread
+points the standard streams at ``/dev/null``, stops the run, waits for its
+snapshot (the target and workers are stopped by then) and ends the process
+with exit code 3.
 """
 
 from __future__ import annotations
 
+import contextlib
+import os
+import signal
 import sys
+import threading
+from types import FrameType
 from typing import Any
 
+from protobench.engine.controller import describe_failure
 from protobench.engine.plan import RunPlan
 from protobench.engine.report import EXIT_INCOMPLETE, exit_code_for
 from protobench.snapshots.store import SnapshotStore
 from protobench.tui.app import MonitorApp
 from protobench.tui.source import LiveSource, ReplaySource
 
+HANGUP_GRACE = 60.0
+"""How long a closed terminal's run may take to stop and save before the process ends."""
+
 
 def run_live(plan: RunPlan, store: SnapshotStore, target_pid: int | None = None) -> int:
     """Run ``plan`` under the monitor; return the run's exit code."""
     source = LiveSource(plan, store, target_pid)
     app = MonitorApp(source, store, handle_signals=True)
+
+    def hangup(signum: int, frame: FrameType | None) -> None:
+        del signum, frame
+        threading.Thread(target=_end_after_hangup, args=(source,), daemon=True).start()
+
+    signal.signal(signal.SIGHUP, hangup)
     try:
         code = app.run()
     finally:
@@ -30,15 +51,30 @@ def run_live(plan: RunPlan, store: SnapshotStore, target_pid: int | None = None)
             source.stop("interrupted")
         source.join()
     report = source.report
-    if report is not None:
-        partial = f" (partial: {report.get('stop_reason')})" if report.get("partial") else ""
-        sys.stdout.write(f"protobench: run {report.get('profile')} ended{partial}\n")
-        sys.stdout.write(f"snapshot {report.get('snapshot')}\n")
-    if source.error is not None:
-        sys.stderr.write(f"protobench: error: the run failed: {source.error!r}\n")
+    with contextlib.suppress(OSError):  # a closed terminal (SIGHUP) has no stdout
+        if report is not None:
+            partial = f" (partial: {report.get('stop_reason')})" if report.get("partial") else ""
+            sys.stdout.write(f"protobench: run {report.get('profile')} ended{partial}\n")
+            if report.get("snapshot_error"):
+                sys.stderr.write(f"protobench: {report['snapshot_error']}\n")
+            else:
+                sys.stdout.write(f"snapshot {report.get('snapshot')}\n")
+        if source.error is not None:
+            sys.stderr.write(f"protobench: error: {describe_failure(source.error)}\n")
     if code is not None:
         return code
     return _exit_code(report)
+
+
+def _end_after_hangup(source: LiveSource) -> None:
+    """The terminal is gone: stop the run, wait for its snapshot, end the process (exit 3)."""
+    with contextlib.suppress(OSError):
+        devnull = os.open(os.devnull, os.O_RDWR)
+        for fd in (0, 1, 2):
+            os.dup2(devnull, fd)
+    source.stop("interrupted")
+    source.join(HANGUP_GRACE)
+    os._exit(EXIT_INCOMPLETE)
 
 
 def _exit_code(report: dict[str, Any] | None) -> int:

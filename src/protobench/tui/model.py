@@ -10,10 +10,11 @@ sample, threshold states and the generator-bound verdict. A view shares no
 mutable state with the model, so it may be built in the engine's thread and
 read in the UI's.
 
-Thresholds and the generator-bound verdict are evaluated live with the
-engine's own rules (:mod:`engine.thresholds`, :func:`engine.report.verdicts`)
-against the sustain phase so far; when the run ends, the report's verdicts
-replace them. A ``RunStarted`` resets the model (a replay seeking backwards).
+Thresholds and the generator-bound and host-saturated verdicts are evaluated
+live with the engine's own rules (:mod:`engine.thresholds`,
+:func:`engine.verdicts.cpu_verdicts`) against the sustain phase so far; when
+the run ends, the report's verdicts replace them. A ``RunStarted`` resets the
+model (a replay seeking backwards).
 """
 
 from __future__ import annotations
@@ -22,7 +23,7 @@ from collections import deque
 from dataclasses import dataclass, field
 from typing import Any
 
-from protobench.engine.bounds import Tally, busy, lagging
+from protobench.engine.bounds import Tally, lagging
 from protobench.engine.events import (
     Event,
     IntervalUpdate,
@@ -33,8 +34,9 @@ from protobench.engine.events import (
     RunStarted,
 )
 from protobench.engine.metrics import Counts, counts_summary
-from protobench.engine.report import verdicts
+from protobench.engine.resource_log import ResourceFigures
 from protobench.engine.thresholds import parse_threshold
+from protobench.engine.verdicts import cpu_verdicts
 from protobench.tui.latency import Window, counts_of, distribution, zeros
 
 WINDOW_SECONDS = 10.0
@@ -116,6 +118,8 @@ class OpStats:
     latency: dict[str, dict[str, float]]
     errors_by_class: dict[str, int]
     last_errors: dict[str, str]
+    latency_kind: str = "round_trip"
+    """What the latency measures (``mixed`` for a total over kinds: no latency then)."""
 
 
 @dataclass(frozen=True)
@@ -177,6 +181,8 @@ class RunView:
     inflight: int
     report: dict[str, Any] | None = None
     exit_code: int | None = None
+    host_saturated: bool = False
+    host_reason: str | None = None
 
     @property
     def snapshot(self) -> str | None:
@@ -204,6 +210,7 @@ class _Track:
         self.errors_by_class: dict[str, int] = {}
         self.last_errors: dict[str, str] = {}
         self.history: deque[float] = deque(maxlen=HISTORY)
+        self.latency_kind = "round_trip"
 
     def add(
         self,
@@ -213,6 +220,7 @@ class _Track:
         counts: Counts | None,
         uncorrected: Counts | None,
     ) -> None:
+        self.latency_kind = str(data.get("latency_kind", self.latency_kind))
         for cls, n in data.get("errors_by_class", {}).items():
             self.errors_by_class[cls] = self.errors_by_class.get(cls, 0) + n
         self.last_errors.update(data.get("last_errors", {}))
@@ -256,6 +264,7 @@ class _Track:
             latency=latency,
             errors_by_class=dict(self.errors_by_class),
             last_errors=dict(self.last_errors),
+            latency_kind=self.latency_kind,
         )
 
     def scope(self, phase: str, seconds: float) -> dict[str, Any]:
@@ -304,7 +313,7 @@ class RunModel:
         self.cpu_history: dict[str, deque[float]] = {
             key: deque(maxlen=HISTORY) for key in ("generator", "target", "host")
         }
-        self.busy = Tally()
+        self.sustain_resources = ResourceFigures()
         self.lagging = Tally()
         self.notices: list[NoticeItem] = []
         self.target_pid: int | None = None
@@ -314,7 +323,7 @@ class RunModel:
         self.report: dict[str, Any] | None = None
         self.exit_code: int | None = None
         self._verdict_key = (0, 0)
-        self._verdict_value: tuple[bool, str | None] = (False, None)
+        self._verdict_value: dict[str, Any] = {}
 
     def apply(self, event: Event) -> list[NoticeItem]:
         """Fold one event in; return the notices the user should be alerted to."""
@@ -367,6 +376,7 @@ class RunModel:
                 self.lagging.add(lagging(event.lag_ms))
         total_counts: Counts | None = None
         total_uncorrected: Counts | None = None
+        kinds = {data.get("latency_kind", "round_trip") for data in event.ops.values()}
         for name, data in event.ops.items():
             track = self.tracks.get(name)
             if track is None:
@@ -374,8 +384,9 @@ class RunModel:
             counts = counts_of(data.get("hist", ""))
             uncorrected = counts_of(data.get("hist_uncorrected", ""))
             track.add(phase, data, event.duration, counts, uncorrected)
-            total_counts = _sum(total_counts, counts)
-            total_uncorrected = _sum(total_uncorrected, uncorrected)
+            if len(kinds) == 1:  # a total latency only across ops that measure the same thing
+                total_counts = _sum(total_counts, counts)
+                total_uncorrected = _sum(total_uncorrected, uncorrected)
         self.total.add(phase, event.total, event.duration, total_counts, total_uncorrected)
 
     def _resources(self, event: ResourceSample) -> list[NoticeItem]:
@@ -401,7 +412,9 @@ class RunModel:
         self.cpu_history["target"].append(float((event.target or {}).get("cpu", 0.0)))
         self.cpu_history["host"].append(float(event.host.get("cpu", 0.0)))
         if self.phase == "sustain":
-            self.busy.add(busy(event.workers))
+            self.sustain_resources.add(
+                {"workers": event.workers, "target": event.target, "host": event.host}
+            )
         return alerts
 
     def _notice(self, item: NoticeItem) -> list[NoticeItem]:
@@ -431,7 +444,7 @@ class RunModel:
                 distributions["uncorrected"] = tuple(
                     distribution(self.total.window_uncorrected.counts, DISTRIBUTION_BINS)
                 )
-        bound, reason = self._verdict()
+        verdict = self._verdict()
         return RunView(
             state=self.state,
             info=self.info,
@@ -448,8 +461,10 @@ class RunModel:
             distribution=distributions,
             resources=self.resources,
             cpu_history={k: tuple(v) for k, v in self.cpu_history.items()},
-            generator_bound=bound,
-            generator_reason=reason,
+            generator_bound=bool(verdict.get("generator_bound")),
+            generator_reason=verdict.get("reason"),
+            host_saturated=bool(verdict.get("host_saturated")),
+            host_reason=verdict.get("host_reason"),
             thresholds=self._thresholds(),
             notices=tuple(self.notices),
             lag_ms=self.lag_ms,
@@ -470,9 +485,13 @@ class RunModel:
                 }
             },
             "model": {"type": self.info.model if self.info else "closed"},
+            "resources": {"host": {**self.sustain_resources.host_shares(), "cpus": self._cpus()}},
             "thresholds": [],
             "partial": False,
         }
+
+    def _cpus(self) -> int | None:
+        return self.sustain_resources.host_cpus
 
     def _thresholds(self) -> tuple[ThresholdState, ...]:
         if self.report is not None:
@@ -491,16 +510,18 @@ class RunModel:
             states.append(ThresholdState(expr, value, ok if value is not None else None))
         return tuple(states)
 
-    def _verdict(self) -> tuple[bool, str | None]:
+    def _verdict(self) -> dict[str, Any]:
         if self.report is not None:
-            found = self.report.get("verdicts", {})
-            return bool(found.get("generator_bound")), found.get("reason")
-        key = (self.busy.total, self.lagging.total)
+            found: dict[str, Any] = self.report.get("verdicts", {})
+            return found
+        figures = self.sustain_resources
+        key = (figures.samples, self.lagging.total)
         if self._verdict_key != key:
             report = self._sustain_report()
             if report is not None:
-                found = verdicts(report, self.busy, self.lagging)
-                self._verdict_value = (bool(found["generator_bound"]), found["reason"])
+                self._verdict_value = cpu_verdicts(
+                    report, figures.busy, self.lagging, figures.host_busy
+                )
             self._verdict_key = key
         return self._verdict_value
 

@@ -36,7 +36,7 @@ from typing import Any, Protocol
 
 import anyio
 
-from protobench.engine.aggregate import interval_of, op_summary
+from protobench.engine.aggregate import interval_of, total_summary
 from protobench.engine.controller import Controller
 from protobench.engine.events import (
     Event,
@@ -186,6 +186,7 @@ def replay_timeline(snapshot: dict[str, Any]) -> list[tuple[float, Event]]:
     """A snapshot's events in run-time order, from ``RunStarted`` to ``RunFinished``."""
     plan, report = snapshot["plan"], snapshot["report"]
     corrected = plan.get("model") == "open"
+    sessions = {str(g["name"]): int(g.get("count", 0)) for g in plan.get("groups", [])}
     workers = report.get("workers") or []
     timed: list[tuple[float, Event]] = [
         (
@@ -222,7 +223,7 @@ def replay_timeline(snapshot: dict[str, Any]) -> list[tuple[float, Event]]:
                     elapsed=item["elapsed"],
                     duration=item["duration"],
                     ops=ops,
-                    total=_total(ops, item["duration"], corrected),
+                    total=_total(ops, item["duration"], corrected, sessions),
                     lag_ms=item.get("lag_ms", 0.0),
                     inflight=item.get("inflight", 0),
                 ),
@@ -247,12 +248,19 @@ def replay_timeline(snapshot: dict[str, Any]) -> list[tuple[float, Event]]:
     return timed
 
 
-def _total(ops: dict[str, dict[str, Any]], seconds: float, corrected: bool) -> dict[str, Any]:
-    """The ``total`` of an interval, merged exactly from its stored operations."""
-    total = OpAccumulator()
-    for data in ops.values():
-        total.add(interval_of(data))
-    return op_summary(total, seconds, corrected)
+def _total(
+    ops: dict[str, dict[str, Any]], seconds: float, corrected: bool, sessions: dict[str, int]
+) -> dict[str, Any]:
+    """The ``total`` of an interval, merged exactly from its stored operations.
+
+    As the engine's: a latency only across ops of one kind.
+    """
+    accs: dict[str, OpAccumulator] = {}
+    for name, data in ops.items():
+        accs[name] = OpAccumulator()
+        accs[name].add(interval_of(data))
+    kinds = {name: str(data.get("latency_kind", "round_trip")) for name, data in ops.items()}
+    return total_summary(accs, kinds, sessions, seconds, corrected)
 
 
 class ReplaySource:

@@ -39,6 +39,7 @@ class MqttProtocol(Protocol):
     url_schemes = ("mqtt", "mqtts")
     secret_options = frozenset({"password"})
     counts_connects = True
+    passive_ops = frozenset({"idle"})
     latency_kinds: ClassVar[Mapping[str, str]] = {
         "publish": "local_write",
         "subscribe": "one_way",
@@ -50,9 +51,9 @@ class MqttProtocol(Protocol):
     PUBCOMP) at QoS 1/2: :meth:`latency_kind` tells by the group's params. ``idle``
     records no latency."""
 
-    def latency_kind(self, op: str, params: Mapping[str, Any]) -> str:
+    def latency_kind(self, op: str, params: Mapping[str, Any] | None = None) -> str:
         """What ``op``'s latency measures with these group params (``publish`` by QoS)."""
-        if op == "publish" and int(params.get("qos", 0)):
+        if op == "publish" and params is not None and int(params.get("qos", 0)):
             return "to_ack"
         return self.latency_kinds[op]
 

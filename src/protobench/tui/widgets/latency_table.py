@@ -64,7 +64,12 @@ class LatencyTable(Panel):
         rate = stats.throughput if self.scope == "window" else stats.phase_throughput
         style = "bold" if stats.name == "total" else ""
         table.add_row(
-            Text(stats.name, style),
+            Text(
+                stats.name
+                if stats.latency_kind == "round_trip"
+                else f"{stats.name} · {stats.latency_kind}",
+                style,
+            ),
             Text(formatting.rate(rate), style),
             *(Text(formatting.latency(figures.get(k)), style) for k, _ in COLUMNS),
         )

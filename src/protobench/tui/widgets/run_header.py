@@ -49,6 +49,7 @@ class RunHeader(Panel):
             view.paused,
             view.rate_factor,
             view.generator_bound,
+            view.host_saturated,
             report.get("stop_reason"),
             display.stopping,
             display.playback,
@@ -108,6 +109,8 @@ class RunHeader(Panel):
             badges.append(("STOPPING · SAVING", "reverse yellow"))
         if view.generator_bound:
             badges.append(("GENERATOR-BOUND", "reverse bold red"))
+        if view.host_saturated:
+            badges.append(("HOST-SATURATED", "reverse bold red"))
         if view.report is not None and view.report.get("partial"):
             badges.append((f"PARTIAL: {view.report.get('stop_reason')}", "reverse red"))
         if display.baseline is not None:

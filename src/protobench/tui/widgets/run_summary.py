@@ -18,12 +18,17 @@ PERCENTILES = (("p50", "p50"), ("p90", "p90"), ("p99", "p99"), ("p999", "p99.9")
 
 
 def outcome(report: dict[str, Any], exit_code: int | None) -> Text:
-    """One line: completed, thresholds failed, or partial (and why), with the exit code."""
+    """One line: completed, failed (thresholds, checks), nothing measured, or partial."""
     code = f" · exit code {exit_code}" if exit_code is not None else ""
+    verdicts = report.get("verdicts", {})
     if report.get("partial"):
         return Text(f"⚠ PARTIAL RUN: {report.get('stop_reason')}{code}", "bold yellow")
-    if not report.get("verdicts", {}).get("thresholds_passed", True):
+    if verdicts.get("incomplete_reason"):
+        return Text(f"✘ NOTHING MEASURED: {verdicts['incomplete_reason']}{code}", "bold red")
+    if not verdicts.get("thresholds_passed", True):
         return Text(f"✘ THRESHOLDS FAILED{code}", "bold red")
+    if not verdicts.get("checks_passed", True):
+        return Text(f"✘ CHECKS FAILED{code}", "bold red")
     return Text(f"✔ COMPLETED{code}", "bold green")
 
 
@@ -44,7 +49,10 @@ class RunSummary(Panel):
         report = view.report
         if report is None:
             if display.error:
-                return Text(f"✘ {display.error}", "bold red")
+                return Group(
+                    Text(f"✘ {display.error}", "bold red"),
+                    Text("l the worker and target logs · q quit (exit code 3)", "dim"),
+                )
             return Text("The summary appears here when the run ends.", "dim")
         parts: list[RenderableType] = [outcome(report, view.exit_code)]
         sustain = report.get("phases", {}).get("sustain")
@@ -67,8 +75,15 @@ class RunSummary(Panel):
             parts.append(self._table(sustain, display))
         parts.extend(self._thresholds(report))
         verdicts = report.get("verdicts", {})
+        for check in verdicts.get("checks", []):
+            if not check["ok"]:
+                parts.append(Text(f"✘ {check['expr']}: {check.get('reason')}", "red"))
         if verdicts.get("generator_bound"):
             parts.append(Text(f"⚠ GENERATOR-BOUND: {verdicts.get('reason')}", "bold red"))
+        if verdicts.get("host_saturated"):
+            parts.append(Text(f"⚠ HOST-SATURATED: {verdicts.get('host_reason')}", "bold red"))
+        for finding in verdicts.get("findings", []):
+            parts.append(Text(f"finding: {finding}", "yellow"))
         parts.append(self._resources(report))
         for notice in view.notices:
             if notice.alert:
@@ -77,6 +92,8 @@ class RunSummary(Panel):
         line = Text("snapshot ", "bold")
         line.append(str(snapshot) if snapshot else "not saved", "bold cyan" if snapshot else "red")
         parts.append(line)
+        if report.get("snapshot_error"):
+            parts.append(Text(str(report["snapshot_error"]), "bold red"))
         parts.append(Text("s write the JSON report · q quit · 1-4 the run's views", "dim"))
         return Group(*parts)
 
@@ -96,11 +113,13 @@ class RunSummary(Panel):
             table.add_column("Δp99", justify="right", no_wrap=True, style="grey62")
         ops = sustain.get("ops", {})
         rows = [*ops.items(), *([("total", sustain["total"])] if len(ops) > 1 else [])]
+        checks = (display.view.report or {}).get("verdicts", {}).get("checks", [])
+        failing = {c.get("op") for c in checks if not c["ok"]}
         for name, scope in rows:
             latency = scope.get(key) or scope.get("latency_us", {})
             style = "bold" if name == "total" else ""
             cells = [
-                Text(name, style),
+                Text(f"{name} ✘", "bold red") if name in failing else Text(name, style),
                 Text(str(scope.get("ok", 0)), style),
                 Text(str(scope.get("errors", 0)), "red" if scope.get("errors") else style),
                 Text(f"{scope.get('error_rate', 0.0):.2%}", style),
@@ -130,14 +149,20 @@ class RunSummary(Panel):
         generator = resources.get("generator") or {}
         target = resources.get("target")
         text = Text("generator cpu peak ", "dim")
-        text.append(f"{generator.get('worker_cpu_peak', '-')}%")
+        text.append(_percent(generator.get("worker_cpu_peak")))
         text.append(" rss ", "dim")
         text.append(formatting.size(generator.get("rss_peak")))
         if target:
             text.append(" · target cpu peak ", "dim")
-            text.append(f"{target.get('cpu_peak', '-')}%")
+            text.append(_percent(target.get("cpu_peak")))
             text.append(" rss ", "dim")
             text.append(formatting.size(target.get("rss_peak")))
-            if target.get("rss_per_session") is not None:
+            if target.get("rss_per_connection") is not None:
+                text.append(f" ({formatting.size(target['rss_per_connection'])}/connection)")
+            elif target.get("rss_per_session") is not None:
                 text.append(f" ({formatting.size(target['rss_per_session'])}/session)")
         return text
+
+
+def _percent(value: float | None) -> str:
+    return "-" if value is None else f"{value}%"

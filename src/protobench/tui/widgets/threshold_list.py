@@ -5,7 +5,12 @@ from __future__ import annotations
 from rich.console import RenderableType
 from rich.text import Text
 
-from protobench.engine.thresholds import LATENCY_METRICS, parse_threshold
+from protobench.engine.thresholds import (
+    FRACTION_METRICS,
+    LATENCY_METRICS,
+    format_value,
+    parse_threshold,
+)
 from protobench.tui import formatting
 from protobench.tui.display import Display
 from protobench.tui.widgets.panel import Panel
@@ -20,7 +25,9 @@ def observed(expr: str, value: float | None) -> str:
         return formatting.latency(value)
     if metric == "throughput":
         return f"{formatting.rate(value)}/s"
-    return f"{value:.3%}"
+    if metric in FRACTION_METRICS:
+        return f"{value:.3%}"
+    return format_value(metric, value)
 
 
 class ThresholdList(Panel):

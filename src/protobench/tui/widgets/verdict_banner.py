@@ -1,4 +1,4 @@
-"""The generator-bound verdict, loud, shown only when it fires."""
+"""The generator-bound and host-saturated verdicts, loud, shown only when one fires."""
 
 from __future__ import annotations
 
@@ -10,23 +10,31 @@ from protobench.tui.widgets.panel import Panel
 
 
 class VerdictBanner(Panel):
-    """A red banner while the generator, not the target, is the bottleneck."""
+    """A red banner while the generator, or a host busy with other processes, is the limit."""
 
     def key(self, display: Display) -> object:
         return self.shape(display)
 
     def shape(self, display: Display) -> object:
-        return display.view.generator_bound, display.view.generator_reason
+        view = display.view
+        return view.generator_bound, view.generator_reason, view.host_saturated, view.host_reason
 
     def show(self, display: Display) -> None:
-        self.set_class(display.view.generator_bound, "-active")
+        view = display.view
+        self.set_class(view.generator_bound or view.host_saturated, "-active")
         super().show(display)
 
     def render_display(self, display: Display) -> RenderableType:
         view = display.view
-        if not view.generator_bound:
-            return ""
-        text = Text("⚠ GENERATOR-BOUND ", "bold")
-        text.append(f"{view.generator_reason or ''}. ")
-        text.append("These figures measure protobench, not the target.", "bold")
+        text = Text()
+        if view.generator_bound:
+            text.append("⚠ GENERATOR-BOUND ", "bold")
+            text.append(f"{view.generator_reason or ''}. ")
+            text.append("These figures measure protobench, not the target.", "bold")
+        if view.host_saturated:
+            if text:
+                text.append("\n")
+            text.append("⚠ HOST-SATURATED ", "bold")
+            text.append(f"{view.host_reason or ''}. ")
+            text.append("These figures measure a starved host.", "bold")
         return text

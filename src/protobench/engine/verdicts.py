@@ -1,0 +1,234 @@
+"""The run's verdicts: did it measure anything, did every op work, and what limited it.
+
+Judged on the report's sustain phase (and the tallies of its resource samples
+and intervals), in this order:
+
+* **incomplete** (exit 3): the run was stopped, no session could open, no
+  sustain phase was measured, or the sustain phase completed no exchange (no
+  success, and no failure the peer answered: a 503 or a NACK is an exchange,
+  a timeout or a refused connection is not).
+  :func:`incomplete_reason` says which, thresholds or not.
+* **built-in checks** (exit 1, like a threshold): unless the profile says
+  otherwise, every op succeeded at least once in the run (``ok[OP] > 0``
+  over every phase; a user threshold on ``ok`` for that op, or on ``ok`` for
+  the total, replaces it) and, in a run of several ops, stays under each of
+  the profile's error-rate thresholds (``error_rate[OP] < X`` for each
+  ``error_rate < X``; a user ``error_rate[OP]`` threshold replaces it), and
+  the sessions were down
+  (without a connection while they wanted one) for less than
+  :data:`DOWN_BOUND` of sustain (``down < 5%``; any user threshold on ``down``
+  replaces it). :func:`builtin_checks` lists them.
+* **generator_bound**: our processes were the limit (bounds in
+  :mod:`engine.bounds`); **host_saturated**: the host's CPU was busy and
+  our processes were not the cause. When the host is saturated, the
+  lateness and lag it causes are named as its symptoms, not the generator's.
+* **findings**: what the protocol plugin diagnoses from its counters.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Collection, Mapping, Sequence
+from typing import Any
+
+from protobench.engine.bounds import (
+    BEHIND,
+    BEHIND_BOUND_MIN,
+    BEHIND_BOUND_SHARE,
+    BEHIND_NS,
+    CPU_BOUND_PERCENT,
+    CPU_BOUND_SHARE,
+    HOST_BUSY_PERCENT,
+    HOST_OTHERS_PERCENT,
+    HOST_SATURATED_SHARE,
+    LAG_BOUND_MS,
+    LAG_BOUND_SHARE,
+    LATE_BOUND_SHARE,
+    Tally,
+)
+from protobench.engine.thresholds import Threshold, evaluate_all, format_value, parse_threshold
+
+DOWN_BOUND = 0.05
+"""The built-in check's bound on the sessions' down time, as a share of sustain."""
+DOWN_CHECK = f"down < {DOWN_BOUND:.0%}"
+REPLY_CLASSES = ("protocol", "validation", "auth")
+"""Error classes of an exchange the peer did answer (the others never completed)."""
+
+
+def incomplete_reason(
+    report: Mapping[str, Any], passive: Collection[str] = frozenset()
+) -> str | None:
+    """Why the run measured nothing that can be judged (exit 3), or None.
+
+    ``passive`` names the ops that exchange nothing by design: a run of only
+    those is judged by its sessions, not by exchanges.
+    """
+    if report.get("partial"):
+        return f"the run did not complete ({report.get('stop_reason')})"
+    workers = report.get("workers") or []
+    opened = sum(int(w.get("sessions_opened", 0)) for w in workers)
+    failed = sum(int(w.get("sessions_failed", 0)) for w in workers)
+    sustain = report.get("phases", {}).get("sustain")
+    if workers and opened == 0 and failed:
+        return f"no session could open ({failed} failed){_last_error(sustain)}"
+    if sustain is None:
+        return "no sustain phase was measured"
+    total = sustain["total"]
+    active = [op for name, op in sustain.get("ops", {}).items() if name not in passive]
+    if active and sum(completed(op) for op in active) == 0:
+        errors = total.get("errors", 0)
+        if errors:
+            classes = ", ".join(f"{k}={v}" for k, v in total.get("errors_by_class", {}).items())
+            what = f"{errors} errors: {classes}{_last_error(sustain)}"
+        else:
+            what = "no reply and no error: every exchange was still pending at its end"
+        return f"the sustain phase completed no exchange ({what})"
+    return None
+
+
+def completed(scope: Mapping[str, Any]) -> int:
+    """Exchanges that got a reply: successes and failures the peer answered (a 503, a NACK)."""
+    by_class = scope.get("errors_by_class", {})
+    return int(scope.get("ok", 0)) + sum(int(by_class.get(c, 0)) for c in REPLY_CLASSES)
+
+
+def _last_error(section: Mapping[str, Any] | None) -> str:
+    last = (section or {}).get("total", {}).get("last_errors", {})
+    return f"; last error: {next(iter(last.values()))}" if last else ""
+
+
+def builtin_checks(thresholds: Sequence[Threshold], ops: Sequence[str]) -> list[Threshold]:
+    """The checks a run gets by default, minus those the profile's thresholds replace."""
+    checks: list[Threshold] = []
+    ok_ops = {t.op for t in thresholds if t.metric == "ok"}
+    rate_ops = {t.op for t in thresholds if t.metric == "error_rate" and t.op}
+    rates = [t for t in thresholds if t.metric == "error_rate" and t.op is None]
+    for op in ops:
+        if None not in ok_ops and op not in ok_ops:
+            checks.append(parse_threshold(f"ok[{op}] > 0"))
+        if len(ops) > 1 and op not in rate_ops:  # one op: the total's threshold is its own
+            checks.extend(
+                Threshold(
+                    f"error_rate[{op}] {t.comparator} {format_value(t.metric, t.limit)}",
+                    t.metric,
+                    op,
+                    t.comparator,
+                    t.limit,
+                )
+                for t in rates
+            )
+    if not any(t.metric == "down" for t in thresholds):
+        checks.append(parse_threshold(DOWN_CHECK))
+    return checks
+
+
+def evaluate_checks(checks: Sequence[Threshold], report: Mapping[str, Any]) -> list[dict[str, Any]]:
+    """The checks' results, each failed one with the reason in a sentence."""
+    results = evaluate_all(list(checks), report)
+    phases = report.get("phases", {})
+    sustain = phases.get("sustain") or {}
+    for check, result in zip(checks, results, strict=True):
+        if check.metric == "ok" and check.op:  # once in the whole run (a periodic op may
+            # have renewed its subscription in warmup only), not necessarily in sustain
+            value = sum(p.get("ops", {}).get(check.op, {}).get("ok", 0) for p in phases.values())
+            result.update(value=float(value), ok=value > check.limit)
+        result["op"] = check.op
+        result["observed"] = format_value(check.metric, result["value"])
+        if not result["ok"]:
+            result["reason"] = _check_reason(check, result, sustain)
+    return results
+
+
+def _check_reason(check: Threshold, result: Mapping[str, Any], sustain: Mapping[str, Any]) -> str:
+    scope = sustain.get("ops", {}).get(check.op, {}) if check.op else sustain.get("total", {})
+    if check.metric == "ok":
+        last = scope.get("last_errors", {})
+        why = f"; last error: {next(iter(last.values()))}" if last else ""
+        return (
+            f"op {check.op} never succeeded ({scope.get('errors', 0)} errors in sustain{why}); "
+            f"relax with a threshold on ok[{check.op}]"
+        )
+    if check.metric == "down":
+        failed = scope.get("counters", {}).get("connect_failed", 0)
+        return (
+            f"the sessions were without a connection for {result['observed']} of sustain "
+            f"({scope.get('down_s', 0.0):g} session-seconds, {failed} failed connects); "
+            f"relax with a threshold on down, e.g. 'down < 20%'"
+        )
+    return (
+        f"op {check.op}: error rate {result['observed']} against the profile's "
+        f"error_rate {check.comparator} {format_value(check.metric, check.limit)}; "
+        f"relax with a threshold on error_rate[{check.op}]"
+    )
+
+
+def cpu_verdicts(
+    report: Mapping[str, Any], busy_samples: Tally, lagging_intervals: Tally, host_busy: Tally
+) -> dict[str, Any]:
+    """``generator_bound`` and ``host_saturated`` with their reasons and figures."""
+    sustain_phase = report["phases"].get("sustain")
+    open_model = report["model"]["type"] == "open"
+    total = sustain_phase["total"] if sustain_phase else {}
+    arrivals = total.get("ok", 0) + total.get("errors", 0)
+    late_fraction = total.get("late", 0) / arrivals if open_model and arrivals else 0.0
+    behind_count = total.get("counters", {}).get(BEHIND, 0)
+    behind = behind_count / arrivals if open_model and arrivals else 0.0
+    found: list[tuple[bool, str]] = []
+    """(a symptom the host can cause, the reason) in the order they are judged."""
+    if behind >= BEHIND_BOUND_SHARE and behind_count >= BEHIND_BOUND_MIN:
+        found.append(
+            (
+                True,
+                f"the open model's driver took up {behind:.1%} of the arrivals more than "
+                f"{BEHIND_NS / 1e6:.0f} ms after their intended time",
+            )
+        )
+    busy = busy_samples.total > 0 and busy_samples.share >= CPU_BOUND_SHARE
+    if busy and (not open_model or late_fraction > LATE_BOUND_SHARE):
+        found.append(
+            (
+                False,
+                f"a worker process used >= {CPU_BOUND_PERCENT:.0f}% of a core in "
+                f"{busy_samples.share:.0%} of the sustain samples",
+            )
+        )
+    if lagging_intervals.total and lagging_intervals.share >= LAG_BOUND_SHARE:
+        found.append(
+            (
+                True,
+                f"the workers' event loops lagged >= {LAG_BOUND_MS:.0f} ms in "
+                f"{lagging_intervals.share:.0%} of the sustain intervals",
+            )
+        )
+    saturated = host_busy.total > 0 and host_busy.share >= HOST_SATURATED_SHARE
+    ours = [text for symptom, text in found if not (saturated and symptom)]
+    host_reasons: list[str] = []
+    if saturated:
+        host = report.get("resources", {}).get("host", {})
+        host_reasons.append(
+            f"the host's CPU was >= {HOST_BUSY_PERCENT:.0f}% busy, >= {HOST_OTHERS_PERCENT:.0f}% "
+            f"of it other processes', in {host_busy.share:.0%} of the sustain samples "
+            f"(mean: host {_pct(host.get('cpu_mean'))}, our workers "
+            f"{_pct(host.get('workers_share_mean'))}, target {_pct(host.get('target_share_mean'))},"
+            f" others {_pct(host.get('others_share_mean'))} of its {host.get('cpus')} cores)"
+        )
+        host_reasons.extend(text for symptom, text in found if symptom)
+    if late_fraction > LATE_BOUND_SHARE and (ours or host_reasons):
+        (ours or host_reasons).append(
+            f"the open model fell behind: {late_fraction:.1%} of arrivals were late"
+        )
+    if ours:
+        ours[-1] += " (add --processes or cores)"
+    if host_reasons:
+        host_reasons[-1] += " (stop the other load or run on a quieter host)"
+    return {
+        "generator_bound": bool(ours),
+        "reason": "; ".join(ours) or None,
+        "host_saturated": saturated,
+        "host_reason": "; ".join(host_reasons) or None,
+        "host_saturated_share": round(host_busy.share, 3),
+        "late_fraction": round(late_fraction, 6),
+    }
+
+
+def _pct(value: float | None) -> str:
+    return "absent" if value is None else f"{value:.0f}%"

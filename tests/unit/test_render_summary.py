@@ -1,0 +1,60 @@
+"""The human summary: absent figures as absent, thresholds in their units, failing ops marked,
+each op's latency kind, down time, the verdicts' reasons."""
+
+from __future__ import annotations
+
+from protobench.cli.render import summary_table
+from tests.unit.report_frames import frame, plan_of, report_of
+
+
+def test_a_run_stopped_before_sustain_prints_no_none() -> None:
+    report = report_of(
+        plan_of({"get": 2}, ("p99 < 5ms",)),
+        [frame("warmup", 0, 0.0, 0.5, {"get": {"ok": 3}})],
+        stop_reason="interrupted",
+    )
+    text = summary_table(report)
+    assert "None" not in text
+    assert "no sustain phase was measured" in text
+    assert "threshold FAIL: p99 < 5ms (observed absent)" in text
+    assert "generator cpu peak - rss -" in text
+    assert "PARTIAL RUN (interrupted)" in text
+
+
+def test_threshold_values_are_printed_with_their_units() -> None:
+    report = report_of(
+        plan_of({"get": 2}, ("p99 < 5ms", "error_rate < 0.5%", "throughput > 10/s")),
+        [frame("sustain", 0, 0.0, 1.0, {"get": {"ok": 10, "latency_ns": 6_007_000}})],
+    )
+    text = summary_table(report)
+    assert "threshold FAIL: p99 < 5ms (observed 6.01ms)" in text
+    assert "threshold PASS: error_rate < 0.5% (observed 0.00%)" in text
+    assert "threshold PASS: throughput > 10/s (observed 10.0/s)" not in text  # 10 is not > 10
+    assert "threshold FAIL: throughput > 10/s (observed 10.0/s)" in text
+
+
+def test_the_failing_op_is_marked_and_each_op_says_what_its_latency_measures() -> None:
+    counters = {"down_us": 1_500_000, "connect_failed": 7}
+    report = report_of(
+        plan_of({"read": 2, "write": 1}, ("error_rate < 0.5%",)),
+        [
+            frame(
+                "sustain",
+                0,
+                0.0,
+                1.0,
+                {"read": {"ok": 5000, "counters": counters}, "write": {"errors": 3}},
+            )
+        ],
+        kinds={"read": "round_trip", "write": "to_ack"},
+    )
+    lines = summary_table(report).splitlines()
+    write = next(line for line in lines if line.startswith("write"))
+    assert write.startswith("write !")
+    assert write.endswith("to_ack")
+    total = next(line for line in lines if line.startswith("TOTAL"))
+    assert total.endswith("mixed")
+    assert "   -  " in total  # no merged latency across kinds
+    assert any(line.strip().startswith("down: 1.5 session-s (50.00% of sustain)") for line in lines)
+    check = "check FAIL: ok[write] > 0 (op write never succeeded"
+    assert any(line.startswith(check) for line in lines)
