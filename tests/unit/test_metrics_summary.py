@@ -14,11 +14,12 @@ from protobench.engine.metrics import HIGHEST, fold, new_histogram, summary
 
 def hdrh_summary(hist: HdrHistogram) -> dict[str, float]:
     """What hdrhistogram computes by walking the histogram in Python."""
-    values = hist.get_percentile_to_value_dict([50, 90, 99, 99.9])
+    values = hist.get_percentile_to_value_dict([50, 90, 95, 99, 99.9])
     return {
         "count": int(hist.get_total_count()),
         "p50": float(values[50]),
         "p90": float(values[90]),
+        "p95": float(values[95]),
         "p99": float(values[99]),
         "p999": float(values[99.9]),
         "min": float(hist.get_min_value()),

@@ -18,6 +18,16 @@ from protobench.engine.events import (
 from protobench.engine.thresholds import observed
 from protobench.profiles.units import format_duration
 
+LATENCY_COLUMNS = (
+    ("p50", "p50"),
+    ("p90", "p90"),
+    ("p95", "p95"),
+    ("p99", "p99"),
+    ("p999", "p99.9"),
+    ("max", "max"),
+)
+"""The summary table's latency columns: report key and heading."""
+
 
 def us(value: float | None) -> str:
     return "-" if value is None else format_duration(value / 1e6)
@@ -52,7 +62,7 @@ def summary_table(report: dict[str, Any]) -> str:
     else:
         lines.append(f"sustain {sustain['duration_s']:.1f}s  {describe_model(report['model'])}")
         header = f"{'op':24} {'ok':>10} {'err':>7} {'err%':>7} {'ops/s':>11} "
-        header += " ".join(f"{p:>8}" for p in ("p50", "p90", "p99", "p99.9", "max"))
+        header += " ".join(f"{label:>8}" for _, label in LATENCY_COLUMNS)
         lines.append(header + "  latency")
         rows = [*sustain["ops"].items(), ("TOTAL", sustain["total"])]
         for name, op in rows:
@@ -84,7 +94,7 @@ def summary_table(report: dict[str, Any]) -> str:
 
 def _op_lines(name: str, op: dict[str, Any], failing: bool) -> list[str]:
     lat = op["latency_us"]
-    cells = " ".join(f"{us(lat.get(k)):>8}" for k in ("p50", "p90", "p99", "p999", "max"))
+    cells = " ".join(f"{us(lat.get(k)):>8}" for k, _ in LATENCY_COLUMNS)
     label = f"{name[:22]} !" if failing else name[:24]
     lines = [
         f"{label:24} {op['ok']:>10} {op['errors']:>7} {op['error_rate']:>7.2%} "
@@ -92,9 +102,7 @@ def _op_lines(name: str, op: dict[str, Any], failing: bool) -> list[str]:
     ]
     if op.get("latency_by_kind"):
         for kind, figures in op["latency_by_kind"].items():
-            cells = " ".join(
-                f"{us(figures.get(k)):>8}" for k in ("p50", "p90", "p99", "p999", "max")
-            )
+            cells = " ".join(f"{us(figures.get(k)):>8}" for k, _ in LATENCY_COLUMNS)
             lines.append(f"{'':24} {'':>10} {'':>7} {'':>7} {'':>11} {cells}  {kind}")
     if op.get("down_s"):
         failed = op["counters"].get("connect_failed", 0)

@@ -43,6 +43,7 @@ SIGNIFICANT_DIGITS = 3
 PERCENTILES: tuple[tuple[str, float], ...] = (
     ("p50", 50.0),
     ("p90", 90.0),
+    ("p95", 95.0),
     ("p99", 99.0),
     ("p999", 99.9),
 )

@@ -2,7 +2,7 @@
 
 Grammar: ``METRIC[op] CMP VALUE`` where ``[op]`` is optional (default: the
 total over all operations). Metrics: ``error_rate`` (a fraction, ``0.5%``),
-``throughput`` (per second, ``1000/s``), latency ``p50 p90 p99 p999 max mean``
+``throughput`` (per second, ``1000/s``), latency ``p50 p90 p95 p99 p999 max mean``
 (a duration, ``5ms``), ``late`` (a fraction of scheduled slots), ``down`` (the
 share of the sessions' time spent without a connection, a fraction), ``ok`` and
 ``errors`` (counts) and ``counters.NAME`` (a plugin counter such as ``lost``, a
@@ -32,7 +32,7 @@ _COMPARATORS: dict[str, Callable[[float, float], bool]] = {
     ">=": operator.ge,
     "==": operator.eq,
 }
-LATENCY_METRICS = ("p50", "p90", "p99", "p999", "max", "mean")
+LATENCY_METRICS = ("p50", "p90", "p95", "p99", "p999", "max", "mean")
 FRACTION_METRICS = ("error_rate", "late", "down")
 COUNT_METRICS = ("errors", "ok")
 

@@ -21,7 +21,7 @@ from protobench.engine.metrics import merge
 from protobench.redaction import redact_value
 from protobench.snapshots.series import TOTAL, intervals, operations
 
-PERCENTILES = ("p50", "p90", "p99", "p999", "max")
+PERCENTILES = ("p50", "p90", "p95", "p99", "p999", "max")
 SPECTRUM_STEPS = 10
 """Points per decade of the spectrum's ``1 / (1 - p)`` axis."""
 SPECTRUM_NINES = 5
