@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from pydantic import ValidationError
+from pydantic_core import ErrorDetails
 
 from protobench.profiles.model import Profile
 from protobench.protocols import registry
@@ -87,7 +88,7 @@ def parse(text: str, source: str) -> LoadedProfile:
     try:
         profile = Profile.model_validate(data)
     except ValidationError as exc:
-        raise _located(exc, text, source) from None
+        raise located_error(exc, text, source) from None
     try:
         plugin = registry.load(profile.protocol)
     except registry.PluginError as exc:
@@ -101,7 +102,7 @@ def check_protocol_keys(profile: Profile, plugin: Protocol, text: str, source: s
     try:
         plugin.options.model_validate(profile.options)
     except ValidationError as exc:
-        raise _located(exc, text, source, prefix=("options",)) from None
+        raise located_error(exc, text, source, prefix=("options",)) from None
     names: set[str] = set()
     for index, group in enumerate(profile.group):
         params_model = plugin.operations.get(group.op)
@@ -117,7 +118,7 @@ def check_protocol_keys(profile: Profile, plugin: Protocol, text: str, source: s
         try:
             params_model.model_validate(group.params)
         except ValidationError as exc:
-            raise _located(exc, text, source, prefix=("group", index)) from None
+            raise located_error(exc, text, source, prefix=("group", index)) from None
         name = group.name or group.op
         if name in names:
             raise ProfileError(
@@ -129,21 +130,39 @@ def check_protocol_keys(profile: Profile, plugin: Protocol, text: str, source: s
         names.add(name)
 
 
-def _located(
+def located_error(
     exc: ValidationError, text: str, source: str, prefix: tuple[str | int, ...] = ()
 ) -> ProfileError:
+    """The first error of ``exc`` as a :class:`ProfileError` naming its key and line."""
     error = exc.errors()[0]
     loc = prefix + tuple(error["loc"])
-    key = _key_name(loc)
+    return ProfileError(source, _key_name(loc), _message(error), _line_of(text, loc))
+
+
+def flag_error(exc: ValidationError, flag: str, skip: int = 0) -> ProfileError:
+    """The first error of ``exc`` about a value given by ``flag``.
+
+    ``skip`` leading parts of the error's key path are the flag's own key
+    (``--duration`` is ``duration``) and are not repeated.
+    """
+    error = exc.errors()[0]
+    return ProfileError(flag, _key_name(tuple(error["loc"])[skip:]), _message(error))
+
+
+def _message(error: ErrorDetails) -> str:
     message = error["msg"]
     if error["type"] == "extra_forbidden":
         message = "unknown key"
     elif error["type"] == "missing":
         message = "required key is missing"
     elif "input" in error and error["type"] != "value_error":
-        message = f"{message} (got {error['input']!r})"
-    message = message.removeprefix("Value error, ")
-    return ProfileError(source, key, message, _line_of(text, loc))
+        message = f"{message} (got {_short(error['input'])})"
+    return message.removeprefix("Value error, ")
+
+
+def _short(value: Any) -> str:
+    text = repr(value)
+    return text if len(text) <= 60 else text[:57] + "..."
 
 
 def _key_name(loc: tuple[Any, ...]) -> str:
