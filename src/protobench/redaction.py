@@ -23,6 +23,7 @@ _CREDENTIAL_NAMES = frozenset({"key", "pass", "pwd", "auth", "authorization", "c
 _NAME_LISTS = frozenset({"secret_headers", "secret_options"})
 
 _URL_USERINFO = re.compile(r"(?P<scheme>[A-Za-z][A-Za-z0-9+.\-]*://)(?P<userinfo>[^/@\s'\"]*)@")
+_URL = re.compile(r"[A-Za-z][A-Za-z0-9+.\-]*://[^\s'\"<>]+")
 
 
 def is_secret_name(name: str) -> bool:
@@ -47,7 +48,7 @@ def redact_url(url: str) -> str:
         hostname = parts.hostname
         port = parts.port
     except ValueError:
-        return redact_text(url)
+        return _hide_userinfo(url)
     netloc = parts.netloc
     if password is not None:
         host = hostname or ""
@@ -65,7 +66,12 @@ def redact_url(url: str) -> str:
 
 
 def redact_text(text: str) -> str:
-    """``text`` (an error message, a log line) with every URL's password hidden."""
+    """``text`` (an error message, a log line) with every URL in it as :func:`redact_url` has it."""
+    return _URL.sub(lambda match: redact_url(match.group(0)), text)
+
+
+def _hide_userinfo(text: str) -> str:
+    """``text`` with the password of every ``scheme://user:password@`` hidden."""
 
     def hide(match: re.Match[str]) -> str:
         userinfo = match.group("userinfo")
