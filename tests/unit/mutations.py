@@ -5,7 +5,8 @@ key, a table entry, a group parameter, an element of a list) and replaces its
 value with a hostile one (a wrong type, nan/inf, zero, negative, huge, a table
 where a scalar is expected) or removes it; :func:`to_toml` writes the result
 back, one key per line. ``PROTOBENCH_HYPOTHESIS_EXAMPLES`` raises the number
-of examples for a longer run (the default keeps ``make test`` fast).
+of examples for a longer run (the default keeps ``make test`` fast; a long run needs
+``--timeout 0``, as pytest's timeout covers all the examples of a test).
 """
 
 from __future__ import annotations

@@ -165,7 +165,7 @@ RUN_FLAGS = {
 
 
 FIXTURE_OK = [HealthCheck.too_slow, HealthCheck.function_scoped_fixture]
-"""The stub fixture records plans only: sharing it between examples is harmless."""
+"""The stub fixture keeps the last plan only: sharing it between examples is harmless."""
 
 
 @pytest.fixture
@@ -174,7 +174,7 @@ def stub_runs(monkeypatch: pytest.MonkeyPatch) -> list[RunPlan]:
     plans: list[RunPlan] = []
 
     def accept(plan: RunPlan, *args: Any, **kwargs: Any) -> dict[str, Any]:
-        plans.append(plan)
+        plans[:] = [plan]
         raise SystemExit(ACCEPTED)
 
     monkeypatch.setattr(run_cmd, "run_plan", accept)
