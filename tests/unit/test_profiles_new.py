@@ -50,3 +50,12 @@ def test_existing_file_is_not_overwritten(tmp_path: Path) -> None:
     result = CliRunner().invoke(app, ["profiles", "new", "mine", "--dir", str(tmp_path)])
     assert result.exit_code == 2
     assert (tmp_path / "mine.toml").read_text() == "keep"
+
+
+def test_unwritable_directory_is_one_line(tmp_path: Path) -> None:
+    result = CliRunner().invoke(
+        app, ["profiles", "new", "mine", "--dir", str(tmp_path / "missing")]
+    )
+    assert result.exit_code == 2
+    path = tmp_path / "missing" / "mine.toml"
+    assert result.stderr == f"protobench: error: {path}: cannot write: No such file or directory\n"

@@ -59,7 +59,10 @@ def new(
     path = directory / f"{name}.toml"
     if path.exists():
         fail(f"{path} exists already")
-    path.write_text(rename(text, name), encoding="utf-8")
+    try:
+        path.write_text(rename(text, name), encoding="utf-8")
+    except OSError as exc:
+        fail(f"{path}: cannot write: {exc.strerror or exc}")
     typer.echo(str(path))
 
 
