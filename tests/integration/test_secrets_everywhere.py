@@ -22,7 +22,9 @@ from pathlib import Path
 
 import psutil
 import pytest
+from typer.testing import CliRunner
 
+from protobench.cli import app
 from tests.targets import served
 
 MARK = "S3CRET"
@@ -168,6 +170,7 @@ def leaks(outputs: dict[str, str]) -> list[str]:
 
 
 def run_case(case: Case, tmp_path: Path) -> dict[str, str]:
+    """Run ``case`` in ``tmp_path`` (the current directory), then read every output."""
     (tmp_path / "body.txt").write_text('{"token": "S3CRETbody"}')
     (tmp_path / "profile.toml").write_text(HTTP_PROFILE)
     args = list(case.args)
@@ -189,8 +192,8 @@ def run_case(case: Case, tmp_path: Path) -> dict[str, str]:
             ("snapshots", "export", "latest", "-f", "csv"),
             ("snapshots", "export", "latest", "-f", "hlog"),
         ):
-            result = cli(tmp_path, *command)
-            assert result.returncode == 0, (command, result.stderr)
+            result = CliRunner().invoke(app, list(command))
+            assert result.exit_code == 0, (command, result.stderr)
             outputs[" ".join(command)] = result.stdout + result.stderr
     outputs.update(files_text(tmp_path / ".protobench"))
     return outputs
@@ -208,6 +211,9 @@ def run_case(case: Case, tmp_path: Path) -> dict[str, str]:
         for name in CASES
     ],
 )
-def test_no_secret_in_any_output(name: str, tmp_path: Path) -> None:
+def test_no_secret_in_any_output(
+    name: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.chdir(tmp_path)
     found = leaks(run_case(CASES[name], tmp_path))
     assert not found, "secrets leaked:\n" + "\n".join(found)
