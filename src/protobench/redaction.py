@@ -21,6 +21,8 @@ CREDENTIAL_WORDS = ("password", "passwd", "secret", "token", "apikey", "api_key"
 
 _CREDENTIAL_NAMES = frozenset({"key", "pass", "pwd", "auth", "authorization", "cookie"})
 _NAME_LISTS = frozenset({"secret_headers", "secret_options"})
+_POINTERS = ("_env", "_file", "_path")
+"""Name endings that say where a secret is (a variable, a file), not what it is."""
 
 _URL_USERINFO = re.compile(r"(?P<scheme>[A-Za-z][A-Za-z0-9+.\-]*://)(?P<userinfo>[^/@\s'\"]*)@")
 _URL = re.compile(r"[A-Za-z][A-Za-z0-9+.\-]*://[^\s'\"<>]+")
@@ -29,7 +31,7 @@ _URL = re.compile(r"[A-Za-z][A-Za-z0-9+.\-]*://[^\s'\"<>]+")
 def is_secret_name(name: str) -> bool:
     """Whether an option, header or query parameter named ``name`` holds a secret."""
     lowered = name.lower()
-    if lowered in _NAME_LISTS:
+    if lowered in _NAME_LISTS or lowered.endswith(_POINTERS):
         return False
     if lowered in _CREDENTIAL_NAMES or lowered.endswith(("_key", "-key")):
         return True
@@ -84,12 +86,19 @@ def _hide_userinfo(text: str) -> str:
 
 
 def redact_value(value: Any) -> Any:
-    """A structured value with URL passwords hidden in every string and secret keys replaced."""
+    """A structured value with URL passwords hidden in every string and secret keys replaced.
+
+    A flag under a secret name (``auth = true``) says nothing secret and stays.
+    """
     if isinstance(value, str):
         return redact_url(value) if "://" in value else value
     if isinstance(value, Mapping):
         return {
-            k: (SECRET if isinstance(k, str) and is_secret_name(k) else redact_value(v))
+            k: (
+                SECRET
+                if isinstance(k, str) and is_secret_name(k) and not isinstance(v, bool | None)
+                else redact_value(v)
+            )
             for k, v in value.items()
         }
     if isinstance(value, list | tuple):

@@ -55,3 +55,15 @@ def test_text_with_credential_query_values() -> None:
 def test_text_with_an_unparseable_url_still_hides_the_password() -> None:
     out = redact_text("mqtt://u:s3cr3t@[not-an-ip:1883 refused")
     assert "s3cr3t" not in out
+
+
+def test_pointers_to_secrets_and_flags_are_not_secrets() -> None:
+    for name in ("password_env", "private_key_env", "password_file", "key_path"):
+        assert not is_secret_name(name), name
+    data = {"auth": True, "password_env": "HAYSTACK_PASSWORD", "password": "pw", "pin": None}
+    assert redact_value(data) == {
+        "auth": True,
+        "password_env": "HAYSTACK_PASSWORD",
+        "password": SECRET,
+        "pin": None,
+    }
