@@ -88,3 +88,11 @@ def test_wrong_target_is_bad_input(tmp_path: Path, target: str, expected: str) -
         resolve(loader.load(_write(tmp_path, GOOD)), Overrides(target=target))
     assert str(caught.value).startswith("--target: target: ")
     assert expected in str(caught.value)
+
+
+def test_profile_connections_key_rescales_the_groups(tmp_path: Path) -> None:
+    plan = resolve(loader.load(_write(tmp_path, GOOD + "\n")), Overrides())
+    assert plan.groups[0].count == 4
+    text = GOOD.replace('duration = "2s"', 'duration = "2s"\nconnections = 9')
+    plan = resolve(loader.load(_write(tmp_path, text)), Overrides())
+    assert plan.groups[0].count == 9
