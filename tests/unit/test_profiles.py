@@ -96,3 +96,18 @@ def test_profile_connections_key_rescales_the_groups(tmp_path: Path) -> None:
     text = GOOD.replace('duration = "2s"', 'duration = "2s"\nconnections = 9')
     plan = resolve(loader.load(_write(tmp_path, text)), Overrides())
     assert plan.groups[0].count == 9
+
+
+def test_a_plugin_check_that_raises_is_still_a_located_error(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from protobench.protocols.http import RequestParams  # noqa: PLC0415
+
+    def broken(cls: object, value: object) -> object:
+        raise TypeError("unhashable")
+
+    monkeypatch.setattr(RequestParams, "model_validate", classmethod(broken))
+    source = _write(tmp_path, GOOD)
+    with pytest.raises(loader.ProfileError) as caught:
+        loader.load(source)
+    assert str(caught.value).startswith(f"{source}:7: group[0]: a value the plugin cannot check")

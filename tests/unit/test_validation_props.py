@@ -62,6 +62,7 @@ def assert_sane(plan: RunPlan) -> None:
 def assert_one_line_error(message: str, source: str) -> None:
     assert "\n" not in message.strip(), message
     assert "Traceback" not in message
+    assert loader.PLUGIN_BUG not in message, message
     assert message.startswith(source), message
 
 

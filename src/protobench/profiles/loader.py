@@ -15,7 +15,7 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
-from pydantic import ValidationError
+from pydantic import BaseModel, ValidationError
 from pydantic_core import ErrorDetails
 
 from protobench.profiles.model import Profile
@@ -23,6 +23,10 @@ from protobench.protocols import registry
 from protobench.protocols.base import Protocol
 
 BUILTIN_PACKAGE = "protobench.profiles.builtin"
+PLUGIN_BUG = "a bug in the plugin's validation"
+"""Said when a plugin's model raises something other than a validation error."""
+
+Loc = tuple[str | int, ...]
 
 
 class ProfileError(Exception):
@@ -99,10 +103,7 @@ def parse(text: str, source: str) -> LoadedProfile:
 
 def check_protocol_keys(profile: Profile, plugin: Protocol, text: str, source: str) -> None:
     """Validate ``[options]`` and every group's parameters against the plugin."""
-    try:
-        plugin.options.model_validate(profile.options)
-    except ValidationError as exc:
-        raise located_error(exc, text, source, prefix=("options",)) from None
+    _validate(plugin.options, profile.options, text, source, ("options",))
     names: set[str] = set()
     for index, group in enumerate(profile.group):
         params_model = plugin.operations.get(group.op)
@@ -115,10 +116,7 @@ def check_protocol_keys(profile: Profile, plugin: Protocol, text: str, source: s
                 f"(expected one of {known})",
                 _line_of(text, ("group", index, "op")),
             )
-        try:
-            params_model.model_validate(group.params)
-        except ValidationError as exc:
-            raise located_error(exc, text, source, prefix=("group", index)) from None
+        _validate(params_model, group.params, text, source, ("group", index))
         name = group.name or group.op
         if name in names:
             raise ProfileError(
@@ -130,9 +128,24 @@ def check_protocol_keys(profile: Profile, plugin: Protocol, text: str, source: s
         names.add(name)
 
 
-def located_error(
-    exc: ValidationError, text: str, source: str, prefix: tuple[str | int, ...] = ()
-) -> ProfileError:
+def _validate(
+    model: type[BaseModel], values: dict[str, Any], text: str, source: str, prefix: Loc
+) -> None:
+    """Validate a plugin's table; a plugin check that raises instead of failing is located too."""
+    try:
+        model.model_validate(values)
+    except ValidationError as exc:
+        raise located_error(exc, text, source, prefix) from None
+    except (TypeError, AttributeError, KeyError, IndexError, OverflowError) as exc:
+        raise ProfileError(
+            source,
+            _key_name(prefix),
+            f"a value the plugin cannot check ({type(exc).__name__}: {exc}; {PLUGIN_BUG})",
+            _line_of(text, prefix),
+        ) from None
+
+
+def located_error(exc: ValidationError, text: str, source: str, prefix: Loc = ()) -> ProfileError:
     """The first error of ``exc`` as a :class:`ProfileError` naming its key and line."""
     error = exc.errors()[0]
     loc = prefix + tuple(error["loc"])
