@@ -21,14 +21,17 @@ CREDENTIAL_WORDS = ("password", "passwd", "secret", "token", "apikey", "api_key"
 
 _CREDENTIAL_NAMES = frozenset({"key", "pass", "pwd", "auth", "authorization", "cookie"})
 _NAME_LISTS = frozenset({"secret_headers", "secret_options"})
+_POINTERS = ("_env", "_file", "_path")
+"""Name endings that say where a secret is (a variable, a file), not what it is."""
 
 _URL_USERINFO = re.compile(r"(?P<scheme>[A-Za-z][A-Za-z0-9+.\-]*://)(?P<userinfo>[^/@\s'\"]*)@")
+_URL = re.compile(r"[A-Za-z][A-Za-z0-9+.\-]*://[^\s'\"<>]+")
 
 
 def is_secret_name(name: str) -> bool:
     """Whether an option, header or query parameter named ``name`` holds a secret."""
     lowered = name.lower()
-    if lowered in _NAME_LISTS:
+    if lowered in _NAME_LISTS or lowered.endswith(_POINTERS):
         return False
     if lowered in _CREDENTIAL_NAMES or lowered.endswith(("_key", "-key")):
         return True
@@ -47,7 +50,7 @@ def redact_url(url: str) -> str:
         hostname = parts.hostname
         port = parts.port
     except ValueError:
-        return redact_text(url)
+        return _hide_userinfo(url)
     netloc = parts.netloc
     if password is not None:
         host = hostname or ""
@@ -65,7 +68,12 @@ def redact_url(url: str) -> str:
 
 
 def redact_text(text: str) -> str:
-    """``text`` (an error message, a log line) with every URL's password hidden."""
+    """``text`` (an error message, a log line) with every URL in it as :func:`redact_url` has it."""
+    return _URL.sub(lambda match: redact_url(match.group(0)), text)
+
+
+def _hide_userinfo(text: str) -> str:
+    """``text`` with the password of every ``scheme://user:password@`` hidden."""
 
     def hide(match: re.Match[str]) -> str:
         userinfo = match.group("userinfo")
@@ -78,12 +86,19 @@ def redact_text(text: str) -> str:
 
 
 def redact_value(value: Any) -> Any:
-    """A structured value with URL passwords hidden in every string and secret keys replaced."""
+    """A structured value with URL passwords hidden in every string and secret keys replaced.
+
+    A flag under a secret name (``auth = true``) says nothing secret and stays.
+    """
     if isinstance(value, str):
         return redact_url(value) if "://" in value else value
     if isinstance(value, Mapping):
         return {
-            k: (SECRET if isinstance(k, str) and is_secret_name(k) else redact_value(v))
+            k: (
+                SECRET
+                if isinstance(k, str) and is_secret_name(k) and not isinstance(v, bool | None)
+                else redact_value(v)
+            )
             for k, v in value.items()
         }
     if isinstance(value, list | tuple):

@@ -44,7 +44,10 @@ def report_snapshot() -> dict[str, Any]:
         {
             "elapsed": 0.25 * (i + 1),
             "phase": "sustain",
-            "workers": [{"pid": 101, "cpu": 40.0 + i, "rss": 50_000_000}, {"pid": 102, "cpu": 30.0}],
+            "workers": [
+                {"pid": 101, "cpu": 40.0 + i, "rss": 50_000_000},
+                {"pid": 102, "cpu": 30.0},
+            ],
             "target": {"pid": 99, "cpu": 20.0 + i, "rss": 40_000_000 + i * 100_000, "fds": 60 + i},
             "host": {"cpu": 70.0, "cpus": 2, "mem_used": 1.5e9, "mem_total": 2.5e10},
         }

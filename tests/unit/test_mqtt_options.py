@@ -11,6 +11,7 @@ from protobench.protocols.base import OpError
 from protobench.protocols.mqtt import MqttProtocol
 from protobench.protocols.mqtt.codec import V5, V311
 from protobench.protocols.mqtt.options import MqttOptions, PublishParams, SubscribeParams, endpoint
+from protobench.protocols.mqtt.sessions import connect_packet
 from protobench.targets.mqtt import MqttBrokerOptions, mosquitto_config
 
 
@@ -112,3 +113,17 @@ def test_the_embedded_broker_queues_without_limit_and_updates_sys_every_second()
 def test_missing_ca_file_is_a_connect_error() -> None:
     with pytest.raises(OpError, match="ca_file"):
         endpoint("mqtts://127.0.0.1", MqttOptions(ca_file="/nonexistent/ca.pem"))
+
+
+def test_credentials_come_from_the_url_unless_the_options_give_them() -> None:
+    where = endpoint("mqtt://alice:s%40cret@127.0.0.1:1883", MqttOptions())
+    packet = connect_packet(MqttOptions(), "c1", where)
+    assert (packet.username, packet.password) == ("alice", b"s@cret")
+    packet = connect_packet(MqttOptions(username="bob", password="pw"), "c1", where)
+    assert (packet.username, packet.password) == ("bob", b"pw")
+
+
+def test_a_password_without_a_user_name_sends_an_empty_user_name() -> None:
+    where = endpoint("mqtt://127.0.0.1:1883", MqttOptions())
+    packet = connect_packet(MqttOptions(password="pw"), "c1", where)
+    assert (packet.username, packet.password) == ("", b"pw")

@@ -88,3 +88,26 @@ def test_wrong_target_is_bad_input(tmp_path: Path, target: str, expected: str) -
         resolve(loader.load(_write(tmp_path, GOOD)), Overrides(target=target))
     assert str(caught.value).startswith("--target: target: ")
     assert expected in str(caught.value)
+
+
+def test_profile_connections_key_rescales_the_groups(tmp_path: Path) -> None:
+    plan = resolve(loader.load(_write(tmp_path, GOOD + "\n")), Overrides())
+    assert plan.groups[0].count == 4
+    text = GOOD.replace('duration = "2s"', 'duration = "2s"\nconnections = 9')
+    plan = resolve(loader.load(_write(tmp_path, text)), Overrides())
+    assert plan.groups[0].count == 9
+
+
+def test_a_plugin_check_that_raises_is_still_a_located_error(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from protobench.protocols.http import RequestParams  # noqa: PLC0415
+
+    def broken(cls: object, value: object) -> object:
+        raise TypeError("unhashable")
+
+    monkeypatch.setattr(RequestParams, "model_validate", classmethod(broken))
+    source = _write(tmp_path, GOOD)
+    with pytest.raises(loader.ProfileError) as caught:
+        loader.load(source)
+    assert str(caught.value).startswith(f"{source}:7: group[0]: a value the plugin cannot check")

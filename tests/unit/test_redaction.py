@@ -42,3 +42,28 @@ def test_structured_values() -> None:
         "options": {"password": SECRET, "qos": 1},
         "l": ["x"],
     }
+
+
+def test_text_with_credential_query_values() -> None:
+    text = "bad URL 'http://127.0.0.1:8080/?access_token=abc123&page=2': put the query in the path"
+    out = redact_text(text)
+    assert "abc123" not in out
+    assert "page=2" in out
+    assert out.endswith("': put the query in the path")
+
+
+def test_text_with_an_unparseable_url_still_hides_the_password() -> None:
+    out = redact_text("mqtt://u:s3cr3t@[not-an-ip:1883 refused")
+    assert "s3cr3t" not in out
+
+
+def test_pointers_to_secrets_and_flags_are_not_secrets() -> None:
+    for name in ("password_env", "private_key_env", "password_file", "key_path"):
+        assert not is_secret_name(name), name
+    data = {"auth": True, "password_env": "HAYSTACK_PASSWORD", "password": "pw", "pin": None}
+    assert redact_value(data) == {
+        "auth": True,
+        "password_env": "HAYSTACK_PASSWORD",
+        "password": SECRET,
+        "pin": None,
+    }

@@ -4,7 +4,8 @@ Each command parses its arguments, calls a function that returns data and an
 exit code, and prints: results on stdout, diagnostics on stderr. Textual is
 imported only by the commands that open the monitor, so ``--help`` and headless
 runs stay fast. Exit codes: 0 ok, 1 thresholds failed (or a diff gate), 2 bad
-input, 3 the run could not complete.
+input, 3 the run could not complete; :mod:`protobench.cli.boundary` maps every
+error of every command to one of them, with one line on stderr.
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ import typer
 
 from protobench import __version__
 from protobench.cli import (
+    boundary,
     diff_cmd,
     discover_cmd,
     profiles_cmd,
@@ -28,6 +30,7 @@ from protobench.cli import (
 
 app = typer.Typer(
     name="protobench",
+    cls=boundary.Boundary,
     help="Benchmark runner and live monitor for HTTP, WebSocket, MQTT, BACnet, Haystack and Beckn.",
     no_args_is_help=True,
     context_settings={"help_option_names": ["-h", "--help"]},
@@ -63,8 +66,6 @@ app.add_typer(snapshots_cmd.app, name="snapshots")
 
 
 def main() -> int:
-    try:
-        app()
-    except SystemExit as exc:
-        return int(exc.code or 0) if not isinstance(exc.code, str) else 2
-    return 0
+    """The console script: the exit code of the command line (see :mod:`.boundary`)."""
+    code: int = app(standalone_mode=False)
+    return code

@@ -10,6 +10,7 @@ from typing import Annotated, Any, NoReturn
 
 import typer
 
+from protobench.cli.boundary import error
 from protobench.engine.plan import Overrides
 from protobench.engine.report import EXIT_BAD_INPUT
 from protobench.profiles.units import parse_duration, parse_rate, parse_scalar
@@ -47,8 +48,8 @@ SnapshotsDirOption = Annotated[
 
 
 def fail(message: str, code: int = EXIT_BAD_INPUT) -> NoReturn:
-    """Print an error on stderr and exit with ``code``."""
-    typer.echo(f"protobench: error: {message}", err=True)
+    """Print an error on stderr (one line, secrets hidden) and exit with ``code``."""
+    error(message)
     raise typer.Exit(code)
 
 

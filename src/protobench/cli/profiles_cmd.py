@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 from typing import Annotated
 
@@ -9,6 +10,9 @@ import typer
 
 from protobench.cli.common import fail
 from protobench.profiles import loader
+from protobench.profiles.model import check_name
+
+_NAME_KEY = re.compile(r"^name\s*=")
 
 app = typer.Typer(help="List, show and create workload profiles.", no_args_is_help=True)
 
@@ -41,15 +45,39 @@ def new(
     ] = "http-get",
     directory: Annotated[Path, typer.Option("--dir", help="Where to write it.")] = Path("."),
 ) -> None:
-    """Write a new profile file, copied from a built-in one."""
+    """Write a new profile file, copied from a built-in one (only its top-level name changes).
+
+    Example: protobench profiles new mine --from mqtt-fanout
+    """
     try:
+        check_name(name)
         text = loader.load(source).text
+    except ValueError as exc:
+        fail(f"profiles new: {exc}")
     except loader.ProfileError as exc:
         fail(str(exc))
     path = directory / f"{name}.toml"
     if path.exists():
         fail(f"{path} exists already")
-    lines = text.splitlines()
-    renamed = [f'name = "{name}"' if line.startswith("name =") else line for line in lines]
-    path.write_text("\n".join(renamed) + "\n", encoding="utf-8")
+    try:
+        path.write_text(rename(text, name), encoding="utf-8")
+    except OSError as exc:
+        fail(f"{path}: cannot write: {exc.strerror or exc}")
     typer.echo(str(path))
+
+
+def rename(text: str, name: str) -> str:
+    """Profile ``text`` with its top-level ``name`` set to ``name``; groups keep theirs.
+
+    The top-level keys are those before the first table header (``[options]``,
+    ``[[group]]``...), so only a ``name =`` line there is replaced.
+    """
+    lines = text.splitlines()
+    for number, line in enumerate(lines):
+        stripped = line.strip()
+        if stripped.startswith("["):
+            break
+        if _NAME_KEY.match(stripped):
+            lines[number] = f'name = "{name}"'
+            return "\n".join(lines) + "\n"
+    return f'name = "{name}"\n' + text

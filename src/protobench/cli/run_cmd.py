@@ -115,7 +115,8 @@ def register(app: typer.Typer) -> None:
         opt: OptOption = None,
         serve_opt: ServeOptOption = None,
         target_pid: Annotated[
-            int | None, typer.Option("--target-pid", help="PID of the target, for its resources.")
+            int | None,
+            typer.Option("--target-pid", min=1, help="PID of the target, for its resources."),
         ] = None,
         as_json: Annotated[
             bool, typer.Option("--json", help="Print the final report as JSON.")

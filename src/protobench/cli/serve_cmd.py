@@ -22,7 +22,10 @@ def register(app: typer.Typer) -> None:
         ctx: typer.Context,
         name: Annotated[str, typer.Argument(help="Target: " + ", ".join(registry.names()))],
         host: Annotated[str, typer.Option(help="Loopback address to bind.")] = "127.0.0.1",
-        port: Annotated[int | None, typer.Option(help="Port (default: the target's own).")] = None,
+        port: Annotated[
+            int | None,
+            typer.Option(min=0, max=65535, help="Port (default: the target's own; 0: any)."),
+        ] = None,
         announce: Annotated[
             bool, typer.Option(help="Print the announcement as one JSON line (for runs).")
         ] = False,

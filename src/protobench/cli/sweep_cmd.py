@@ -152,13 +152,23 @@ def register(app: typer.Typer) -> None:
             serve_opt=serve_opt,
         )
         try:
-            sweep = Sweep([parse_axis(v) for v in vary], stop_on or [DEFAULT_STOP])
+            axes = [parse_axis(v) for v in vary]
+        except ValueError as exc:
+            fail(f"--vary: {exc}")
+        try:
+            sweep = Sweep(axes, stop_on or [DEFAULT_STOP])
+        except ValueError as exc:
+            fail(f"--stop-on: {exc}" if stop_on else str(exc))
+        try:
             loaded = loader.load(profile)
-            plans: dict[str, RunPlan] = {
-                _key(level): resolve(loaded, apply_level(base, level)) for level in sweep.levels()
-            }
-        except (ValueError, loader.ProfileError, PluginError) as exc:
+        except (loader.ProfileError, PluginError) as exc:
             fail(str(exc))
+        plans: dict[str, RunPlan] = {}
+        for level in sweep.levels():
+            try:
+                plans[_key(level)] = resolve(loaded, apply_level(base, level))
+            except (loader.ProfileError, PluginError) as exc:
+                fail(f"--vary {describe(level)}: {exc}")
         store = SnapshotStore(snapshots_dir)
         total = len(plans)
         done: list[Point] = []

@@ -10,13 +10,22 @@ a rate for a group it has no session of.
 from __future__ import annotations
 
 import os
+import resource
 from dataclasses import asdict, dataclass, field, replace
 from typing import Any, Literal
 
-from protobench.engine.thresholds import parse_threshold
-from protobench.profiles.loader import LoadedProfile, ProfileError, check_protocol_keys
-from protobench.profiles.model import Profile
+from pydantic import ValidationError
+
+from protobench.profiles.loader import (
+    LoadedProfile,
+    ProfileError,
+    check_protocol_keys,
+    flag_error,
+    located_error,
+)
+from protobench.profiles.model import MAX_PROCESSES, Profile
 from protobench.protocols import registry
+from protobench.redaction import SECRET, redact_text, redact_value
 from protobench.targets import registry as targets
 
 Model = Literal["closed", "open"]
@@ -110,7 +119,12 @@ class RunPlan:
         return cls(**values)
 
     def redacted(self) -> dict[str, Any]:
-        """The plan as a dict with every secret replaced, for snapshots and reports."""
+        """The plan as a dict with every secret replaced, for snapshots and reports.
+
+        The plugin hides its secret options and headers, the embedded target its
+        secret options, and :func:`redact_value` every URL's password and every
+        value named as a secret, wherever it is (target, overrides, params...).
+        """
         plugin = registry.load(self.protocol)
         data = self.to_dict()
         data["options"] = plugin.redact(self.options)
@@ -125,7 +139,8 @@ class RunPlan:
         if "serve" in overrides:
             overrides["serve"] = _hide(overrides["serve"], hidden)
         data["overrides"] = overrides
-        return data
+        redacted: dict[str, Any] = redact_value(data)
+        return redacted
 
 
 def target_secrets(name: str | None) -> frozenset[str]:
@@ -139,27 +154,55 @@ def target_secrets(name: str | None) -> frozenset[str]:
 
 
 def _hide(values: dict[str, Any], secret: frozenset[str]) -> dict[str, Any]:
-    return {k: ("<secret>" if k in secret else v) for k, v in values.items()}
+    return {k: (SECRET if k in secret else v) for k, v in values.items()}
+
+
+FLAGS = {
+    "target": "--target",
+    "duration": "--duration",
+    "warmup": "--warmup",
+    "interval": "--interval",
+    "connections": "--connections",
+    "rate": "--rate",
+    "ramp_to": "--ramp-to",
+    "processes": "--processes",
+    "timeout": "--timeout",
+    "thresholds": "--threshold",
+    "options": "--opt",
+    "serve": "--serve-opt",
+}
+"""The flag that overrides each profile key (named in errors about an overridden value)."""
+
+_SCALAR_OVERRIDES = (
+    "target",
+    "duration",
+    "warmup",
+    "interval",
+    "connections",
+    "rate",
+    "ramp_to",
+    "processes",
+    "timeout",
+)
+
+FD_MARGIN = 64
+"""Open files a worker needs beside one per session (pipes, logs, the event loop)."""
 
 
 def resolve(loaded: LoadedProfile, overrides: Overrides) -> RunPlan:
-    """Apply ``overrides`` to a loaded profile and validate the result."""
-    profile = loaded.profile
-    try:
-        for expr in overrides.thresholds:
-            parse_threshold(expr)
-    except ValueError as exc:
-        raise ProfileError("--threshold", "", str(exc)) from None
-    if overrides.options:
-        merged = profile.model_copy(update={"options": {**profile.options, **overrides.options}})
-        check_protocol_keys(merged, registry.load(profile.protocol), "", "--opt")
-        profile = merged
-    rate = overrides.rate if overrides.rate is not None else profile.rate
-    ramp_to = overrides.ramp_to if overrides.ramp_to is not None else profile.ramp_to
-    if ramp_to is not None and rate is None:
-        raise ProfileError(loaded.source, "ramp_to", "a ramp needs a starting rate (--rate)")
-    target = overrides.target or profile.target
+    """Apply ``overrides`` to a loaded profile and validate the result.
+
+    The overridden profile goes through the same model as the file, so a flag
+    is held to the same rules as the key it overrides; an error names the flag
+    when the value came from one, else the file, line and key.
+    """
+    profile = _override(loaded, overrides)
     plugin = registry.load(profile.protocol)
+    if overrides.options:
+        check_protocol_keys(profile, plugin, "", "--opt")
+    if profile.ramp_to is not None and profile.rate is None:
+        raise ProfileError(loaded.source, "ramp_to", "a ramp needs a starting rate (--rate)")
+    target = profile.target
     embedded = None
     if target == "embedded" or target.startswith("embedded:"):
         embedded = target.partition(":")[2] or plugin.embedded_target
@@ -169,12 +212,16 @@ def resolve(loaded: LoadedProfile, overrides: Overrides) -> RunPlan:
                 "target",
                 f"protocol {profile.protocol!r} has no embedded target; give --target",
             )
+        _check_serve(loaded, overrides, embedded, profile.serve)
     else:
         try:
             plugin.check_target(target)
         except ValueError as exc:
             where = "--target" if overrides.target else loaded.source
-            raise ProfileError(where, "target", str(exc)) from None
+            raise ProfileError(where, "target", redact_text(str(exc))) from None
+    groups = _groups(profile, profile.connections)
+    processes = profile.processes or default_processes()
+    _check_fd_limit(loaded, overrides, groups, processes)
     return RunPlan(
         profile=profile.name,
         source=loaded.source,
@@ -183,25 +230,83 @@ def resolve(loaded: LoadedProfile, overrides: Overrides) -> RunPlan:
         description=profile.description,
         target=None if embedded else target,
         embedded=embedded,
-        warmup=_pick(overrides.warmup, profile.warmup),
-        duration=_pick(overrides.duration, profile.duration),
-        interval=_pick(overrides.interval, profile.interval),
-        processes=overrides.processes or profile.processes or default_processes(),
-        model="open" if rate is not None else "closed",
-        rate=rate,
-        ramp_to=ramp_to,
-        timeout=_pick(overrides.timeout, profile.timeout),
+        warmup=profile.warmup,
+        duration=profile.duration,
+        interval=profile.interval,
+        processes=processes,
+        model="open" if profile.rate is not None else "closed",
+        rate=profile.rate,
+        ramp_to=profile.ramp_to,
+        timeout=profile.timeout,
         drain=profile.drain,
-        thresholds=tuple(profile.thresholds) + overrides.thresholds,
+        thresholds=tuple(profile.thresholds),
         options=dict(profile.options),
-        serve={**profile.serve, **overrides.serve},
-        groups=_groups(profile, overrides.connections),
+        serve=dict(profile.serve),
+        groups=groups,
         overrides=overrides.as_dict(),
     )
 
 
-def _pick(override: float | None, value: float) -> float:
-    return value if override is None else override
+def _override(loaded: LoadedProfile, overrides: Overrides) -> Profile:
+    """The profile with the overrides applied, validated as a profile file is."""
+    profile = loaded.profile
+    changes: dict[str, Any] = {
+        key: value for key in _SCALAR_OVERRIDES if (value := getattr(overrides, key)) is not None
+    }
+    if overrides.thresholds:
+        changes["thresholds"] = [*profile.thresholds, *overrides.thresholds]
+    if overrides.options:
+        changes["options"] = {**profile.options, **overrides.options}
+    if overrides.serve:
+        changes["serve"] = {**profile.serve, **overrides.serve}
+    if not changes:
+        return profile
+    try:
+        return Profile.model_validate({**profile.model_dump(exclude_unset=True), **changes})
+    except ValidationError as exc:
+        key = exc.errors()[0]["loc"][0]
+        if key in changes and key in FLAGS:
+            raise flag_error(exc, FLAGS[str(key)], skip=1) from None
+        raise located_error(exc, loaded.text, loaded.source) from None
+
+
+def _check_serve(
+    loaded: LoadedProfile, overrides: Overrides, embedded: str, serve: dict[str, Any]
+) -> None:
+    """Validate the ``[serve]`` options against the embedded target's own model."""
+    try:
+        model = targets.load(embedded).options
+    except registry.PluginError as exc:
+        where = "--target" if overrides.target else loaded.source
+        raise ProfileError(where, "target", str(exc)) from None
+    try:
+        model.model_validate(serve)
+    except ValidationError as exc:
+        key = exc.errors()[0]["loc"]
+        if key and key[0] in overrides.serve:
+            raise flag_error(exc, "--serve-opt") from None
+        raise located_error(exc, loaded.text, loaded.source, prefix=("serve",)) from None
+
+
+def _check_fd_limit(
+    loaded: LoadedProfile, overrides: Overrides, groups: tuple[GroupPlan, ...], processes: int
+) -> None:
+    """Refuse a plan whose sessions per worker cannot have an open file each."""
+    sessions = sum(g.count for g in groups)
+    workers = max(1, min(processes, sessions))
+    per_worker = -(-sessions // workers)
+    hard = resource.getrlimit(resource.RLIMIT_NOFILE)[1]
+    if hard == resource.RLIM_INFINITY or per_worker + FD_MARGIN <= hard:
+        return
+    where, key = ("--connections", "") if overrides.connections else (loaded.source, "group")
+    raise ProfileError(
+        where,
+        key,
+        f"{sessions:,} sessions over {workers} worker processes need at least "
+        f"{per_worker + FD_MARGIN:,} open files per process, above the OS limit "
+        f"(RLIMIT_NOFILE hard) of {hard:,}: use more --processes (at most "
+        f"{MAX_PROCESSES}), fewer sessions, or raise the limit (`ulimit -Hn`)",
+    )
 
 
 def default_processes() -> int:

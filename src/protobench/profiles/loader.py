@@ -15,13 +15,18 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
-from pydantic import ValidationError
+from pydantic import BaseModel, ValidationError
+from pydantic_core import ErrorDetails
 
 from protobench.profiles.model import Profile
 from protobench.protocols import registry
 from protobench.protocols.base import Protocol
 
 BUILTIN_PACKAGE = "protobench.profiles.builtin"
+PLUGIN_BUG = "a bug in the plugin's validation"
+"""Said when a plugin's model raises something other than a validation error."""
+
+Loc = tuple[str | int, ...]
 
 
 class ProfileError(Exception):
@@ -87,7 +92,7 @@ def parse(text: str, source: str) -> LoadedProfile:
     try:
         profile = Profile.model_validate(data)
     except ValidationError as exc:
-        raise _located(exc, text, source) from None
+        raise located_error(exc, text, source) from None
     try:
         plugin = registry.load(profile.protocol)
     except registry.PluginError as exc:
@@ -98,10 +103,7 @@ def parse(text: str, source: str) -> LoadedProfile:
 
 def check_protocol_keys(profile: Profile, plugin: Protocol, text: str, source: str) -> None:
     """Validate ``[options]`` and every group's parameters against the plugin."""
-    try:
-        plugin.options.model_validate(profile.options)
-    except ValidationError as exc:
-        raise _located(exc, text, source, prefix=("options",)) from None
+    _validate(plugin.options, profile.options, text, source, ("options",))
     names: set[str] = set()
     for index, group in enumerate(profile.group):
         params_model = plugin.operations.get(group.op)
@@ -114,10 +116,7 @@ def check_protocol_keys(profile: Profile, plugin: Protocol, text: str, source: s
                 f"(expected one of {known})",
                 _line_of(text, ("group", index, "op")),
             )
-        try:
-            params_model.model_validate(group.params)
-        except ValidationError as exc:
-            raise _located(exc, text, source, prefix=("group", index)) from None
+        _validate(params_model, group.params, text, source, ("group", index))
         name = group.name or group.op
         if name in names:
             raise ProfileError(
@@ -129,21 +128,54 @@ def check_protocol_keys(profile: Profile, plugin: Protocol, text: str, source: s
         names.add(name)
 
 
-def _located(
-    exc: ValidationError, text: str, source: str, prefix: tuple[str | int, ...] = ()
-) -> ProfileError:
+def _validate(
+    model: type[BaseModel], values: dict[str, Any], text: str, source: str, prefix: Loc
+) -> None:
+    """Validate a plugin's table; a plugin check that raises instead of failing is located too."""
+    try:
+        model.model_validate(values)
+    except ValidationError as exc:
+        raise located_error(exc, text, source, prefix) from None
+    except (TypeError, AttributeError, KeyError, IndexError, OverflowError) as exc:
+        raise ProfileError(
+            source,
+            _key_name(prefix),
+            f"a value the plugin cannot check ({type(exc).__name__}: {exc}; {PLUGIN_BUG})",
+            _line_of(text, prefix),
+        ) from None
+
+
+def located_error(exc: ValidationError, text: str, source: str, prefix: Loc = ()) -> ProfileError:
+    """The first error of ``exc`` as a :class:`ProfileError` naming its key and line."""
     error = exc.errors()[0]
     loc = prefix + tuple(error["loc"])
-    key = _key_name(loc)
+    return ProfileError(source, _key_name(loc), _message(error), _line_of(text, loc))
+
+
+def flag_error(exc: ValidationError, flag: str, skip: int = 0) -> ProfileError:
+    """The first error of ``exc`` about a value given by ``flag``.
+
+    ``skip`` leading parts of the error's key path are the flag's own key
+    (``--duration`` is ``duration``) and are not repeated.
+    """
+    error = exc.errors()[0]
+    return ProfileError(flag, _key_name(tuple(error["loc"])[skip:]), _message(error))
+
+
+def _message(error: ErrorDetails) -> str:
     message = error["msg"]
     if error["type"] == "extra_forbidden":
         message = "unknown key"
     elif error["type"] == "missing":
         message = "required key is missing"
     elif "input" in error and error["type"] != "value_error":
-        message = f"{message} (got {error['input']!r})"
-    message = message.removeprefix("Value error, ")
-    return ProfileError(source, key, message, _line_of(text, loc))
+        message = f"{message} (got {_short(error['input'])})"
+    return message.removeprefix("Value error, ")
+
+
+def _short(value: Any) -> str:
+    text = repr(value)
+    return text if len(text) <= 60 else text[:57] + "..."
 
 
 def _key_name(loc: tuple[Any, ...]) -> str:

@@ -9,6 +9,7 @@ says what was expected, which the profile loader turns into a located error.
 from __future__ import annotations
 
 import json
+import math
 import re
 from typing import Any
 
@@ -18,44 +19,86 @@ _RATE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*(?:/\s*(s|m|h))?\s*$")
 _RATE_FACTORS = {"s": 1.0, "m": 1 / 60, "h": 1 / 3600}
 
 
-def parse_duration(value: str | int | float) -> float:
-    """Seconds from ``"30s"``, ``"500ms"``, ``"2m"``, ``"250us"``; a bare number is seconds."""
-    if isinstance(value, bool):
-        raise ValueError("expected a duration such as '30s' or '500ms'")
-    if isinstance(value, int | float):
-        if value < 0:
-            raise ValueError("expected a duration >= 0")
-        return float(value)
-    match = _DURATION.match(value)
-    if not match:
-        raise ValueError(f"expected a duration such as '30s', '500ms' or '2m', got {value!r}")
-    return float(match.group(1)) * _DURATION_FACTORS[match.group(2)]
+MAX_DURATION = 30 * 86_400.0
+"""The longest duration any key or flag takes (30 days)."""
+MAX_RATE = 10_000_000.0
+"""The highest rate any key or flag takes (per second)."""
 
 
-def parse_rate(value: str | int | float) -> float:
-    """Operations per second from ``"5000/s"``, ``"300/m"`` or a bare number."""
-    if isinstance(value, bool):
-        raise ValueError("expected a rate such as '5000/s'")
-    if isinstance(value, int | float):
-        rate = float(value)
-    else:
+def _number(value: object, what: str) -> float | None:
+    """``value`` as a finite float when it is a number, ``None`` when it is a string."""
+    if isinstance(value, str):
+        return None
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        raise ValueError(f"expected {what}, got {type(value).__name__} {_short(value)}")
+    try:
+        number = float(value)
+    except OverflowError:
+        raise ValueError(f"expected {what}, got a number too large") from None
+    if not math.isfinite(number):
+        raise ValueError(f"expected {what}, got {value!r}")
+    return number
+
+
+def _short(value: object) -> str:
+    text = repr(value)
+    return text if len(text) <= 40 else text[:37] + "..."
+
+
+def parse_duration(value: object) -> float:
+    """Seconds from ``"30s"``, ``"500ms"``, ``"2m"``, ``"250us"``; a bare number is seconds.
+
+    Durations are finite, ``>= 0`` and at most :data:`MAX_DURATION`; keys that
+    need a positive duration check ``> 0`` themselves.
+    """
+    what = "a duration such as '30s' or '500ms'"
+    seconds = _number(value, what)
+    if seconds is None:
+        assert isinstance(value, str)
+        match = _DURATION.match(value)
+        if not match:
+            raise ValueError(
+                f"expected a duration such as '30s', '500ms' or '2m', got {_short(value)}"
+            )
+        seconds = float(match.group(1)) * _DURATION_FACTORS[match.group(2)]
+    if seconds < 0:
+        raise ValueError("expected a duration >= 0")
+    if seconds > MAX_DURATION:
+        raise ValueError(f"expected a duration of at most 30 days, got {_short(value)}")
+    return seconds
+
+
+def parse_rate(value: object) -> float:
+    """Operations per second from ``"5000/s"``, ``"300/m"`` or a bare number (finite, > 0)."""
+    rate = _number(value, "a rate such as '5000/s'")
+    if rate is None:
+        assert isinstance(value, str)
         match = _RATE.match(value)
         if not match:
-            raise ValueError(f"expected a rate such as '5000/s' or '300/m', got {value!r}")
+            raise ValueError(f"expected a rate such as '5000/s' or '300/m', got {_short(value)}")
         rate = float(match.group(1)) * _RATE_FACTORS[match.group(2) or "s"]
     if rate <= 0:
         raise ValueError("expected a rate > 0")
+    if rate > MAX_RATE:
+        raise ValueError(f"expected a rate of at most {MAX_RATE:,.0f}/s, got {_short(value)}")
     return rate
 
 
-def parse_fraction(value: str | float) -> float:
-    """A fraction from ``"0.5%"`` (0.005) or a bare number (taken as is)."""
-    if isinstance(value, int | float):
-        return float(value)
+def parse_fraction(value: object) -> float:
+    """A finite fraction from ``"0.5%"`` (0.005) or a bare number (taken as is)."""
+    what = "a fraction such as '0.5%' or 0.005"
+    number = _number(value, what)
+    if number is not None:
+        return number
+    assert isinstance(value, str)
     text = value.strip()
-    if text.endswith("%"):
-        return float(text[:-1]) / 100.0
-    return float(text)
+    try:
+        number = float(text[:-1]) / 100.0 if text.endswith("%") else float(text)
+    except ValueError:
+        raise ValueError(f"expected {what}, got {_short(value)}") from None
+    if not math.isfinite(number):
+        raise ValueError(f"expected {what}, got {_short(value)}")
+    return number
 
 
 def parse_scalar(text: str) -> Any:

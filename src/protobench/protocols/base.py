@@ -91,9 +91,9 @@ class OpError(Exception):
 
 
 class StrictModel(BaseModel):
-    """Base of every options and parameters model: unknown keys are errors."""
+    """Base of every options and parameters model: unknown keys and nan/inf are errors."""
 
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    model_config = ConfigDict(extra="forbid", frozen=True, allow_inf_nan=False)
 
 
 class NoParams(StrictModel):

@@ -20,6 +20,7 @@ carry 24 hex digits and an ASCII filler, so they are valid UTF-8.
 
 from __future__ import annotations
 
+import math
 import random
 import re
 import struct
@@ -37,12 +38,13 @@ _FILLER_PERIOD = 251
 _TEXT_ALPHABET = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_"
 _SIZE = re.compile(r"^\s*(\d+)\s*(b|kb|kib|k)?\s*$", re.IGNORECASE)
 _SIZE_FACTORS = {"": 1, "b": 1, "k": 1000, "kb": 1000, "kib": 1024}
+MAX_SIZE = 256 * 1024 * 1024
 
 
 def parse_size(value: str | int) -> int:
     """Bytes from ``200``, ``"200B"``, ``"1k"``/``"1kB"`` (1000) or ``"1KiB"`` (1024)."""
-    if isinstance(value, bool):
-        raise ValueError("expected a size in bytes such as 200 or '1KiB'")
+    if isinstance(value, bool) or not isinstance(value, int | str):
+        raise ValueError(f"expected a size in bytes such as 200 or '1KiB', got {value!r:.40}")
     if isinstance(value, int):
         size = value
     else:
@@ -52,6 +54,8 @@ def parse_size(value: str | int) -> int:
         size = int(match.group(1)) * _SIZE_FACTORS[(match.group(2) or "").lower()]
     if size < 0:
         raise ValueError("expected a size >= 0")
+    if size > MAX_SIZE:
+        raise ValueError(f"expected a size of at most {MAX_SIZE} B (256 MiB), got {size}")
     return size
 
 
@@ -94,7 +98,7 @@ def parse_mix(value: str | int | SizeMix) -> SizeMix:
     """A :class:`SizeMix` from a size or a ``"SIZE:WEIGHT, ..."`` mix."""
     if isinstance(value, SizeMix):
         return value
-    if isinstance(value, int) or ":" not in value:
+    if not isinstance(value, str) or ":" not in value:
         return SizeMix(((parse_size(value), 1.0),))
     entries: list[tuple[int, float]] = []
     percent = []
@@ -110,7 +114,7 @@ def parse_mix(value: str | int | SizeMix) -> SizeMix:
             raise ValueError(
                 f"expected a weight such as '30%' or '3', got {weight_text!r}"
             ) from None
-        if weight <= 0:
+        if not 0 < weight < math.inf:
             raise ValueError(f"expected a weight > 0, got {weight_text!r}")
         entries.append((parse_size(size_text), weight))
     if any(percent) and not all(percent):

@@ -12,7 +12,7 @@ from __future__ import annotations
 from typing import Annotated, Literal
 
 from bac_py.types.parsing import parse_property_identifier
-from pydantic import AfterValidator, Field
+from pydantic import AfterValidator, Field, field_validator
 
 from protobench.profiles.model import Duration
 from protobench.protocols.bacnet_ip.address import parse_endpoint
@@ -107,7 +107,7 @@ class ReadPropertyParams(StrictModel):
 
     objects: list[ObjectSelector] = Field(default_factory=lambda: list(READABLE), min_length=1)
     property: PropertyName = "present-value"
-    array_index: int | None = Field(default=None, ge=0)
+    array_index: int | None = Field(default=None, ge=0, le=0xFFFFFFFF)
     expect: Scalar | None = None
     """A value every reply must carry (else a ``validation`` error)."""
 
@@ -145,7 +145,7 @@ class ObjectListParams(StrictModel):
 
     device: Instance | None = None
     """Device instance (default: the target URL's, else the device that answers)."""
-    expect_count: int | None = Field(default=None, ge=1)
+    expect_count: int | None = Field(default=None, ge=1, le=4_194_303)
 
 
 class CovParams(StrictModel):
@@ -157,6 +157,20 @@ class CovParams(StrictModel):
     renew: Duration | None = None
     """Resubscribe period (default: half the lifetime)."""
     confirmed: bool = False
+
+    @field_validator("lifetime")
+    @classmethod
+    def _lifetime_range(cls, value: float) -> float:
+        if value < 1:
+            raise ValueError("expected a lifetime of at least 1s")
+        return value
+
+    @field_validator("renew")
+    @classmethod
+    def _renew_positive(cls, value: float | None) -> float | None:
+        if value is not None and value <= 0:
+            raise ValueError("expected a renew period > 0")
+        return value
 
 
 class WhoIsParams(StrictModel):
@@ -172,7 +186,7 @@ class WhoIsParams(StrictModel):
 class TableParams(StrictModel):
     """``read-fdt`` / ``read-bdt``: read the BBMD's foreign-device or broadcast table."""
 
-    min_entries: int = Field(default=0, ge=0)
+    min_entries: int = Field(default=0, ge=0, le=65_535)
 
 
 class RouteCheckParams(StrictModel):

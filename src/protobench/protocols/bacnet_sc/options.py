@@ -58,4 +58,4 @@ class UnicastParams(_EchoParams):
 class BroadcastParams(_EchoParams):
     """``broadcast``: an NPDU to every node; done when ``echoes`` nodes have echoed it."""
 
-    echoes: int = Field(default=2, ge=1)
+    echoes: int = Field(default=2, ge=1, le=65_535)

@@ -12,7 +12,7 @@ import ssl
 from dataclasses import dataclass
 from functools import cache
 from typing import Annotated, Literal
-from urllib.parse import urlsplit
+from urllib.parse import unquote, urlsplit
 
 from pydantic import BeforeValidator, Field, field_validator
 
@@ -137,11 +137,13 @@ class IdleParams(StrictModel):
 
 @dataclass(frozen=True)
 class Endpoint:
-    """Where and how to connect: host, port and the TLS context (or None)."""
+    """Where and how to connect: host, port, the TLS context (or None), the URL's credentials."""
 
     host: str
     port: int
     ssl_context: ssl.SSLContext | None
+    username: str | None = None
+    password: str | None = None
 
 
 @cache
@@ -165,4 +167,6 @@ def endpoint(target: str, options: MqttOptions) -> Endpoint:
             context = client_context(ca_file=options.ca_file, insecure=options.insecure)
         except OSError as exc:
             raise OpError(ErrorClass.CONNECT, f"TLS: cannot load ca_file: {exc}") from None
-    return Endpoint(host, port, context)
+    username = unquote(parts.username) if parts.username is not None else None
+    password = unquote(parts.password) if parts.password is not None else None
+    return Endpoint(host, port, context, username, password)

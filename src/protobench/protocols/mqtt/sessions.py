@@ -73,6 +73,7 @@ from protobench.protocols.mqtt.codec import (
 from protobench.protocols.mqtt.endboard import EndBoard, topic_matches
 from protobench.protocols.mqtt.ids import client_id as make_client_id
 from protobench.protocols.mqtt.options import (
+    Endpoint,
     MqttOptions,
     PublishParams,
     SubscribeParams,
@@ -99,7 +100,19 @@ def client_id(options: MqttOptions, ctx: SessionContext, group: str | None = Non
     return make_client_id(options.client_id_prefix, group or ctx.group, ctx.index)
 
 
-def connect_packet(options: MqttOptions, cid: str) -> Connect:
+def connect_packet(options: MqttOptions, cid: str, where: Endpoint | None = None) -> Connect:
+    """The CONNECT of ``cid``: credentials from the options, else from the target URL.
+
+    A password needs a user name (MQTT-3.1.2-22 in 3.1.1): with a password and
+    no user name anywhere, the user name is empty.
+    """
+    username = options.username
+    password = options.password
+    if where is not None:
+        username = username if username is not None else where.username
+        password = password if password is not None else where.password
+    if password is not None and username is None:
+        username = ""
     props: tuple[tuple[int, int], ...] = ()
     if options.protocol_level == V5 and options.session_expiry:
         props = ((Prop.SESSION_EXPIRY_INTERVAL, int(options.session_expiry)),)
@@ -107,8 +120,8 @@ def connect_packet(options: MqttOptions, cid: str) -> Connect:
         cid,
         keepalive=int(options.keepalive),
         clean=options.clean_session,
-        username=options.username,
-        password=options.password.encode() if options.password is not None else None,
+        username=username,
+        password=password.encode() if password is not None else None,
         properties=props,
     )
 
@@ -120,7 +133,7 @@ async def dial(ctx: SessionContext, cid: str) -> MqttConnection:
     conn = await open_connection(
         where.host,
         where.port,
-        connect_packet(options, cid),
+        connect_packet(options, cid, where),
         version=options.protocol_level,
         within=ctx.timeout,
         ssl_context=where.ssl_context,
@@ -561,7 +574,7 @@ class ConnectSession(AsyncSession):
         conn = await open_connection(
             where.host,
             where.port,
-            connect_packet(options, self.cid),
+            connect_packet(options, self.cid, where),
             version=options.protocol_level,
             within=self.ctx.timeout,
             ssl_context=where.ssl_context,

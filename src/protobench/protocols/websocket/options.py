@@ -31,7 +31,7 @@ class WebSocketOptions(StrictModel):
     """Client certificate (PEM) for mutual TLS, with ``key_file``."""
     key_file: str | None = None
     key_password: str | None = None
-    max_size: int = Field(default=16 * 1024 * 1024, ge=1)
+    max_size: int = Field(default=16 * 1024 * 1024, ge=1, le=1024 * 1024 * 1024)
 
     @model_validator(mode="after")
     def _client_pair(self) -> WebSocketOptions:
