@@ -68,6 +68,7 @@ from protobench.protocols.mqtt.codec import (
     encode,
     reason_text,
 )
+from protobench.protocols.mqtt.keepalive import wheel
 
 MAX_PACKET_ID: Final = 0xFFFF
 SWEEP_INTERVAL: Final = 0.1
@@ -132,8 +133,42 @@ def _property(props: Properties, ident: int, default: int) -> int:
     return default
 
 
+_NO_IDS: Final[frozenset[int]] = frozenset()
+
+
 class MqttConnection(asyncio.Protocol):
-    """The client side of one MQTT connection (see the module docstring)."""
+    """The client side of one MQTT connection (see the module docstring).
+
+    Slots, and containers made on first use (``waiting``, the QoS 2 and late
+    packet id sets), keep an idle connection small: thousands are held per process.
+    """
+
+    __slots__ = (
+        "_connack",
+        "_disconnect_reason",
+        "_flush_handle",
+        "_last_sent",
+        "_late_ids",
+        "_next_id",
+        "_out",
+        "_ping_outstanding",
+        "_qos2_in",
+        "_replies",
+        "_sweep_handle",
+        "closed",
+        "decoder",
+        "error",
+        "inflight",
+        "loop",
+        "on_messages",
+        "paused",
+        "resume_waiters",
+        "send_quota",
+        "sent_packets",
+        "transport",
+        "version",
+        "waiting",
+    )
 
     def __init__(self, version: int) -> None:
         self.version = version
@@ -146,17 +181,16 @@ class MqttConnection(asyncio.Protocol):
         self.resume_waiters: list[Callable[[], None]] = []
         self.on_messages: MessageHandler | None = None
         self.inflight: dict[int, tuple[Done, float]] = {}
-        self.waiting: deque[Callable[[], None]] = deque()
+        self.waiting: deque[Callable[[], None]] | None = None
         self.send_quota = MAX_PACKET_ID
         self.sent_packets = 0
         self._out: list[bytes] = []
         self._flush_handle: asyncio.Handle | None = None
         self._connack: asyncio.Future[Connack] | None = self.loop.create_future()
         self._replies: dict[int, asyncio.Future[Suback | Unsuback]] = {}
-        self._qos2_in: set[int] = set()
-        self._late_ids: set[int] = set()
+        self._qos2_in: set[int] | None = None
+        self._late_ids: set[int] | None = None
         self._next_id = 0
-        self._keepalive_handle: asyncio.TimerHandle | None = None
         self._sweep_handle: asyncio.TimerHandle | None = None
         self._ping_outstanding = False
         self._last_sent = 0
@@ -255,7 +289,9 @@ class MqttConnection(asyncio.Protocol):
                 self.send(bytes((0x40, 2, pid >> 8, pid & 0xFF)))
             else:
                 self.send(bytes((0x50, 2, pid >> 8, pid & 0xFF)))
-                if pid in self._qos2_in:
+                if self._qos2_in is None:
+                    self._qos2_in = set()
+                elif pid in self._qos2_in:
                     return
                 self._qos2_in.add(pid)
         handler = self.on_messages
@@ -268,7 +304,8 @@ class MqttConnection(asyncio.Protocol):
         for pid in pids:
             entry = inflight.pop(pid, None)
             if entry is None:
-                self._late_ids.discard(pid)
+                if self._late_ids:
+                    self._late_ids.discard(pid)
             else:
                 entry[0](None, 4)
         if self.waiting:
@@ -278,7 +315,8 @@ class MqttConnection(asyncio.Protocol):
         kind = ack.kind
         pid = ack.packet_id
         if kind == PUBREL:
-            self._qos2_in.discard(pid)
+            if self._qos2_in:
+                self._qos2_in.discard(pid)
             self.send(bytes((0x70, 2, pid >> 8, pid & 0xFF)))
             return
         if kind == PUBREC and ack.reason < 0x80:
@@ -286,7 +324,8 @@ class MqttConnection(asyncio.Protocol):
             return
         entry = self.inflight.pop(pid, None)
         if entry is None:
-            self._late_ids.discard(pid)
+            if self._late_ids:
+                self._late_ids.discard(pid)
             return
         if ack.reason >= 0x80:
             entry[0](
@@ -324,7 +363,7 @@ class MqttConnection(asyncio.Protocol):
         """A packet identifier not in flight (nor timed out and still unacknowledged)."""
         pid = self._next_id % MAX_PACKET_ID + 1
         inflight = self.inflight
-        late = self._late_ids
+        late = self._late_ids or _NO_IDS
         if pid in inflight or pid in late:
             for _ in range(MAX_PACKET_ID):
                 pid = pid % MAX_PACKET_ID + 1
@@ -357,14 +396,22 @@ class MqttConnection(asyncio.Protocol):
             if deadline > now:
                 break
             expired.append(pid)
+        if expired and self._late_ids is None:
+            self._late_ids = set()
         for pid in expired:
             done, _ = self.inflight.pop(pid)
-            self._late_ids.add(pid)
+            self._late_ids.add(pid)  # type: ignore[union-attr]
             done(OpError(ErrorClass.TIMEOUT, "no PUBACK/PUBCOMP in time"), 0)
         if expired:
             self._release_waiting()
         if self.inflight:
             self._sweep_handle = self.loop.call_later(SWEEP_INTERVAL, self._sweep)
+
+    def wait_window(self, start: Callable[[], None]) -> None:
+        """Call ``start`` once the in-flight window and the socket have room (in order)."""
+        if self.waiting is None:
+            self.waiting = deque()
+        self.waiting.append(start)
 
     def _release_waiting(self) -> None:
         """Start queued publishes while the window and the socket allow."""
@@ -396,32 +443,32 @@ class MqttConnection(asyncio.Protocol):
         assert isinstance(suback, Suback)
         return suback
 
-    def start_keepalive(self, keepalive: float, first_delay: float) -> None:
-        """Ping when nothing was sent for ``keepalive / 2`` (0 = no keepalive)."""
+    def start_keepalive(self, keepalive: float) -> None:
+        """Ping when nothing was sent for ``keepalive / 2`` (0 = no keepalive), on the
+        shared :mod:`.keepalive` wheel."""
         if keepalive > 0:
-            self._keepalive_handle = self.loop.call_later(
-                first_delay, self._keepalive_tick, keepalive / 2
-            )
+            wheel(keepalive / 2).add(self)
 
-    def _keepalive_tick(self, period: float) -> None:
+    def keepalive_tick(self) -> bool:
+        """This connection's keepalive turn; False once it has ended."""
         if self.error is not None:
-            return
+            return False
         if self._ping_outstanding:
             self.abort(OpError(ErrorClass.TIMEOUT, "keepalive: no PINGRESP from the broker"))
-            return
+            return False
         if self.sent_packets == self._last_sent:
             self._ping_outstanding = True
             self.send(b"\xc0\x00")
         self._last_sent = self.sent_packets
-        self._keepalive_handle = self.loop.call_later(period, self._keepalive_tick, period)
+        return True
 
     # ------------------------------------------------------------------ closing
 
     def _fail_all(self, error: OpError) -> None:
-        for handle in (self._keepalive_handle, self._sweep_handle, self._flush_handle):
+        for handle in (self._sweep_handle, self._flush_handle):
             if handle is not None:
                 handle.cancel()
-        self._keepalive_handle = self._sweep_handle = self._flush_handle = None
+        self._sweep_handle = self._flush_handle = None
         self._out.clear()
         futures: list[asyncio.Future[Connack] | asyncio.Future[Suback | Unsuback]] = list(
             self._replies.values()
@@ -436,7 +483,7 @@ class MqttConnection(asyncio.Protocol):
         inflight, self.inflight = self.inflight, {}
         for done, _ in inflight.values():
             done(error, 0)
-        waiting, self.waiting = self.waiting, deque()
+        waiting, self.waiting = self.waiting or (), None
         for start in waiting:
             start()
         waiters, self.resume_waiters = self.resume_waiters, []

@@ -44,7 +44,6 @@ before it reopens the session.
 from __future__ import annotations
 
 import asyncio
-import random
 from collections import deque
 from collections.abc import Awaitable, Callable
 from typing import Final, cast
@@ -126,8 +125,7 @@ async def dial(ctx: SessionContext, cid: str) -> MqttConnection:
         ssl_context=where.ssl_context,
     )
     ctx.count("connects", 1)
-    half = options.keepalive / 2
-    conn.start_keepalive(options.keepalive, first_delay=half * random.uniform(0.5, 1.0))
+    conn.start_keepalive(options.keepalive)
     return conn
 
 
@@ -296,7 +294,7 @@ class PublishSession(CallbackSession):
                 self._loop.call_soon(self._drain)
         elif conn.paused or conn.waiting or len(conn.inflight) >= conn.send_quota:
             self._queued += 1
-            conn.waiting.append(lambda: self._send_queued(done))
+            conn.wait_window(lambda: self._send_queued(done))
         else:
             self._send_tracked(done)
 
