@@ -69,6 +69,7 @@ from protobench.protocols.mqtt.codec import (
     reason_text,
 )
 from protobench.protocols.mqtt.keepalive import wheel
+from protobench.protocols.sourceaddr import connected_socket
 
 MAX_PACKET_ID: Final = 0xFFFF
 SWEEP_INTERVAL: Final = 0.1
@@ -104,7 +105,11 @@ def map_os_error(exc: OSError, during: str) -> OpError:
     if exc.errno in (errno.EMFILE, errno.ENFILE):
         return fd_limit_error(exc)
     if exc.errno == errno.EADDRNOTAVAIL:
-        return OpError(ErrorClass.LOCAL, f"{during}: no local port left ({exc.strerror})")
+        return OpError(
+            ErrorClass.LOCAL,
+            f"{during}: no local port left ({exc.strerror}): spread the connections over "
+            "more source_addresses",
+        )
     if isinstance(exc, ssl.SSLError):
         return OpError(ErrorClass.CONNECT, f"{during}: TLS failed: {exc.reason or exc}")
     if isinstance(exc, ConnectionResetError | BrokenPipeError):
@@ -523,19 +528,24 @@ async def open_connection(
     version: int,
     within: float,
     ssl_context: ssl.SSLContext | None = None,
+    source: str | None = None,
 ) -> MqttConnection:
-    """Connect, send ``connect`` and wait for a successful CONNACK, or raise :class:`OpError`."""
+    """Connect (from ``source`` when given), send ``connect`` and wait for a successful
+    CONNACK, or raise :class:`OpError`."""
     loop = asyncio.get_running_loop()
     conn = MqttConnection(version)
+    hostname = host if ssl_context else None
     try:
         async with asyncio.timeout(within):
-            await loop.create_connection(
-                lambda: conn,
-                host,
-                port,
-                ssl=ssl_context,
-                server_hostname=host if ssl_context else None,
-            )
+            if source is None:
+                await loop.create_connection(
+                    lambda: conn, host, port, ssl=ssl_context, server_hostname=hostname
+                )
+            else:
+                sock = await connected_socket(host, port, source)
+                await loop.create_connection(
+                    lambda: conn, sock=sock, ssl=ssl_context, server_hostname=hostname
+                )
             conn.send(encode(connect, version))
             connack = await conn.wait_connack()
     except TimeoutError:

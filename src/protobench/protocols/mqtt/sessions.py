@@ -87,6 +87,7 @@ from protobench.protocols.mqtt.payload import (
     new_publisher_id,
     stamp_struct,
 )
+from protobench.protocols.sourceaddr import source_for
 
 BURST: Final = 128
 """QoS 0 completions handed out per session and event-loop turn."""
@@ -123,6 +124,7 @@ async def dial(ctx: SessionContext, cid: str) -> MqttConnection:
         version=options.protocol_level,
         within=ctx.timeout,
         ssl_context=where.ssl_context,
+        source=source_for(options.source_addresses, ctx.index, where.host),
     )
     ctx.count("connects", 1)
     conn.start_keepalive(options.keepalive)
@@ -563,6 +565,7 @@ class ConnectSession(AsyncSession):
             version=options.protocol_level,
             within=self.ctx.timeout,
             ssl_context=where.ssl_context,
+            source=source_for(options.source_addresses, self.ctx.index, where.host),
         )
         self.ctx.count("connects", 1)
         conn.disconnect()

@@ -32,6 +32,7 @@ from websockets.typing import Subprotocol
 from websockets.uri import parse_uri
 
 from protobench.protocols.base import ErrorClass, OpError
+from protobench.protocols.sourceaddr import connected_socket, source_for
 from protobench.protocols.websocket.codec import (
     ConnectionClosedByPeer,
     FastCodec,
@@ -231,9 +232,14 @@ def _handshake_error(exc: Exception | None) -> OpError:
 
 
 async def connect(
-    target: str, options: WebSocketOptions, within: float, path: str | None = None
+    target: str,
+    options: WebSocketOptions,
+    within: float,
+    path: str | None = None,
+    index: int = 0,
 ) -> WsConnection:
-    """Open one connection to ``target`` and complete the handshake within ``within`` seconds."""
+    """Open one connection to ``target`` and complete the handshake within ``within`` seconds
+    (from the source address of session ``index``, see :mod:`~protobench.protocols.sourceaddr`)."""
     where = endpoint(target, options, path)
     client = ClientProtocol(
         parse_uri(where.url),
@@ -244,15 +250,26 @@ async def connect(
     )
     loop = asyncio.get_running_loop()
     conn: WsConnection | None = None
+    source = source_for(options.source_addresses, index, where.host)
+    hostname = where.host if where.ssl else None
     try:
         async with asyncio.timeout(within):
-            _, conn = await loop.create_connection(
-                lambda: WsConnection(client, options),
-                where.host,
-                where.port,
-                ssl=where.ssl,
-                server_hostname=where.host if where.ssl else None,
-            )
+            if source is None:
+                _, conn = await loop.create_connection(
+                    lambda: WsConnection(client, options),
+                    where.host,
+                    where.port,
+                    ssl=where.ssl,
+                    server_hostname=hostname,
+                )
+            else:
+                sock = await connected_socket(where.host, where.port, source)
+                _, conn = await loop.create_connection(
+                    lambda: WsConnection(client, options),
+                    sock=sock,
+                    ssl=where.ssl,
+                    server_hostname=hostname,
+                )
             await conn.opened
     except OpError:
         raise
