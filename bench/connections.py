@@ -21,7 +21,10 @@ connections for ``--hold`` seconds the bench prints, per protocol:
 * the time it took.
 
 A process can hold only as many connections as its RLIMIT_NOFILE allows; a
-line says when the OS refused to raise it (the broker is one process).
+line says when the OS refused to raise it. mosquitto is one process: where
+the hard limit cannot be raised (a container without CAP_SYS_RESOURCE),
+``--brokers N`` starts N mosquitto processes and spreads the client processes
+over them, to measure the client side beyond one broker's limit.
 """
 
 from __future__ import annotations
@@ -158,6 +161,7 @@ def _start_mosquitto(workdir: Path, connections: int) -> tuple[subprocess.Popen[
     if note:
         print(note, file=sys.stderr, flush=True)
     port = free_port()
+    workdir.mkdir(parents=True, exist_ok=True)
     conf = workdir / "mosquitto.conf"
     conf.write_text(mosquitto_config("127.0.0.1", port, MqttBrokerOptions(sys_interval=10)))
     log = (workdir / "mosquitto.log").open("ab")
@@ -186,14 +190,22 @@ def _wait_listening(url: str, within: float = 10) -> None:
     raise SystemExit(f"{url} does not accept connections")
 
 
-def measure(kind: str, total: int, processes: int, hold: float, sources: int | None) -> None:
+def measure(
+    kind: str, total: int, processes: int, hold: float, sources: int | None, brokers: int = 1
+) -> None:
     raise_fd_limit(total + FD_MARGIN)
     with tempfile.TemporaryDirectory(prefix="bench-connections-") as tmp:
-        server, url = _start_mosquitto(Path(tmp), total) if kind == "mqtt" else _start_ws()
+        servers = [
+            _start_mosquitto(Path(tmp) / str(b), math.ceil(total / brokers))
+            if kind == "mqtt"
+            else _start_ws()
+            for b in range(brokers)
+        ]
         try:
-            _wait_listening(url)
+            for _, url in servers:
+                _wait_listening(url)
             time.sleep(0.3)
-            server_rss0 = psutil.Process(server.pid).memory_info().rss
+            server_rss0 = sum(psutil.Process(proc.pid).memory_info().rss for proc, _ in servers)
             share = math.ceil(total / processes)
             fork = multiprocessing.get_context("fork")
             pipes = []
@@ -203,6 +215,7 @@ def measure(kind: str, total: int, processes: int, hold: float, sources: int | N
                 if count <= 0:
                     break
                 ours, theirs = fork.Pipe()
+                url = servers[p % brokers][1]
                 child = fork.Process(
                     target=_child, args=(kind, url, p * share, count, sources, theirs)
                 )
@@ -215,15 +228,18 @@ def measure(kind: str, total: int, processes: int, hold: float, sources: int | N
                 pipe.send("go")
             results = [pipe.recv() for pipe in pipes]
             time.sleep(hold)
-            server_rss = psutil.Process(server.pid).memory_info().rss - server_rss0
+            server_rss = (
+                sum(psutil.Process(proc.pid).memory_info().rss for proc, _ in servers) - server_rss0
+            )
             for pipe in pipes:
                 pipe.send("close")
             after = [pipe.recv() for pipe in pipes]
             for child in children:
                 child.join(30)
         finally:
-            server.terminate()
-            server.wait(10)
+            for proc, _ in servers:
+                proc.terminate()
+                proc.wait(10)
     held = sum(r["held"] for r in results)
     errors: Counter[str] = Counter()
     for r in results:
@@ -234,6 +250,7 @@ def measure(kind: str, total: int, processes: int, hold: float, sources: int | N
     lost = sum(sum(a["disconnects"].values()) for a in after)
     print(
         f"{kind:5} {held:>7,} of {total:,} held ({processes} client processes, "
+        f"{brokers} server process{'es' if brokers > 1 else ''}, "
         f"source addresses: {sources or 'auto'})"
     )
     print(
@@ -261,6 +278,13 @@ def main() -> None:
     )
     parser.add_argument("--hold", type=float, default=5.0, help="seconds to hold them")
     parser.add_argument("--source-addresses", type=int, default=None)
+    parser.add_argument(
+        "--brokers",
+        type=int,
+        default=1,
+        help="MQTT brokers (mosquitto processes), client processes spread over them: one "
+        "process holds no more connections than its open-file limit",
+    )
     args = parser.parse_args()
     load = os.getloadavg()
     print(f"load average {load[0]:.2f} {load[1]:.2f} {load[2]:.2f}, {os.cpu_count()} CPUs")
@@ -268,7 +292,8 @@ def main() -> None:
         if total > 0:
             processes = args.processes or math.ceil(total / PER_PROCESS)
             started = time.monotonic()
-            measure(kind, total, processes, args.hold, args.source_addresses)
+            brokers = args.brokers if kind == "mqtt" else 1
+            measure(kind, total, processes, args.hold, args.source_addresses, brokers)
             print(f"      took {time.monotonic() - started:.1f} s")
 
 
