@@ -4,7 +4,7 @@ mosquitto (the embedded target's config, its open-file limit raised as far as
 the OS allows) and the embedded WebSocket server (``protobench serve ws``) are
 started on loopback; ``--processes`` client processes (each raising its own
 open-file limit) open ``--mqtt`` idle MQTT sessions (keepalive 60 s) and
-``--ws`` WebSocket sessions (held open on ``/``), 256 connects in flight per
+``--ws`` WebSocket sessions (held open on ``/``), 64 connects in flight per
 process, all processes at once (the connection storm), each session with the
 task the engine would run for it. Sessions of index 20,000 and beyond connect
 from 127.0.0.2, 127.0.0.3... (``source_addresses``, automatic) unless
@@ -61,7 +61,7 @@ from protobench.targets.mqtt import (
     mosquitto_config,
 )
 
-IN_FLIGHT = 256
+IN_FLIGHT = 64
 PER_PROCESS = 18_000
 
 
