@@ -88,6 +88,12 @@ async def test_an_idle_connection_has_no_instance_dict_nor_queues_until_used() -
     conn = MqttConnection(V311)
     assert not hasattr(conn, "__dict__")
     assert conn.waiting is None
+    assert conn.resume_waiters is None
+    conn.connection_made(cast(asyncio.Transport, Wire()))
+    conn.data_received(b"\x20\x02\x00\x00")  # CONNACK
+    decoder = conn.decoder
+    assert decoder.messages == []
+    assert decoder.messages is decoder.to_ack is decoder.acked  # one shared empty list
     conn.wait_window(lambda: None)
     assert conn.waiting is not None
     assert len(conn.waiting) == 1

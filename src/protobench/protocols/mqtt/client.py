@@ -15,7 +15,7 @@ PINGREQ when nothing else was sent for half the keepalive and drops the
 connection as ``timeout`` when the PINGRESP does not come. Writes made during
 one event-loop turn are coalesced into one ``transport.write``. The transport's
 ``pause_writing``/``resume_writing`` set :attr:`MqttConnection.paused` and
-wake the callbacks in ``resume_waiters``, so publishers stop producing when
+wake the callbacks given to ``wait_writable``, so publishers stop producing when
 the socket's buffer is full instead of queueing without bound.
 
 Reads are decoded with :meth:`Decoder.split`: the messages of one read reach
@@ -183,7 +183,7 @@ class MqttConnection(asyncio.Protocol):
         self.error: OpError | None = None
         self.closed: asyncio.Future[OpError] = self.loop.create_future()
         self.paused = False
-        self.resume_waiters: list[Callable[[], None]] = []
+        self.resume_waiters: list[Callable[[], None]] | None = None
         self.on_messages: MessageHandler | None = None
         self.inflight: dict[int, tuple[Done, float]] = {}
         self.waiting: deque[Callable[[], None]] | None = None
@@ -192,7 +192,7 @@ class MqttConnection(asyncio.Protocol):
         self._out: list[bytes] = []
         self._flush_handle: asyncio.Handle | None = None
         self._connack: asyncio.Future[Connack] | None = self.loop.create_future()
-        self._replies: dict[int, asyncio.Future[Suback | Unsuback]] = {}
+        self._replies: dict[int, asyncio.Future[Suback | Unsuback]] | None = None
         self._qos2_in: set[int] | None = None
         self._late_ids: set[int] | None = None
         self._next_id = 0
@@ -215,7 +215,7 @@ class MqttConnection(asyncio.Protocol):
 
     def resume_writing(self) -> None:
         self.paused = False
-        waiters, self.resume_waiters = self.resume_waiters, []
+        waiters, self.resume_waiters = self.resume_waiters or (), None
         for waiter in waiters:
             waiter()
         self._release_waiting()
@@ -256,6 +256,8 @@ class MqttConnection(asyncio.Protocol):
             handler = self.on_messages
             if handler is not None:
                 handler(decoder.data, messages, now)
+        elif not (to_ack or acked):
+            decoder.rest()  # a control packet (CONNACK, PINGRESP): keep no empty lists
         for packet in packets:
             kind = type(packet)
             if kind is Publish:
@@ -270,7 +272,9 @@ class MqttConnection(asyncio.Protocol):
                 if future is not None and not future.done():
                     future.set_result(packet)  # type: ignore[arg-type]
             elif kind is Suback or kind is Unsuback:
-                reply = self._replies.pop(packet.packet_id, None)  # type: ignore[union-attr]
+                replies = self._replies
+                pid = packet.packet_id  # type: ignore[union-attr]
+                reply = replies.pop(pid, None) if replies is not None else None
                 if reply is not None and not reply.done():
                     reply.set_result(packet)  # type: ignore[arg-type]
             elif kind is Disconnect:
@@ -412,6 +416,12 @@ class MqttConnection(asyncio.Protocol):
         if self.inflight:
             self._sweep_handle = self.loop.call_later(SWEEP_INTERVAL, self._sweep)
 
+    def wait_writable(self, resumed: Callable[[], None]) -> None:
+        """Call ``resumed`` once the transport's buffer has room again (``resume_writing``)."""
+        if self.resume_waiters is None:
+            self.resume_waiters = []
+        self.resume_waiters.append(resumed)
+
     def wait_window(self, start: Callable[[], None]) -> None:
         """Call ``start`` once the in-flight window and the socket have room (in order)."""
         if self.waiting is None:
@@ -437,6 +447,8 @@ class MqttConnection(asyncio.Protocol):
         """Send SUBSCRIBE and return the SUBACK (its reason codes are the caller's to check)."""
         pid = self.next_packet_id()
         reply: asyncio.Future[Suback | Unsuback] = self.loop.create_future()
+        if self._replies is None:
+            self._replies = {}
         self._replies[pid] = reply
         self.send(encode(Subscribe(pid, tuple(topics)), self.version))
         try:
@@ -476,7 +488,7 @@ class MqttConnection(asyncio.Protocol):
         self._sweep_handle = self._flush_handle = None
         self._out.clear()
         futures: list[asyncio.Future[Connack] | asyncio.Future[Suback | Unsuback]] = list(
-            self._replies.values()
+            (self._replies or {}).values()
         )
         if self._connack is not None:
             futures.append(self._connack)
@@ -484,14 +496,14 @@ class MqttConnection(asyncio.Protocol):
             if not future.done():
                 future.set_exception(error)
                 future.exception()  # a failure nobody waits for is not worth a warning
-        self._replies.clear()
+        self._replies = None
         inflight, self.inflight = self.inflight, {}
         for done, _ in inflight.values():
             done(error, 0)
         waiting, self.waiting = self.waiting or (), None
         for start in waiting:
             start()
-        waiters, self.resume_waiters = self.resume_waiters, []
+        waiters, self.resume_waiters = self.resume_waiters or (), None
         for waiter in waiters:
             waiter()
         if not self.closed.done():

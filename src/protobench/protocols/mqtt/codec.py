@@ -697,6 +697,10 @@ class Decoder:
         self.acked = []
         return self._decode(data, True)
 
+    def rest(self) -> None:
+        """Drop the lists of the last :meth:`split` (an idle connection keeps none)."""
+        self.messages = self.to_ack = self.acked = _NO_SPANS
+
     def _decode(self, data: bytes, fast: bool) -> list[Packet]:
         if self._buf:
             data = self._buf + data

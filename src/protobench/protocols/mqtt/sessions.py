@@ -350,7 +350,7 @@ class PublishSession(CallbackSession):
             return
         if conn.paused:
             self._scheduled = True
-            conn.resume_waiters.append(self._resumed)
+            conn.wait_writable(self._resumed)
             self._stall_timer = self._loop.call_later(self.timeout, self._stalled)
             return
         self._draining = True
@@ -545,7 +545,9 @@ class IdleSession(_HeldConnection):
     """An open connection kept alive by keepalive pings; records nothing."""
 
     async def run(self, recorder: OpRecorder) -> None:
-        await self._hold(recorder)
+        error = await self.conn.closed  # not through _hold: one coroutine less per connection
+        recorder.count("disconnects")
+        raise error
 
 
 class ConnectSession(AsyncSession):
