@@ -245,14 +245,14 @@ async def test_headers_and_subprotocols_reach_the_server() -> None:
         options = {"headers": {"Authorization": "Bearer t0ken"}, "subprotocols": ["v2.echo"]}
         session = await open_session(PLUGIN, url, "echo", options=options)
         assert isinstance(session, EchoSession)
-        assert session.conn.client.subprotocol == "v2.echo"
+        assert session.conn.subprotocol == "v2.echo"
         outcome = await drive([session], 10)
         await session.close()
     assert (info.value.error_class, info.value.code) == (ErrorClass.AUTH, "401")
     assert outcome.ok == 10
 
 
-async def test_connections_spread_over_the_source_addresses_given() -> None:
+async def test_connections_spread_over_the_source_addresses_given_and_keep_no_handshake() -> None:
     async with serving(WsEchoTarget()) as target:
         options = {"source_addresses": ["127.0.0.3", "127.0.0.4"]}
         sessions = [
@@ -267,6 +267,8 @@ async def test_connections_spread_over_the_source_addresses_given() -> None:
             for s in sessions
             if isinstance(s, SubscribeSession) and s.conn.transport is not None
         )
+        kept = [s.conn.client for s in sessions if isinstance(s, SubscribeSession)]
         await _close(sessions)
+    assert kept == [None] * 300  # no handshake state kept by an open connection
     assert stats["connections"] == 300
     assert sources == {"127.0.0.3": 150, "127.0.0.4": 150}

@@ -89,7 +89,8 @@ class WsConnection(asyncio.Protocol):
     """The asyncio protocol of one connection. Sessions set ``on_message`` and ``on_lost``."""
 
     def __init__(self, client: ClientProtocol, options: WebSocketOptions) -> None:
-        self.client = client
+        self.client: ClientProtocol | None = client
+        """websockets' handshake state; dropped after it unless its codec needs it."""
         self.options = options
         self.opened: asyncio.Future[None] = asyncio.get_running_loop().create_future()
         self.transport: asyncio.Transport | None = None
@@ -97,8 +98,9 @@ class WsConnection(asyncio.Protocol):
         self.on_lost: Callable[[OpError], None] | None = None
         self.lost: OpError | None = None
         self.paused = False
-        self.resumed: asyncio.Event = asyncio.Event()
-        self.resumed.set()
+        self.subprotocol: str | None = None
+        """The subprotocol the server chose in the handshake."""
+        self._resumed: asyncio.Future[None] | None = None
         self._head = bytearray()
 
     def set_on_message(self, callback: OnMessage) -> None:
@@ -109,11 +111,13 @@ class WsConnection(asyncio.Protocol):
 
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
         self.transport = cast(asyncio.Transport, transport)  # uvloop's is not a subclass
-        request = self.client.connect()
+        client = self.client
+        assert client is not None
+        request = client.connect()
         for name, value in self.options.headers.items():
             request.headers[name] = value
-        self.client.send_request(request)
-        self.transport.write(b"".join(self.client.data_to_send()))
+        client.send_request(request)
+        self.transport.write(b"".join(client.data_to_send()))
 
     def data_received(self, data: bytes) -> None:
         codec = self.codec
@@ -138,11 +142,23 @@ class WsConnection(asyncio.Protocol):
 
     def pause_writing(self) -> None:
         self.paused = True
-        self.resumed.clear()
 
     def resume_writing(self) -> None:
         self.paused = False
-        self.resumed.set()
+        self._wake()
+
+    async def writable(self) -> None:
+        """Return once the transport's buffer has room again, or the connection is lost."""
+        if not self.paused or self.lost is not None:
+            return
+        if self._resumed is None:
+            self._resumed = asyncio.get_running_loop().create_future()
+        await asyncio.shield(self._resumed)
+
+    def _wake(self) -> None:
+        resumed, self._resumed = self._resumed, None
+        if resumed is not None and not resumed.done():
+            resumed.set_result(None)
 
     # handshake
 
@@ -161,16 +177,19 @@ class WsConnection(asyncio.Protocol):
             self._fail(_status_error(status))
             return
         client = self.client
+        assert client is not None
         client.receive_data(head)
         events = client.events_received()
         if client.handshake_exc is not None or not any(isinstance(e, Response) for e in events):
             self._fail(_handshake_error(client.handshake_exc))
             return
         max_size = self.options.max_size
+        self.subprotocol = client.subprotocol
         if client.extensions:
             self.codec = SansIOCodec(client, _ignore, max_size)
         else:
             self.codec = FastCodec(_ignore, max_size)
+            self.client = None  # an idle connection keeps no handshake state
         if not self.opened.done():
             self.opened.set_result(None)
         if rest:
@@ -191,7 +210,7 @@ class WsConnection(asyncio.Protocol):
         if self.lost is not None:
             return
         self.lost = error
-        self.resumed.set()
+        self._wake()
         if not self.opened.done():
             self.opened.set_exception(error)
         if self.transport is not None:
