@@ -32,6 +32,11 @@ messages back-to-back for ``--duration`` seconds, ``--rounds`` times:
   about 45 were seen on a shared 2-core machine, with the figure going
   from about 6.6 down to about 1.5 µs); read the two together. Neither row
   delays reads: every message's latency is stamped when its bytes are read.
+  Both rows print the subscriber's e2e p50 too.
+* ``--sub-variants``: only the one-subscription row, once per subscriber socket
+  setting (:data:`SUB_VARIANTS`), interleaved in each round, with the load
+  average: how SO_RCVBUF, TCP_NODELAY and SO_RCVLOWAT change the CPU per
+  message and the e2e p50 (issue 22 §3).
 
 Every publish run is cross-checked against the broker: the delta of
 ``$SYS/broker/publish/messages/received`` over the run must cover the
