@@ -48,6 +48,16 @@ def fd_limit_note(who: str, wanted: int) -> str | None:
     )
 
 
+def fd_limit_text(strerror: str | None) -> str:
+    """The one-line cause of a connection refused by the process's open-file limit."""
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    return (
+        f"out of file descriptors ({strerror}): the OS limit is the cap "
+        f"(RLIMIT_NOFILE soft={soft} hard={hard}); raise it with `ulimit -n` "
+        "or spread the sessions over more --processes"
+    )
+
+
 def free_port(host: str = "127.0.0.1", kind: int = socket.SOCK_STREAM) -> int:
     """A port free on ``host`` right now (whoever binds it next may still race)."""
     family = socket.AF_INET6 if ":" in host else socket.AF_INET

@@ -3,14 +3,18 @@ the open-file limit note when the OS refuses to raise it."""
 
 from __future__ import annotations
 
+import errno
 import resource
 
 import pytest
 from pydantic import ValidationError
 
 from protobench.hostutil import fd_limit_note
+from protobench.protocols.base import ErrorClass
+from protobench.protocols.mqtt.client import map_os_error
 from protobench.protocols.mqtt.options import MqttOptions
 from protobench.protocols.sourceaddr import AUTO_PER_ADDRESS, loopback, source_for
+from protobench.protocols.websocket.connection import os_error
 from protobench.protocols.websocket.options import WebSocketOptions
 
 
@@ -55,3 +59,16 @@ def test_fd_limit_note_names_the_limit_the_os_keeps() -> None:
     assert note.startswith("mosquitto: the open-file limit stays")
     assert "RLIMIT_NOFILE" in note
     assert resource.getrlimit(resource.RLIMIT_NOFILE)[0] >= soft
+
+
+def test_out_of_files_or_source_ports_is_a_local_error_saying_what_to_do() -> None:
+    files = OSError(errno.EMFILE, "Too many open files")
+    ports = OSError(errno.EADDRNOTAVAIL, "Cannot assign requested address")
+    for error in (os_error(files, "127.0.0.1", 80), map_os_error(files, "connect")):
+        assert error.error_class is ErrorClass.LOCAL
+        assert "RLIMIT_NOFILE" in error.detail
+    for error in (os_error(ports, "127.0.0.1", 80), map_os_error(ports, "connect")):
+        assert error.error_class is ErrorClass.LOCAL
+        assert "source_addresses" in error.detail
+    refused = os_error(OSError(errno.EHOSTUNREACH, "No route to host"), "127.0.0.1", 80)
+    assert refused.error_class is ErrorClass.CONNECT

@@ -36,7 +36,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import errno
-import resource
 import socket
 import ssl
 import struct
@@ -45,6 +44,7 @@ from collections import deque
 from collections.abc import Callable
 from typing import Final, cast
 
+from protobench.hostutil import fd_limit_text
 from protobench.protocols.base import Done, ErrorClass, OpError
 from protobench.protocols.mqtt.codec import (
     PUBACK,
@@ -89,13 +89,7 @@ in arrival order, and ``now`` is the monotonic time (ns) the bytes were read.
 
 def fd_limit_error(exc: OSError) -> OpError:
     """The ``local`` error for a process out of file descriptors, naming the limit."""
-    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
-    return OpError(
-        ErrorClass.LOCAL,
-        f"out of file descriptors ({exc.strerror}): the OS limit is the cap "
-        f"(RLIMIT_NOFILE soft={soft} hard={hard}); raise it with `ulimit -n` "
-        "or spread the sessions over more --processes",
-    )
+    return OpError(ErrorClass.LOCAL, fd_limit_text(exc.strerror))
 
 
 def map_os_error(exc: OSError, during: str) -> OpError:

@@ -13,11 +13,14 @@ nowhere else:
 ``protocol``  another handshake status (code = the status) or a bad handshake,
               a framing error from the server
 ``closed``    the server closed the connection or the socket broke
+``local``     this process is out of file descriptors (the limit is named) or of
+              source ports to the server (see ``source_addresses``)
 """
 
 from __future__ import annotations
 
 import asyncio
+import errno
 import ssl
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -31,6 +34,7 @@ from websockets.http11 import Response
 from websockets.typing import Subprotocol
 from websockets.uri import parse_uri
 
+from protobench.hostutil import fd_limit_text
 from protobench.protocols.base import ErrorClass, OpError
 from protobench.protocols.sourceaddr import connected_socket, source_for
 from protobench.protocols.websocket.codec import (
@@ -308,8 +312,19 @@ async def connect(
             conn.close()
         raise OpError(ErrorClass.CONNECT, f"no WebSocket handshake within {within:g}s") from None
     except OSError as exc:
-        raise OpError(
-            ErrorClass.CONNECT,
-            f"cannot connect to {where.host}:{where.port}: {exc.strerror or exc}",
-        ) from None
+        raise os_error(exc, where.host, where.port) from None
     return conn
+
+
+def os_error(exc: OSError, host: str, port: int) -> OpError:
+    """The error of a socket call that failed while connecting to ``host:port``: ``local``
+    when this process is out of file descriptors or source ports, else ``connect``."""
+    if exc.errno in (errno.EMFILE, errno.ENFILE):
+        return OpError(ErrorClass.LOCAL, fd_limit_text(exc.strerror))
+    if exc.errno == errno.EADDRNOTAVAIL:
+        return OpError(
+            ErrorClass.LOCAL,
+            f"no local port left to {host}:{port} ({exc.strerror}): spread the connections "
+            "over more source_addresses",
+        )
+    return OpError(ErrorClass.CONNECT, f"cannot connect to {host}:{port}: {exc.strerror or exc}")
