@@ -32,6 +32,11 @@ messages back-to-back for ``--duration`` seconds, ``--rounds`` times:
   about 45 were seen on a shared 2-core machine, with the figure going
   from about 6.6 down to about 1.5 µs); read the two together. Neither row
   delays reads: every message's latency is stamped when its bytes are read.
+  Both rows print the subscriber's e2e p50 too.
+* ``--sub-variants``: only the one-subscription row, once per subscriber socket
+  setting (:data:`SUB_VARIANTS`), interleaved in each round, with the load
+  average: how SO_RCVBUF, TCP_NODELAY and SO_RCVLOWAT change the CPU per
+  message and the e2e p50 (issue 22 §3).
 
 Every publish run is cross-checked against the broker: the delta of
 ``$SYS/broker/publish/messages/received`` over the run must cover the
@@ -285,7 +290,26 @@ def read_syscalls() -> int:
     return 0
 
 
-def protobench_subscriber(port: int, duration: float, sessions: int) -> None:
+SUB_VARIANTS = ("default", "rcvbuf", "nodelay-off", "lowat")
+"""Subscriber socket settings tried for issue 22 §3 (``--sub-variant``): the default; a
+4 MB SO_RCVBUF; TCP_NODELAY off; SO_RCVLOWAT of 4 messages (reads wait for them)."""
+
+
+def tune_socket(session: StreamSession, variant: str) -> None:
+    """Apply a ``--sub-variant`` to the subscriber's socket."""
+    transport = getattr(session, "conn").transport  # noqa: B009
+    sock = transport.get_extra_info("socket") if transport is not None else None
+    if sock is None or variant == "default":
+        return
+    if variant == "rcvbuf":
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4 << 20)
+    elif variant == "nodelay-off":
+        sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 0)
+    elif variant == "lowat":
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVLOWAT, 4 * 110)
+
+
+def protobench_subscriber(port: int, duration: float, sessions: int, variant: str) -> None:
     """Child mode: ``sessions`` protobench subscribe sessions on uvloop; prints messages and CPU."""
 
     async def main() -> None:
@@ -298,6 +322,7 @@ def protobench_subscriber(port: int, duration: float, sessions: int) -> None:
             )  # fmt: skip
             session = await MqttProtocol().open_session(ctx)
             assert isinstance(session, StreamSession)
+            tune_socket(session, variant)
             tasks.append(asyncio.create_task(session.run(recorder)))
         print("ready", flush=True)
         counters = recorder.counters
@@ -307,24 +332,33 @@ def protobench_subscriber(port: int, duration: float, sessions: int) -> None:
             await asyncio.sleep(0.05)
         await asyncio.sleep(1.0)
         count0, t0, reads0 = counters["received"], time.process_time(), read_syscalls()
+        recorder.latencies.clear()
         await asyncio.sleep(duration)
+        latencies = sorted(recorder.latencies)
         cpu = time.process_time() - t0
         count = counters["received"] - count0
         reads = read_syscalls() - reads0
         for task in tasks:
             task.cancel()
-        out = {"count": count, "cpu": cpu, "lost": counters["lost"], "reads": reads}
+        p50 = latencies[len(latencies) // 2] / 1e3 if latencies else 0.0
+        out = {"count": count, "cpu": cpu, "lost": counters["lost"], "reads": reads, "p50": p50}
         print(json.dumps(out), flush=True)
 
     uvloop.run(main())
 
 
 def run_subscriber_cost(
-    url: str, port: int, args: argparse.Namespace, directory: Path, sessions: int
+    url: str,
+    port: int,
+    args: argparse.Namespace,
+    directory: Path,
+    sessions: int,
+    variant: str = "default",
 ) -> dict[str, Any]:
     sub = subprocess.Popen(
         ["taskset", "-c", str(args.client_core), PYTHON, __file__, "--protobench-subscriber",
-         str(port), "--duration", str(args.duration), "--sub-sessions", str(sessions)],
+         str(port), "--duration", str(args.duration), "--sub-sessions", str(sessions),
+         "--sub-variant", variant],
         stdout=subprocess.PIPE, text=True, start_new_session=True,
     )  # fmt: skip
     assert sub.stdout is not None
@@ -353,6 +387,7 @@ def run_subscriber_cost(
         "lost": out["lost"],
         "busy": out["cpu"] / args.duration * 100,
         "per_read": count / max(1, out["reads"]),
+        "p50_us": out["p50"],
     }
 
 
@@ -375,12 +410,20 @@ def main() -> None:
     parser.add_argument("--paho-publisher", type=int, help=argparse.SUPPRESS)
     parser.add_argument("--protobench-subscriber", type=int, help=argparse.SUPPRESS)
     parser.add_argument("--sub-sessions", type=int, default=1, help=argparse.SUPPRESS)
+    parser.add_argument("--sub-variant", choices=SUB_VARIANTS, default="default")
+    parser.add_argument(
+        "--sub-variants",
+        action="store_true",
+        help="only the subscriber row, once per --sub-variant, interleaved in each round",
+    )
     args = parser.parse_args()
     if args.paho_publisher:
         paho_publisher(args.paho_publisher, args.clients, args.qos, args.size, args.duration)
         return
     if args.protobench_subscriber:
-        protobench_subscriber(args.protobench_subscriber, args.duration, args.sub_sessions)
+        protobench_subscriber(
+            args.protobench_subscriber, args.duration, args.sub_sessions, args.sub_variant
+        )
         return
 
     benchmark = mqtt_benchmark_binary()
@@ -399,6 +442,17 @@ def main() -> None:
         broker_process = psutil.Process(broker.pid)
         try:
             for round_no in range(1, args.rounds + 1):
+                if args.sub_variants:
+                    for variant in SUB_VARIANTS:
+                        result = run_subscriber_cost(url, port, args, directory, 1, variant)
+                        log(
+                            f"round {round_no} sub {variant:12} {result['rate']:>10,.0f} msg/s "
+                            f"{result['cpu_us']:6.2f} µs CPU/msg, "
+                            f"e2e p50 {result['p50_us']:.0f} µs "
+                            f"({result['per_read']:.1f} messages per read, busy "
+                            f"{result['busy']:.0f}%, load {os.getloadavg()[0]:.1f})"
+                        )
+                    continue
                 for mode in ("qos0", "qos1"):
                     tools: dict[str, Callable[[], dict[str, Any]]] = {
                         "protobench": partial(run_protobench, url, mode, args, directory),
@@ -432,13 +486,15 @@ def main() -> None:
                     log(
                         f"round {round_no} {mode:5} protobench      {result['rate']:>10,.0f} msg/s "
                         f"{result['cpu_us']:6.2f} µs CPU/msg (lost {result['lost']}, subscriber "
-                        f"busy {result['busy']:.0f}%, {result['per_read']:.1f} messages per read)"
+                        f"busy {result['busy']:.0f}%, {result['per_read']:.1f} messages per read, "
+                        f"e2e p50 {result['p50_us']:.0f} µs)"
                     )
         finally:
             watcher.stop()
             broker.terminate()
             broker.wait(10)
-    print_table(results, args)
+    if not args.sub_variants:
+        print_table(results, args)
 
 
 def log(text: str) -> None:

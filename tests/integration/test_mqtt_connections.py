@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import socket
+from collections import Counter
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from pathlib import Path
@@ -13,6 +14,7 @@ import psutil
 import pytest
 
 from protobench.engine.metrics import OpRecorder, fold, new_histogram, summary
+from protobench.hostutil import raise_fd_limit
 from protobench.protocols.base import ErrorClass, OpError
 from protobench.protocols.mqtt.codec import Connack, encode
 from protobench.protocols.mqtt.sessions import (
@@ -115,6 +117,30 @@ async def test_1000_idle_connections_stay_up_with_keepalive(tmp_path: Path) -> N
         for task in tasks:
             task.cancel()
         await asyncio.gather(*(s.close() for s in sessions))
+
+
+async def test_5000_idle_connections_over_2_source_addresses(tmp_path: Path) -> None:
+    raise_fd_limit()
+    with mosquitto(tmp_path) as broker:
+        limiter = asyncio.Semaphore(200)
+        options = {"keepalive": "60s", "source_addresses": 2}
+
+        async def open_one(i: int) -> IdleSession:
+            async with limiter:
+                ctx = context(broker.url, "idle", i, options=options, timeout=30)
+                return cast(IdleSession, await PLUGIN.open_session(ctx))
+
+        sessions = await asyncio.gather(*(open_one(i) for i in range(5000)))
+        try:
+            peers = Counter(
+                c.raddr.ip
+                for c in psutil.Process(broker.pid).net_connections("tcp")
+                if c.status == psutil.CONN_ESTABLISHED and c.laddr.port == broker.port
+            )
+            assert peers == {"127.0.0.1": 2500, "127.0.0.2": 2500}
+            assert all(s.conn.error is None for s in sessions)
+        finally:
+            await asyncio.gather(*(s.close() for s in sessions))
 
 
 async def test_broker_killed_mid_run_then_back(tmp_path: Path) -> None:

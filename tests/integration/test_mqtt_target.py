@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+from pathlib import Path
 
 import psutil
 import pytest
@@ -43,3 +44,25 @@ async def test_a_mosquitto_that_cannot_start_is_reported() -> None:
         await asyncio.wait_for(
             MqttBrokerTarget().serve("127.0.0.1", 0, options, lambda a: None), 30
         )
+
+
+async def test_mosquitto_gets_the_open_file_limit_for_max_connections_or_one_line_why_not(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    announced: asyncio.Future[Announcement] = asyncio.get_running_loop().create_future()
+    wanted = 10**7  # more than any OS gives: the refusal is reported
+    options = MqttBrokerOptions(max_connections=wanted)
+    serving = asyncio.create_task(
+        MqttBrokerTarget().serve("127.0.0.1", 0, options, announced.set_result)
+    )
+    announcement = await asyncio.wait_for(announced, 15)
+    soft, hard = psutil.Process(announcement.pid).rlimit(psutil.RLIMIT_NOFILE)
+    conf = next(a for a in psutil.Process(announcement.pid).cmdline() if a.endswith(".conf"))
+    assert f"max_connections {wanted}\n" in Path(conf).read_text()  # noqa: ASYNC240
+    serving.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await serving
+    assert soft == hard  # raised to the hard limit at least
+    lines = capsys.readouterr().err.strip().splitlines()
+    assert len(lines) == 1
+    assert lines[0].startswith(f"mosquitto: the open-file limit stays {soft} ")

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+from collections import Counter
 from typing import Any
 
 import httpx
@@ -15,7 +16,7 @@ from protobench.hostutil import free_port
 from protobench.protocols.base import CallbackSession, ErrorClass, OpError, StreamSession
 from protobench.protocols.websocket import WebSocketProtocol
 from protobench.protocols.websocket.codec import FastCodec, SansIOCodec
-from protobench.protocols.websocket.sessions import EchoSession
+from protobench.protocols.websocket.sessions import EchoSession, SubscribeSession
 from protobench.targets.ws import WsEchoTarget
 from tests.integration.conftest_echo import drive, open_session, serving
 
@@ -244,8 +245,30 @@ async def test_headers_and_subprotocols_reach_the_server() -> None:
         options = {"headers": {"Authorization": "Bearer t0ken"}, "subprotocols": ["v2.echo"]}
         session = await open_session(PLUGIN, url, "echo", options=options)
         assert isinstance(session, EchoSession)
-        assert session.conn.client.subprotocol == "v2.echo"
+        assert session.conn.subprotocol == "v2.echo"
         outcome = await drive([session], 10)
         await session.close()
     assert (info.value.error_class, info.value.code) == (ErrorClass.AUTH, "401")
     assert outcome.ok == 10
+
+
+async def test_connections_spread_over_the_source_addresses_given_and_keep_no_handshake() -> None:
+    async with serving(WsEchoTarget()) as target:
+        options = {"source_addresses": ["127.0.0.3", "127.0.0.4"]}
+        sessions = [
+            await open_session(
+                PLUGIN, target.url, "subscribe", i, path="/", stamped=False, options=options
+            )
+            for i in range(300)
+        ]
+        stats = await _stats(target.url)
+        sources = Counter(
+            s.conn.transport.get_extra_info("sockname")[0]
+            for s in sessions
+            if isinstance(s, SubscribeSession) and s.conn.transport is not None
+        )
+        kept = [s.conn.client for s in sessions if isinstance(s, SubscribeSession)]
+        await _close(sessions)
+    assert kept == [None] * 300  # no handshake state kept by an open connection
+    assert stats["connections"] == 300
+    assert sources == {"127.0.0.3": 150, "127.0.0.4": 150}

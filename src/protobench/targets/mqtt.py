@@ -9,7 +9,11 @@ password"). Loss means loss: no queue limit per client (``max_queued_messages
 0`` and ``max_queued_bytes 0``; mosquitto's default of 1000 queued messages
 drops QoS 0 and QoS 1 messages for a subscriber that falls behind a burst), unless
 ``max_queued_messages`` asks for one, and ``max_inflight_messages`` is
-mosquitto's own unless given. ``$SYS`` is updated every second
+mosquitto's own unless given. mosquitto inherits an open-file limit raised for
+``max_connections`` (100,000 when unlimited) when the OS allows; when it
+refuses, one line on stderr says how many connections mosquitto can hold.
+(mosquitto 2.0 listens with a fixed backlog of 100: a connection storm beyond
+that waits for SYN retransmits, seen in the connect time.) ``$SYS`` is updated every second
 (``sys_interval``), so the subscribers' watch of
 ``$SYS/broker/publish/messages/dropped`` (the ``broker_dropped`` counter) is
 current at the end of a run. The announcement is
@@ -31,13 +35,14 @@ import importlib.util
 import os
 import re
 import shutil
+import sys
 import tempfile
 from pathlib import Path
 from typing import Any, Final
 
 from pydantic import Field
 
-from protobench.hostutil import free_port, raise_fd_limit, tail
+from protobench.hostutil import fd_limit_note, free_port, tail
 from protobench.lifeline import preexec
 from protobench.protocols.base import StrictModel
 from protobench.targets.base import Announcement, EmbeddedTarget, Ready, ServeError
@@ -46,6 +51,9 @@ MOSQUITTO_PATHS: Final = ("/usr/sbin/mosquitto", "/usr/local/sbin/mosquitto")
 START_TIMEOUT: Final = 10.0
 STOP_TIMEOUT: Final = 5.0
 PORT_ATTEMPTS: Final = 3
+DEFAULT_CONNECTIONS: Final = 100_000
+FD_MARGIN: Final = 64
+"""Open files mosquitto needs beside its connections (listeners, log, $SYS...)."""
 
 
 class BrokerUnavailable(ServeError):
@@ -65,6 +73,12 @@ class MqttBrokerOptions(StrictModel):
         default=None, ge=0, description="QoS 1/2 messages in flight per client (mosquitto's: 20)"
     )
     sys_interval: int = Field(default=1, ge=0, description="seconds between $SYS updates")
+    max_connections: int = Field(
+        default=-1,
+        ge=-1,
+        description="connections accepted (-1: no limit); mosquitto's open-file limit is "
+        f"raised for this many ({DEFAULT_CONNECTIONS:,} when -1)",
+    )
 
 
 def find_mosquitto() -> str | None:
@@ -99,7 +113,7 @@ def mosquitto_config(host: str, port: int, options: MqttBrokerOptions) -> str:
         "log_type warning",
         f"listener {port} {host}",
         "allow_anonymous true",
-        "max_connections -1",
+        f"max_connections {options.max_connections}",
         "set_tcp_nodelay true",
     ]
     if os.geteuid() == 0:
@@ -180,7 +194,10 @@ class MqttBrokerTarget(EmbeddedTarget):
         self, binary: str, host: str, port: int, options: MqttBrokerOptions, ready: Ready
     ) -> None:
         version = await mosquitto_version(binary)
-        raise_fd_limit()
+        wanted = options.max_connections if options.max_connections > 0 else DEFAULT_CONNECTIONS
+        note = fd_limit_note("mosquitto", wanted + FD_MARGIN)
+        if note is not None:
+            print(note, file=sys.stderr, flush=True)
         with tempfile.TemporaryDirectory(prefix="protobench-mosquitto-") as tmp:
             log_path = Path(tmp) / "mosquitto.log"
             for _ in range(PORT_ATTEMPTS):

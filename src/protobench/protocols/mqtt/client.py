@@ -15,7 +15,7 @@ PINGREQ when nothing else was sent for half the keepalive and drops the
 connection as ``timeout`` when the PINGRESP does not come. Writes made during
 one event-loop turn are coalesced into one ``transport.write``. The transport's
 ``pause_writing``/``resume_writing`` set :attr:`MqttConnection.paused` and
-wake the callbacks in ``resume_waiters``, so publishers stop producing when
+wake the callbacks given to ``wait_writable``, so publishers stop producing when
 the socket's buffer is full instead of queueing without bound.
 
 Reads are decoded with :meth:`Decoder.split`: the messages of one read reach
@@ -36,7 +36,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import errno
-import resource
 import socket
 import ssl
 import struct
@@ -45,6 +44,7 @@ from collections import deque
 from collections.abc import Callable
 from typing import Final, cast
 
+from protobench.hostutil import fd_limit_text
 from protobench.protocols.base import Done, ErrorClass, OpError
 from protobench.protocols.mqtt.codec import (
     PUBACK,
@@ -68,6 +68,8 @@ from protobench.protocols.mqtt.codec import (
     encode,
     reason_text,
 )
+from protobench.protocols.mqtt.keepalive import wheel
+from protobench.protocols.sourceaddr import connected_socket
 
 MAX_PACKET_ID: Final = 0xFFFF
 SWEEP_INTERVAL: Final = 0.1
@@ -87,13 +89,7 @@ in arrival order, and ``now`` is the monotonic time (ns) the bytes were read.
 
 def fd_limit_error(exc: OSError) -> OpError:
     """The ``local`` error for a process out of file descriptors, naming the limit."""
-    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
-    return OpError(
-        ErrorClass.LOCAL,
-        f"out of file descriptors ({exc.strerror}): the OS limit is the cap "
-        f"(RLIMIT_NOFILE soft={soft} hard={hard}); raise it with `ulimit -n` "
-        "or spread the sessions over more --processes",
-    )
+    return OpError(ErrorClass.LOCAL, fd_limit_text(exc.strerror))
 
 
 def map_os_error(exc: OSError, during: str) -> OpError:
@@ -103,7 +99,11 @@ def map_os_error(exc: OSError, during: str) -> OpError:
     if exc.errno in (errno.EMFILE, errno.ENFILE):
         return fd_limit_error(exc)
     if exc.errno == errno.EADDRNOTAVAIL:
-        return OpError(ErrorClass.LOCAL, f"{during}: no local port left ({exc.strerror})")
+        return OpError(
+            ErrorClass.LOCAL,
+            f"{during}: no local port left ({exc.strerror}): spread the connections over "
+            "more source_addresses",
+        )
     if isinstance(exc, ssl.SSLError):
         return OpError(ErrorClass.CONNECT, f"{during}: TLS failed: {exc.reason or exc}")
     if isinstance(exc, ConnectionResetError | BrokenPipeError):
@@ -132,8 +132,42 @@ def _property(props: Properties, ident: int, default: int) -> int:
     return default
 
 
+_NO_IDS: Final[frozenset[int]] = frozenset()
+
+
 class MqttConnection(asyncio.Protocol):
-    """The client side of one MQTT connection (see the module docstring)."""
+    """The client side of one MQTT connection (see the module docstring).
+
+    Slots, and containers made on first use (``waiting``, the QoS 2 and late
+    packet id sets), keep an idle connection small: thousands are held per process.
+    """
+
+    __slots__ = (
+        "_connack",
+        "_disconnect_reason",
+        "_flush_handle",
+        "_last_sent",
+        "_late_ids",
+        "_next_id",
+        "_out",
+        "_ping_outstanding",
+        "_qos2_in",
+        "_replies",
+        "_sweep_handle",
+        "closed",
+        "decoder",
+        "error",
+        "inflight",
+        "loop",
+        "on_messages",
+        "paused",
+        "resume_waiters",
+        "send_quota",
+        "sent_packets",
+        "transport",
+        "version",
+        "waiting",
+    )
 
     def __init__(self, version: int) -> None:
         self.version = version
@@ -143,20 +177,19 @@ class MqttConnection(asyncio.Protocol):
         self.error: OpError | None = None
         self.closed: asyncio.Future[OpError] = self.loop.create_future()
         self.paused = False
-        self.resume_waiters: list[Callable[[], None]] = []
+        self.resume_waiters: list[Callable[[], None]] | None = None
         self.on_messages: MessageHandler | None = None
         self.inflight: dict[int, tuple[Done, float]] = {}
-        self.waiting: deque[Callable[[], None]] = deque()
+        self.waiting: deque[Callable[[], None]] | None = None
         self.send_quota = MAX_PACKET_ID
         self.sent_packets = 0
         self._out: list[bytes] = []
         self._flush_handle: asyncio.Handle | None = None
         self._connack: asyncio.Future[Connack] | None = self.loop.create_future()
-        self._replies: dict[int, asyncio.Future[Suback | Unsuback]] = {}
-        self._qos2_in: set[int] = set()
-        self._late_ids: set[int] = set()
+        self._replies: dict[int, asyncio.Future[Suback | Unsuback]] | None = None
+        self._qos2_in: set[int] | None = None
+        self._late_ids: set[int] | None = None
         self._next_id = 0
-        self._keepalive_handle: asyncio.TimerHandle | None = None
         self._sweep_handle: asyncio.TimerHandle | None = None
         self._ping_outstanding = False
         self._last_sent = 0
@@ -176,7 +209,7 @@ class MqttConnection(asyncio.Protocol):
 
     def resume_writing(self) -> None:
         self.paused = False
-        waiters, self.resume_waiters = self.resume_waiters, []
+        waiters, self.resume_waiters = self.resume_waiters or (), None
         for waiter in waiters:
             waiter()
         self._release_waiting()
@@ -217,6 +250,8 @@ class MqttConnection(asyncio.Protocol):
             handler = self.on_messages
             if handler is not None:
                 handler(decoder.data, messages, now)
+        elif not (to_ack or acked):
+            decoder.rest()  # a control packet (CONNACK, PINGRESP): keep no empty lists
         for packet in packets:
             kind = type(packet)
             if kind is Publish:
@@ -231,7 +266,9 @@ class MqttConnection(asyncio.Protocol):
                 if future is not None and not future.done():
                     future.set_result(packet)  # type: ignore[arg-type]
             elif kind is Suback or kind is Unsuback:
-                reply = self._replies.pop(packet.packet_id, None)  # type: ignore[union-attr]
+                replies = self._replies
+                pid = packet.packet_id  # type: ignore[union-attr]
+                reply = replies.pop(pid, None) if replies is not None else None
                 if reply is not None and not reply.done():
                     reply.set_result(packet)  # type: ignore[arg-type]
             elif kind is Disconnect:
@@ -255,7 +292,9 @@ class MqttConnection(asyncio.Protocol):
                 self.send(bytes((0x40, 2, pid >> 8, pid & 0xFF)))
             else:
                 self.send(bytes((0x50, 2, pid >> 8, pid & 0xFF)))
-                if pid in self._qos2_in:
+                if self._qos2_in is None:
+                    self._qos2_in = set()
+                elif pid in self._qos2_in:
                     return
                 self._qos2_in.add(pid)
         handler = self.on_messages
@@ -268,7 +307,8 @@ class MqttConnection(asyncio.Protocol):
         for pid in pids:
             entry = inflight.pop(pid, None)
             if entry is None:
-                self._late_ids.discard(pid)
+                if self._late_ids:
+                    self._late_ids.discard(pid)
             else:
                 entry[0](None, 4)
         if self.waiting:
@@ -278,7 +318,8 @@ class MqttConnection(asyncio.Protocol):
         kind = ack.kind
         pid = ack.packet_id
         if kind == PUBREL:
-            self._qos2_in.discard(pid)
+            if self._qos2_in:
+                self._qos2_in.discard(pid)
             self.send(bytes((0x70, 2, pid >> 8, pid & 0xFF)))
             return
         if kind == PUBREC and ack.reason < 0x80:
@@ -286,7 +327,8 @@ class MqttConnection(asyncio.Protocol):
             return
         entry = self.inflight.pop(pid, None)
         if entry is None:
-            self._late_ids.discard(pid)
+            if self._late_ids:
+                self._late_ids.discard(pid)
             return
         if ack.reason >= 0x80:
             entry[0](
@@ -324,7 +366,7 @@ class MqttConnection(asyncio.Protocol):
         """A packet identifier not in flight (nor timed out and still unacknowledged)."""
         pid = self._next_id % MAX_PACKET_ID + 1
         inflight = self.inflight
-        late = self._late_ids
+        late = self._late_ids or _NO_IDS
         if pid in inflight or pid in late:
             for _ in range(MAX_PACKET_ID):
                 pid = pid % MAX_PACKET_ID + 1
@@ -357,14 +399,28 @@ class MqttConnection(asyncio.Protocol):
             if deadline > now:
                 break
             expired.append(pid)
+        if expired and self._late_ids is None:
+            self._late_ids = set()
         for pid in expired:
             done, _ = self.inflight.pop(pid)
-            self._late_ids.add(pid)
+            self._late_ids.add(pid)  # type: ignore[union-attr]
             done(OpError(ErrorClass.TIMEOUT, "no PUBACK/PUBCOMP in time"), 0)
         if expired:
             self._release_waiting()
         if self.inflight:
             self._sweep_handle = self.loop.call_later(SWEEP_INTERVAL, self._sweep)
+
+    def wait_writable(self, resumed: Callable[[], None]) -> None:
+        """Call ``resumed`` once the transport's buffer has room again (``resume_writing``)."""
+        if self.resume_waiters is None:
+            self.resume_waiters = []
+        self.resume_waiters.append(resumed)
+
+    def wait_window(self, start: Callable[[], None]) -> None:
+        """Call ``start`` once the in-flight window and the socket have room (in order)."""
+        if self.waiting is None:
+            self.waiting = deque()
+        self.waiting.append(start)
 
     def _release_waiting(self) -> None:
         """Start queued publishes while the window and the socket allow."""
@@ -385,6 +441,8 @@ class MqttConnection(asyncio.Protocol):
         """Send SUBSCRIBE and return the SUBACK (its reason codes are the caller's to check)."""
         pid = self.next_packet_id()
         reply: asyncio.Future[Suback | Unsuback] = self.loop.create_future()
+        if self._replies is None:
+            self._replies = {}
         self._replies[pid] = reply
         self.send(encode(Subscribe(pid, tuple(topics)), self.version))
         try:
@@ -396,35 +454,35 @@ class MqttConnection(asyncio.Protocol):
         assert isinstance(suback, Suback)
         return suback
 
-    def start_keepalive(self, keepalive: float, first_delay: float) -> None:
-        """Ping when nothing was sent for ``keepalive / 2`` (0 = no keepalive)."""
+    def start_keepalive(self, keepalive: float) -> None:
+        """Ping when nothing was sent for ``keepalive / 2`` (0 = no keepalive), on the
+        shared :mod:`.keepalive` wheel."""
         if keepalive > 0:
-            self._keepalive_handle = self.loop.call_later(
-                first_delay, self._keepalive_tick, keepalive / 2
-            )
+            wheel(keepalive / 2).add(self)
 
-    def _keepalive_tick(self, period: float) -> None:
+    def keepalive_tick(self) -> bool:
+        """This connection's keepalive turn; False once it has ended."""
         if self.error is not None:
-            return
+            return False
         if self._ping_outstanding:
             self.abort(OpError(ErrorClass.TIMEOUT, "keepalive: no PINGRESP from the broker"))
-            return
+            return False
         if self.sent_packets == self._last_sent:
             self._ping_outstanding = True
             self.send(b"\xc0\x00")
         self._last_sent = self.sent_packets
-        self._keepalive_handle = self.loop.call_later(period, self._keepalive_tick, period)
+        return True
 
     # ------------------------------------------------------------------ closing
 
     def _fail_all(self, error: OpError) -> None:
-        for handle in (self._keepalive_handle, self._sweep_handle, self._flush_handle):
+        for handle in (self._sweep_handle, self._flush_handle):
             if handle is not None:
                 handle.cancel()
-        self._keepalive_handle = self._sweep_handle = self._flush_handle = None
+        self._sweep_handle = self._flush_handle = None
         self._out.clear()
         futures: list[asyncio.Future[Connack] | asyncio.Future[Suback | Unsuback]] = list(
-            self._replies.values()
+            (self._replies or {}).values()
         )
         if self._connack is not None:
             futures.append(self._connack)
@@ -432,14 +490,14 @@ class MqttConnection(asyncio.Protocol):
             if not future.done():
                 future.set_exception(error)
                 future.exception()  # a failure nobody waits for is not worth a warning
-        self._replies.clear()
+        self._replies = None
         inflight, self.inflight = self.inflight, {}
         for done, _ in inflight.values():
             done(error, 0)
-        waiting, self.waiting = self.waiting, deque()
+        waiting, self.waiting = self.waiting or (), None
         for start in waiting:
             start()
-        waiters, self.resume_waiters = self.resume_waiters, []
+        waiters, self.resume_waiters = self.resume_waiters or (), None
         for waiter in waiters:
             waiter()
         if not self.closed.done():
@@ -476,19 +534,24 @@ async def open_connection(
     version: int,
     within: float,
     ssl_context: ssl.SSLContext | None = None,
+    source: str | None = None,
 ) -> MqttConnection:
-    """Connect, send ``connect`` and wait for a successful CONNACK, or raise :class:`OpError`."""
+    """Connect (from ``source`` when given), send ``connect`` and wait for a successful
+    CONNACK, or raise :class:`OpError`."""
     loop = asyncio.get_running_loop()
     conn = MqttConnection(version)
+    hostname = host if ssl_context else None
     try:
         async with asyncio.timeout(within):
-            await loop.create_connection(
-                lambda: conn,
-                host,
-                port,
-                ssl=ssl_context,
-                server_hostname=host if ssl_context else None,
-            )
+            if source is None:
+                await loop.create_connection(
+                    lambda: conn, host, port, ssl=ssl_context, server_hostname=hostname
+                )
+            else:
+                sock = await connected_socket(host, port, source)
+                await loop.create_connection(
+                    lambda: conn, sock=sock, ssl=ssl_context, server_hostname=hostname
+                )
             conn.send(encode(connect, version))
             connack = await conn.wait_connack()
     except TimeoutError:

@@ -636,6 +636,9 @@ def _decode_connect(r: _Reader) -> Connect:
     return Connect(client_id, keepalive, bool(flags & 0x02), username, password, props)
 
 
+_NO_SPANS: Final[list[int]] = []
+
+
 class Decoder:
     """Splits a byte stream into packets: ``feed(data)`` returns the complete ones.
 
@@ -655,9 +658,10 @@ class Decoder:
         self._buf = b""
         self._topics: tuple[bytes, ...] = ()
         self.data = b""
-        self.messages: list[int] = []
-        self.to_ack: list[int] = []
-        self.acked: list[int] = []
+        # Shared and never appended to: split() replaces them before it appends.
+        self.messages: list[int] = _NO_SPANS
+        self.to_ack: list[int] = _NO_SPANS
+        self.acked: list[int] = _NO_SPANS
 
     @property
     def buffered(self) -> int:
@@ -692,6 +696,10 @@ class Decoder:
         self.to_ack = []
         self.acked = []
         return self._decode(data, True)
+
+    def rest(self) -> None:
+        """Drop the lists of the last :meth:`split` (an idle connection keeps none)."""
+        self.messages = self.to_ack = self.acked = _NO_SPANS
 
     def _decode(self, data: bytes, fast: bool) -> list[Packet]:
         if self._buf:

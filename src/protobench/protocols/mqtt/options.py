@@ -20,6 +20,7 @@ from protobench.profiles.model import Duration
 from protobench.protocols.base import ErrorClass, OpError, StrictModel
 from protobench.protocols.mqtt.codec import V5, V311
 from protobench.protocols.mqtt.payload import HEADER_SIZE
+from protobench.protocols.sourceaddr import SourceAddresses
 from protobench.tlsutil import client_context
 
 MAX_PAYLOAD = 256 * 1024 * 1024 - 1024
@@ -54,6 +55,11 @@ class MqttOptions(StrictModel):
     tls: bool = False
     ca_file: str | None = None
     insecure: bool = False
+    source_addresses: SourceAddresses = Field(
+        default=None,
+        description="addresses to connect from: a count N (127.0.0.1..N) or a list; unset: "
+        "automatic (a new loopback address every 20,000 sessions to a loopback broker)",
+    )
 
     @field_validator("keepalive")
     @classmethod

@@ -44,7 +44,6 @@ before it reopens the session.
 from __future__ import annotations
 
 import asyncio
-import random
 from collections import deque
 from collections.abc import Awaitable, Callable
 from typing import Final, cast
@@ -89,6 +88,7 @@ from protobench.protocols.mqtt.payload import (
     new_publisher_id,
     stamp_struct,
 )
+from protobench.protocols.sourceaddr import source_for
 
 BURST: Final = 128
 """QoS 0 completions handed out per session and event-loop turn."""
@@ -137,10 +137,10 @@ async def dial(ctx: SessionContext, cid: str) -> MqttConnection:
         version=options.protocol_level,
         within=ctx.timeout,
         ssl_context=where.ssl_context,
+        source=source_for(options.source_addresses, ctx.index, where.host),
     )
     ctx.count("connects", 1)
-    half = options.keepalive / 2
-    conn.start_keepalive(options.keepalive, first_delay=half * random.uniform(0.5, 1.0))
+    conn.start_keepalive(options.keepalive)
     return conn
 
 
@@ -309,7 +309,7 @@ class PublishSession(CallbackSession):
                 self._loop.call_soon(self._drain)
         elif conn.paused or conn.waiting or len(conn.inflight) >= conn.send_quota:
             self._queued += 1
-            conn.waiting.append(lambda: self._send_queued(done))
+            conn.wait_window(lambda: self._send_queued(done))
         else:
             self._send_tracked(done)
 
@@ -363,7 +363,7 @@ class PublishSession(CallbackSession):
             return
         if conn.paused:
             self._scheduled = True
-            conn.resume_waiters.append(self._resumed)
+            conn.wait_writable(self._resumed)
             self._stall_timer = self._loop.call_later(self.timeout, self._stalled)
             return
         self._draining = True
@@ -558,7 +558,9 @@ class IdleSession(_HeldConnection):
     """An open connection kept alive by keepalive pings; records nothing."""
 
     async def run(self, recorder: OpRecorder) -> None:
-        await self._hold(recorder)
+        error = await self.conn.closed  # not through _hold: one coroutine less per connection
+        recorder.count("disconnects")
+        raise error
 
 
 class ConnectSession(AsyncSession):
@@ -578,6 +580,7 @@ class ConnectSession(AsyncSession):
             version=options.protocol_level,
             within=self.ctx.timeout,
             ssl_context=where.ssl_context,
+            source=source_for(options.source_addresses, self.ctx.index, where.host),
         )
         self.ctx.count("connects", 1)
         conn.disconnect()

@@ -13,11 +13,14 @@ nowhere else:
 ``protocol``  another handshake status (code = the status) or a bad handshake,
               a framing error from the server
 ``closed``    the server closed the connection or the socket broke
+``local``     this process is out of file descriptors (the limit is named) or of
+              source ports to the server (see ``source_addresses``)
 """
 
 from __future__ import annotations
 
 import asyncio
+import errno
 import ssl
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -31,7 +34,9 @@ from websockets.http11 import Response
 from websockets.typing import Subprotocol
 from websockets.uri import parse_uri
 
+from protobench.hostutil import fd_limit_text
 from protobench.protocols.base import ErrorClass, OpError
+from protobench.protocols.sourceaddr import connected_socket, source_for
 from protobench.protocols.websocket.codec import (
     ConnectionClosedByPeer,
     FastCodec,
@@ -88,7 +93,8 @@ class WsConnection(asyncio.Protocol):
     """The asyncio protocol of one connection. Sessions set ``on_message`` and ``on_lost``."""
 
     def __init__(self, client: ClientProtocol, options: WebSocketOptions) -> None:
-        self.client = client
+        self.client: ClientProtocol | None = client
+        """websockets' handshake state; dropped after it unless its codec needs it."""
         self.options = options
         self.opened: asyncio.Future[None] = asyncio.get_running_loop().create_future()
         self.transport: asyncio.Transport | None = None
@@ -96,8 +102,9 @@ class WsConnection(asyncio.Protocol):
         self.on_lost: Callable[[OpError], None] | None = None
         self.lost: OpError | None = None
         self.paused = False
-        self.resumed: asyncio.Event = asyncio.Event()
-        self.resumed.set()
+        self.subprotocol: str | None = None
+        """The subprotocol the server chose in the handshake."""
+        self._resumed: asyncio.Future[None] | None = None
         self._head = bytearray()
 
     def set_on_message(self, callback: OnMessage) -> None:
@@ -108,11 +115,13 @@ class WsConnection(asyncio.Protocol):
 
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
         self.transport = cast(asyncio.Transport, transport)  # uvloop's is not a subclass
-        request = self.client.connect()
+        client = self.client
+        assert client is not None
+        request = client.connect()
         for name, value in self.options.headers.items():
             request.headers[name] = value
-        self.client.send_request(request)
-        self.transport.write(b"".join(self.client.data_to_send()))
+        client.send_request(request)
+        self.transport.write(b"".join(client.data_to_send()))
 
     def data_received(self, data: bytes) -> None:
         codec = self.codec
@@ -137,11 +146,23 @@ class WsConnection(asyncio.Protocol):
 
     def pause_writing(self) -> None:
         self.paused = True
-        self.resumed.clear()
 
     def resume_writing(self) -> None:
         self.paused = False
-        self.resumed.set()
+        self._wake()
+
+    async def writable(self) -> None:
+        """Return once the transport's buffer has room again, or the connection is lost."""
+        if not self.paused or self.lost is not None:
+            return
+        if self._resumed is None:
+            self._resumed = asyncio.get_running_loop().create_future()
+        await asyncio.shield(self._resumed)
+
+    def _wake(self) -> None:
+        resumed, self._resumed = self._resumed, None
+        if resumed is not None and not resumed.done():
+            resumed.set_result(None)
 
     # handshake
 
@@ -160,16 +181,19 @@ class WsConnection(asyncio.Protocol):
             self._fail(_status_error(status))
             return
         client = self.client
+        assert client is not None
         client.receive_data(head)
         events = client.events_received()
         if client.handshake_exc is not None or not any(isinstance(e, Response) for e in events):
             self._fail(_handshake_error(client.handshake_exc))
             return
         max_size = self.options.max_size
+        self.subprotocol = client.subprotocol
         if client.extensions:
             self.codec = SansIOCodec(client, _ignore, max_size)
         else:
             self.codec = FastCodec(_ignore, max_size)
+            self.client = None  # an idle connection keeps no handshake state
         if not self.opened.done():
             self.opened.set_result(None)
         if rest:
@@ -190,7 +214,7 @@ class WsConnection(asyncio.Protocol):
         if self.lost is not None:
             return
         self.lost = error
-        self.resumed.set()
+        self._wake()
         if not self.opened.done():
             self.opened.set_exception(error)
         if self.transport is not None:
@@ -231,9 +255,14 @@ def _handshake_error(exc: Exception | None) -> OpError:
 
 
 async def connect(
-    target: str, options: WebSocketOptions, within: float, path: str | None = None
+    target: str,
+    options: WebSocketOptions,
+    within: float,
+    path: str | None = None,
+    index: int = 0,
 ) -> WsConnection:
-    """Open one connection to ``target`` and complete the handshake within ``within`` seconds."""
+    """Open one connection to ``target`` and complete the handshake within ``within`` seconds
+    (from the source address of session ``index``, see :mod:`~protobench.protocols.sourceaddr`)."""
     where = endpoint(target, options, path)
     client = ClientProtocol(
         parse_uri(where.url),
@@ -244,15 +273,26 @@ async def connect(
     )
     loop = asyncio.get_running_loop()
     conn: WsConnection | None = None
+    source = source_for(options.source_addresses, index, where.host)
+    hostname = where.host if where.ssl else None
     try:
         async with asyncio.timeout(within):
-            _, conn = await loop.create_connection(
-                lambda: WsConnection(client, options),
-                where.host,
-                where.port,
-                ssl=where.ssl,
-                server_hostname=where.host if where.ssl else None,
-            )
+            if source is None:
+                _, conn = await loop.create_connection(
+                    lambda: WsConnection(client, options),
+                    where.host,
+                    where.port,
+                    ssl=where.ssl,
+                    server_hostname=hostname,
+                )
+            else:
+                sock = await connected_socket(where.host, where.port, source)
+                _, conn = await loop.create_connection(
+                    lambda: WsConnection(client, options),
+                    sock=sock,
+                    ssl=where.ssl,
+                    server_hostname=hostname,
+                )
             await conn.opened
     except OpError:
         raise
@@ -272,8 +312,19 @@ async def connect(
             conn.close()
         raise OpError(ErrorClass.CONNECT, f"no WebSocket handshake within {within:g}s") from None
     except OSError as exc:
-        raise OpError(
-            ErrorClass.CONNECT,
-            f"cannot connect to {where.host}:{where.port}: {exc.strerror or exc}",
-        ) from None
+        raise os_error(exc, where.host, where.port) from None
     return conn
+
+
+def os_error(exc: OSError, host: str, port: int) -> OpError:
+    """The error of a socket call that failed while connecting to ``host:port``: ``local``
+    when this process is out of file descriptors or source ports, else ``connect``."""
+    if exc.errno in (errno.EMFILE, errno.ENFILE):
+        return OpError(ErrorClass.LOCAL, fd_limit_text(exc.strerror))
+    if exc.errno == errno.EADDRNOTAVAIL:
+        return OpError(
+            ErrorClass.LOCAL,
+            f"no local port left to {host}:{port} ({exc.strerror}): spread the connections "
+            "over more source_addresses",
+        )
+    return OpError(ErrorClass.CONNECT, f"cannot connect to {host}:{port}: {exc.strerror or exc}")

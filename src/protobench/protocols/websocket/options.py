@@ -12,6 +12,7 @@ from pydantic import Field, model_validator
 from protobench.profiles.model import Rate
 from protobench.protocols.base import StrictModel
 from protobench.protocols.payloads import Mode, PayloadSize, check_mix, parse_mix
+from protobench.protocols.sourceaddr import SourceAddresses
 
 
 class WebSocketOptions(StrictModel):
@@ -32,6 +33,9 @@ class WebSocketOptions(StrictModel):
     key_file: str | None = None
     key_password: str | None = None
     max_size: int = Field(default=16 * 1024 * 1024, ge=1, le=1024 * 1024 * 1024)
+    source_addresses: SourceAddresses = None
+    """Addresses to connect from: a count N (127.0.0.1..N) or a list; unset: automatic
+    (a new loopback address every 20,000 sessions to a loopback server)."""
 
     @model_validator(mode="after")
     def _client_pair(self) -> WebSocketOptions:

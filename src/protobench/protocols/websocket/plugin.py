@@ -39,10 +39,10 @@ class WebSocketProtocol(Protocol):
         assert isinstance(options, WebSocketOptions)
         params = ctx.params
         if isinstance(params, SubscribeParams):
-            conn = await connect(ctx.target, options, ctx.timeout, params.path)
+            conn = await connect(ctx.target, options, ctx.timeout, params.path, ctx.index)
             return SubscribeSession(conn, params.message, params.stamped)
         assert isinstance(params, EchoParams)
-        conn = await connect(ctx.target, options, ctx.timeout)
+        conn = await connect(ctx.target, options, ctx.timeout, index=ctx.index)
         payloads = TaggedPayloads(ctx.index, params.payload, params.mode)
         if isinstance(params, SendParams):
             return SendSession(conn, payloads, params.rate)

@@ -164,7 +164,7 @@ class SendSession(StreamSession):
         sent = 0
         while self.conn.lost is None:
             if self.conn.paused:
-                await self.conn.resumed.wait()
+                await self.conn.writable()
                 continue
             if self._rate is None:
                 sent += self._burst(_BURST, recorder)
