@@ -1,19 +1,26 @@
-"""``protobench discover haystack URL`` against the embedded Haystack server (hs_py's, SCRAM):
-the summary, a fitted profile that loads and runs clean, secrets kept out of it."""
+"""``protobench discover haystack URL`` against hs_py's Haystack server: the embedded target
+(SCRAM) and the same app without an authenticator. The summary, a fitted profile that loads
+and runs clean, secrets kept out of it."""
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import secrets
+import socket
 import tomllib
-from collections.abc import Callable
+from collections.abc import AsyncIterator, Callable
 from pathlib import Path
 from typing import Any
 
 import pytest
+import uvicorn
+from hs_py.fastapi_server import create_fastapi_app
+from hs_py.ops import HaystackOps
 
+from protobench.targets.haystack import HaystackServeOptions, build_storage
 from tests.conftest import CliResult
-from tests.integration.conftest_haystack import haystack_server
+from tests.integration.conftest_haystack import SMALL, haystack_server
 
 RUN = ("--warmup", "1s", "--duration", "2s", "--json", "--quiet", "--processes", "1")
 
@@ -76,6 +83,52 @@ def test_discover_haystack_writes_a_profile_that_runs_clean(
     for name in groups:
         assert sustain["ops"][name]["ok"] > 0, name
     assert password not in result.stdout + result.stderr
+
+
+@contextlib.asynccontextmanager
+async def open_server() -> AsyncIterator[str]:
+    """hs_py's FastAPI app with no authenticator (no login) on a free loopback port."""
+    storage = await build_storage(HaystackServeOptions(**SMALL))
+    app = create_fastapi_app(ops=HaystackOps(storage=storage), storage=storage)
+    sock = socket.socket()
+    sock.bind(("127.0.0.1", 0))
+    server = uvicorn.Server(uvicorn.Config(app, log_level="warning", lifespan="on"))
+    task = asyncio.ensure_future(server.serve(sockets=[sock]))
+    try:
+        async with asyncio.timeout(30):
+            while not server.started:
+                if task.done():
+                    await task  # it stopped before it started: raise its error
+                await asyncio.sleep(0.01)
+        yield f"http://127.0.0.1:{sock.getsockname()[1]}/api"
+    finally:
+        server.should_exit = True
+        await task
+        sock.close()
+
+
+def test_discover_a_server_without_login_writes_auth_false(
+    cli: Callable[..., CliResult], tmp_path: Path
+) -> None:
+    path = tmp_path / "open.toml"
+
+    async def serve() -> tuple[CliResult, CliResult]:
+        async with open_server() as url:
+            found = await asyncio.to_thread(
+                cli, "discover", "haystack", url, "--write-profile", str(path), timeout=60
+            )
+            run = await asyncio.to_thread(cli, "run", str(path), *RUN, timeout=120)
+            return found, run
+
+    found, result = asyncio.run(serve())
+    assert found.returncode == 0, found.stderr
+    assert "login: none" in found.stdout
+    profile = tomllib.loads(path.read_text())
+    assert profile["options"] == {"auth": False}
+    assert result.returncode == 0, result.stderr
+    sustain = result.json()["phases"]["sustain"]
+    assert sustain["total"]["errors"] == 0, sustain["total"]["last_errors"]
+    assert sustain["ops"]["read-by-id"]["ok"] > 0
 
 
 def test_discover_haystack_wrong_password_is_one_line_and_exit_3(
