@@ -155,6 +155,19 @@ def test_discover_haystack_names_a_closed_port(cli: Callable[..., CliResult]) ->
     assert "Traceback" not in result.stderr
 
 
+def test_discover_haystack_names_a_missing_ca_file(
+    cli: Callable[..., CliResult], tmp_path: Path
+) -> None:
+    missing = tmp_path / "no-ca.pem"
+    result = cli(
+        "discover", "haystack", "https://127.0.0.1:9/api", "--opt", f"ca_file={missing}",
+        timeout=30,
+    )  # fmt: skip
+    assert result.returncode == 3
+    assert f"ca_file {missing}: " in result.stderr
+    assert "Traceback" not in result.stderr
+
+
 def test_discover_haystack_needs_an_http_url(cli: Callable[..., CliResult]) -> None:
     result = cli("discover", "haystack", "bacnet://127.0.0.1/", timeout=30)
     assert result.returncode == 2

@@ -193,6 +193,9 @@ def test_hgrm_of_a_closed_model_run_has_one_kind() -> None:
         f"{op}, latency" for op in (TOTAL, "get", "post item")
     ]
     assert "phase all" in out.getvalue().splitlines()[0]
+    footer = next(line for line in out.getvalue().splitlines() if "Total count" in line)
+    phases = make_snapshot(OPS, seed=7)["report"]["phases"]
+    assert int(footer.split("=")[-1].rstrip("]")) == sum(p["total"]["ok"] for p in phases.values())
 
 
 def test_csv_has_absolute_times_p95_uncorrected_latencies_and_counters() -> None:

@@ -57,11 +57,6 @@ def _haystack(url: str, opts: dict[str, object], wait: float, name: str) -> tupl
         info = asyncio.run(haystack_discover.discover(url, options, wait))
     except OpError as exc:
         fail(f"discover haystack {redact_url(url)}: {redact_text(str(exc))}", code=EXIT_INCOMPLETE)
-    except OSError as exc:
-        fail(
-            f"discover haystack {redact_url(url)}: cannot connect: {exc.strerror or exc}",
-            code=EXIT_INCOMPLETE,
-        )
     given = set(options.model_fields_set)
     return haystack_fit.summary(info), haystack_fit.fitted_profile(info, name, options, given)
 

@@ -16,9 +16,10 @@ standard deviation is not scaled to the output unit; ``Total count`` is
 written ``TotalCount`` as a decimal), so the rows are stepped here as
 HdrHistogram's ``PercentileIterator`` steps them, over hdrh's recorded values.
 
-One section per series, each opened by ``#`` comment lines naming it: TOTAL
+One section per series, each opened by a ``#`` comment line naming it: TOTAL
 and each operation, corrected and (open model) uncorrected, from the
-histograms of the phase merged over its intervals.
+snapshot's phase histograms (merged over every worker and interval; the
+report's figures come from them).
 """
 
 from __future__ import annotations
@@ -28,8 +29,8 @@ from typing import Any, TextIO
 
 from hdrh.histogram import HdrHistogram
 
-from protobench.engine.metrics import SIGNIFICANT_DIGITS, merge
-from protobench.snapshots.series import TOTAL, intervals, operations
+from protobench.engine.metrics import SIGNIFICANT_DIGITS, new_histogram
+from protobench.snapshots.series import TOTAL, operations, phase_histogram
 
 TICKS_PER_HALF_DISTANCE = 5
 MS_PER_US = 1000.0
@@ -80,13 +81,18 @@ def percentile_distribution(
 
 
 def write_hgrm(snapshot: dict[str, Any], out: TextIO, phase: str | None = "sustain") -> int:
-    """Write one percentile distribution per series of ``phase`` (all when ``None``).
+    """Write one percentile distribution per series of ``phase`` (all phases when ``None``).
 
-    Return the number of sections written.
+    From the snapshot's phase histograms (those its report's figures come
+    from). Return the number of sections written.
     """
-    selected = intervals(snapshot, phase)
+    phases = [phase] if phase is not None else list(snapshot["histograms"])
     ops = [TOTAL, *operations(snapshot)]
-    open_model = any(f.get("hist_uncorrected") for i in selected for f in i.ops.values())
+    open_model = any(
+        hists.get("hist_uncorrected")
+        for name in phases
+        for hists in snapshot["histograms"].get(name, {}).values()
+    )
     kinds = [("hist", "corrected" if open_model else "latency")]
     if open_model:
         kinds.append(("hist_uncorrected", "uncorrected"))
@@ -104,7 +110,9 @@ def write_hgrm(snapshot: dict[str, Any], out: TextIO, phase: str | None = "susta
     sections = 0
     for key, label in kinds:
         for op in ops:
-            hist = merge([i.ops.get(op, {}).get(key, "") for i in selected])
+            hist = new_histogram()
+            for name in phases:
+                hist.add(phase_histogram([snapshot], op, name, key))
             out.write(f"\n# op: {op}, {label}\n")
             percentile_distribution(hist, out)
             sections += 1

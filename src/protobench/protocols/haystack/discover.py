@@ -91,7 +91,10 @@ async def discover(url: str, options: HaystackOptions, wait: float) -> ServerInf
         raise OpError(ErrorClass.CONNECT, str(exc)) from None
     ssl: ssl_module.SSLContext | None = None
     if endpoint.tls:
-        ssl = make_ssl_context(insecure=options.insecure, ca_file=options.ca_file)
+        try:
+            ssl = make_ssl_context(insecure=options.insecure, ca_file=options.ca_file)
+        except OSError as exc:  # a missing or bad ca_file
+            raise OpError(ErrorClass.CONNECT, f"ca_file {options.ca_file}: {exc}") from None
     framing = Framing.of(options)
     conn = await HttpConnection.connect(endpoint, ssl=ssl, timeout=wait)
     try:
