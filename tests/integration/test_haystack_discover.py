@@ -15,7 +15,9 @@ from typing import Any
 
 import pytest
 import uvicorn
+from hs_py.errors import HaystackError
 from hs_py.fastapi_server import create_fastapi_app
+from hs_py.grid import Grid
 from hs_py.ops import HaystackOps
 
 from protobench.targets.haystack import HaystackServeOptions, build_storage
@@ -85,11 +87,20 @@ def test_discover_haystack_writes_a_profile_that_runs_clean(
     assert password not in result.stdout + result.stderr
 
 
+class NoWritableOps(HaystackOps):
+    """hs_py's ops, answering an error grid to a read of writable points."""
+
+    async def read(self, grid: Grid) -> Grid:
+        if "writable" in str(grid.rows[0].get("filter", "")):
+            raise HaystackError("writable: unknown tag")
+        return await super().read(grid)
+
+
 @contextlib.asynccontextmanager
 async def open_server() -> AsyncIterator[str]:
     """hs_py's FastAPI app with no authenticator (no login) on a free loopback port."""
     storage = await build_storage(HaystackServeOptions(**SMALL))
-    app = create_fastapi_app(ops=HaystackOps(storage=storage), storage=storage)
+    app = create_fastapi_app(ops=NoWritableOps(storage=storage), storage=storage)
     sock = socket.socket()
     sock.bind(("127.0.0.1", 0))
     server = uvicorn.Server(uvicorn.Config(app, log_level="warning", lifespan="on"))
@@ -107,7 +118,7 @@ async def open_server() -> AsyncIterator[str]:
         sock.close()
 
 
-def test_discover_a_server_without_login_writes_auth_false(
+def test_discover_a_server_without_login_and_a_failing_read(
     cli: Callable[..., CliResult], tmp_path: Path
 ) -> None:
     path = tmp_path / "open.toml"
@@ -123,6 +134,7 @@ def test_discover_a_server_without_login_writes_auth_false(
     found, result = asyncio.run(serve())
     assert found.returncode == 0, found.stderr
     assert "login: none" in found.stdout
+    assert "writable points: 0\n" in found.stdout  # the error grid of that read
     profile = tomllib.loads(path.read_text())
     assert profile["options"] == {"auth": False}
     assert result.returncode == 0, result.stderr

@@ -5,7 +5,9 @@ a server that answers ``HELLO`` with 200 needs no login) over protobench's own
 HTTP client, then asks ``about``, ``ops`` and ``formats`` and reads a few
 sites, equips and points (``limit`` each), with the points that have history
 and the writable ones. Every request is a control request of the plugin
-(JSON, decoded in full); a refusal is an :class:`OpError` naming the op.
+(JSON, decoded in full); a refusal is an :class:`OpError` naming the op, but
+a read answered with an error grid (a filter the server does not support)
+finds no entities.
 """
 
 from __future__ import annotations
@@ -22,7 +24,7 @@ from protobench.protocols.base import ErrorClass, OpError
 from protobench.protocols.haystack.credentials import resolve_password
 from protobench.protocols.haystack.models import HaystackOptions, ReadParams
 from protobench.protocols.haystack.plugin import _control
-from protobench.protocols.haystack.requests import Framing, request_grids
+from protobench.protocols.haystack.requests import Framing, Request, request_grids
 from protobench.protocols.haystack.scram import login
 from protobench.protocols.http_client import HttpConnection, make_ssl_context, parse_url
 
@@ -107,7 +109,7 @@ async def discover(url: str, options: HaystackOptions, wait: float) -> ServerInf
             user = options.user if token else None
             token = token or None
 
-        async def ask(request: tuple[str, str, Grid | None]) -> Grid:
+        async def ask(request: Request) -> Grid:
             return await _control(conn, endpoint, token, request, framing)
 
         about = await ask(("GET", "about", None))
@@ -129,7 +131,12 @@ async def discover(url: str, options: HaystackOptions, wait: float) -> ServerInf
         if "read" in info.ops:
             for key, expr in FILTERS.items():
                 read = request_grids("read", ReadParams(filters=[expr], limit=LIMIT), [])[0]
-                info.entities[key] = _entities(await ask(read))
+                try:
+                    info.entities[key] = _entities(await ask(read))
+                except OpError as exc:
+                    if exc.error_class is not ErrorClass.PROTOCOL:
+                        raise
+                    info.entities[key] = []  # an error grid: the server cannot read this filter
         return info
     finally:
         conn.close()
