@@ -5,6 +5,7 @@ from __future__ import annotations
 import csv
 import io
 import json
+import re
 from pathlib import Path
 
 import pytest
@@ -13,6 +14,7 @@ from hdrh.log import HistogramLogReader
 
 from protobench.engine.metrics import decode, new_histogram, summary
 from protobench.snapshots.export import CSV_COLUMNS, export, tag_of, write_csv, write_hlog
+from protobench.snapshots.hgrm import percentile_distribution
 from protobench.snapshots.series import TOTAL
 from tests.unit.conftest_snapshots import OpSpec, make_snapshot
 
@@ -88,6 +90,112 @@ def test_hlog_of_an_open_model_run_tags_the_uncorrected_histograms(tmp_path: Pat
     assert summary(by_tag["uncorrected.get"]) == get["latency_uncorrected_us"]
     assert summary(by_tag["get"]) == get["latency_us"]
     assert by_tag[None].get_total_count() == sustain["total"]["ok"]
+
+
+# What HdrHistogram's (Java) outputPercentileDistribution(out, 5, 1000.0) prints for 1..10 ms
+# and 250 ms: values at their highest equivalent (3001 µs for 3000 at this magnitude), ticks
+# 10% apart in the first half, 5% in the next quarter... (wrk2's 1/(1-p) column: 1.11, 1.25...).
+KNOWN_HGRM = """\
+       Value     Percentile TotalCount 1/(1-Percentile)
+
+       1.000 0.000000000000          1           1.00
+       2.000 0.100000000000          2           1.11
+       3.001 0.200000000000          3           1.25
+       4.001 0.300000000000          4           1.43
+       5.003 0.400000000000          5           1.67
+       6.003 0.500000000000          6           2.00
+       7.003 0.550000000000          7           2.22
+       7.003 0.600000000000          7           2.50
+       8.003 0.650000000000          8           2.86
+       8.003 0.700000000000          8           3.33
+       9.007 0.750000000000          9           4.00
+       9.007 0.775000000000          9           4.44
+       9.007 0.800000000000          9           5.00
+      10.007 0.825000000000         10           5.71
+      10.007 0.850000000000         10           6.67
+      10.007 0.875000000000         10           8.00
+      10.007 0.887500000000         10           8.89
+      10.007 0.900000000000         10          10.00
+     250.111 0.912500000000         11          11.43
+     250.111 1.000000000000         11
+#[Mean    =       27.733, StdDeviation   =       70.355]
+#[Max     =      250.111, Total count    =           11]
+#[Buckets =           16, SubBuckets     =         2048]
+"""
+
+
+def test_percentile_distribution_is_hdrhistograms_text() -> None:
+    hist = new_histogram()
+    for ms in [*range(1, 11), 250]:
+        hist.record_value(ms * 1000)
+    out = io.StringIO()
+    percentile_distribution(hist, out)
+    assert out.getvalue() == KNOWN_HGRM
+
+
+def test_percentile_distribution_of_many_values_steps_like_wrk2() -> None:
+    hist = new_histogram()
+    for us in range(1, 100_001):
+        hist.record_value(us)
+    out = io.StringIO()
+    percentile_distribution(hist, out)
+    rows = [line.split() for line in out.getvalue().splitlines()[2:-3]]
+    inverse = [row[3] for row in rows[:-1]]
+    # wrk2's README spectrum has the same 1/(1-p) ticks
+    assert inverse[:8] == ["1.00", "1.11", "1.25", "1.43", "1.67", "2.00", "2.22", "2.50"]
+    assert inverse[-6:] == ["1706.67", "2048.00", "2275.56", "2560.00", "2925.71", "3413.33"]
+    assert rows[-1][1:] == ["1.000000000000", "100000"]
+    assert len(rows[-1]) == 3
+    assert float(rows[-1][0]) == hist.get_max_value() / 1000.0
+
+
+def _sections(text: str) -> dict[str, list[str]]:
+    sections: dict[str, list[str]] = {}
+    name = ""
+    for line in text.splitlines():
+        if line.startswith("# op: "):
+            name = line.removeprefix("# op: ")
+            sections[name] = []
+        elif name and line:
+            sections[name].append(line)
+    return sections
+
+
+def test_hgrm_export_has_every_op_corrected_and_uncorrected() -> None:
+    snapshot = make_snapshot(OPS, seed=7, open_model=True)
+    out = io.StringIO()
+    export(snapshot, "hgrm", out)
+    text = out.getvalue()
+    assert "values in milliseconds" in text.splitlines()[1]
+    sections = _sections(text)
+    corrected, uncorrected = "corrected", "uncorrected"
+    assert list(sections) == [
+        f"{op}, {kind}" for kind in (corrected, uncorrected) for op in (TOTAL, "get", "post item")
+    ]
+    sustain = snapshot["report"]["phases"]["sustain"]
+    for op, figures in [(TOTAL, sustain["total"]), ("get", sustain["ops"]["get"])]:
+        for kind, key in ((corrected, "latency_us"), (uncorrected, "latency_uncorrected_us")):
+            lines = sections[f"{op}, {kind}"]
+            assert lines[0].split() == ["Value", "Percentile", "TotalCount", "1/(1-Percentile)"]
+            footer = re.fullmatch(r"#\[Max += +([\d.]+), Total count += +(\d+)\]", lines[-2])
+            assert footer is not None
+            peak, count = footer.groups()
+            assert int(count) == figures["ok"]
+            assert float(peak) == pytest.approx(figures[key]["max"] / 1000.0, abs=0.0005)
+            median = next(row.split() for row in lines[1:] if row.split()[1] == "0.500000000000")
+            assert float(median[0]) == pytest.approx(figures[key]["p50"] / 1000.0, abs=0.0005)
+
+
+def test_hgrm_of_a_closed_model_run_has_one_kind() -> None:
+    out = io.StringIO()
+    export(make_snapshot(OPS, seed=7), "hgrm", out, phase="all")
+    assert list(_sections(out.getvalue())) == [
+        f"{op}, latency" for op in (TOTAL, "get", "post item")
+    ]
+    assert "phase all" in out.getvalue().splitlines()[0]
+    footer = next(line for line in out.getvalue().splitlines() if "Total count" in line)
+    phases = make_snapshot(OPS, seed=7)["report"]["phases"]
+    assert int(footer.split("=")[-1].rstrip("]")) == sum(p["total"]["ok"] for p in phases.values())
 
 
 def test_csv_has_absolute_times_p95_uncorrected_latencies_and_counters() -> None:

@@ -42,6 +42,7 @@ COMMANDS = (
     ["snapshots", "show", "--json"],
     ["snapshots", "export", "-f", "csv"],
     ["snapshots", "export", "-f", "hlog"],
+    ["snapshots", "export", "-f", "hgrm"],
     ["snapshots", "export", "-f", "json"],
     ["diff", GOOD_ID],
 )

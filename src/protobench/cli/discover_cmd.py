@@ -1,8 +1,10 @@
 """``protobench discover URL [--write-profile FILE]``: what a device has; a profile fitted to it.
 
-Only ``bacnet://`` targets for now (:mod:`protobench.protocols.bacnet_ip.discover`).
+``bacnet://HOST[:PORT]`` (:mod:`protobench.protocols.bacnet_ip.discover`) and
+``haystack http(s)://HOST/API`` (:mod:`protobench.protocols.haystack.discover`).
 The summary goes to stdout; the profile is checked like any profile file
-before it is written. Exit codes: 0 ok, 2 bad input, 3 the device did not answer.
+before it is written. Exit codes: 0 ok, 2 bad input, 3 the device or server
+did not answer (or refused the login).
 """
 
 from __future__ import annotations
@@ -18,20 +20,63 @@ from protobench.cli.common import OptOption, fail, parse_pairs, parse_value
 from protobench.engine.report import EXIT_INCOMPLETE
 from protobench.profiles import loader
 from protobench.profiles.units import parse_duration
-from protobench.protocols.bacnet_ip.discover import discover
-from protobench.protocols.bacnet_ip.fit import fitted_profile, summary
+from protobench.protocols.bacnet_ip import discover as bacnet_discover
+from protobench.protocols.bacnet_ip import fit as bacnet_fit
 from protobench.protocols.bacnet_ip.params import BacnetIpOptions
 from protobench.protocols.base import OpError
-from protobench.redaction import redact_url
+from protobench.protocols.haystack import discover as haystack_discover
+from protobench.protocols.haystack import fit as haystack_fit
+from protobench.protocols.haystack.models import HaystackOptions
+from protobench.redaction import redact_text, redact_url
+
+
+def _bacnet(url: str, opts: dict[str, object], wait: float, name: str) -> tuple[str, str]:
+    """(summary, fitted profile) of the BACnet/IP device at ``url``."""
+    try:
+        options = BacnetIpOptions.model_validate(opts)
+    except ValidationError as exc:
+        fail(f"--opt: {exc.errors()[0]['msg']}")
+    try:
+        info = asyncio.run(bacnet_discover.discover(url, options, wait))
+    except OpError as exc:
+        fail(f"discover {redact_url(url)}: {exc}", code=EXIT_INCOMPLETE)
+    return bacnet_fit.summary(info), bacnet_fit.fitted_profile(info, name)
+
+
+def _haystack(url: str, opts: dict[str, object], wait: float, name: str) -> tuple[str, str]:
+    """(summary, fitted profile) of the Haystack server at ``url``."""
+    if not url.startswith(("http://", "https://")):
+        fail(f"discover haystack: expected an http(s):// URL, got {redact_url(url)!r}")
+    try:
+        options = HaystackOptions.model_validate(opts)
+    except ValidationError as exc:
+        error = exc.errors()[0]
+        where = ".".join(str(part) for part in error["loc"])
+        fail(f"--opt {where}: {redact_text(error['msg'])}")
+    try:
+        info = asyncio.run(haystack_discover.discover(url, options, wait))
+    except OpError as exc:
+        fail(f"discover haystack {redact_url(url)}: {redact_text(str(exc))}", code=EXIT_INCOMPLETE)
+    given = set(options.model_fields_set)
+    return haystack_fit.summary(info), haystack_fit.fitted_profile(info, name, options, given)
 
 
 def register(app: typer.Typer) -> None:
     @app.command("discover")
     def discover_command(
-        url: Annotated[str, typer.Argument(help="Device URL, e.g. bacnet://127.0.0.1:47808/")],
+        what: Annotated[
+            str,
+            typer.Argument(
+                help="A device URL (bacnet://127.0.0.1:47808/), or `haystack` then its URL."
+            ),
+        ],
+        url: Annotated[
+            str | None,
+            typer.Argument(help="With `haystack`: the API URL, e.g. http://127.0.0.1:8080/api"),
+        ] = None,
         write_profile: Annotated[
             Path | None,
-            typer.Option("--write-profile", help="Write a profile fitted to the device here."),
+            typer.Option("--write-profile", help="Write a profile fitted to the target here."),
         ] = None,
         name: Annotated[
             str | None, typer.Option("--name", help="The written profile's name.")
@@ -39,32 +84,34 @@ def register(app: typer.Typer) -> None:
         timeout: Annotated[str, typer.Option("--timeout", help="Per request, e.g. 3s.")] = "3s",
         opt: OptOption = None,
     ) -> None:
-        """Ask a device what it has: objects, value datatypes, commandable objects.
+        """Ask a device or server what it has; write a profile fitted to it.
 
-        Example: protobench discover bacnet://127.0.0.1:47808/ --write-profile mine.toml
+        BACnet/IP: objects, value datatypes, commandable objects. Haystack:
+        about, ops, formats, a few entity ids, hisRead/pointWrite/watch ops.
+
+        Examples: protobench discover bacnet://127.0.0.1:47808/ --write-profile mine.toml;
+        protobench discover haystack http://127.0.0.1:8080/api --opt user=admin
         """
-        if not url.startswith("bacnet://"):
-            fail(f"discover: expected a bacnet:// URL, got {redact_url(url)!r}")
         wait = parse_value(timeout, parse_duration, "--timeout") or 3.0
-        try:
-            options = BacnetIpOptions.model_validate(parse_pairs(opt or [], "--opt"))
-        except ValidationError as exc:
-            fail(f"--opt: {exc.errors()[0]['msg']}")
-        try:
-            info = asyncio.run(discover(url, options, wait))
-        except OpError as exc:
-            fail(f"discover {redact_url(url)}: {exc}", code=EXIT_INCOMPLETE)
-        typer.echo(summary(info))
+        opts = parse_pairs(opt or [], "--opt")
+        profile_name = name or (write_profile.stem if write_profile else "discovered")
+        if what == "haystack":
+            if url is None:
+                fail("discover haystack: give the server's URL, e.g. http://127.0.0.1:8080/api")
+            text, profile = _haystack(url, opts, wait, profile_name)
+        elif what.startswith("bacnet://") and url is None:
+            text, profile = _bacnet(what, opts, wait, profile_name)
+        else:
+            fail(f"discover: expected a bacnet:// URL or `haystack URL`, got {redact_url(what)!r}")
+        typer.echo(text)
         if write_profile is None:
             return
-        profile_name = name or write_profile.stem
-        text = fitted_profile(info, profile_name)
         try:
-            loader.parse(text, str(write_profile))
+            loader.parse(profile, str(write_profile))
         except loader.ProfileError as exc:
             fail(f"the fitted profile does not load: {exc}", code=EXIT_INCOMPLETE)
         try:
-            write_profile.write_text(text, encoding="utf-8")
+            write_profile.write_text(profile, encoding="utf-8")
         except OSError as exc:
             fail(f"{write_profile}: cannot write: {exc.strerror}")
         typer.echo(f"profile written to {write_profile}")

@@ -111,19 +111,19 @@ def export_snapshot(
         typer.Option(
             "--format",
             "-f",
-            help="hlog (HdrHistogram interval log), csv (interval series) or json "
-            "(default: from the -o suffix).",
+            help="hlog (HdrHistogram interval log), hgrm (percentile distribution, ms), "
+            "csv (interval series) or json (default: from the -o suffix).",
         ),
     ] = None,
     output: Annotated[
         Path | None, typer.Option("--output", "-o", help="Write here instead of stdout.")
     ] = None,
     phase: Annotated[
-        str, typer.Option(help="Phase of hlog/csv: sustain, warmup, drain or all.")
+        str, typer.Option(help="Phase of hlog/hgrm/csv: sustain, warmup, drain or all.")
     ] = "sustain",
     snapshots_dir: DirOption = None,
 ) -> None:
-    """Export a snapshot as an HdrHistogram log, a CSV of its intervals, or JSON."""
+    """Export a snapshot as an HdrHistogram log or percentile distribution, a CSV, or JSON."""
     if fmt is None:
         suffix = output.suffix.lstrip(".") if output else ""
         if suffix not in FORMATS:

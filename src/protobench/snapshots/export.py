@@ -1,4 +1,4 @@
-"""Exports of a snapshot: HdrHistogram interval logs, CSV of the interval series, JSON.
+"""Exports of a snapshot: HdrHistogram interval logs, percentile distributions, CSV, JSON.
 
 * ``hlog``: the HdrHistogram interval log format (version 1.3, written with
   hdrh's ``HistogramLogWriter``), readable by HdrHistogram's
@@ -14,6 +14,9 @@
   run's start, which ``#[StartTime]`` and ``#[BaseTime]`` give (the wall time
   at which the run was started). Each line holds one interval of one series:
   summing the lines of one tag (``None`` for the untagged) gives that series.
+* ``hgrm``: HdrHistogram's percentile distribution text (as wrk2 prints it,
+  values in milliseconds) of the phase's merged histograms, per operation and
+  in total, corrected and (open model) uncorrected: :mod:`protobench.snapshots.hgrm`.
 * ``csv``: one row per interval and operation, and a ``TOTAL`` row per
   interval: absolute times (ISO 8601 UTC and seconds since the epoch) and times
   from the run's start, counts, latencies in microseconds (corrected and, in
@@ -36,11 +39,12 @@ from typing import Any, TextIO
 from hdrh.log import HistogramLogWriter
 
 from protobench.engine.metrics import decode
+from protobench.snapshots.hgrm import write_hgrm
 from protobench.snapshots.series import TOTAL, intervals, operations
 from protobench.snapshots.series import latency as series_latency
 
 FORMAT_VERSION = "1.3"
-FORMATS = ("hlog", "csv", "json")
+FORMATS = ("hlog", "hgrm", "csv", "json")
 PHASES = ("warmup", "sustain", "drain", "all")
 CSV_COLUMNS = (
     "phase",
@@ -232,9 +236,11 @@ def write_json(snapshot: dict[str, Any], out: TextIO) -> None:
 
 
 def export(snapshot: dict[str, Any], fmt: str, out: TextIO, phase: str = "sustain") -> None:
-    """Write ``snapshot`` to ``out`` in format ``fmt`` (one of :data:`FORMATS`)."""
+    """Write ``snapshot`` to ``out`` in format ``fmt`` (one of :data:`FORMATS`) for ``phase``."""
     if fmt == "hlog":
         write_hlog(snapshot, out, phase)
+    elif fmt == "hgrm":
+        write_hgrm(snapshot, out, _phase(phase))
     elif fmt == "csv":
         write_csv(snapshot, out, phase)
     elif fmt == "json":

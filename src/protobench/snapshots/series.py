@@ -124,14 +124,17 @@ def intervals(
 
 
 def phase_histogram(
-    snapshots: Sequence[dict[str, Any]], op: str, phase: str = "sustain"
+    snapshots: Sequence[dict[str, Any]], op: str, phase: str = "sustain", key: str = "hist"
 ) -> HdrHistogram:
-    """The merged latency histogram of ``op`` (or ``TOTAL``) over the phase of every snapshot."""
+    """The merged latency histogram of ``op`` (or ``TOTAL``) over the phase of every snapshot.
+
+    ``key`` ``hist_uncorrected``: the open model's latencies from the actual send.
+    """
     encoded: list[str] = []
     for snapshot in snapshots:
         hists = snapshot.get("histograms", {}).get(phase, {})
         names = list(hists) if op == TOTAL else [op]
-        encoded.extend(hists[name]["hist"] for name in names if name in hists)
+        encoded.extend(hists[name].get(key, "") for name in names if name in hists)
     return merge(encoded)
 
 
