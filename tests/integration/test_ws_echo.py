@@ -110,14 +110,13 @@ async def test_delay_is_a_lower_bound_of_the_round_trip() -> None:
 async def test_pipelined_messages_each_wait_their_own_delay() -> None:
     """Five messages sent at once come back 100 ms after they were sent, in order: the
     delays do not add up (it used to sleep once per message in turn: 500 ms)."""
-    async with serving(WsEchoTarget(), delay="100ms") as target:
-        async with connect(target.url) as ws:
-            loop = asyncio.get_running_loop()
-            started = loop.time()
-            for index in range(5):
-                await ws.send(f"m{index}")
-            echoes = [await ws.recv() for _ in range(5)]
-            elapsed = loop.time() - started
+    async with serving(WsEchoTarget(), delay="100ms") as target, connect(target.url) as ws:
+        loop = asyncio.get_running_loop()
+        started = loop.time()
+        for index in range(5):
+            await ws.send(f"m{index}")
+        echoes = [await ws.recv() for _ in range(5)]
+        elapsed = loop.time() - started
     assert echoes == [f"m{index}" for index in range(5)]
     assert 0.1 <= elapsed < 0.3
 
