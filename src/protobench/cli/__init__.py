@@ -15,6 +15,7 @@ import typer
 
 from protobench import __version__
 from protobench.cli import (
+    beckn_cmd,
     diff_cmd,
     profiles_cmd,
     replay_cmd,
@@ -56,6 +57,7 @@ diff_cmd.register(app)
 sweep_cmd.register(app)
 app.add_typer(profiles_cmd.app, name="profiles")
 app.add_typer(snapshots_cmd.app, name="snapshots")
+app.add_typer(beckn_cmd.app, name="beckn")
 
 
 def main() -> int:

@@ -20,7 +20,12 @@ import binascii
 import os
 
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey, Ed25519PublicKey
-from cryptography.hazmat.primitives.serialization import Encoding, PublicFormat
+from cryptography.hazmat.primitives.serialization import (
+    Encoding,
+    NoEncryption,
+    PrivateFormat,
+    PublicFormat,
+)
 from pydantic import SecretStr
 
 DEV_SUBSCRIBER_ID = "sandbox.food-finder.com"
@@ -72,6 +77,23 @@ def resolve_private_key(option: SecretStr | None, env_name: str = PRIVATE_KEY_EN
 def public_key_of(encoded_private: str) -> str:
     """The base64 public key of a base64 private key."""
     return base64.b64encode(public_bytes(private_key(encoded_private).public_key())).decode()
+
+
+def new_private_key() -> str:
+    """A fresh Ed25519 private key: base64 of its 32-byte seed (onix's form)."""
+    seed = Ed25519PrivateKey.generate().private_bytes(
+        Encoding.Raw, PrivateFormat.Raw, NoEncryption()
+    )
+    return base64.b64encode(seed).decode()
+
+
+def registry_record(subscriber_id: str, key_id: str, encoded_private: str) -> dict[str, str]:
+    """What a registry (or onix's simplekeymanager) needs to know of a BAP's key."""
+    return {
+        "subscriber_id": subscriber_id,
+        "key_id": key_id,
+        "signing_public_key": public_key_of(encoded_private),
+    }
 
 
 def key_mismatch(
