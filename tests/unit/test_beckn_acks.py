@@ -8,7 +8,15 @@ from pydantic import ValidationError
 
 from protobench.protocols.base import ErrorClass
 from protobench.protocols.beckn.acks import parse_ack, reply_error, signature_error
-from protobench.protocols.beckn.keys import DEV_PRIVATE_KEY, DEV_PUBLIC_KEY, private_key, public_key
+from protobench.protocols.beckn.callbacks import CallbackListener
+from protobench.protocols.beckn.keys import (
+    DEV_KEY_ID,
+    DEV_PRIVATE_KEY,
+    DEV_PUBLIC_KEY,
+    DEV_SUBSCRIBER_ID,
+    private_key,
+    public_key,
+)
 from protobench.protocols.beckn.models import BecknOptions
 from protobench.protocols.beckn.signing import Signer
 from tests.unit.test_beckn_signing import SPEC_PRIVATE, SPEC_PUBLIC
@@ -129,3 +137,25 @@ def test_the_key_from_the_environment_is_checked_too(monkeypatch: pytest.MonkeyP
     with pytest.raises(ValidationError, match="development key's"):
         BecknOptions()
     BecknOptions(subscriber_id="bap.example.com")
+
+
+def test_callbacks_are_acked_in_the_v2_shape_and_counter_signed() -> None:
+    """onix checks the ACK of a callback: ours names the messageId and is signed."""
+    listener = CallbackListener()
+    got: list[int] = []
+    listener.expect(MID, got.append)
+    callback = b'{"context":{"action":"on_select","messageId":"%s","transactionId":"%s"}}' % (
+        MID.encode(),
+        TID.encode(),
+    )
+    unsigned = listener._handle(b"POST", b"/bap/on_select", "", callback)
+    assert unsigned.split(b"\r\n\r\n", 1)[1] == V2_ACK
+    assert b"Signature:" not in unsigned
+    assert got == [len(callback)]
+    listener.signer = Signer(DEV_SUBSCRIBER_ID, DEV_KEY_ID, private_key(DEV_PRIVATE_KEY))
+    head, body = listener._handle(b"POST", b"/bap/on_select", "", callback).split(b"\r\n\r\n")
+    assert reply_error(200, body, MID) is None
+    header = next(line for line in head.split(b"\r\n") if line.startswith(b"Signature: "))
+    signature = header.removeprefix(b"Signature: ")
+    assert signature_error(signature, body, public_key(DEV_PUBLIC_KEY)) is None
+    assert listener.unmatched == 1

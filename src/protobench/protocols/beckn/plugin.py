@@ -62,7 +62,7 @@ class BecknProtocol(Protocol):
         except ValueError as exc:
             raise OpError(ErrorClass.CONNECT, str(exc)) from None
         signer = _signer(options) if options.sign else None
-        listener = await callbacks.listener() if params.await_callback else None
+        listener = await callbacks.listener(signer) if params.await_callback else None
         bodies = BodyFactory(
             ctx.op,
             bap_id=options.bap_id or options.subscriber_id,
