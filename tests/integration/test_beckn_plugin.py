@@ -73,8 +73,11 @@ async def test_tampered_body_is_rejected_with_401() -> None:
 
 
 async def test_another_key_and_unsigned_requests_are_counted_auth() -> None:
-    async with bpp_server() as url:
-        wrong_key = await _run(url, "discover", private_key=SPEC_PRIVATE_KEY)
+    """The BPP has the development public key registered for bap.example.com|k1; we sign
+    with another key (with the development key's own ids it is refused at load)."""
+    ids = {"subscriber_id": "bap.example.com", "key_id": "k1"}
+    async with bpp_server(**ids) as url:
+        wrong_key = await _run(url, "discover", private_key=SPEC_PRIVATE_KEY, **ids)
         unsigned = await _run(url, "select", sign=False)
         stats = await bpp_stats(url)
     assert all(error_of(r, ErrorClass.AUTH).code == "401" for r in wrong_key)

@@ -66,9 +66,11 @@ def test_private_key_option_is_used_and_never_stored(tmp_path: Path) -> None:
 
 
 def test_embedded_bpp_rejects_another_key_as_auth(tmp_path: Path) -> None:
+    ids = ("subscriber_id=bap.example.com", "key_id=k1")
     result = run(
         tmp_path, "beckn-bap", "--warmup", "0s", "--duration", "2s", "--json", "--quiet",
         "-c", "4", "-p", "1", "--opt", f"private_key={SPEC_PRIVATE_KEY}",
+        *(arg for pair in ids for arg in ("--opt", pair, "--serve-opt", pair)),
     )  # fmt: skip
     assert result.returncode == 1, result.stderr
     total = result.json()["phases"]["sustain"]["total"]
@@ -76,3 +78,17 @@ def test_embedded_bpp_rejects_another_key_as_auth(tmp_path: Path) -> None:
     assert total["errors"] > 0
     assert set(total["errors_by_class"]) == {"auth"}
     assert "signature does not verify" in total["last_errors"]["auth"]
+
+
+def test_a_key_that_cannot_be_the_registered_one_stops_the_run_before_it_starts(
+    tmp_path: Path,
+) -> None:
+    """Another private key under the development key's ids would get 401 on everything."""
+    result = run(
+        tmp_path, "beckn-bap", "--warmup", "0s", "--duration", "1s", "--quiet", "-p", "1",
+        "--opt", f"private_key={SPEC_PRIVATE_KEY}",
+    )  # fmt: skip
+    assert result.returncode == 2
+    assert "development key's" in result.stderr
+    assert "awGPjRK6i/Vg/lWr+0xObclVxlwZXvTjWYtlu6NeOHk=" in result.stderr  # its public key
+    assert SPEC_PRIVATE_KEY not in result.stderr + result.stdout

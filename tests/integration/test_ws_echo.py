@@ -8,6 +8,7 @@ from typing import Any
 
 import httpx
 import pytest
+from websockets.asyncio.client import connect
 from websockets.asyncio.server import ServerConnection, serve
 from websockets.http11 import Request, Response
 
@@ -105,6 +106,20 @@ async def test_delay_is_a_lower_bound_of_the_round_trip() -> None:
         await _close(sessions)
     assert outcome.ok == 3
     assert elapsed >= 0.15
+
+
+async def test_pipelined_messages_each_wait_their_own_delay() -> None:
+    """Five messages sent at once come back 100 ms after they were sent, in order: the
+    delays do not add up (it used to sleep once per message in turn: 500 ms)."""
+    async with serving(WsEchoTarget(), delay="100ms") as target, connect(target.url) as ws:
+        loop = asyncio.get_running_loop()
+        started = loop.time()
+        for index in range(5):
+            await ws.send(f"m{index}")
+        echoes = [await ws.recv() for _ in range(5)]
+        elapsed = loop.time() - started
+    assert echoes == [f"m{index}" for index in range(5)]
+    assert 0.1 <= elapsed < 0.3
 
 
 async def test_a_late_echo_after_a_timeout_is_dropped_not_counted() -> None:

@@ -1,4 +1,4 @@
-"""Beckn v2 bodies, ids, timestamps, the Ack mapping and the plugin's secret handling."""
+"""Beckn v2 bodies, ids, timestamps and the plugin's secret handling."""
 
 from __future__ import annotations
 
@@ -9,11 +9,9 @@ import orjson
 import pytest
 from pydantic import ValidationError
 
-from protobench.protocols.base import ErrorClass
 from protobench.protocols.beckn import BecknProtocol
 from protobench.protocols.beckn.models import BecknOptions
 from protobench.protocols.beckn.payloads import ACTIONS, BodyFactory, timestamp, uuid4
-from protobench.protocols.beckn.session import ack_error
 
 REQUIRED = {"action", "bapId", "bapUri", "messageId", "timestamp", "transactionId", "version"}
 RFC3339_MS = re.compile(r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$")
@@ -74,31 +72,6 @@ def test_uuid4_and_timestamp_shapes() -> None:
     assert parsed.version == 4
     assert parsed.variant == uuid.RFC_4122
     assert RFC3339_MS.match(timestamp())
-
-
-@pytest.mark.parametrize(
-    ("body", "expected"),
-    [
-        (b'{"status":"ACK"}', None),
-        (b'{"message":{"ack":{"status":"ACK"}}}', None),
-        (b'{"status":"NACK","error":{"code":"30001","message":"no such item"}}', "protocol"),
-        (b'{"message":{"ack":{"status":"NACK"}}}', "protocol"),
-        (b"not json", "validation"),
-        (b"[1]", "validation"),
-        (b'{"status":"MAYBE"}', "validation"),
-    ],
-)
-def test_ack_mapping(body: bytes, expected: str | None) -> None:
-    error = ack_error(body)
-    if expected is None:
-        assert error is None
-    else:
-        assert error is not None
-        assert error.error_class is ErrorClass(expected)
-    if body.startswith(b'{"status":"NACK"'):
-        assert error is not None
-        assert error.code == "NACK"
-        assert error.detail == "no such item"
 
 
 def test_private_key_is_a_redacted_validated_secret() -> None:

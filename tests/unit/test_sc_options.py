@@ -50,6 +50,8 @@ def test_vmacs_and_sizes_are_checked() -> None:
         UnicastParams.model_validate({"payload": 1493})
     with pytest.raises(ValidationError, match="greater than or equal to 1"):
         BroadcastParams(echoes=0)
+    with pytest.raises(ValidationError, match="greater than or equal to 1"):
+        UnicastParams(inflight=0)
 
 
 def test_tls_config_from_url_fragment_and_options(tmp_path: Path) -> None:
@@ -80,6 +82,9 @@ def test_builtin_profile_bacnet_sc() -> None:
     unicast, broadcast = profile.group
     assert (unicast.op, unicast.count, unicast.every) == ("unicast", 8, None)
     assert (broadcast.op, broadcast.count, broadcast.every) == ("broadcast", 2, 0.5)
+    # bac-py's shape: the 8 unicast workers share one stress node, 8 echoes in flight on it
+    assert UnicastParams.model_validate(unicast.params).inflight == 8
+    assert BroadcastParams.model_validate(broadcast.params).inflight == 2
     mix = UnicastParams.model_validate(unicast.params).payload
     payloads = TaggedPayloads(0, mix)
     sizes = Counter(len(payloads.build(seq)) for seq in range(1000))

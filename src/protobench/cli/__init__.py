@@ -16,6 +16,7 @@ import typer
 
 from protobench import __version__
 from protobench.cli import (
+    beckn_cmd,
     boundary,
     diff_cmd,
     discover_cmd,
@@ -63,6 +64,7 @@ discover_cmd.register(app)
 report_cmd.register(app)
 app.add_typer(profiles_cmd.app, name="profiles")
 app.add_typer(snapshots_cmd.app, name="snapshots")
+app.add_typer(beckn_cmd.app, name="beckn")
 
 
 def main() -> int:

@@ -29,6 +29,7 @@ serve process's uvloop, one asyncio protocol with httptools parsing.
 from __future__ import annotations
 
 import asyncio
+import time
 from collections import Counter
 from typing import Any, ClassVar
 
@@ -50,6 +51,7 @@ from protobench.protocols.beckn.payloads import ACTIONS, VERSION
 from protobench.protocols.beckn.server import HandlerProtocol, json_response
 from protobench.protocols.beckn.signing import SignatureError, Signer, verify
 from protobench.targets.base import Announcement, EmbeddedTarget, Ready
+from protobench.targets.delays import DelayLine
 from protobench.targets.http import STATS_PATH
 
 _STATS_URL = STATS_PATH.encode("ascii")
@@ -82,8 +84,11 @@ def _nack(status: str, code: str, message: str, extra: str = "") -> bytes:
 class _BppState:
     """What every connection of the server shares: keys, counters, the callback sender."""
 
-    def __init__(self, options: BecknBppOptions, sender: CallbackSender | None) -> None:
+    def __init__(
+        self, options: BecknBppOptions, sender: CallbackSender | None, delays: DelayLine
+    ) -> None:
         self.options = options
+        self.delays = delays
         self.keys = {(options.subscriber_id, options.key_id): public_key(options.public_key)}
         self.challenge = (
             f'WWW-Authenticate: Signature realm="{options.bpp_id}",'
@@ -110,9 +115,8 @@ class _BppState:
             return _nack("400 Bad Request", "400", problem)
         self.counts["ack"] += 1
         if self.sender is not None and self.options.callback_delay is not None:
-            asyncio.get_running_loop().call_later(
-                self.options.callback_delay, self.sender.send, request
-            )
+            due = time.monotonic_ns() + round(self.options.callback_delay * 1e9)
+            self.delays.call_at(due, self.sender.send, request)
         return _ACK
 
     def stats(self) -> dict[str, int]:
@@ -155,7 +159,8 @@ class BecknBppTarget(EmbeddedTarget):
         if options.callback_delay is not None:
             signer = Signer(options.bpp_id, DEV_KEY_ID, private_key(DEV_PRIVATE_KEY))
             sender = CallbackSender(signer, options.bpp_id)
-        state = _BppState(options, sender)
+        delays = DelayLine(loop)
+        state = _BppState(options, sender, delays)
         server = await loop.create_server(
             lambda: HandlerProtocol(state.handle, options.idle_timeout), host, port
         )
@@ -166,5 +171,6 @@ class BecknBppTarget(EmbeddedTarget):
             await server.serve_forever()
         finally:
             server.close()
+            delays.close()
             if sender is not None:
                 sender.close()

@@ -5,13 +5,10 @@
 response (``Hello, World!`` by default). It runs on the serve process's
 uvloop and answers tens of thousands of requests per second per core.
 
-* ``delay``: each response leaves ``delay`` after its request was parsed.
-  libuv timers have a 1 ms granularity, too coarse for a reference server, so
-  delayed responses are released by a small waker thread that sleeps, spins
-  the last 0.5 ms, and wakes the loop that much ahead of time as the loop
-  measurably takes to run (learned as it goes); a loop that runs sooner
-  waits out the rest, so no response leaves early; pipelined requests are
-  answered in order.
+* ``delay``: each response leaves ``delay`` after its request was parsed,
+  never sooner, released by the loop's :class:`~protobench.targets.delays.DelayLine`
+  (a ``timerfd``: libuv's own timers have a 1 ms granularity, too coarse for a
+  reference server); pipelined requests are answered in order.
 * ``stall_at``/``stall_for``: once, ``stall_at`` after the first request, the
   whole server blocks its event loop for ``stall_for`` (a stop-the-world pause).
 * ``GET /__protobench__/stats`` returns ``{"served": N, "connections": M}``:
@@ -25,15 +22,8 @@ The target binds loopback addresses only.
 from __future__ import annotations
 
 import asyncio
-import contextlib
-import ctypes
 import json
-import queue
-import sys
-import threading
 import time
-from collections import deque
-from collections.abc import Callable
 from http import HTTPStatus
 from ssl import SSLContext
 from typing import ClassVar, cast
@@ -45,13 +35,11 @@ from protobench.hostutil import is_loopback_host
 from protobench.profiles.model import Duration
 from protobench.protocols.base import StrictModel
 from protobench.targets.base import Announcement, EmbeddedTarget, Ready
+from protobench.targets.delays import DelayLine
 
 STATS_PATH = "/__protobench__/stats"
 _STATS_URL = STATS_PATH.encode("ascii")
 _BODY_PATTERN = b"Hello, World!"
-_PR_SET_TIMERSLACK = 29
-_SWITCH_INTERVAL = 0.0002
-"""GIL switch interval while delayed responses are pending: the waker thread gets in fast."""
 _BAD_REQUEST = b"HTTP/1.1 400 Bad Request\r\nContent-Length: 0\r\nConnection: close\r\n\r\n"
 
 
@@ -86,75 +74,6 @@ def _json_response(payload: object) -> bytes:
     return head.encode("ascii") + body
 
 
-_SPIN = 0.0005
-"""The waker sleeps until this long before a due time, then spins: sleeps on a
-virtual machine end 150-250 µs late even with a 1 ns timer slack."""
-_MAX_ADVANCE = 0.001
-"""At most this much of the loop's wake-up delay is compensated."""
-
-
-def _precise_sleeps() -> None:
-    """Make this thread's sleeps end on time: timer slack 1 ns instead of 50 µs (Linux)."""
-    if sys.platform == "linux":
-        with contextlib.suppress(OSError, AttributeError):
-            ctypes.CDLL(None, use_errno=True).prctl(_PR_SET_TIMERSLACK, 1, 0, 0, 0)
-
-
-class _Waker(threading.Thread):
-    """Wakes the event loop when the next delayed response is due.
-
-    The loop thread puts due times (``perf_counter`` seconds, non-decreasing)
-    on ``dues``; this thread sleeps until each and then calls ``wake`` on the
-    loop, once for every batch of due times that have passed.
-    """
-
-    def __init__(self, loop: asyncio.AbstractEventLoop, wake: Callable[[], None]) -> None:
-        super().__init__(name="protobench-http-waker", daemon=True)
-        self.dues: queue.SimpleQueue[float | None] = queue.SimpleQueue()
-        self.advance = 0.0
-        """How long before a due time to wake the loop: its measured wake-up delay."""
-        self._loop = loop
-        self._wake = wake
-
-    def learn(self, wake_delay: float) -> None:
-        """Fold one observed delay between a wake-up and the loop running it (EWMA)."""
-        observed = min(max(wake_delay, 0.0), _MAX_ADVANCE)
-        self.advance += (observed - self.advance) / 8
-
-    def run(self) -> None:
-        _precise_sleeps()
-        pending: float | None = None
-        while True:
-            due = pending if pending is not None else self.dues.get()
-            pending = None
-            if due is None:
-                return
-            target = due - self.advance
-            wait = target - time.perf_counter() - _SPIN
-            if wait > 0:
-                time.sleep(wait)
-            while time.perf_counter() < target:
-                pass
-            stop = False
-            while True:
-                try:
-                    following = self.dues.get_nowait()
-                except queue.Empty:
-                    break
-                if following is None:
-                    stop = True
-                    break
-                if following - self.advance > time.perf_counter():
-                    pending = following
-                    break
-            try:
-                self._loop.call_soon_threadsafe(self._wake)
-            except RuntimeError:
-                return
-            if stop:
-                return
-
-
 class _ServerState:
     """What all connections of one server share: counters, responses, the delay queue."""
 
@@ -162,48 +81,20 @@ class _ServerState:
         self.loop = loop
         self.options = options
         self.response = encode_response(options.status, options.body_size)
-        self.delay = options.delay
         self.served = 0
         self.connections = 0
         self.open: set[_ServerConnection] = set()
         self.first_request = True
-        self.delayed: deque[tuple[float, _ServerConnection, bool, bool]] = deque()
-        self.waker: _Waker | None = None
-        if self.delay > 0:
-            # The waker spins before each due time; hand the GIL over within 50 µs,
-            # not the default 5 ms, so requests are parsed meanwhile.
-            sys.setswitchinterval(_SPIN / 10)
-            self.waker = _Waker(loop, self.release_due)
-            self.waker.start()
+        self.delay_ns = round(options.delay * 1e9)
+        self.delays = DelayLine(loop)
 
     def on_first_request(self) -> None:
         self.first_request = False
         if self.options.stall_at is not None:
             self.loop.call_later(self.options.stall_at, time.sleep, self.options.stall_for)
 
-    def schedule(self, conn: _ServerConnection, counted: bool, head: bool) -> None:
-        due = time.perf_counter() + self.delay
-        self.delayed.append((due, conn, counted, head))
-        assert self.waker is not None
-        self.waker.dues.put(due)
-
-    def release_due(self) -> None:
-        delayed = self.delayed
-        now = time.perf_counter()
-        waker = self.waker
-        assert waker is not None
-        if delayed:
-            waker.learn(now - (delayed[0][0] - waker.advance))
-        while delayed and delayed[0][0] <= now + waker.advance:
-            due, conn, counted, head = delayed.popleft()
-            while time.perf_counter() < due:
-                pass  # woken up to `advance` early: never answer before the delay is over
-            conn.pending -= 1
-            conn.release(counted, head)
-
     def stop(self) -> None:
-        if self.waker is not None:
-            self.waker.dues.put(None)
+        self.delays.close()
         for conn in list(self.open):
             conn.abort()
 
@@ -261,11 +152,16 @@ class _ServerConnection(asyncio.Protocol):
         head = self._parser.get_method() == b"HEAD"
         if not self._parser.should_keep_alive():
             self._closing = True
-        if state.delay > 0:
+        if state.delay_ns > 0:
             self.pending += 1
-            state.schedule(self, counted, head)
+            due = time.monotonic_ns() + state.delay_ns
+            state.delays.call_at(due, self.release_delayed, counted, head)
         else:
             self.release(counted, head)
+
+    def release_delayed(self, counted: bool, head: bool) -> None:
+        self.pending -= 1
+        self.release(counted, head)
 
     def release(self, counted: bool, head: bool) -> None:
         """Answer a request (delayed ones in request order); close if the client asked to.
@@ -294,9 +190,6 @@ class HttpServer:
     def __init__(self, server: asyncio.Server, state: _ServerState, tls: bool) -> None:
         self._server = server
         self._state = state
-        self._switch_interval = sys.getswitchinterval()
-        if state.delay > 0:
-            sys.setswitchinterval(_SWITCH_INTERVAL)
         bound = server.sockets[0].getsockname()
         host = f"[{bound[0]}]" if ":" in bound[0] else bound[0]
         self.port: int = bound[1]
@@ -319,7 +212,6 @@ class HttpServer:
         """Stop listening and drop every connection."""
         self._state.stop()
         self._server.close()
-        sys.setswitchinterval(self._switch_interval)
 
 
 async def start_server(

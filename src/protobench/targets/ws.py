@@ -1,8 +1,10 @@
 """``protobench serve ws``: a WebSocket echo server that counts what it does.
 
-Every message received on any path is sent back with the same type (after
-``delay``); with ``corrupt_every = N`` the last byte of every Nth message
-(counted over all connections) is changed, so tests know exactly how many
+Every message received on any path is sent back with the same type, ``delay``
+after it arrived (never sooner, released by a
+:class:`~protobench.targets.delays.DelayLine`; echoes keep their order). With
+``corrupt_every = N`` the last byte of every Nth message (counted over all
+connections) is changed, so tests know exactly how many
 echoes must fail verification. On ``/push`` the server instead pushes
 ``push_size``-byte messages at ``push_rate`` per connection, each starting with
 ``>QQ`` (sequence from 1, send time in ``time.time_ns()``) - what the
@@ -41,6 +43,7 @@ from websockets.version import version as websockets_version
 from protobench.profiles.model import Duration, Rate
 from protobench.protocols.base import StrictModel
 from protobench.targets.base import Announcement, EmbeddedTarget, Ready
+from protobench.targets.delays import DelayLine
 from protobench.tlsutil import generate, url_with_files
 
 PUSH_HEADER = struct.Struct(">QQ")
@@ -89,9 +92,11 @@ def _corrupt(message: str | bytes) -> str | bytes:
 class EchoServer:
     """The handlers, parameterised by the options, with their counters."""
 
-    def __init__(self, options: WsTargetOptions) -> None:
+    def __init__(self, options: WsTargetOptions, delays: DelayLine) -> None:
         self.options = options
         self.stats = EchoStats()
+        self._delays = delays
+        self._delay_ns = round(options.delay * 1e9)
 
     def process_request(self, connection: ServerConnection, request: Request) -> Response | None:
         if request.path.split("?", 1)[0] == "/stats":
@@ -113,18 +118,38 @@ class EchoServer:
             self.stats.connections -= 1
 
     async def _echo(self, ws: ServerConnection) -> None:
+        if not self._delay_ns:
+            async for message in ws:
+                await ws.send(self._reply(message))
+            return
+        replies: asyncio.Queue[tuple[int, str | bytes]] = asyncio.Queue()
+        sender = asyncio.create_task(self._send_when_due(ws, replies))
+        try:
+            async for message in ws:
+                replies.put_nowait((time.monotonic_ns() + self._delay_ns, self._reply(message)))
+        finally:
+            sender.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await sender
+
+    def _reply(self, message: str | bytes) -> str | bytes:
         stats = self.stats
+        stats.messages += 1
         every = self.options.corrupt_every
-        delay = self.options.delay
-        async for message in ws:
-            stats.messages += 1
-            reply = message
-            if every and stats.messages % every == 0:
-                stats.corrupted += 1
-                reply = _corrupt(message)
-            if delay:
-                await asyncio.sleep(delay)
-            await ws.send(reply)
+        if every and stats.messages % every == 0:
+            stats.corrupted += 1
+            return _corrupt(message)
+        return message
+
+    async def _send_when_due(
+        self, ws: ServerConnection, replies: asyncio.Queue[tuple[int, str | bytes]]
+    ) -> None:
+        """Send each reply at its due time, in arrival order (a delay does not add up)."""
+        with contextlib.suppress(ConnectionClosed):
+            while True:
+                due, reply = await replies.get()
+                await self._delays.sleep_until(due)
+                await ws.send(reply)
 
     async def _push(self, ws: ServerConnection) -> None:
         loop = asyncio.get_running_loop()
@@ -168,8 +193,10 @@ class WsEchoTarget(EmbeddedTarget):
 
     async def serve(self, host: str, port: int, options: StrictModel, ready: Ready) -> None:
         assert isinstance(options, WsTargetOptions)
-        server = EchoServer(options)
+        delays = DelayLine(asyncio.get_running_loop())
+        server = EchoServer(options, delays)
         with contextlib.ExitStack() as stack:
+            stack.callback(delays.close)
             context = None
             files: dict[str, str] = {}
             if options.tls:

@@ -37,6 +37,9 @@ class _EchoParams(StrictModel):
     payload: PayloadSize = Field(default_factory=lambda: parse_mix(DEFAULT_MIX))
     prefix: str = "ECHO:"
     """What the echo nodes put before the NPDU they send back."""
+    inflight: int = Field(default=1, ge=1, le=1024)
+    """Sessions of the group sharing one SC connection, each with one exchange in flight
+    (bac-py's SC benchmark keeps 8 unicast echoes in flight on its one stress node)."""
 
     @model_validator(mode="after")
     def _fits(self) -> _EchoParams:

@@ -5,11 +5,12 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import ClassVar
 
-from protobench.protocols.bacnet_sc.link import open_link
+from protobench.protocols.bacnet_sc.link import Link, open_link
 from protobench.protocols.bacnet_sc.options import BacnetScOptions, BroadcastParams, UnicastParams
 from protobench.protocols.bacnet_sc.sessions import BroadcastSession, UnicastSession
 from protobench.protocols.base import Protocol, Session, SessionContext, StrictModel
 from protobench.protocols.payloads import TaggedPayloads
+from protobench.protocols.sharing import ConnectionShare
 
 
 class BacnetScProtocol(Protocol):
@@ -33,10 +34,29 @@ class BacnetScProtocol(Protocol):
         params = ctx.params
         assert isinstance(options, BacnetScOptions)
         assert isinstance(params, UnicastParams | BroadcastParams)
-        link = await open_link(ctx.target, options, ctx.timeout)
-        payloads = TaggedPayloads(ctx.index, params.payload, "binary")
         prefix = params.prefix.encode()
+
+        async def opener() -> Link:
+            return await open_link(ctx.target, options, prefix, ctx.timeout)
+
+        if params.inflight > 1:
+            share = ConnectionShare[Link].of(
+                ("bacnet-sc", ctx.target, ctx.group), params.inflight, _alive
+            )
+            link, release = await share.acquire(opener)
+        else:
+            link, release = await opener(), _last
+        payloads = TaggedPayloads(ctx.index, params.payload, "binary")
         if isinstance(params, UnicastParams):
             nodes = [bytes.fromhex(node.replace(":", "")) for node in params.nodes]
-            return UnicastSession(link, payloads, nodes, prefix, ctx.timeout)
-        return BroadcastSession(link, payloads, prefix, params.echoes, ctx.timeout)
+            return UnicastSession(link, release, payloads, nodes, ctx.timeout)
+        return BroadcastSession(link, release, payloads, params.echoes, ctx.timeout)
+
+
+def _alive(link: Link) -> bool:
+    return link.alive
+
+
+def _last() -> bool:
+    """The release of an unshared link: its only session is the last."""
+    return True

@@ -14,7 +14,9 @@ echoes within the timeout is a ``timeout`` error naming how many came.
 
 NPDUs that do not start with the prefix (other sessions' broadcasts reach
 every node) are ignored; a late echo of an exchange that timed out is
-recognised by its tag and dropped.
+recognised by its tag and dropped. With ``inflight`` > 1 the sessions of a
+group share a link (one SC connection), which hands each echo to the session
+its tag names; a session's close releases the link, the last one closes it.
 """
 
 from __future__ import annotations
@@ -22,6 +24,7 @@ from __future__ import annotations
 import asyncio
 import random
 from collections import deque
+from collections.abc import Callable
 
 from protobench.protocols.bacnet_sc.link import Link
 from protobench.protocols.base import AsyncSession, CallbackSession, Done, ErrorClass, OpError
@@ -35,15 +38,27 @@ def _watch_period(timeout: float) -> float:
 
 
 class _Echoes:
-    """What both sessions share: the link, payloads, prefix and expired tags."""
+    """What both sessions have: the link and its release, payloads, prefix, expired tags."""
 
-    def __init__(self, link: Link, payloads: TaggedPayloads, prefix: bytes, timeout: float) -> None:
+    def __init__(
+        self, link: Link, release: Callable[[], bool], payloads: TaggedPayloads, timeout: float
+    ) -> None:
         self.link = link
+        self.release: Callable[[], bool] | None = release
         self.payloads = payloads
-        self.prefix = prefix
+        self.prefix = link.prefix
         self.timeout = timeout
         self.seq = 0
         self.expired: deque[int] = deque(maxlen=_EXPIRED_KEEP)
+
+    async def close(self) -> None:
+        """Leave the link; the last session on it closes it (idempotent)."""
+        release, self.release = self.release, None
+        if release is None:
+            return
+        self.link.detach(self.payloads.source)
+        if release():
+            await self.link.close()
 
     def classify(self, npdu: bytes) -> int | None:
         """The sequence number an echo of ours carries; ``None`` for foreign or expired NPDUs."""
@@ -64,12 +79,12 @@ class UnicastSession(CallbackSession):
     def __init__(
         self,
         link: Link,
+        release: Callable[[], bool],
         payloads: TaggedPayloads,
         nodes: list[bytes],
-        prefix: bytes,
         timeout: float,
     ) -> None:
-        self._echoes = _Echoes(link, payloads, prefix, timeout)
+        self._echoes = _Echoes(link, release, payloads, timeout)
         self._nodes = nodes
         self._random = random.Random(payloads.source)
         self._done: Done | None = None
@@ -77,8 +92,7 @@ class UnicastSession(CallbackSession):
         self._node = b""
         self._sent_at = 0.0
         self._loop = asyncio.get_running_loop()
-        link.on_drop = self._on_drop
-        link.receive(self._on_npdu)
+        link.attach(payloads.source, self)
         self._handle = self._loop.call_later(_watch_period(timeout), self._watch)
 
     def submit(self, done: Done) -> None:
@@ -96,7 +110,7 @@ class UnicastSession(CallbackSession):
         self._sent_at = self._loop.time()
         link.transport.send_unicast(payload, node)
 
-    def _on_npdu(self, npdu: bytes, source: bytes) -> None:
+    def on_npdu(self, npdu: bytes, source: bytes) -> None:
         done = self._done
         if done is None:
             return
@@ -125,30 +139,34 @@ class UnicastSession(CallbackSession):
             done(OpError(ErrorClass.TIMEOUT, f"no echo within {echoes.timeout:g}s"), 0)
         self._handle = self._loop.call_later(_watch_period(echoes.timeout), self._watch)
 
-    def _on_drop(self, error: OpError) -> None:
+    def on_drop(self, error: OpError) -> None:
         done, self._done = self._done, None
         if done is not None:
             done(error, 0)
 
     async def close(self) -> None:
         self._handle.cancel()
-        await self._echoes.link.close()
+        await self._echoes.close()
 
 
 class BroadcastSession(AsyncSession):
     """One stress node broadcasting; an exchange ends with ``echoes`` verified echoes."""
 
     def __init__(
-        self, link: Link, payloads: TaggedPayloads, prefix: bytes, echoes: int, timeout: float
+        self,
+        link: Link,
+        release: Callable[[], bool],
+        payloads: TaggedPayloads,
+        echoes: int,
+        timeout: float,
     ) -> None:
-        self._echoes = _Echoes(link, payloads, prefix, timeout)
+        self._echoes = _Echoes(link, release, payloads, timeout)
         self._wanted = echoes
         self._expected = b""
         self._sources: set[bytes] = set()
         self._nbytes = 0
         self._waiter: asyncio.Future[int] | None = None
-        link.on_drop = self._on_drop
-        link.receive(self._on_npdu)
+        link.attach(payloads.source, self)
 
     async def call(self) -> int:
         echoes = self._echoes
@@ -175,7 +193,7 @@ class BroadcastSession(AsyncSession):
         finally:
             self._waiter = None
 
-    def _on_npdu(self, npdu: bytes, source: bytes) -> None:
+    def on_npdu(self, npdu: bytes, source: bytes) -> None:
         waiter = self._waiter
         if waiter is None or waiter.done():
             return
@@ -196,10 +214,10 @@ class BroadcastSession(AsyncSession):
             )
         )
 
-    def _on_drop(self, error: OpError) -> None:
+    def on_drop(self, error: OpError) -> None:
         waiter = self._waiter
         if waiter is not None and not waiter.done():
             waiter.set_exception(error)
 
     async def close(self) -> None:
-        await self._echoes.link.close()
+        await self._echoes.close()

@@ -10,7 +10,10 @@ and ``messageId``.
 * :class:`CallbackListener` is the BAP's side: one loopback server per worker
   process (:func:`listener`) whose URL is the ``bapUri`` of the requests; a
   session registers the ``messageId`` it sent and is called back when the
-  ``on_{action}`` carrying it arrives. Callbacks are ACKed; their signatures
+  ``on_{action}`` carrying it arrives. Callbacks are ACKed in the v2 shape
+  (``{"message": {"status": "ACK", "messageId": ..., "transactionId": ...}}``),
+  counter-signed in a ``Signature`` header with the BAP's key when requests
+  are signed (beckn-onix checks the ACKs of callbacks); their own signatures
   are not verified.
 """
 
@@ -24,7 +27,7 @@ import orjson
 
 from protobench.protocols.base import OpError
 from protobench.protocols.beckn.payloads import timestamp
-from protobench.protocols.beckn.server import HandlerProtocol, json_response
+from protobench.protocols.beckn.server import HandlerProtocol, json_bytes_response, json_response
 from protobench.protocols.beckn.signing import Signer
 from protobench.protocols.http_client import HttpConnection, build_request, parse_url
 
@@ -130,6 +133,8 @@ class CallbackListener:
     """The BAP's callback endpoint: routes each ``on_*`` to the session awaiting it."""
 
     def __init__(self) -> None:
+        self.signer: Signer | None = None
+        """Signs the ACKs (the first session's signer: a run's sessions share one key)."""
         self._waiting: dict[str, Waiter] = {}
         self._server: asyncio.Server | None = None
         self.url = ""
@@ -153,7 +158,8 @@ class CallbackListener:
 
     def _handle(self, method: bytes, url: bytes, authorization: str, body: bytes) -> bytes:
         try:
-            message_id = orjson.loads(body)["context"]["messageId"]
+            context = orjson.loads(body)["context"]
+            message_id = context["messageId"]
         except (orjson.JSONDecodeError, KeyError, TypeError):
             error = {"code": "400", "message": "not a Beckn callback"}
             return json_response("400 Bad Request", {"status": "NACK", "error": error})
@@ -162,14 +168,22 @@ class CallbackListener:
             self.unmatched += 1
         else:
             waiter(len(body))
-        return json_response("200 OK", {"status": "ACK"})
+        ack = {"status": "ACK", "messageId": message_id}
+        if isinstance(context.get("transactionId"), str):
+            ack["transactionId"] = context["transactionId"]
+        reply = orjson.dumps({"message": ack})
+        signature = ""
+        if self.signer is not None:
+            signature = f"Signature: {self.signer.authorization(reply)}\r\n"
+        return json_bytes_response("200 OK", reply, signature)
 
 
 _listeners: dict[int, asyncio.Future[CallbackListener]] = {}
 
 
-async def listener() -> CallbackListener:
-    """This event loop's (so this worker's) callback listener, started on first use."""
+async def listener(signer: Signer | None = None) -> CallbackListener:
+    """This event loop's (so this worker's) callback listener, started on first use;
+    ``signer`` signs its ACKs (the first one given)."""
     key = id(asyncio.get_running_loop())
     pending = _listeners.get(key)
     if pending is None:
@@ -183,4 +197,7 @@ async def listener() -> CallbackListener:
             pending.exception()
             raise
         pending.set_result(created)
-    return await asyncio.shield(pending)
+    found = await asyncio.shield(pending)
+    if found.signer is None:
+        found.signer = signer
+    return found

@@ -8,7 +8,9 @@ in plans, reports and snapshots), else from the environment variable named by
 
 Keys are base64: a private key is a 32-byte Ed25519 seed (onix's form) or the
 64-byte seed followed by the public key (the spec's example form); a public
-key is 32 bytes.
+key is 32 bytes. :func:`key_mismatch` says when a private key cannot be the
+one registered for a subscriber (where the public key is known), since a BPP
+would answer every request with 401.
 """
 
 from __future__ import annotations
@@ -18,7 +20,12 @@ import binascii
 import os
 
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey, Ed25519PublicKey
-from cryptography.hazmat.primitives.serialization import Encoding, PublicFormat
+from cryptography.hazmat.primitives.serialization import (
+    Encoding,
+    NoEncryption,
+    PrivateFormat,
+    PublicFormat,
+)
 from pydantic import SecretStr
 
 DEV_SUBSCRIBER_ID = "sandbox.food-finder.com"
@@ -65,6 +72,50 @@ def resolve_private_key(option: SecretStr | None, env_name: str = PRIVATE_KEY_EN
     if option is not None:
         return option.get_secret_value()
     return os.environ.get(env_name) or DEV_PRIVATE_KEY
+
+
+def public_key_of(encoded_private: str) -> str:
+    """The base64 public key of a base64 private key."""
+    return base64.b64encode(public_bytes(private_key(encoded_private).public_key())).decode()
+
+
+def new_private_key() -> str:
+    """A fresh Ed25519 private key: base64 of its 32-byte seed (onix's form)."""
+    seed = Ed25519PrivateKey.generate().private_bytes(
+        Encoding.Raw, PrivateFormat.Raw, NoEncryption()
+    )
+    return base64.b64encode(seed).decode()
+
+
+def registry_record(subscriber_id: str, key_id: str, encoded_private: str) -> dict[str, str]:
+    """What a registry (or onix's simplekeymanager) needs to know of a BAP's key."""
+    return {
+        "subscriber_id": subscriber_id,
+        "key_id": key_id,
+        "signing_public_key": public_key_of(encoded_private),
+    }
+
+
+def key_mismatch(
+    encoded_private: str, subscriber_id: str, key_id: str, registered: str | None
+) -> str | None:
+    """Why ``encoded_private`` cannot be the key of ``subscriber_id|key_id``, where that is
+    known: it is not ``registered`` (the public key given), or the ids are the
+    development key's and the key is another one. ``None`` when it may be."""
+    mine = public_key_of(encoded_private)
+    if registered is not None and public_bytes(public_key(registered)) != base64.b64decode(mine):
+        return (
+            f"the private key's public key is {mine}, not the given public_key"
+            f" {registered} of {subscriber_id}|{key_id}"
+        )
+    dev_ids = (subscriber_id, key_id) == (DEV_SUBSCRIBER_ID, DEV_KEY_ID)
+    if registered is None and dev_ids and mine != DEV_PUBLIC_KEY:
+        return (
+            f"subscriber_id and key_id are beckn-onix's development key's"
+            f" ({DEV_SUBSCRIBER_ID}), but the private key is another one (public key"
+            f" {mine}): set subscriber_id and key_id to the ones it is registered under"
+        )
+    return None
 
 
 def _b64(encoded: str, what: str) -> bytes:

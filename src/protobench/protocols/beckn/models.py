@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from pydantic import Field, SecretStr, field_validator
+from pydantic import Field, SecretStr, field_validator, model_validator
 
 from protobench.protocols.base import StrictModel
 from protobench.protocols.beckn.keys import (
@@ -12,7 +12,10 @@ from protobench.protocols.beckn.keys import (
     DEV_SUBSCRIBER_ID,
     PRIVATE_KEY_ENV,
     KeyFormatError,
+    key_mismatch,
     private_key,
+    public_key,
+    resolve_private_key,
 )
 
 
@@ -37,6 +40,14 @@ class BecknOptions(StrictModel):
     bpp_uri: str | None = Field(default=None, description="context.bppUri (default: the target)")
     insecure: bool = Field(default=False, description="skip TLS certificate verification")
     ca_file: str | None = Field(default=None, description="PEM file of CAs to trust")
+    public_key: str | None = Field(
+        default=None,
+        description="your registered signing public key (base64): the private key must match",
+    )
+    bpp_public_key: str | None = Field(
+        default=None,
+        description="the BPP's public key (base64): every ACK's Signature header must verify",
+    )
 
     @field_validator("private_key")
     @classmethod
@@ -47,6 +58,33 @@ class BecknOptions(StrictModel):
             except KeyFormatError as exc:
                 raise ValueError(str(exc)) from None
         return value
+
+    @field_validator("public_key", "bpp_public_key")
+    @classmethod
+    def _public_key_decodes(cls, value: str | None) -> str | None:
+        if value is not None:
+            try:
+                public_key(value)
+            except KeyFormatError as exc:
+                raise ValueError(str(exc)) from None
+        return value
+
+    @model_validator(mode="after")
+    def _key_pair_matches(self) -> BecknOptions:
+        """A private key that is not the registered one gives 401 on everything: say so now."""
+        if self.sign:
+            try:
+                mismatch = key_mismatch(
+                    resolve_private_key(self.private_key, self.private_key_env),
+                    self.subscriber_id,
+                    self.key_id,
+                    self.public_key,
+                )
+            except KeyFormatError as exc:
+                raise ValueError(f"${self.private_key_env}: {exc}") from None
+            if mismatch:
+                raise ValueError(mismatch)
+        return self
 
 
 class ActionParams(StrictModel):

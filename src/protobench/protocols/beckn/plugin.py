@@ -26,7 +26,12 @@ from protobench.protocols.base import (
     StrictModel,
 )
 from protobench.protocols.beckn import callbacks
-from protobench.protocols.beckn.keys import KeyFormatError, private_key, resolve_private_key
+from protobench.protocols.beckn.keys import (
+    KeyFormatError,
+    private_key,
+    public_key,
+    resolve_private_key,
+)
 from protobench.protocols.beckn.models import OPERATIONS, ActionParams, BecknOptions, DiscoverParams
 from protobench.protocols.beckn.payloads import BodyFactory
 from protobench.protocols.beckn.session import BecknSession
@@ -57,7 +62,7 @@ class BecknProtocol(Protocol):
         except ValueError as exc:
             raise OpError(ErrorClass.CONNECT, str(exc)) from None
         signer = _signer(options) if options.sign else None
-        listener = await callbacks.listener() if params.await_callback else None
+        listener = await callbacks.listener(signer) if params.await_callback else None
         bodies = BodyFactory(
             ctx.op,
             bap_id=options.bap_id or options.subscriber_id,
@@ -70,7 +75,10 @@ class BecknProtocol(Protocol):
         )
         ssl = _ssl_context(options.insecure, options.ca_file) if endpoint.tls else None
         conn = await HttpConnection.connect(endpoint, ssl=ssl, timeout=ctx.timeout)
-        return BecknSession(conn, endpoint, ctx.op, bodies, signer, ctx.timeout, listener, ssl)
+        bpp_key = public_key(options.bpp_public_key) if options.bpp_public_key else None
+        return BecknSession(
+            conn, endpoint, ctx.op, bodies, signer, ctx.timeout, listener, ssl, bpp_key
+        )
 
 
 def _signer(options: BecknOptions) -> Signer:

@@ -26,7 +26,11 @@ _BAD_REQUEST = b"HTTP/1.1 400 Bad Request\r\nContent-Length: 0\r\nConnection: cl
 
 def json_response(status: str, payload: object, extra_headers: str = "") -> bytes:
     """An encoded ``application/json`` response; ``status`` is e.g. ``"200 OK"``."""
-    body = orjson.dumps(payload)
+    return json_bytes_response(status, orjson.dumps(payload), extra_headers)
+
+
+def json_bytes_response(status: str, body: bytes, extra_headers: str = "") -> bytes:
+    """:func:`json_response` of a body already encoded (one that was signed, say)."""
     head = (
         f"HTTP/1.1 {status}\r\nContent-Type: application/json\r\n"
         f"{extra_headers}Content-Length: {len(body)}\r\n\r\n"

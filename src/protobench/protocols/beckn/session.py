@@ -4,12 +4,10 @@ Per exchange (:meth:`BecknSession.submit`): build the body (fresh ids),
 sign it (BLAKE2b-512 digest + Ed25519), encode the request and send it on the
 shared lean HTTP client. The reply is mapped to the taxonomy:
 
-* 200 with ``ACK`` (``{"status": "ACK"}`` or v1's ``{"message": {"ack": ...}}``)
-  and 409 (``AckNoCallback``) are successes;
-* 200 with ``NACK`` is ``protocol`` (code ``NACK``, detail the error message);
-* 401 is ``auth`` (the signature was refused; detail the server's reason);
-* any other status is ``protocol`` with the status as its code; a body that
-  is not an Ack is ``validation``.
+:func:`~protobench.protocols.beckn.acks.reply_error`: an ACK (v2, v1 or
+top-level shape) or 409 is a success, a NACK is ``protocol`` coded by its
+``error.code``, 401 is ``auth``, other statuses ``protocol``. With the BPP's
+public key (``bpp_public_key``) every ACK's ``Signature`` header must verify.
 
 A connection the server closed between requests is reopened before the
 next request (the connect time counts in its latency; a failure to connect
@@ -26,9 +24,10 @@ from __future__ import annotations
 import asyncio
 import ssl as ssl_module
 
-import orjson
+from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
 
 from protobench.protocols.base import CallbackSession, Done, ErrorClass, OpError
+from protobench.protocols.beckn.acks import reply_error, signature_error
 from protobench.protocols.beckn.callbacks import CallbackListener
 from protobench.protocols.beckn.payloads import BodyFactory
 from protobench.protocols.beckn.signing import Signer
@@ -37,37 +36,9 @@ from protobench.protocols.http_client import (
     HttpConnection,
     Response,
     build_request,
-    status_error,
 )
 
 _JSON = ("Content-Type", "application/json")
-
-
-def ack_error(body: bytes) -> OpError | None:
-    """``None`` for an ACK body; the ``protocol``/``validation`` error otherwise."""
-    try:
-        reply = orjson.loads(body)
-    except orjson.JSONDecodeError:
-        return OpError(ErrorClass.VALIDATION, "reply is not JSON")
-    if not isinstance(reply, dict):
-        return OpError(ErrorClass.VALIDATION, "reply is not an Ack object")
-    status = reply.get("status")
-    if status is None:
-        legacy = reply.get("message")
-        ack = legacy.get("ack") if isinstance(legacy, dict) else None
-        status = ack.get("status") if isinstance(ack, dict) else None
-    if status == "ACK":
-        return None
-    if status == "NACK":
-        return OpError(ErrorClass.PROTOCOL, _error_message(reply), code="NACK")
-    return OpError(ErrorClass.VALIDATION, "reply is neither ACK nor NACK")
-
-
-def _error_message(reply: object) -> str:
-    error = reply.get("error") if isinstance(reply, dict) else None
-    if isinstance(error, dict):
-        return str(error.get("message") or error.get("code") or "NACK")
-    return "NACK"
 
 
 class BecknSession(CallbackSession):
@@ -83,8 +54,10 @@ class BecknSession(CallbackSession):
         timeout: float,
         listener: CallbackListener | None = None,
         ssl: ssl_module.SSLContext | None = None,
+        bpp_key: Ed25519PublicKey | None = None,
     ) -> None:
         self._conn = conn
+        self._bpp_key = bpp_key
         self._ssl = ssl
         self._reconnecting: asyncio.Task[None] | None = None
         self._endpoint = endpoint
@@ -123,8 +96,8 @@ class BecknSession(CallbackSession):
             headers.append(("Authorization", self._signer.authorization(body)))
         request = build_request("POST", self._endpoint, self._path, headers, body)
         self._done = done
+        self._message_id = self._bodies.message_id
         if self._listener is not None:
-            self._message_id = self._bodies.message_id
             self._acked = self._called_back = -1
             self._listener.expect(self._message_id, self._on_callback)
         self._conn.send(request, self._on_response, keep_body=True)
@@ -144,18 +117,11 @@ class BecknSession(CallbackSession):
         else:
             self._timer = asyncio.get_running_loop().call_later(self._timeout, self._no_callback)
 
-    @staticmethod
-    def _reply_error(response: Response) -> OpError | None:
-        status = response.status
-        if status in (200, 202):
-            return ack_error(response.body)
-        if status == 409:
-            return None
-        if status == 401:
-            reply_error = ack_error(response.body)
-            detail = reply_error.detail if reply_error is not None else "unauthorized"
-            return OpError(ErrorClass.AUTH, detail, code="401")
-        return status_error(status)
+    def _reply_error(self, response: Response) -> OpError | None:
+        error = reply_error(response.status, response.body, self._message_id)
+        if error is None and self._bpp_key is not None:
+            return signature_error(response.header("signature"), response.body, self._bpp_key)
+        return error
 
     def _on_callback(self, nbytes: int) -> None:
         self._called_back = nbytes

@@ -19,6 +19,9 @@ body digest):
 per request, no other allocation worth naming). :func:`verify` is the
 receiver's check, used by the embedded mock BPP: it raises
 :class:`SignatureError` with the reason, which a receiver answers with 401.
+:func:`verify_with` checks parsed fields with a known key: how a BAP checks
+the counter-signature of an ACK (its ``Signature`` header, same fields) with
+the BPP's public key.
 """
 
 from __future__ import annotations
@@ -92,11 +95,16 @@ class Authorization:
     signature: str
 
 
-def parse_authorization(value: str) -> Authorization:
-    """Split a ``Signature ...`` header into its fields, or raise :class:`SignatureError`."""
+def parse_authorization(value: str, scheme_required: bool = True) -> Authorization:
+    """Split a ``Signature ...`` header into its fields, or raise :class:`SignatureError`.
+
+    Without ``scheme_required`` the ``Signature`` scheme word may be missing (the
+    value of a ``Signature`` header, where a counter-signed ACK carries it)."""
     scheme, _, rest = value.strip().partition(" ")
     if scheme != "Signature":
-        raise SignatureError("not a Signature authorization")
+        if scheme_required or not scheme.startswith("keyId="):
+            raise SignatureError("not a Signature authorization")
+        rest = value
     params = dict(_PARAM.findall(rest))
     try:
         subscriber_id, key_id, key_algorithm = params["keyId"].split("|")
@@ -127,13 +135,24 @@ def verify(
     within ``skew`` seconds.
     """
     auth = parse_authorization(value)
+    key = keys.get((auth.subscriber_id, auth.key_id))
+    if key is None:
+        raise SignatureError(f"unknown key {auth.subscriber_id}|{auth.key_id}")
+    return verify_with(auth, body, key, now, skew)
+
+
+def verify_with(
+    auth: Authorization,
+    body: bytes,
+    key: Ed25519PublicKey,
+    now: float | None = None,
+    skew: int = 5,
+) -> Authorization:
+    """Check parsed signature fields against ``body`` with ``key`` (see :func:`verify`)."""
     if auth.algorithm != "ed25519":
         raise SignatureError("algorithm is not ed25519 (or differs from the keyId's)")
     if auth.headers != HEADERS:
         raise SignatureError(f"headers must be {HEADERS!r}")
-    key = keys.get((auth.subscriber_id, auth.key_id))
-    if key is None:
-        raise SignatureError(f"unknown key {auth.subscriber_id}|{auth.key_id}")
     now = time.time() if now is None else now
     if auth.created > now + skew:
         raise SignatureError("created is in the future")

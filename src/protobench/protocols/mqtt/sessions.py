@@ -6,10 +6,10 @@ complete once the message is queued on the connection: completions are handed
 out in bursts of at most :data:`BURST` per event-loop turn, and not at all while
 the transport's buffer is full (back-pressure), so a back-to-back publisher
 runs as fast as the broker reads and never faster; held longer than the
-timeout, they fail with ``timeout``. Sessions of a group share
-connections ``inflight`` at a time (:class:`ConnectionShare`). When the run
-stops, each publisher sends its end marker (once its own queued QoS 1/2
-messages are out), carrying how many messages it sent.
+timeout, they fail with ``timeout``. Sessions of a group share connections
+``inflight`` at a time (:class:`~protobench.protocols.sharing.ConnectionShare`).
+When the run stops, each publisher sends its end marker (once its own queued
+QoS 1/2 messages are out), carrying how many messages it sent.
 
 ``subscribe`` (:class:`SubscribeSession`) records, for every stamped message,
 the end-to-end latency from the publisher's send time, and the counters
@@ -45,7 +45,7 @@ from __future__ import annotations
 
 import asyncio
 from collections import deque
-from collections.abc import Awaitable, Callable
+from collections.abc import Callable
 from typing import Final, cast
 
 from protobench.engine.metrics import OpRecorder
@@ -88,6 +88,7 @@ from protobench.protocols.mqtt.payload import (
     new_publisher_id,
     stamp_struct,
 )
+from protobench.protocols.sharing import ConnectionShare
 from protobench.protocols.sourceaddr import source_for
 
 BURST: Final = 128
@@ -142,70 +143,6 @@ async def dial(ctx: SessionContext, cid: str) -> MqttConnection:
     ctx.count("connects", 1)
     conn.start_keepalive(options.keepalive)
     return conn
-
-
-# --------------------------------------------------------------------------- sharing
-
-
-class _Shared:
-    __slots__ = ("future", "members", "refs")
-
-    def __init__(self, future: asyncio.Future[MqttConnection]) -> None:
-        self.future = future
-        self.members = 0
-        self.refs = 0
-
-    def usable(self, per: int) -> bool:
-        if self.members >= per:
-            return False
-        if not self.future.done():
-            return True
-        return (
-            not self.future.cancelled()
-            and self.future.exception() is None
-            and (self.future.result().error is None)
-        )
-
-
-class ConnectionShare:
-    """Connections of one group in one process, each shared by up to ``per`` sessions."""
-
-    _shares: dict[tuple[str, str], ConnectionShare] = {}  # noqa: RUF012
-
-    def __init__(self, per: int) -> None:
-        self.per = per
-        self._filling: _Shared | None = None
-
-    @classmethod
-    def of(cls, target: str, group: str, per: int) -> ConnectionShare:
-        share = cls._shares.get((target, group))
-        if share is None or share.per != per:
-            share = cls._shares[(target, group)] = cls(per)
-        return share
-
-    async def acquire(
-        self, opener: Callable[[], Awaitable[MqttConnection]]
-    ) -> tuple[MqttConnection, Callable[[], None]]:
-        """A connection with room for one more session, and the function releasing it."""
-        shared = self._filling
-        if shared is None or not shared.usable(self.per):
-            shared = self._filling = _Shared(asyncio.ensure_future(opener()))
-        shared.members += 1
-        try:
-            conn = await asyncio.shield(shared.future)
-        except BaseException:
-            shared.members -= 1
-            if self._filling is shared and shared.future.done():
-                self._filling = None
-            raise
-        shared.refs += 1
-
-        def release() -> None:
-            shared.refs -= 1
-            if shared.refs == 0:
-                conn.disconnect()
-
-        return conn, release
 
 
 # --------------------------------------------------------------------------- publish
@@ -600,6 +537,18 @@ async def _board(ctx: SessionContext, options: MqttOptions) -> EndBoard | None:
     )
 
 
+def _alive(conn: MqttConnection) -> bool:
+    return conn.error is None
+
+
+def _releaser(conn: MqttConnection, last: Callable[[], bool]) -> Callable[[], None]:
+    def release() -> None:
+        if last():
+            conn.disconnect()
+
+    return release
+
+
 async def open_session(ctx: SessionContext) -> CallbackSession | AsyncSession | StreamSession:
     """Open the session of ``ctx.op`` (the params were validated by the engine)."""
     options = cast(MqttOptions, ctx.options)
@@ -607,8 +556,11 @@ async def open_session(ctx: SessionContext) -> CallbackSession | AsyncSession | 
     if ctx.op == "publish":
         params = cast(PublishParams, ctx.params)
         if params.inflight > 1:
-            share = ConnectionShare.of(ctx.target, ctx.group, params.inflight)
-            conn, release = await share.acquire(lambda: dial(ctx, client_id(options, ctx)))
+            share = ConnectionShare[MqttConnection].of(
+                ("mqtt", ctx.target, ctx.group), params.inflight, _alive
+            )
+            conn, last = await share.acquire(lambda: dial(ctx, client_id(options, ctx)))
+            release = _releaser(conn, last)
         else:
             conn = await dial(ctx, client_id(options, ctx))
             release = conn.disconnect
