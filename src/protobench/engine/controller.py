@@ -23,7 +23,8 @@ from __future__ import annotations
 
 import contextlib
 import time
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
+from pathlib import Path
 from typing import Any
 
 import anyio
@@ -38,7 +39,7 @@ from protobench.engine.events import (
     RunStarted,
     Subscriber,
 )
-from protobench.engine.plan import RunPlan, worker_slices
+from protobench.engine.plan import RunPlan, WorkerSlice, worker_slices
 from protobench.engine.pool import WorkerHandle, WorkerPool
 from protobench.engine.report import build_report, exit_code_for
 from protobench.engine.resource_log import ResourceLog
@@ -50,6 +51,9 @@ from protobench.targets.launcher import StartingTarget, TargetError, embedded_ta
 START_DELAY = 0.3
 HELLO_GRACE = 30.0
 BYE_GRACE = 10.0
+
+PoolFactory = Callable[[list[WorkerSlice], Path], Any]
+"""Makes the run's worker pool (``WorkerPool`` or a pool of the same interface)."""
 
 
 class Controller:
@@ -68,8 +72,10 @@ class Controller:
         target_pid: int | None = None,
         subscribers: list[Subscriber] | None = None,
         labels: dict[str, Any] | None = None,
+        pool_factory: PoolFactory | None = None,
     ) -> None:
         self.plan = plan
+        self.pool_factory = pool_factory or WorkerPool
         self.labels = dict(labels or {})
         self.store = store
         self.target_pid = target_pid
@@ -145,7 +151,7 @@ class Controller:
         try:
             async with (
                 self._target() as starting,
-                WorkerPool(worker_slices(self.plan), self.log_dir) as pool,
+                self.pool_factory(worker_slices(self.plan), self.log_dir) as pool,
             ):
                 self.pool = pool
                 announcement = await starting.ready()
@@ -176,6 +182,8 @@ class Controller:
         )
         if self.labels:
             report["labels"] = self.labels
+        if hasattr(self.pool, "nodes"):
+            report["nodes"] = self.pool.nodes()
         path = self.store.save(
             self.run_id, self.plan, report, self.aggregator, self.resources.series
         )
@@ -244,6 +252,8 @@ class Controller:
                         self.emit(update)
                 elif kind == "GONE":
                     self._worker_gone(handle)
+                elif kind == "NOTICE":
+                    self.notice(payload["kind"], payload["message"])
         if scope.cancelled_caught:
             self.notice("workers", "workers did not finish in time; stopped")
             self.stop_reason = "error" if not self.stop_requested else self.stop_reason
