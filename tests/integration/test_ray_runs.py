@@ -21,15 +21,14 @@ import psutil
 import pytest
 
 from protobench.engine.controller import Controller
+from protobench.engine.distributed.cluster import RayBackend
+from protobench.engine.distributed.pool import RayPoolFactory
 from protobench.engine.events import Event, IntervalUpdate
 from protobench.engine.plan import Overrides, RunPlan, resolve
 from protobench.engine.report import exit_code_for
 from protobench.profiles import loader
 from protobench.snapshots.store import SnapshotStore
 from tests.integration.http_server import http_target
-
-from protobench.engine.distributed.cluster import RayBackend
-from protobench.engine.distributed.pool import RayPoolFactory
 
 pytestmark = [
     pytest.mark.ray,
@@ -93,9 +92,7 @@ def _off_loopback(pids: set[int]) -> list[str]:
 def test_http_run_served_count_equals_merged_ok(backend: RayBackend, tmp_path: Path) -> None:
     store = SnapshotStore(tmp_path / "snapshots")
     with http_target() as target:
-        controller = Controller(
-            _plan(target.url), store, pool_factory=RayPoolFactory(backend)
-        )
+        controller = Controller(_plan(target.url), store, pool_factory=RayPoolFactory(backend))
         report = _run(controller)
         served = target.served()
     assert report["stop_reason"] == "completed", report["notices"]
@@ -107,7 +104,9 @@ def test_http_run_served_count_equals_merged_ok(backend: RayBackend, tmp_path: P
     assert sorted(w for n in nodes for w in n["workers"]) == [0, 1]
     for node in nodes:
         assert node["address"] == "127.0.0.1"
-        assert node["python"] and node["protobench"] and node["ray"]
+        assert node["python"]
+        assert node["protobench"]
+        assert node["ray"]
         assert abs(node["clock_offset"]) < 1.0
         assert node["resources"]["samples"] >= 2
     assert {w["node"] for w in report["workers"]} == {n["id"] for n in nodes}

@@ -182,8 +182,8 @@ class Controller:
         )
         if self.labels:
             report["labels"] = self.labels
-        if hasattr(self.pool, "nodes"):
-            report["nodes"] = self.pool.nodes()
+        if (nodes := getattr(self.pool, "nodes", None)) is not None:
+            report["nodes"] = nodes()
         path = self.store.save(
             self.run_id, self.plan, report, self.aggregator, self.resources.series
         )

@@ -83,7 +83,7 @@ class LocalCluster:
         ray_constants.ENABLE_RAY_CLUSTER = False
 
         cpus = max(1, len(os.sched_getaffinity(0)) // nodes)
-        common = {
+        common: dict[str, Any] = {
             "node_ip_address": "127.0.0.1",
             "num_cpus": cpus,
             "object_store_memory": SIMULATED_OBJECT_STORE,
@@ -101,7 +101,7 @@ class LocalCluster:
     def shutdown(self) -> None:
         ray = import_ray()
         ray.shutdown()
-        self.cluster.shutdown()
+        self.cluster.shutdown()  # type: ignore[no-untyped-call]
 
 
 def connect(ray: Any, address: str | None, loopback: bool = False) -> None:
@@ -245,3 +245,14 @@ def _check_versions(nodes: list[Node]) -> None:
         if len(values) > 1:
             listing = ", ".join(f"{n.address} {n.info.get(key)}" for n in nodes)
             raise RayBackendError(f"--ray: the nodes run different {key} versions: {listing}")
+
+
+def open_backend(spec: str, embedded: bool) -> RayBackend:
+    """Connect for ``--ray SPEC`` and check that the cluster can run the plan."""
+    backend = RayBackend(spec)
+    try:
+        backend.check_plan(embedded)
+    except RayBackendError:
+        backend.close()
+        raise
+    return backend
