@@ -10,6 +10,9 @@ import gzip
 import importlib.util
 import ipaddress
 import json
+import os
+import subprocess
+import sys
 import tempfile
 import threading
 from collections.abc import Iterator
@@ -87,6 +90,28 @@ def _off_loopback(pids: set[int]) -> list[str]:
             if not (ip.is_loopback or (mapped is not None and mapped.is_loopback)):
                 outside.append(f"pid {conn.pid} {conn.status} {conn.laddr} -> {conn.raddr}")
     return outside
+
+
+def test_cli_run_on_local_2_prints_clean_json(tmp_path: Path) -> None:
+    """``--ray local:2`` end to end: its own throwaway cluster, nothing of Ray on stdout."""
+    env = {**os.environ, "HOME": str(tmp_path), "PYTHONUNBUFFERED": "1"}
+    with http_target() as target:
+        args = ["run", "http-get", "--target", target.url, "-c", "4", "-p", "2"]
+        args += ["--warmup", "0s", "--duration", "2s", "--json", "--quiet", "--ray", "local:2"]
+        done = subprocess.run(
+            [sys.executable, "-m", "protobench", *args],
+            cwd=tmp_path,
+            capture_output=True,
+            text=True,
+            env=env,
+            timeout=240,
+            check=False,
+        )
+        served = target.served()
+    assert done.returncode == 0, done.stderr
+    report = json.loads(done.stdout)
+    assert _all_ok(report) == served
+    assert [len(n["workers"]) for n in report["nodes"]] == [1, 1]
 
 
 def test_http_run_served_count_equals_merged_ok(backend: RayBackend, tmp_path: Path) -> None:

@@ -191,7 +191,7 @@ class RayBackend:
             node.info["cpus"] = int(
                 next(e for e in ray.nodes() if e["NodeID"] == node.node_id)["Resources"]["CPU"]
             )
-        _check_versions(nodes)
+        check_versions(nodes)
         for node in nodes:
             node.clock_offset = self._clock_offset(node)
         return nodes
@@ -221,15 +221,6 @@ class RayBackend:
                 f"{', '.join(remote)} are remote: start the target yourself and give --target"
             )
 
-    def clock_warnings(self, interval: float) -> list[str]:
-        limit = CLOCK_WARN_FRACTION * interval
-        return [
-            f"node {n.node_id[:8]} ({n.address}): clock off by {n.clock_offset * 1e3:.1f} ms, "
-            f"more than 5% of the {interval:g} s interval"
-            for n in self.nodes
-            if abs(n.clock_offset) > limit
-        ]
-
     def close(self) -> None:
         for node in self.nodes:
             self.ray.kill(node.agent)
@@ -239,7 +230,19 @@ class RayBackend:
             self._temp.cleanup()
 
 
-def _check_versions(nodes: list[Node]) -> None:
+def clock_warnings(nodes: list[Node], interval: float) -> list[str]:
+    """One line per node whose clock is off by more than 5 % of the interval."""
+    limit = CLOCK_WARN_FRACTION * interval
+    return [
+        f"node {n.node_id[:8]} ({n.address}): clock off by {n.clock_offset * 1e3:.1f} ms, "
+        f"more than 5% of the {interval:g} s interval"
+        for n in nodes
+        if abs(n.clock_offset) > limit
+    ]
+
+
+def check_versions(nodes: list[Node]) -> None:
+    """Refuse nodes that run different Python or protobench versions (all listed)."""
     for key in ("python", "protobench"):
         values = {n.info.get(key) for n in nodes}
         if len(values) > 1:

@@ -25,7 +25,7 @@ import anyio
 from anyio.abc import TaskGroup
 
 from protobench.engine.distributed.agent import AGENT
-from protobench.engine.distributed.cluster import Node, RayBackend
+from protobench.engine.distributed.cluster import Node, RayBackend, clock_warnings
 from protobench.engine.frames import FrameDecoder, FrameError
 from protobench.engine.plan import WorkerSlice
 
@@ -101,7 +101,7 @@ class RayPool:
         self._group = anyio.create_task_group()
         await self._group.__aenter__()
         self._group.start_soon(self._forward_control)
-        for warning in self.backend.clock_warnings(self.interval):
+        for warning in clock_warnings(self.backend.nodes, self.interval):
             await self._send.send((None, "NOTICE", {"kind": "clock", "message": warning}))
         return self
 
