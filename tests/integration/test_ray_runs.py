@@ -198,6 +198,31 @@ def test_every_socket_of_the_cluster_stays_on_loopback(backend: RayBackend) -> N
     assert _off_loopback(pids) == []
 
 
+def test_stop_reaches_the_workers_of_every_node(backend: RayBackend, tmp_path: Path) -> None:
+    store = SnapshotStore(tmp_path / "snapshots")
+    controllers: list[Controller] = []
+
+    def stop_after_two_intervals(event: Event) -> None:
+        if isinstance(event, IntervalUpdate) and event.index == 1:
+            controllers[0].stop()
+
+    with http_target() as target:
+        plan = _plan(target.url, warmup=0.0, duration=60.0)
+        controllers.append(
+            Controller(
+                plan,
+                store,
+                subscribers=[stop_after_two_intervals],
+                pool_factory=RayPoolFactory(backend),
+            )
+        )
+        report = _run(controllers[0])
+    assert report["stop_reason"] == "interrupted"
+    assert [(w["completed"], w["error"]) for w in report["workers"]] == [(True, None)] * 2
+    assert report["phases"]["sustain"]["total"]["ok"] > 0
+    assert report["phases"]["sustain"]["duration_s"] < 60
+
+
 def test_a_removed_node_makes_the_run_partial(backend: RayBackend, tmp_path: Path) -> None:
     assert backend.local is not None
     store = SnapshotStore(tmp_path / "snapshots")
