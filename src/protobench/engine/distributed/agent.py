@@ -68,6 +68,7 @@ class NodeAgent:
     ) -> AsyncIterator[tuple[int, bytes]]:
         """Start the workers of ``slices_json`` and yield their output until all have ended."""
         slices: list[dict[str, Any]] = json.loads(slices_json)
+        self.processes, self.logs = {}, {}
         logs = _log_dir(Path(log_dir))
         queue: asyncio.Queue[tuple[int, bytes] | None] = asyncio.Queue()
         readers = []
