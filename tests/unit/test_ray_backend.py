@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import socket
 import subprocess
 import sys
 from pathlib import Path
@@ -16,6 +17,7 @@ from protobench.engine.distributed.cluster import (
     Node,
     RayBackend,
     RayBackendError,
+    check_reachable,
     check_versions,
     clock_warnings,
     parse_spec,
@@ -77,6 +79,14 @@ def test_an_embedded_target_is_refused_with_remote_nodes() -> None:
     backend.check_plan(embedded=False)
     with pytest.raises(RayBackendError, match=r"nodes 10\.0\.0\.2 are remote"):
         backend.check_plan(embedded=True)
+
+
+def test_an_address_where_nothing_listens_fails_at_once() -> None:
+    with socket.socket() as unused:
+        unused.bind(("127.0.0.1", 0))
+        port = unused.getsockname()[1]
+    with pytest.raises(RayBackendError, match=rf"--ray 127\.0\.0\.1:{port}: no Ray head answers"):
+        check_reachable(f"127.0.0.1:{port}")
 
 
 def test_a_missing_extra_is_one_line_and_exit_2(tmp_path: Path) -> None:

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import logging
 import os
+import socket
 import tempfile
 import time
 from dataclasses import dataclass, field
@@ -20,9 +21,11 @@ from pathlib import Path
 from typing import Any
 
 from protobench.engine.distributed.agent import NodeAgent
+from protobench.hostutil import is_loopback_host
 
 MISSING = "--ray needs `pip install 'protobench[ray]'`"
 PINGS = 5
+REACH_TIMEOUT = 5.0
 CLOCK_WARN_FRACTION = 0.05
 """A node whose clock is off by more than this fraction of the interval is reported."""
 SIMULATED_OBJECT_STORE = 80 * 1024 * 1024
@@ -76,11 +79,9 @@ class LocalCluster:
     def __init__(self, nodes: int, base: Path) -> None:
         os.environ.update(loopback_environment(base))
         ray = import_ray()
-        from ray._private import ray_constants  # noqa: PLC0415
         from ray.cluster_utils import Cluster  # noqa: PLC0415
 
-        # Read at import time: set it too when Ray was imported before the environment.
-        ray_constants.ENABLE_RAY_CLUSTER = False
+        keep_on_loopback(ray)
 
         cpus = max(1, len(os.sched_getaffinity(0)) // nodes)
         common: dict[str, Any] = {
@@ -102,6 +103,27 @@ class LocalCluster:
         ray = import_ray()
         ray.shutdown()
         self.cluster.shutdown()  # type: ignore[no-untyped-call]
+
+
+def check_reachable(address: str) -> None:
+    """Fail at once when nothing listens at the head's address (Ray would retry for minutes)."""
+    host, _, port = address.rpartition(":")
+    try:
+        with socket.create_connection((host.strip("[]"), int(port)), timeout=REACH_TIMEOUT):
+            pass
+    except (OSError, ValueError) as exc:
+        raise RayBackendError(f"--ray {address}: no Ray head answers there ({exc})") from None
+
+
+def keep_on_loopback(ray: Any) -> None:
+    """Stop Ray from replacing 127.0.0.1 by this host's routable address when it connects.
+
+    Ray reads the flag at import time from ``LOOPBACK_ENV``; set it too when Ray was
+    imported before that environment.
+    """
+    from ray._private import ray_constants  # noqa: PLC0415
+
+    ray_constants.ENABLE_RAY_CLUSTER = False
 
 
 def connect(ray: Any, address: str | None, loopback: bool = False) -> None:
@@ -165,8 +187,13 @@ class RayBackend:
             self.ray = import_ray()
         else:
             self.ray = import_ray()
+            loopback = address is not None and is_loopback_host(address.rpartition(":")[0])
+            if loopback:
+                keep_on_loopback(self.ray)
             if not self.ray.is_initialized():
-                connect(self.ray, address)
+                if address is not None:
+                    check_reachable(address)
+                connect(self.ray, address, loopback)
         self.nodes = self._start_agents()
 
     def _start_agents(self) -> list[Node]:
