@@ -41,7 +41,9 @@ from protobench.cli.common import (
 )
 from protobench.cli.ndjson import NdjsonStream
 from protobench.cli.render import Progress, summary_table
-from protobench.engine.controller import Controller, describe_failure
+from protobench.engine.controller import Controller, PoolFactory, describe_failure
+from protobench.engine.distributed.cluster import RayBackendError, open_backend
+from protobench.engine.distributed.pool import RayPoolFactory
 from protobench.engine.events import RunFinished
 from protobench.engine.plan import RunPlan, resolve
 from protobench.engine.report import EXIT_INCOMPLETE
@@ -74,6 +76,7 @@ def run_plan(
     subscribers: list[Any],
     target_pid: int | None = None,
     labels: dict[str, Any] | None = None,
+    pool_factory: PoolFactory | None = None,
 ) -> dict[str, Any]:
     """Run a plan to the end on uvloop and return its report.
 
@@ -81,7 +84,12 @@ def run_plan(
     the snapshot.
     """
     controller = Controller(
-        plan, store, target_pid=target_pid, subscribers=subscribers, labels=labels
+        plan,
+        store,
+        target_pid=target_pid,
+        subscribers=subscribers,
+        labels=labels,
+        pool_factory=pool_factory,
     )
     try:
         return anyio.run(
@@ -132,6 +140,12 @@ def register(app: typer.Typer) -> None:
             Path | None,
             typer.Option("--report", help="Also write the run as one HTML page (report extra)."),
         ] = None,
+        ray: Annotated[
+            str | None,
+            typer.Option(
+                "--ray", help="Run the workers on a Ray cluster: auto, HOST:PORT, local:N."
+            ),
+        ] = None,
     ) -> None:
         """Run a profile: warmup, sustain, report, thresholds, snapshot."""
         if report_file is not None:
@@ -157,7 +171,7 @@ def register(app: typer.Typer) -> None:
         if plan.duration <= 0:
             fail("--duration: expected a duration > 0")
         store = SnapshotStore(snapshots_dir)
-        interactive = sys.stdout.isatty() and not (as_json or ndjson or no_tui)
+        interactive = sys.stdout.isatty() and not (as_json or ndjson or no_tui or ray)
         if interactive:
             code = _run_interactive(plan, store, target_pid)
             if report_file is not None:
@@ -173,7 +187,16 @@ def register(app: typer.Typer) -> None:
             subscribers.append(stream)
         finished: list[RunFinished] = []
         subscribers.append(lambda e: finished.append(e) if isinstance(e, RunFinished) else None)
-        report = run_plan(plan, store, subscribers, target_pid)
+        try:
+            backend = open_backend(ray, plan.target is None) if ray else None
+        except RayBackendError as exc:
+            fail(str(exc))
+        try:
+            factory = RayPoolFactory(backend) if backend else None
+            report = run_plan(plan, store, subscribers, target_pid, pool_factory=factory)
+        finally:
+            if backend is not None:
+                backend.close()
         if progress is not None:
             progress.close()
         code = finished[-1].exit_code if finished else EXIT_INCOMPLETE

@@ -29,7 +29,7 @@ import contextlib
 import shutil
 import tempfile
 import time
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from pathlib import Path
 from typing import Any
 
@@ -45,7 +45,7 @@ from protobench.engine.events import (
     RunStarted,
     Subscriber,
 )
-from protobench.engine.plan import RunPlan, worker_slices
+from protobench.engine.plan import RunPlan, WorkerSlice, worker_slices
 from protobench.engine.pool import WorkerHandle, WorkerPool
 from protobench.engine.report import build_report, exit_code_for
 from protobench.engine.resource_log import ResourceLog
@@ -59,6 +59,9 @@ from protobench.targets.launcher import StartingTarget, TargetError, embedded_ta
 START_DELAY = 0.3
 HELLO_GRACE = 30.0
 BYE_GRACE = 10.0
+
+PoolFactory = Callable[[list[WorkerSlice], Path], Any]
+"""Makes the run's worker pool (``WorkerPool`` or a pool of the same interface)."""
 
 
 def leaves(group: BaseExceptionGroup[Any]) -> list[BaseException]:
@@ -92,8 +95,10 @@ class Controller:
         target_pid: int | None = None,
         subscribers: list[Subscriber] | None = None,
         labels: dict[str, Any] | None = None,
+        pool_factory: PoolFactory | None = None,
     ) -> None:
         self.plan = plan
+        self.pool_factory = pool_factory or WorkerPool
         self.labels = dict(labels or {})
         self.store = store
         self.target_pid = target_pid
@@ -192,7 +197,7 @@ class Controller:
         try:
             async with (
                 self._target() as starting,
-                WorkerPool(worker_slices(self.plan), self.log_dir) as pool,
+                self.pool_factory(worker_slices(self.plan), self.log_dir) as pool,
             ):
                 self.pool = pool
                 announcement = await starting.ready()
@@ -225,6 +230,8 @@ class Controller:
         )
         if self.labels:
             report["labels"] = self.labels
+        if (nodes := getattr(self.pool, "nodes", None)) is not None:
+            report["nodes"] = nodes()
         self._save(report)
         code = exit_code_for(report)
         self.emit(RunFinished(report, code))
@@ -329,6 +336,8 @@ class Controller:
                         self.emit(update)
                 elif kind == "GONE":
                     self._worker_gone(handle)
+                elif kind == "NOTICE":
+                    self.notice(payload["kind"], payload["message"])
         if scope.cancelled_caught:
             self.notice("workers", "workers did not finish in time; stopped")
             self.stop_reason = "error" if not self.stop_requested else self.stop_reason
