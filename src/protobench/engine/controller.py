@@ -178,15 +178,23 @@ class Controller:
         )
 
     def stop(self, reason: str = "interrupted") -> None:
-        """End the run early; the report and snapshot are marked partial."""
-        if not self.stop_requested:
-            self.stop_requested = True
-            self.stop_reason = reason
-            if self.pool is not None:
-                self.pool.broadcast("STOP", {})
-            self._stop_event.set()
-            if self.start_at is not None:
-                self.emit(PhaseChanged("drain", round(self.elapsed(), 3)))
+        """End the run early; the report and snapshot are marked partial.
+
+        A second stop (a second Ctrl-C) kills the workers still running at once,
+        so a stopped or hung worker cannot hold the exit.
+        """
+        if self.stop_requested:
+            abort = getattr(self.pool, "abort", None)
+            if abort is not None:
+                abort()
+            return
+        self.stop_requested = True
+        self.stop_reason = reason
+        if self.pool is not None:
+            self.pool.broadcast("STOP", {})
+        self._stop_event.set()
+        if self.start_at is not None:
+            self.emit(PhaseChanged("drain", round(self.elapsed(), 3)))
 
     async def run(self) -> dict[str, Any]:
         """Do the whole run; return the final report (also emitted as RunFinished)."""
