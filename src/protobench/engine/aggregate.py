@@ -55,6 +55,8 @@ def op_summary(acc: OpAccumulator, seconds: float, corrected: bool) -> dict[str,
     }
     if corrected:
         data["latency_uncorrected_us"] = summary(acc.hist_uncorrected)
+    if acc.hist_lateness.get_total_count():
+        data["send_lateness_us"] = summary(acc.hist_lateness)
     return data
 
 
