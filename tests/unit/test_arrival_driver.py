@@ -9,14 +9,19 @@ from __future__ import annotations
 
 import asyncio
 import time
+from pathlib import Path
 from typing import Any, cast
 from unittest.mock import patch
 
+import pytest
 import uvloop
 
+from protobench.cli.common import build_overrides
 from protobench.engine.metrics import OpRecorder, decode, summary
+from protobench.engine.plan import Overrides, resolve
 from protobench.engine.schedule import ArrivalDriver, RunState, Slot
 from protobench.engine.waker import Timer
+from protobench.profiles import loader
 from protobench.protocols.base import CallbackSession, Done
 
 
@@ -162,3 +167,20 @@ def test_arrivals_further_apart_than_the_precision_each_get_their_wake_up() -> N
         assert all((deadline - start) % 500_000 == 0 for deadline in arms)
 
     uvloop.run(main())
+
+
+def test_the_pacing_precision_comes_from_the_profile_or_the_flag(tmp_path: Path) -> None:
+    profile = tmp_path / "p.toml"
+    profile.write_text(
+        'name = "t"\nprotocol = "http"\ntarget = "http://127.0.0.1:9/"\nrate = "1000/s"\n'
+        'pacing_precision = "250us"\n[[group]]\nname = "get"\nop = "request"\ncount = 2\n'
+    )
+    assert resolve(loader.load(str(profile)), Overrides()).pacing_precision == pytest.approx(250e-6)
+    flag = build_overrides(
+        target=None, duration=None, warmup=None, interval=None, connections=None, rate=None,
+        processes=None, opt=None, serve_opt=None, pacing_precision="20us",
+    )  # fmt: skip
+    assert resolve(loader.load(str(profile)), flag).pacing_precision == pytest.approx(20e-6)
+    profile.write_text(profile.read_text().replace('"250us"', '"1s"'))
+    with pytest.raises(loader.ProfileError, match="pacing_precision"):
+        loader.load(str(profile))

@@ -56,6 +56,7 @@ class Overrides:
     ramp_to: float | None = None
     processes: int | None = None
     timeout: float | None = None
+    pacing_precision: float | None = None
     thresholds: tuple[str, ...] = ()
     options: dict[str, Any] = field(default_factory=dict)
     serve: dict[str, Any] = field(default_factory=dict)
@@ -94,6 +95,8 @@ class RunPlan:
     serve: dict[str, Any]
     groups: tuple[GroupPlan, ...]
     overrides: dict[str, Any]
+    pacing_precision: float = 0.0001
+    """Open model: see :data:`~protobench.engine.schedule.PACING_PRECISION_NS`."""
 
     @property
     def sessions(self) -> int:
@@ -197,6 +200,7 @@ def resolve(loaded: LoadedProfile, overrides: Overrides) -> RunPlan:
         serve={**profile.serve, **overrides.serve},
         groups=_groups(profile, overrides.connections),
         overrides=overrides.as_dict(),
+        pacing_precision=_pick(overrides.pacing_precision, profile.pacing_precision),
     )
 
 

@@ -182,7 +182,13 @@ class Worker:
             elif part.rate is not None:
                 self.drivers.append(
                     ArrivalDriver(
-                        slots, recorder, self.state, part.rate, part.ramp_to, ramp_seconds
+                        slots,
+                        recorder,
+                        self.state,
+                        part.rate,
+                        part.ramp_to,
+                        ramp_seconds,
+                        precision_ns=int(self.plan.pacing_precision * 1e9),
                     )
                 )
             else:
