@@ -14,9 +14,10 @@
   :class:`~engine.waker.Timer` and issues the arrivals due from the timer's
   callback (no task, no future). Arrivals closer together than the pacing
   precision (:data:`PACING_PRECISION_NS`) leave in batches: the timer is armed
-  that much after the next one, so each wake-up sends every arrival due by
-  then. How late each arrival that found a free session was sent is recorded
-  (``lateness``, reported as ``send_lateness_us``). While every session is busy
+  for the last arrival due within the precision after the next one, and that
+  wake-up sends every arrival due by then. How late each arrival that found a
+  free session was sent is recorded (``lateness``, reported as
+  ``send_lateness_us``). While every session is busy
   the precise time does not matter (an arrival can only wait in the backlog),
   so the driver sleeps, and each completion takes up the arrivals due by then
   itself before it looks at the backlog, and re-arms the timer when it frees a
@@ -554,11 +555,12 @@ class ArrivalDriver(ExchangeDriver):
         While every session is busy an arrival can only wait in the backlog, so
         the driver sleeps (waking every :data:`BUSY_WAIT_NS` to count the arrivals
         due, should no completion come); completions take up due arrivals
-        themselves, and the one that frees a session re-arms the timer. Arrivals closer together
-        than the precision are waited for in batches: the timer is armed that
-        much after the next arrival, and every arrival due by then leaves on
-        that wake-up (a few wake-ups instead of one per arrival; the lateness
-        this costs is recorded in ``lateness``).
+        themselves, and the one that frees a session re-arms the timer.
+        Arrivals closer together than the precision are waited for in batches:
+        the timer is armed at the intended time of the last arrival due within
+        the precision after the next one, and every arrival due by then leaves
+        on that wake-up (the first of a batch at most the precision late, the
+        last on time; the lateness is recorded in ``lateness``).
         """
         timer = self._timer
         if timer is None:
@@ -567,8 +569,8 @@ class ArrivalDriver(ExchangeDriver):
         if not self._free:
             timer.arm(max(due, now + BUSY_WAIT_NS))
             return
-        gap = 1e9 / self.current_rate((due - self.state.paused_ns - self._start_ns) / 1e9)
-        timer.arm(due + self.precision_ns if gap < self.precision_ns else due)
+        gap = int(1e9 / self.current_rate((self._next - self._start_ns) / 1e9))
+        timer.arm(due + self.precision_ns // max(gap, 1) * gap)
 
     def _catch_up(self, now: int) -> None:
         """Take up every arrival due by ``now``, in order.
