@@ -184,3 +184,25 @@ def test_the_pacing_precision_comes_from_the_profile_or_the_flag(tmp_path: Path)
     profile.write_text(profile.read_text().replace('"250us"', '"1s"'))
     with pytest.raises(loader.ProfileError, match="pacing_precision"):
         loader.load(str(profile))
+
+
+def test_behind_counts_lateness_beyond_the_precision_only() -> None:
+    """A send 1.5 ms late is behind with 100 µs of precision, not with 1 ms (its batch)."""
+    counts = []
+    for precision_ns in (100_000, 1_000_000):
+        recorder, state = OpRecorder("op"), RunState()
+        slot = Slot(cast(Any, None), cast(Any, None), recorder)
+        slot.session = _Session(0.0, [])
+        driver = ArrivalDriver(
+            [slot], recorder, state, 1_000.0, None, 1.0, precision_ns=precision_ns
+        )
+        driver._free.append(slot)
+        uvloop.run(_arrive_late(driver, 1_500_000))
+        counts.append(recorder.counters["behind"])
+    assert counts == [1, 0]
+
+
+async def _arrive_late(driver: ArrivalDriver, lateness_ns: int) -> None:
+    now = time.perf_counter_ns()
+    driver._next = now + 1_000_000_000  # nothing else due: the completion takes up nothing
+    driver._arrive(now - lateness_ns, now)

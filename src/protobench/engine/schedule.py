@@ -21,10 +21,10 @@
   the precise time does not matter (an arrival can only wait in the backlog),
   so the driver sleeps, and each completion takes up the arrivals due by then
   itself before it looks at the backlog, and re-arms the timer when it frees a
-  session. An arrival sent more
-  than 1 ms after its intended time to a session that was free (the loop was
-  too busy to get to it: the generator's lateness, not the target's) is
-  counted as ``behind``.
+  session. An arrival sent to a session that was free more than 1 ms after
+  its intended time plus the precision (the loop was too busy to get to it:
+  the generator's lateness, not the target's or the batching's) is counted as
+  ``behind``.
 
 Sessions live in :class:`Slot` objects that reopen them after a connection
 failure (immediately, then after 0.1 s, doubling up to 2 s, so that a
@@ -587,7 +587,7 @@ class ArrivalDriver(ExchangeDriver):
         while self._free:
             slot = self._free.popleft()
             if slot.session is not None:
-                if now - intended > BEHIND_NS:
+                if now - intended > BEHIND_NS + self.precision_ns:
                     self.recorder.count(BEHIND)
                 self.recorder.lateness.append(self._issue(slot, intended) - intended)
                 return
