@@ -537,7 +537,8 @@ class ArrivalDriver(ExchangeDriver):
         self._timer = timer = Timer(self._tick)
         try:
             self._tick()
-            await self._stopped
+            if self.state.running:
+                await self._stopped
         finally:
             self._timer = None
             timer.close()
