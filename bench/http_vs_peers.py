@@ -30,6 +30,17 @@ generator in the script's session would get only part of its core while a
 shared machine's other jobs compete for it (protobench's workers start their
 own sessions anyway).
 
+With ``--open [RATE ...]`` (default 2,000, 8,000 and 20,000/s) it runs open-model
+rounds instead: ``protobench run http-get --rate R/s`` and wrk2 (``-R R``, one thread)
+at each rate, interleaved, and prints per rate and generator the CPU per request (for
+protobench: the worker's, and the worker's plus the controller's), nginx's CPU, the
+latency's p50 and p99 (both from the intended send time), protobench's send lateness
+(intended -> sent, ``send_lateness_us``) and each generator's CPU ratio to wrk2. wrk2
+calibrates for its first 10 s, so its runs last ``--duration`` + 11 s and its CPU per
+request is over the whole run. wrk2 is not packaged: it is used when ``wrk2`` is on PATH
+or built at ``~/wrk2/wrk`` (``git clone https://github.com/giltene/wrk2 ~/wrk2 && make -C
+~/wrk2``); otherwise the rounds say it is missing and run protobench alone.
+
 Run it as ``bench/http_vs_peers [--duration 10] [--rounds 3]``. nginx is
 installed from Debian (``apt-get install nginx-light``) when missing. The
 machine may be shared: look at the spread between rounds and at nginx's CPU
@@ -41,6 +52,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
+import math
 import os
 import re
 import resource
@@ -53,6 +65,7 @@ import tempfile
 import time
 from array import array
 from dataclasses import asdict, dataclass, field
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -81,6 +94,14 @@ class Result:
     server_cpu: float = 0.0
     note: str = ""
     round_index: int = 0
+    rate: float = 0.0
+    """The open model's target rate (0: closed model)."""
+    worker_cpu_seconds: float = float("nan")
+    """protobench's worker alone (the rest of ``cpu_seconds`` is its controller's)."""
+    p50_us: float = float("nan")
+    p99_us: float = float("nan")
+    lateness_p50_us: float = float("nan")
+    lateness_p99_us: float = float("nan")
 
     @property
     def rps(self) -> float:
@@ -89,6 +110,12 @@ class Result:
     @property
     def cpu_us_per_request(self) -> float:
         return self.cpu_seconds / self.requests * 1e6 if self.requests else float("nan")
+
+    @property
+    def worker_cpu_us_per_request(self) -> float:
+        if not self.requests or self.worker_cpu_seconds != self.worker_cpu_seconds:
+            return self.cpu_us_per_request
+        return self.worker_cpu_seconds / self.requests * 1e6
 
 
 @dataclass
@@ -180,19 +207,27 @@ def process_cpu(pid: int) -> float:
 
 def tree_cpu(pid: int) -> float:
     """CPU seconds of a process and all its live descendants."""
+    return sum(tree_cpu_split(pid))
+
+
+def tree_cpu_split(pid: int) -> tuple[float, float]:
+    """CPU seconds of a process, and of all its live descendants."""
     try:
         root = psutil.Process(pid)
         procs = [root, *root.children(recursive=True)]
     except psutil.NoSuchProcess:
-        return 0.0
-    total = 0.0
+        return 0.0, 0.0
+    own = descendants = 0.0
     for proc in procs:
         try:
             times = proc.cpu_times()
         except psutil.NoSuchProcess:
             continue
-        total += times.user + times.system
-    return total
+        if proc.pid == pid:
+            own = times.user + times.system
+        else:
+            descendants += times.user + times.system
+    return own, descendants
 
 
 # -- running a command pinned -----------------------------------------------------
@@ -233,14 +268,19 @@ def timed_peer(settings: Settings, command: list[str], **kwargs: Any) -> tuple[s
 def run_wrk(settings: Settings) -> Result:
     d, c = settings.duration, settings.connections
     out, cpu = timed_peer(settings, ["wrk", "-t1", f"-c{c}", f"-d{d:g}s", settings.url])
+    return _wrk_result("wrk", out, cpu)
+
+
+def _wrk_result(name: str, out: str, cpu: float) -> Result:
+    """A run of wrk or wrk2 from its output."""
     match = re.search(r"(\d+) requests in ([\d.]+)(\w+)", out)
     if not match:
-        raise RuntimeError(f"wrk output not understood:\n{out}")
+        raise RuntimeError(f"{name} output not understood:\n{out}")
     requests = int(match.group(1))
     seconds = float(match.group(2)) * {"s": 1.0, "ms": 1e-3, "m": 60.0}[match.group(3)]
     errors = sum(int(n) for n in re.findall(r"(?:connect|read|write|timeout) (\d+)", out))
     non2xx = re.search(r"Non-2xx or 3xx responses: (\d+)", out)
-    return Result("wrk", requests, seconds, cpu, errors + (int(non2xx.group(1)) if non2xx else 0))
+    return Result(name, requests, seconds, cpu, errors + (int(non2xx.group(1)) if non2xx else 0))
 
 
 def run_oha(settings: Settings) -> Result:
@@ -324,13 +364,52 @@ def run_locust(settings: Settings) -> Result:
     return Result("locust", requests - failures, requests / rps if rps else 0.0, cpu, failures)
 
 
+WRK2_CALIBRATION = 11.0
+"""Seconds wrk2 spends calibrating before it records (10 s + 5 ms per connection)."""
+
+
+def find_wrk2() -> str | None:
+    """wrk2's binary: ``wrk2`` on PATH or a build at ``~/wrk2/wrk`` (it is not packaged)."""
+    built = Path.home() / "wrk2" / "wrk"
+    return shutil.which("wrk2") or (str(built) if built.exists() else None)
+
+
+def wrk_duration_us(text: str) -> float:
+    """A latency printed by wrk2 (``812.00us``, ``1.03ms``, ``2.10s``, ``1.5m``) in µs."""
+    match = re.fullmatch(r"([\d.]+)(us|ms|s|m)", text)
+    if not match:
+        raise RuntimeError(f"wrk2 latency not understood: {text}")
+    scale = {"us": 1.0, "ms": 1e3, "s": 1e6, "m": 60e6}[match.group(2)]
+    return float(match.group(1)) * scale
+
+
+def run_wrk2(settings: Settings, rate: float, binary: str) -> Result:
+    """wrk2 at ``rate`` (one thread); latency from the intended times, after its calibration."""
+    d, c = settings.duration + WRK2_CALIBRATION, settings.connections
+    command = [binary, "-t1", f"-c{c}", f"-d{d:g}s", f"-R{rate:g}", "--latency", settings.url]
+    out, cpu = timed_peer(settings, command)
+    result = _wrk_result("wrk2", out, cpu)
+    result.rate = rate
+    distribution = out.split("Latency Distribution", 1)[-1]
+    for name, percent in (("p50_us", "50.000"), ("p99_us", "99.000")):
+        found = re.search(rf"^\s*{percent}%\s+(\S+)", distribution, re.MULTILINE)
+        if found:
+            setattr(result, name, wrk_duration_us(found.group(1)))
+    return result
+
+
 # -- protobench -------------------------------------------------------------------
 
 
-def run_protobench(settings: Settings, profile: str = "http-get") -> Result:
-    """``protobench run PROFILE`` in one worker process; CPU over the sustain intervals only."""
+def run_protobench(settings: Settings, profile: str = "http-get", rate: float = 0.0) -> Result:
+    """``protobench run PROFILE`` in one worker process; CPU over the sustain intervals only.
+
+    With ``rate``, the open model at that rate (latency and send lateness recorded).
+    """
     command = ["taskset", "-c", str(settings.client_core), str(PROTOBENCH), "run", profile]
     command += ["--target", settings.url, "--processes", "1"]
+    if rate:
+        command += ["--rate", f"{rate:g}/s"]
     command += ["--connections", str(settings.connections)]
     command += ["--duration", f"{settings.duration:g}s", "--warmup", f"{settings.warmup:g}s"]
     command += ["--ndjson", "--no-tui", "--quiet"]
@@ -344,13 +423,14 @@ def run_protobench(settings: Settings, profile: str = "http-get") -> Result:
         start_new_session=True,
     )
     assert process.stdout is not None
-    marks: list[tuple[float, int]] = []
+    marks: list[tuple[float, float, int]] = []
     report: dict[str, Any] = {}
     for line in process.stdout:
         item = json.loads(line)
         if item.get("type") == "interval" and item.get("phase") == "sustain":
             ok = sum(op["ok"] for op in item["ops"].values())
-            marks.append((tree_cpu(process.pid), ok))
+            own, workers = tree_cpu_split(process.pid)
+            marks.append((own + workers, workers, ok))
         elif item.get("type") == "report":
             report = item
     stderr = process.stderr.read() if process.stderr else ""
@@ -363,17 +443,27 @@ def run_protobench(settings: Settings, profile: str = "http-get") -> Result:
         note = f"generator-bound: {report['verdicts'].get('reason')}"
     if len(marks) >= 3:
         cpu = marks[-1][0] - marks[0][0]
-        requests_in_window = sum(ok for _, ok in marks[1:])
+        worker_cpu = marks[-1][1] - marks[0][1]
+        requests_in_window = sum(ok for _, _, ok in marks[1:])
     else:
-        cpu, requests_in_window = float("nan"), 1
+        cpu = worker_cpu = float("nan")
+        requests_in_window = 1
+    share = int(total["ok"]) / requests_in_window
     result = Result(
         "protobench",
         int(total["ok"]),
         int(total["ok"]) / float(total["throughput"]) if total["throughput"] else 0.0,
-        cpu * int(total["ok"]) / requests_in_window,
+        cpu * share,
         int(total["errors"]),
         note=note,
+        rate=rate,
+        worker_cpu_seconds=worker_cpu * share,
     )
+    latency = total.get("latency_us", {})
+    result.p50_us, result.p99_us = latency.get("p50", math.nan), latency.get("p99", math.nan)
+    lateness = total.get("send_lateness_us", {})
+    result.lateness_p50_us = lateness.get("p50", math.nan)
+    result.lateness_p99_us = lateness.get("p99", math.nan)
     return result
 
 
@@ -568,11 +658,136 @@ def settings_from(args: argparse.Namespace, workdir: Path) -> Settings:
     )
 
 
+def open_generators(rates: list[float], selected: list[str] | None) -> dict[str, Any]:
+    """The open-model runs of one round: protobench and wrk2 (when built) at every rate."""
+    wrk2 = find_wrk2()
+    if wrk2 is None:
+        print(
+            "wrk2: not found (not packaged): build it with `git clone"
+            " https://github.com/giltene/wrk2 ~/wrk2 && make -C ~/wrk2`, or put `wrk2` on"
+            " PATH; running protobench alone",
+            file=sys.stderr,
+        )
+    found: dict[str, Any] = {}
+    for rate in rates:
+        found[f"protobench@{rate:g}"] = partial(run_protobench, rate=rate)
+        if wrk2 is not None:
+            found[f"wrk2@{rate:g}"] = partial(run_wrk2, rate=rate, binary=wrk2)
+    if selected:
+        found = {k: v for k, v in found.items() if k.split("@")[0] in selected}
+    return found
+
+
+def run_rounds(
+    settings: Settings, chosen: dict[str, Any], rounds: int, nginx: bool
+) -> list[Result]:
+    """Every chosen generator once per round, interleaved; nginx's CPU over each run."""
+    results: list[Result] = []
+    for round_index in range(rounds):
+        for name, runner in chosen.items():
+            server_before = process_cpu(settings.server_pid) if nginx else 0.0
+            wall = time.perf_counter()
+            try:
+                result = runner(settings)
+            except Exception as exc:  # a peer that fails is reported, the rest go on
+                print(f"round {round_index + 1} {name}: FAILED: {exc}", file=sys.stderr)
+                continue
+            if nginx:
+                elapsed = time.perf_counter() - wall
+                result.server_cpu = (process_cpu(settings.server_pid) - server_before) / elapsed
+            result.round_index = round_index
+            results.append(result)
+            extra = ""
+            if result.rate:
+                extra = (
+                    f"  worker {result.worker_cpu_us_per_request:.2f} µs  p50/p99"
+                    f" {result.p50_us:.0f}/{result.p99_us:.0f} µs  send lateness p50/p99"
+                    f" {result.lateness_p50_us:.0f}/{result.lateness_p99_us:.0f} µs"
+                )
+            print(
+                f"round {round_index + 1} {name:<18} {result.rps:>10,.0f} req/s "
+                f"{result.cpu_us_per_request:>7.2f} µs CPU/req  errors {result.errors}{extra}"
+                + (f"  ({result.note})" if result.note else ""),
+                file=sys.stderr,
+            )
+    return results
+
+
+def summarize_open(results: list[Result]) -> list[dict[str, Any]]:
+    """Per rate and generator: medians, and the CPU ratio to wrk2 (median of per-round ratios)."""
+    rows = []
+    for rate in sorted({r.rate for r in results}):
+        at_rate = [r for r in results if r.rate == rate]
+        wrk2 = {r.round_index: r.cpu_us_per_request for r in at_rate if r.generator == "wrk2"}
+        for name in dict.fromkeys(r.generator for r in at_rate):
+            runs = [r for r in at_rate if r.generator == name]
+            paired = [
+                r.worker_cpu_us_per_request / wrk2[r.round_index]
+                for r in runs
+                if wrk2.get(r.round_index)
+            ]
+            rows.append(
+                {
+                    "rate": rate,
+                    "generator": name,
+                    "rate_median": statistics.median(r.rps for r in runs),
+                    "cpu_us_per_op": statistics.median(r.cpu_us_per_request for r in runs),
+                    "worker_cpu_us_per_op": statistics.median(
+                        r.worker_cpu_us_per_request for r in runs
+                    ),
+                    "cpu_ratio_to_wrk2": statistics.median(paired) if paired else None,
+                    "server_cpu_median": statistics.median(r.server_cpu for r in runs),
+                    "p50_us": statistics.median(r.p50_us for r in runs),
+                    "p99_us": statistics.median(r.p99_us for r in runs),
+                    "lateness_p50_us": statistics.median(r.lateness_p50_us for r in runs),
+                    "lateness_p99_us": statistics.median(r.lateness_p99_us for r in runs),
+                    "errors": sum(r.errors for r in runs),
+                    "notes": sorted({r.note for r in runs if r.note}),
+                }
+            )
+    return rows
+
+
+def _us(value: float) -> str:
+    return "-" if math.isnan(value) else f"{value:,.0f}"
+
+
+def print_open_table(rows: list[dict[str, Any]], rounds: int) -> None:
+    print(
+        f"\n{'rate/s':>7} {'generator':<11} {'req/s':>8} {'CPU µs/req':>10} {'(worker)':>8}"
+        f" {'x wrk2':>6} {'nginx':>6} {'p50 µs':>7} {'p99 µs':>8} {'lateness p50/p99 µs':>19}"
+    )
+    for row in rows:
+        ratio = row["cpu_ratio_to_wrk2"]
+        lateness = f"{_us(row['lateness_p50_us'])}/{_us(row['lateness_p99_us'])}"
+        print(
+            f"{row['rate']:>7,.0f} {row['generator']:<11} {row['rate_median']:>8,.0f}"
+            f" {row['cpu_us_per_op']:>10.2f} {row['worker_cpu_us_per_op']:>8.2f}"
+            f" {ratio if ratio is None else format(ratio, '.2f'):>6}"
+            f" {row['server_cpu_median']:>6.0%} {_us(row['p50_us']):>7} {_us(row['p99_us']):>8}"
+            f" {lateness:>19}"
+        )
+        for note in row["notes"]:
+            print(f"{'':<19} note: {note}")
+    print(
+        f"({rounds} rounds, medians; CPU = user+system per request, protobench's with its"
+        " controller and (worker) alone; x wrk2 = the worker's CPU over wrk2's, median of the"
+        " per-round ratios; p50/p99 from the intended send times; lateness = intended -> sent)"
+    )
+
+
 def main() -> int:
     parser = common_arguments(__doc__, connections=50)
     parser.add_argument("--only", nargs="*", help="run only these generators")
     parser.add_argument("--target", help="benchmark this URL instead of starting nginx")
     parser.add_argument("--json", type=Path, help="also write the results here")
+    parser.add_argument(
+        "--open",
+        nargs="*",
+        type=float,
+        metavar="RATE",
+        help="open-model rounds (protobench and wrk2) at these rates (2000 8000 20000)",
+    )
     parser.add_argument("--driver", metavar="URL", help=argparse.SUPPRESS)
     args = parser.parse_args()
 
@@ -589,42 +804,29 @@ def main() -> int:
         else:
             nginx = start_nginx(settings)
         try:
-            chosen = generators(args.only)
+            if args.open is not None:
+                chosen = open_generators(args.open or [2000.0, 8000.0, 20000.0], args.only)
+            else:
+                chosen = generators(args.only)
             print(
                 f"target {settings.url} | generators: {', '.join(chosen)} | "
                 f"{args.rounds} rounds x {args.duration:g}s, {args.connections} connections, "
-                f"server core {args.server_core}, client core {args.client_core}",
+                f"server core {args.server_core}, client core {args.client_core}, "
+                f"load average {' '.join(f'{x:.1f}' for x in os.getloadavg())}",
                 file=sys.stderr,
             )
-            results: list[Result] = []
-            for round_index in range(args.rounds):
-                for name, runner in chosen.items():
-                    server_before = process_cpu(settings.server_pid) if nginx else 0.0
-                    wall = time.perf_counter()
-                    try:
-                        result = runner(settings)
-                    except Exception as exc:  # a peer that fails is reported, the rest go on
-                        print(f"round {round_index + 1} {name}: FAILED: {exc}", file=sys.stderr)
-                        continue
-                    if nginx:
-                        elapsed = time.perf_counter() - wall
-                        result.server_cpu = (
-                            process_cpu(settings.server_pid) - server_before
-                        ) / elapsed
-                    result.round_index = round_index
-                    results.append(result)
-                    print(
-                        f"round {round_index + 1} {name:<18} {result.rps:>10,.0f} req/s "
-                        f"{result.cpu_us_per_request:>7.2f} µs CPU/req  errors {result.errors}"
-                        + (f"  ({result.note})" if result.note else ""),
-                        file=sys.stderr,
-                    )
+            results = run_rounds(settings, chosen, args.rounds, nginx is not None)
         finally:
             if nginx is not None:
                 nginx.terminate()
                 nginx.wait(timeout=10)
-    rows = summarize(results, references=("wrk", "oha"))
-    print_table(rows, args.rounds, references=("wrk", "oha"))
+    print(f"load average at the end: {' '.join(f'{x:.1f}' for x in os.getloadavg())}")
+    if args.open is not None:
+        rows = summarize_open(results)
+        print_open_table(rows, args.rounds)
+    else:
+        rows = summarize(results, references=("wrk", "oha"))
+        print_table(rows, args.rounds, references=("wrk", "oha"))
     if args.json:
         args.json.write_text(
             json.dumps({"rows": rows, "runs": [asdict(r) for r in results]}, indent=2)

@@ -137,6 +137,12 @@ def test_open_model_waits_asleep_between_arrivals(cli: Callable[..., CliResult])
     assert report["phases"]["sustain"]["total"]["throughput"] >= 4_900
     assert report["resources"]["generator"]["worker_cpu_mean"] < 80, report["resources"]
     assert not report["verdicts"]["generator_bound"], report["verdicts"]
+    # what precision the run got: every send's lateness (intended -> sent), per op and total
+    total = report["phases"]["sustain"]["total"]
+    lateness = report["phases"]["sustain"]["ops"]["get"]["send_lateness_us"]
+    assert lateness == total["send_lateness_us"]
+    assert lateness["count"] >= total["ok"] - total["late"], (lateness, total)
+    assert lateness["min"] >= 0
 
 
 def test_open_model_beyond_a_slow_target_sleeps_and_blames_the_target(

@@ -1,4 +1,5 @@
-"""The open model's driver with fake sessions: each arrival once, pauses skipped, no spin.
+"""The open model's driver with fake sessions: each arrival once, pauses skipped, no spin,
+batches of arrivals closer than the precision, send lateness recorded.
 
 The sessions here complete inside ``submit`` or after a fixed delay, so the
 number of exchanges over a bounded time is known from the rate.
@@ -8,12 +9,19 @@ from __future__ import annotations
 
 import asyncio
 import time
+from pathlib import Path
 from typing import Any, cast
+from unittest.mock import patch
 
+import pytest
 import uvloop
 
-from protobench.engine.metrics import OpRecorder
+from protobench.cli.common import build_overrides
+from protobench.engine.metrics import OpRecorder, decode, summary
+from protobench.engine.plan import Overrides, resolve
 from protobench.engine.schedule import ArrivalDriver, RunState, Slot
+from protobench.engine.waker import Timer
+from protobench.profiles import loader
 from protobench.protocols.base import CallbackSession, Done
 
 
@@ -102,3 +110,99 @@ def test_a_driver_with_every_session_busy_sleeps() -> None:
     cpu = uvloop.run(main())
     assert len(submits) <= 2 * 11  # the sessions' pace: 2 x 20/s
     assert cpu < 0.25, cpu  # not yielding to the loop every 25 µs for 0.5 s
+
+
+def test_arrivals_closer_than_the_precision_leave_in_batches() -> None:
+    """40,000/s (25 µs apart) with 100 µs of precision: a few arrivals per wake-up, not one."""
+    submits: list[int] = []
+    arms: list[int] = []
+
+    async def main() -> OpRecorder:
+        driver, state = _driver(8, 0.0, 40_000.0, submits)
+        real_arm = Timer.arm
+
+        def arm(timer: Timer, deadline_ns: int) -> None:
+            arms.append(deadline_ns)
+            real_arm(timer, deadline_ns)
+
+        with patch.object(Timer, "arm", arm):
+            task = asyncio.create_task(driver.run(time.perf_counter_ns()))
+            await asyncio.sleep(0.2)
+            state.stop()
+            await task
+        return driver.recorder
+
+    recorder = uvloop.run(main())
+    assert len(submits) > 1_000
+    assert len(arms) < len(submits) / 2, (len(arms), len(submits))
+    # the lateness of every send to a free session is recorded, never negative (never before
+    # its intended time); the rest waited in the backlog (a session completing inside submit
+    # takes up arrivals before it is free again) and are counted as late
+    interval = recorder.flush()
+    lateness = summary(decode(interval.hist_lateness))
+    assert lateness["count"] <= len(submits) <= lateness["count"] + interval.late
+    assert lateness["min"] >= 0
+
+
+def test_arrivals_further_apart_than_the_precision_each_get_their_wake_up() -> None:
+    """2,000/s (500 µs apart): the timer is armed at each intended time, with no batching."""
+    submits: list[int] = []
+    arms: list[int] = []
+
+    async def main() -> None:
+        driver, state = _driver(2, 0.0, 2_000.0, submits)
+        real_arm = Timer.arm
+
+        def arm(timer: Timer, deadline_ns: int) -> None:
+            arms.append(deadline_ns)
+            real_arm(timer, deadline_ns)
+
+        with patch.object(Timer, "arm", arm):
+            start = time.perf_counter_ns()
+            task = asyncio.create_task(driver.run(start))
+            await asyncio.sleep(0.1)
+            state.stop()
+            await task
+        assert arms
+        assert all((deadline - start) % 500_000 == 0 for deadline in arms)
+
+    uvloop.run(main())
+
+
+def test_the_pacing_precision_comes_from_the_profile_or_the_flag(tmp_path: Path) -> None:
+    profile = tmp_path / "p.toml"
+    profile.write_text(
+        'name = "t"\nprotocol = "http"\ntarget = "http://127.0.0.1:9/"\nrate = "1000/s"\n'
+        'pacing_precision = "250us"\n[[group]]\nname = "get"\nop = "request"\ncount = 2\n'
+    )
+    assert resolve(loader.load(str(profile)), Overrides()).pacing_precision == pytest.approx(250e-6)
+    flag = build_overrides(
+        target=None, duration=None, warmup=None, interval=None, connections=None, rate=None,
+        processes=None, opt=None, serve_opt=None, pacing_precision="20us",
+    )  # fmt: skip
+    assert resolve(loader.load(str(profile)), flag).pacing_precision == pytest.approx(20e-6)
+    profile.write_text(profile.read_text().replace('"250us"', '"1s"'))
+    with pytest.raises(loader.ProfileError, match="pacing_precision"):
+        loader.load(str(profile))
+
+
+def test_behind_counts_lateness_beyond_the_precision_only() -> None:
+    """A send 1.5 ms late is behind with 100 µs of precision, not with 1 ms (its batch)."""
+    counts = []
+    for precision_ns in (100_000, 1_000_000):
+        recorder, state = OpRecorder("op"), RunState()
+        slot = Slot(cast(Any, None), cast(Any, None), recorder)
+        slot.session = _Session(0.0, [])
+        driver = ArrivalDriver(
+            [slot], recorder, state, 1_000.0, None, 1.0, precision_ns=precision_ns
+        )
+        driver._free.append(slot)
+        uvloop.run(_arrive_late(driver, 1_500_000))
+        counts.append(recorder.counters["behind"])
+    assert counts == [1, 0]
+
+
+async def _arrive_late(driver: ArrivalDriver, lateness_ns: int) -> None:
+    now = time.perf_counter_ns()
+    driver._next = now + 1_000_000_000  # nothing else due: the completion takes up nothing
+    driver._arrive(now - lateness_ns, now)

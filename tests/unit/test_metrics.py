@@ -12,6 +12,7 @@ from hdrh.histogram import HdrHistogram
 from protobench.engine.metrics import (
     HIGHEST_US,
     OpAccumulator,
+    OpInterval,
     OpRecorder,
     counts_view,
     decode,
@@ -137,3 +138,20 @@ def test_folding_in_batches_during_an_interval_equals_one_fold_at_its_end() -> N
     assert summary(decode(first.hist_uncorrected)) == summary(decode(reference.hist_uncorrected))
     empty = batched.flush()  # the next interval starts empty
     assert (empty.ok, empty.hist, empty.hist_uncorrected, empty.out_of_range) == (0, "", "", 0)
+
+
+def test_send_lateness_is_folded_flushed_and_merged_like_the_latencies() -> None:
+    recorder = OpRecorder("op")
+    recorder.lateness.extend([3_000, 40_000, 250_000])  # ns
+    recorder.fold_pending(at_least=1_000)
+    assert len(recorder.lateness) == 3  # fewer than asked for: left for later
+    first = recorder.flush()
+    assert len(recorder.lateness) == 0
+    recorder.lateness.append(7_000)
+    second = recorder.flush()
+    acc = OpAccumulator()
+    acc.add(OpInterval.from_wire(first.to_wire()))
+    acc.add(OpInterval.from_wire(second.to_wire()))
+    merged = summary(decode(acc.to_interval().hist_lateness))
+    assert (merged["count"], merged["min"], merged["max"]) == (4, 3, 250)
+    assert recorder.flush().hist_lateness == ""  # nothing sent: nothing on the wire

@@ -1,4 +1,4 @@
-"""The open model's precise sleep: never early, and asleep (not spinning) while it waits."""
+"""The open model's timer: never early, asleep (not spinning) while it waits, re-armable."""
 
 from __future__ import annotations
 
@@ -7,56 +7,84 @@ import time
 
 import uvloop
 
-from protobench.engine.waker import Waker, tighten_timer_slack
+from protobench.engine.waker import Timer, tighten_timer_slack
 
 perf_ns = time.perf_counter_ns
 
 
-async def _sleep_in_steps(step_ns: int, steps: int) -> list[int]:
-    """Sleep to ``steps`` deadlines ``step_ns`` apart; return how late each wake-up was."""
-    waker = Waker()
-    lateness = []
+async def _fire_in_steps(step_ns: int, steps: int) -> list[int]:
+    """Arm the timer ``steps`` times ``step_ns`` apart; return how late each callback was."""
+    lateness: list[int] = []
+    done = asyncio.get_running_loop().create_future()
+    due = perf_ns() + step_ns
+
+    def fired() -> None:
+        nonlocal due
+        lateness.append(perf_ns() - due)
+        if len(lateness) == steps:
+            done.set_result(None)
+            return
+        due += step_ns
+        timer.arm(due)
+
+    timer = Timer(fired)
     try:
-        due = perf_ns()
-        for _ in range(steps):
-            due += step_ns
-            await waker.sleep_until(due)
-            lateness.append(perf_ns() - due)
+        timer.arm(due)
+        await done
     finally:
-        waker.close()
+        timer.close()
     return lateness
 
 
-def test_sleeps_never_wake_before_their_deadline() -> None:
+def test_callbacks_never_come_before_their_deadline() -> None:
     tighten_timer_slack()
-    lateness = uvloop.run(_sleep_in_steps(137_000, 300))
+    lateness = uvloop.run(_fire_in_steps(137_000, 300))
     assert min(lateness) >= 0
 
 
-def test_sub_millisecond_sleeps_leave_the_cpu_idle() -> None:
-    """200 µs apart (5,000/s): the waker sleeps in ``epoll`` instead of spinning to the deadline."""
+def test_sub_millisecond_deadlines_leave_the_cpu_idle() -> None:
+    """200 µs apart (5,000/s): the process sleeps in ``epoll`` instead of spinning."""
     cpu0, wall0 = time.process_time(), time.monotonic()
-    uvloop.run(_sleep_in_steps(200_000, 1_000))
+    uvloop.run(_fire_in_steps(200_000, 1_000))
     cpu, wall = time.process_time() - cpu0, time.monotonic() - wall0
     assert wall >= 0.2
     assert cpu < 0.5 * wall, (cpu, wall)
 
 
-def test_wake_ends_a_long_sleep_and_the_next_sleep_is_whole() -> None:
-    async def main() -> tuple[int, int]:
-        waker = Waker()
-        loop = asyncio.get_running_loop()
-        try:
-            loop.call_later(0.01, waker.wake)
-            start = perf_ns()
-            await waker.sleep_until(start + 2_000_000_000)
-            woken = perf_ns() - start
-            due = perf_ns() + 20_000_000  # the old 2 s timer is re-armed, and wake() is spent
-            await waker.sleep_until(due)
-            return woken, perf_ns() - due
-        finally:
-            waker.close()
+def test_a_fired_timer_left_disarmed_does_not_call_back_again() -> None:
+    """The callback does not re-arm: the descriptor's readiness is cleared, no second call."""
+    calls: list[int] = []
 
-    woken, late = uvloop.run(main())
-    assert 5_000_000 <= woken < 500_000_000
-    assert late >= 0
+    async def main() -> None:
+        timer = Timer(lambda: calls.append(perf_ns()))
+        try:
+            timer.arm(perf_ns() + 1_000_000)
+            await asyncio.sleep(0.05)
+            assert timer.deadline == 0
+        finally:
+            timer.close()
+
+    uvloop.run(main())
+    assert len(calls) == 1
+
+
+def test_rearming_replaces_the_deadline_and_disarm_cancels() -> None:
+    calls: list[int] = []
+
+    async def main() -> int:
+        timer = Timer(lambda: calls.append(perf_ns()))
+        try:
+            start = perf_ns()
+            timer.arm(start + 2_000_000_000)
+            timer.arm(start + 20_000_000)  # replaces the 2 s deadline
+            await asyncio.sleep(0.1)
+            timer.arm(perf_ns() + 10_000_000)
+            timer.disarm()
+            await asyncio.sleep(0.05)
+            return start
+        finally:
+            timer.close()
+
+    start = uvloop.run(main())
+    assert len(calls) == 1
+    assert 20_000_000 <= calls[0] - start < 90_000_000

@@ -93,6 +93,7 @@ def build_overrides(
     ramp_to: str | None = None,
     timeout: str | None = None,
     threshold: list[str] | None = None,
+    pacing_precision: str | None = None,
 ) -> Overrides:
     """The plan overrides of the run flags (shared by ``run`` and ``sweep``); bad ones exit 2."""
     return Overrides(
@@ -105,6 +106,7 @@ def build_overrides(
         ramp_to=parse_value(ramp_to, parse_rate, "--ramp-to"),
         processes=processes,
         timeout=parse_value(timeout, parse_duration, "--timeout"),
+        pacing_precision=parse_value(pacing_precision, parse_duration, "--pacing-precision"),
         thresholds=tuple(threshold or ()),
         options=parse_pairs(opt or [], "--opt"),
         serve=parse_pairs(serve_opt or [], "--serve-opt"),

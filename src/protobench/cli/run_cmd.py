@@ -116,6 +116,10 @@ def register(app: typer.Typer) -> None:
         processes: ProcessesOption = None,
         interval: IntervalOption = None,
         timeout: Annotated[str | None, typer.Option(help="Per-operation timeout.")] = None,
+        pacing_precision: Annotated[
+            str | None,
+            typer.Option(help="Open model: sends may batch this late (default 100us)."),
+        ] = None,
         threshold: Annotated[
             list[str] | None,
             typer.Option("--threshold", help="Extra threshold, e.g. 'p99<5ms' (repeatable)."),
@@ -163,6 +167,7 @@ def register(app: typer.Typer) -> None:
             ramp_to=ramp_to,
             timeout=timeout,
             threshold=threshold,
+            pacing_precision=pacing_precision,
         )
         try:
             plan = resolve(loader.load(profile), overrides)

@@ -92,6 +92,8 @@ def op_summary(
     }
     if corrected:
         data["latency_uncorrected_us"] = summary(acc.hist_uncorrected) if kind != MIXED else {}
+    if acc.hist_lateness.get_total_count():
+        data["send_lateness_us"] = summary(acc.hist_lateness)
     return data
 
 

@@ -8,9 +8,9 @@ open model, the arrival driver took up at least :data:`BEHIND_BOUND_SHARE` of
 the arrivals (and :data:`BEHIND_BOUND_MIN` at least) more than :data:`BEHIND_NS`
 after their intended time (counter :data:`BEHIND`). In the open model a busy
 worker counts only when more than :data:`LATE_BOUND_SHARE` of the arrivals
-found no free session (``late``):
-between arrivals under 50 µs apart the driver yields to the loop until the
-next one, so its worker shows a full core while it keeps every arrival on time.
+found no free session (``late``): a worker keeping a high rate on time can
+show a full core. :data:`BEHIND_NS` counts beyond the run's pacing precision
+(a batch's own wait is not the generator falling behind).
 
 A run is host-saturated when the host's CPU was at least
 :data:`HOST_BUSY_PERCENT` busy while processes other than ours (the workers,

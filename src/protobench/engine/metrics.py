@@ -182,7 +182,9 @@ class OpRecorder:
     arrays are cleared in place, so a driver may keep their bound ``append``
     methods for the whole run. In the open model ``uncorrected`` receives the
     latency from the actual send time while ``latencies`` receives it from the
-    intended send time. :meth:`fold_pending` moves the latencies recorded so
+    intended send time, and ``lateness`` how long after its intended time an
+    arrival that found a free session was sent (the generator's own precision,
+    ``hist_lateness``). :meth:`fold_pending` moves the latencies recorded so
     far into the interval's histograms; the worker calls it many times per
     interval, so that no single fold stalls its event loop for long (folding a
     whole second of 130,000 latencies at once took 3-5 ms, enough to show in
@@ -191,6 +193,7 @@ class OpRecorder:
 
     __slots__ = (
         "_hist",
+        "_hist_lateness",
         "_hist_uncorrected",
         "_ok",
         "_out_of_range",
@@ -201,6 +204,7 @@ class OpRecorder:
         "last_errors",
         "late",
         "latencies",
+        "lateness",
         "name",
         "uncorrected",
     )
@@ -209,6 +213,7 @@ class OpRecorder:
         self.name = name
         self.latencies: array[int] = array("q")
         self.uncorrected: array[int] = array("q")
+        self.lateness: array[int] = array("q")
         self.bytes_in = 0
         self.late = 0
         self.errors: Counter[str] = Counter()
@@ -219,6 +224,7 @@ class OpRecorder:
         self._out_of_range = 0
         self._hist: HdrHistogram | None = None
         self._hist_uncorrected: HdrHistogram | None = None
+        self._hist_lateness: HdrHistogram | None = None
 
     def error(self, exc: OpError) -> None:
         """Count one failed operation by class (and code, when it has one)."""
@@ -232,8 +238,14 @@ class OpRecorder:
         """Add to a named counter (``lost``, ``duplicated``, ``notifications``...)."""
         self.counters[name] += n
 
-    def fold_pending(self) -> None:
-        """Fold the latencies recorded since the last fold into this interval's histograms."""
+    def fold_pending(self, at_least: int = 0) -> None:
+        """Fold the latencies recorded since the last fold into this interval's histograms.
+
+        With ``at_least``, only once that many are waiting (a fold's numpy calls cost
+        tens of µs however few values they take, enough to show in a slow run's CPU).
+        """
+        if at_least and max(len(self.latencies), len(self.lateness)) < at_least:
+            return
         if self.latencies:
             if self._hist is None:
                 self._hist = new_histogram()
@@ -245,11 +257,16 @@ class OpRecorder:
                 self._hist_uncorrected = new_histogram()
             self._out_of_range += fold(self._hist_uncorrected, self.uncorrected)
             del self.uncorrected[:]
+        if self.lateness:
+            if self._hist_lateness is None:
+                self._hist_lateness = new_histogram()
+            fold(self._hist_lateness, self.lateness)
+            del self.lateness[:]
 
     def flush(self) -> OpInterval:
         """Fold the rest of this interval into an :class:`OpInterval` and reset."""
         self.fold_pending()
-        hist, unc = self._hist, self._hist_uncorrected
+        hist, unc, lateness = self._hist, self._hist_uncorrected, self._hist_lateness
         item = OpInterval(
             ok=self._ok,
             errors=dict(self.errors),
@@ -261,8 +278,9 @@ class OpRecorder:
             counters=dict(self.counters),
             hist=encode(hist) if hist is not None else "",
             hist_uncorrected=encode(unc) if unc is not None else "",
+            hist_lateness=encode(lateness) if lateness is not None else "",
         )
-        self._hist = self._hist_uncorrected = None
+        self._hist = self._hist_uncorrected = self._hist_lateness = None
         self._ok = self._out_of_range = 0
         self.bytes_in = 0
         self.late = 0
@@ -287,6 +305,8 @@ class OpInterval:
     counters: dict[str, int] = field(default_factory=dict)
     hist: str = ""
     hist_uncorrected: str = ""
+    hist_lateness: str = ""
+    """Open model: send lateness (intended -> sent) of the arrivals that found a free session."""
 
     @property
     def error_count(self) -> int:
@@ -319,6 +339,7 @@ class OpAccumulator:
         self.counters: dict[str, int] = {}
         self.hist = new_histogram()
         self.hist_uncorrected = new_histogram()
+        self.hist_lateness = new_histogram()
 
     def add(self, item: OpInterval) -> None:
         self.ok += item.ok
@@ -333,6 +354,8 @@ class OpAccumulator:
             add_encoded(self.hist, item.hist)
         if item.hist_uncorrected:
             add_encoded(self.hist_uncorrected, item.hist_uncorrected)
+        if item.hist_lateness:
+            add_encoded(self.hist_lateness, item.hist_lateness)
 
     def absorb(self, other: OpAccumulator) -> None:
         """Add another accumulator (histograms by the C fast path)."""
@@ -348,6 +371,8 @@ class OpAccumulator:
             self.hist.add(other.hist)
         if other.hist_uncorrected.get_total_count():
             self.hist_uncorrected.add(other.hist_uncorrected)
+        if other.hist_lateness.get_total_count():
+            self.hist_lateness.add(other.hist_lateness)
 
     @property
     def error_count(self) -> int:
@@ -367,5 +392,8 @@ class OpAccumulator:
             hist=encode(self.hist) if self.hist.get_total_count() else "",
             hist_uncorrected=(
                 encode(self.hist_uncorrected) if self.hist_uncorrected.get_total_count() else ""
+            ),
+            hist_lateness=(
+                encode(self.hist_lateness) if self.hist_lateness.get_total_count() else ""
             ),
         )

@@ -65,6 +65,7 @@ class Overrides:
     ramp_to: float | None = None
     processes: int | None = None
     timeout: float | None = None
+    pacing_precision: float | None = None
     thresholds: tuple[str, ...] = ()
     options: dict[str, Any] = field(default_factory=dict)
     serve: dict[str, Any] = field(default_factory=dict)
@@ -103,6 +104,8 @@ class RunPlan:
     serve: dict[str, Any]
     groups: tuple[GroupPlan, ...]
     overrides: dict[str, Any]
+    pacing_precision: float = 0.0001
+    """Open model: see :data:`~protobench.engine.schedule.PACING_PRECISION_NS`."""
 
     @property
     def sessions(self) -> int:
@@ -167,6 +170,7 @@ FLAGS = {
     "ramp_to": "--ramp-to",
     "processes": "--processes",
     "timeout": "--timeout",
+    "pacing_precision": "--pacing-precision",
     "thresholds": "--threshold",
     "options": "--opt",
     "serve": "--serve-opt",
@@ -183,6 +187,7 @@ _SCALAR_OVERRIDES = (
     "ramp_to",
     "processes",
     "timeout",
+    "pacing_precision",
 )
 
 FD_MARGIN = 64
@@ -244,6 +249,7 @@ def resolve(loaded: LoadedProfile, overrides: Overrides) -> RunPlan:
         serve=dict(profile.serve),
         groups=groups,
         overrides=overrides.as_dict(),
+        pacing_precision=profile.pacing_precision,
     )
 
 

@@ -10,16 +10,21 @@
   the intended time (coordinated omission corrected) into ``latencies``, and
   from the actual send into ``uncorrected``. A periodic group (``every``) is the
   same mechanism with one session per driver and a rate of ``1 / every``.
-  While a session is free the driver waits for each intended time with
-  :class:`~engine.waker.Waker` (under 50 µs between arrivals it yields to the
-  loop until the next one, so a worker keeping a high rate on time shows a
-  full core). While every session is busy the precise time does not matter
-  (an arrival can only wait in the backlog), so the driver sleeps, and each
-  completion takes up the arrivals due by then itself before it looks at the
-  backlog, and wakes the driver when it frees a session. An arrival sent more
-  than 1 ms after its intended time to a session that was free (the loop was
-  too busy to get to it: the generator's lateness, not the target's) is
-  counted as ``behind``.
+  While a session is free the driver sleeps until each intended time on a
+  :class:`~engine.waker.Timer` and issues the arrivals due from the timer's
+  callback (no task, no future). Arrivals closer together than the pacing
+  precision (:data:`PACING_PRECISION_NS`) leave in batches: the timer is armed
+  for the last arrival due within the precision after the next one, and that
+  wake-up sends every arrival due by then. How late each arrival that found a
+  free session was sent is recorded (``lateness``, reported as
+  ``send_lateness_us``). While every session is busy
+  the precise time does not matter (an arrival can only wait in the backlog),
+  so the driver sleeps, and each completion takes up the arrivals due by then
+  itself before it looks at the backlog, and re-arms the timer when it frees a
+  session. An arrival sent to a session that was free more than 1 ms after
+  its intended time plus the precision (the loop was too busy to get to it:
+  the generator's lateness, not the target's or the batching's) is counted as
+  ``behind``.
 
 Sessions live in :class:`Slot` objects that reopen them after a connection
 failure (immediately, then after 0.1 s, doubling up to 2 s, so that a
@@ -56,7 +61,7 @@ from collections.abc import Callable
 
 from protobench.engine.bounds import BEHIND, BEHIND_NS
 from protobench.engine.metrics import OpRecorder
-from protobench.engine.waker import Waker
+from protobench.engine.waker import Timer
 from protobench.protocols.base import (
     AsyncSession,
     CallbackSession,
@@ -74,8 +79,11 @@ REOPEN_DELAY = 0.1
 REOPEN_MAX_DELAY = 2.0
 MAX_BACKLOG = 1_000_000
 BUSY_WAIT_NS = 10_000_000
-"""How long the open-model driver sleeps while every session is busy (completions take up
-due arrivals themselves and wake it when a session frees)."""
+"""How long the open-model driver sleeps at most while every session is busy (completions
+take up due arrivals themselves and re-arm its timer when they free a session)."""
+PACING_PRECISION_NS = 100_000
+"""The open model's pacing precision: arrivals closer together than this leave in batches,
+each up to this much after its intended time, so that the driver need not wake for each."""
 
 ABANDON_AFTER = 1.0
 """Seconds past the timeout after which the engine gives up on an exchange the plugin never ends."""
@@ -488,21 +496,22 @@ class ArrivalDriver(ExchangeDriver):
         ramp_to: float | None,
         ramp_seconds: float,
         phase_offset: float = 0.0,
+        precision_ns: int = PACING_PRECISION_NS,
     ) -> None:
         super().__init__(slots, recorder, state)
         self.rate = rate
         self.ramp_to = ramp_to if ramp_to is not None else rate
         self.ramp_seconds = max(ramp_seconds, 1e-9)
         self.phase_offset = phase_offset
+        self.precision_ns = precision_ns
         self._free: deque[Slot] = deque()
         self._backlog: deque[int] = deque()
         self._tasks: set[asyncio.Task[None]] = set()
         self._start_ns = 0
         self._next = 0
         """The next arrival's intended time on the run's clock less the time spent paused."""
-        self._waker: Waker | None = None
-        self._busy_sleep = False
-        """Whether the driver sleeps because no session is free (a freed one wakes it)."""
+        self._timer: Timer | None = None
+        self._stopped: asyncio.Future[None] | None = None
 
     def current_rate(self, elapsed: float) -> float:
         fraction = min(1.0, max(0.0, elapsed / self.ramp_seconds))
@@ -524,25 +533,45 @@ class ArrivalDriver(ExchangeDriver):
         self._start_ns = start_ns
         self._next = start_ns + int(self.phase_offset / self.current_rate(0.0) * 1e9)
         self.state.on_resume(self._resumed)
-        self._waker = waker = Waker()
+        self._stopped = asyncio.get_running_loop().create_future()
+        self._timer = timer = Timer(self._tick)
         try:
-            while self.state.running:
-                if self.state.paused:
-                    await self.state.wait_resumed()
-                    continue
-                now = perf_ns()
-                self._catch_up(now)
-                if self._free:
-                    await waker.sleep_until(self.due)
-                    continue
-                self._busy_sleep = True
-                try:
-                    await waker.sleep_until(max(self.due, now + BUSY_WAIT_NS))
-                finally:
-                    self._busy_sleep = False
+            self._tick()
+            if self.state.running:
+                await self._stopped
         finally:
-            self._waker = None
-            waker.close()
+            self._timer = None
+            timer.close()
+
+    def _tick(self) -> None:
+        """The timer's callback: take up the arrivals due by now, then sleep until the next."""
+        if self.state.active:
+            now = perf_ns()
+            self._catch_up(now)
+            self._schedule(now)
+
+    def _schedule(self, now: int) -> None:
+        """Arm the timer for the next arrival, unless every session is busy.
+
+        While every session is busy an arrival can only wait in the backlog, so
+        the driver sleeps (waking every :data:`BUSY_WAIT_NS` to count the arrivals
+        due, should no completion come); completions take up due arrivals
+        themselves, and the one that frees a session re-arms the timer.
+        Arrivals closer together than the precision are waited for in batches:
+        the timer is armed at the intended time of the last arrival due within
+        the precision after the next one, and every arrival due by then leaves
+        on that wake-up (the first of a batch at most the precision late, the
+        last on time; the lateness is recorded in ``lateness``).
+        """
+        timer = self._timer
+        if timer is None:
+            return
+        due = self.due
+        if not self._free:
+            timer.arm(max(due, now + BUSY_WAIT_NS))
+            return
+        gap = int(1e9 / self.current_rate((self._next - self._start_ns) / 1e9))
+        timer.arm(due + self.precision_ns // max(gap, 1) * gap)
 
     def _catch_up(self, now: int) -> None:
         """Take up every arrival due by ``now``, in order.
@@ -559,9 +588,9 @@ class ArrivalDriver(ExchangeDriver):
         while self._free:
             slot = self._free.popleft()
             if slot.session is not None:
-                if now - intended > BEHIND_NS:
+                if now - intended > BEHIND_NS + self.precision_ns:
                     self.recorder.count(BEHIND)
-                self._issue(slot, intended)
+                self.recorder.lateness.append(self._issue(slot, intended) - intended)
                 return
         if len(self._backlog) >= MAX_BACKLOG:
             self.recorder.error(OpError(ErrorClass.LOCAL, "backlog full: no free session"))
@@ -570,7 +599,14 @@ class ArrivalDriver(ExchangeDriver):
         self._backlog.append(intended)
 
     def _resumed(self) -> None:
-        """After a pause: waiting arrivals move on by the paused time and take the free sessions."""
+        """After a pause: waiting arrivals move on by the paused time and take the free sessions.
+
+        When the run stops (which resumes it), :meth:`run` returns.
+        """
+        if not self.state.running:
+            if self._stopped is not None and not self._stopped.done():
+                self._stopped.set_result(None)
+            return
         shift = self.state.last_pause_ns
         if shift and self._backlog:
             self._backlog = deque(intended + shift for intended in self._backlog)
@@ -578,6 +614,7 @@ class ArrivalDriver(ExchangeDriver):
             slot = self._free.popleft()
             if slot.session is not None:
                 self._issue(slot, self._backlog.popleft())
+        self._tick()
 
     def _opened(self, slot: Slot) -> None:
         self._release(slot, perf_ns())
@@ -589,10 +626,12 @@ class ArrivalDriver(ExchangeDriver):
             self._issue(slot, self._backlog.popleft())
             return
         self._free.append(slot)
-        if self._busy_sleep and self._waker is not None:
-            self._waker.wake()
+        timer = self._timer
+        if timer is not None and len(self._free) == 1 and self.state.active:
+            self._schedule(now)  # the driver slept with every session busy
 
-    def _issue(self, slot: Slot, intended: int) -> None:
+    def _issue(self, slot: Slot, intended: int) -> int:
+        """Send the arrival due at ``intended`` on ``slot``; return when it was sent."""
         session = slot.session
         self.inflight += 1
         sent = slot.pending_since = perf_ns()
@@ -613,6 +652,7 @@ class ArrivalDriver(ExchangeDriver):
             task.add_done_callback(self._tasks.discard)
         else:
             raise TypeError(f"{type(session).__name__} cannot be paced")
+        return sent
 
     async def _call(self, slot: Slot, session: AsyncSession, intended: int, sent: int) -> None:
         try:

@@ -1,20 +1,21 @@
-"""Sleeping until a ``perf_counter_ns`` deadline with microsecond precision, without spinning.
+"""A callback at a ``perf_counter_ns`` deadline with microsecond precision, without spinning.
 
-The open model issues each request at its intended time. ``asyncio.sleep``
-cannot wait that precisely: uvloop rounds a timer to whole milliseconds and
-runs one due in less than half a millisecond at once, so a driver sleeping
+The open model issues each request at its intended time. The event loop's own
+timers cannot wait that precisely: uvloop rounds a timer to whole milliseconds
+and runs one due in less than half a millisecond at once, so a driver sleeping
 125 µs between arrivals (8,000/s) never blocked and burned a whole core.
 
-:class:`Waker` arms a Linux ``timerfd`` at the absolute deadline on
-``CLOCK_MONOTONIC`` (the clock of ``time.perf_counter_ns``) and waits for it to
-become readable in the event loop, so the process sleeps in ``epoll`` and
-wakes within the kernel's timer slack, which the worker lowers to 1 µs
-(:func:`tighten_timer_slack`). A deadline closer than :data:`YIELD_NS` is
-waited for by yielding to the loop until it passes (a wake-up costs more).
-:meth:`Waker.wake` ends a timer sleep early (the open model's driver, asleep
-while every session is busy, is woken when one frees). Where ``timerfd`` is
-missing (not Linux), it falls back to ``asyncio.sleep``, which cannot be woken
-early.
+:class:`Timer` arms a Linux ``timerfd`` at the absolute deadline on
+``CLOCK_MONOTONIC`` (the clock of ``time.perf_counter_ns``) and calls its
+callback from the event loop when the descriptor becomes readable, so the
+process sleeps in ``epoll`` and wakes within the kernel's timer slack, which
+the worker lowers to 1 µs (:func:`tighten_timer_slack`). The callback runs
+straight from the loop's poll: no future, no task switch, and no ``read`` of
+the descriptor (re-arming it, or disarming it, clears its readiness), so a
+wake-up costs one ``epoll_wait`` return and one ``timerfd_settime``. Where
+``timerfd`` is missing (not Linux) it falls back to the loop's ``call_later``,
+which may call back early or up to a millisecond late: the caller checks the
+time it is called at.
 """
 
 from __future__ import annotations
@@ -25,10 +26,9 @@ import ctypes
 import os
 import sys
 import time
+from collections.abc import Callable
 from typing import Final
 
-YIELD_NS: Final = 50_000
-"""Deadlines closer than this are not slept for: the loop is yielded to until they pass."""
 PR_SET_TIMERSLACK: Final = 29
 TIMER_SLACK_NS: Final = 1_000
 
@@ -42,13 +42,18 @@ def tighten_timer_slack() -> None:
             ctypes.CDLL(None, use_errno=True).prctl(PR_SET_TIMERSLACK, TIMER_SLACK_NS, 0, 0, 0)
 
 
-class Waker:
-    """Awaitable absolute deadlines on one event loop (one waiter at a time)."""
+class Timer:
+    """One deadline at a time on the running loop; ``callback()`` runs when it passes.
 
-    def __init__(self) -> None:
+    ``deadline`` is the armed deadline (``perf_counter_ns``), 0 while disarmed;
+    it is 0 again when the callback runs, which may arm the next one.
+    """
+
+    def __init__(self, callback: Callable[[], None]) -> None:
         self._loop = asyncio.get_running_loop()
-        self._waiter: asyncio.Future[None] | None = None
-        self._woken = False
+        self._callback = callback
+        self.deadline = 0
+        self._handle: asyncio.TimerHandle | None = None
         self._fd = -1
         if hasattr(os, "timerfd_create"):
             self._fd = os.timerfd_create(
@@ -56,43 +61,35 @@ class Waker:
             )
             self._loop.add_reader(self._fd, self._fired)
 
-    async def sleep_until(self, deadline_ns: int) -> None:
-        """Return at ``deadline_ns`` (``perf_counter_ns`` time) or just after, never before,
-        unless :meth:`wake` ends the sleep first."""
-        wait = deadline_ns - perf_ns()
-        if wait < YIELD_NS:
-            while perf_ns() < deadline_ns:  # noqa: ASYNC110 - under 50 µs: yield, no timer
-                await asyncio.sleep(0)
+    def arm(self, deadline_ns: int) -> None:
+        """Call back at ``deadline_ns`` or just after (a past deadline: at the next poll)."""
+        self.deadline = deadline_ns
+        if self._fd >= 0:
+            os.timerfd_settime_ns(self._fd, flags=os.TFD_TIMER_ABSTIME, initial=deadline_ns)
             return
-        if self._fd < 0:
-            await asyncio.sleep(wait / 1e9)
-            return
-        os.timerfd_settime_ns(self._fd, flags=os.TFD_TIMER_ABSTIME, initial=deadline_ns)
-        self._woken = False
-        while not self._woken and perf_ns() < deadline_ns:
-            waiter = self._waiter = self._loop.create_future()
-            try:
-                await waiter
-            finally:
-                self._waiter = None
+        if self._handle is not None:
+            self._handle.cancel()
+        wait = max(0, deadline_ns - perf_ns()) / 1e9
+        self._handle = self._loop.call_later(wait, self._fired)
 
-    def wake(self) -> None:
-        """End the current timer sleep now (a deadline under :data:`YIELD_NS` is kept)."""
-        self._woken = True
-        waiter = self._waiter
-        if waiter is not None and not waiter.done():
-            waiter.set_result(None)
+    def disarm(self) -> None:
+        """No callback until the next :meth:`arm`."""
+        self.deadline = 0
+        if self._fd >= 0:
+            os.timerfd_settime_ns(self._fd, initial=0)
+        elif self._handle is not None:
+            self._handle.cancel()
+            self._handle = None
 
     def _fired(self) -> None:
-        try:
-            os.read(self._fd, 8)
-        except BlockingIOError:
-            return
-        waiter = self._waiter
-        if waiter is not None and not waiter.done():
-            waiter.set_result(None)
+        if self.deadline:
+            self.deadline = 0
+            self._callback()
+        if not self.deadline and self._fd >= 0:
+            os.timerfd_settime_ns(self._fd, initial=0)  # not re-armed: clear the readiness
 
     def close(self) -> None:
+        self.disarm()
         if self._fd >= 0:
             self._loop.remove_reader(self._fd)
             os.close(self._fd)

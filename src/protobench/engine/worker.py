@@ -56,6 +56,8 @@ STREAM_GRACE = 0.5
 """Seconds stream sessions keep receiving at least after the last exchange ended."""
 TICK = 0.05
 """Seconds between the worker's lag measurements and folds of recorded latencies."""
+FOLD_AT_LEAST = 1_000
+"""Latencies a tick waits for before it folds them (the interval's end folds the rest)."""
 SWEEP = 0.5
 """Seconds between sweeps for exchanges pending longer than the timeout (at most)."""
 CONTROL = frozenset({"PAUSE", "RESUME", "RATE"})
@@ -180,7 +182,13 @@ class Worker:
             elif part.rate is not None:
                 self.drivers.append(
                     ArrivalDriver(
-                        slots, recorder, self.state, part.rate, part.ramp_to, ramp_seconds
+                        slots,
+                        recorder,
+                        self.state,
+                        part.rate,
+                        part.ramp_to,
+                        ramp_seconds,
+                        precision_ns=int(self.plan.pacing_precision * 1e9),
                     )
                 )
             else:
@@ -220,7 +228,8 @@ class Worker:
 
     async def tick(self) -> None:
         """Every :data:`TICK`: measure the event loop's lag, and fold the latencies recorded
-        since the last tick in a small batch (so the interval's end does not stall the loop);
+        since the last fold once :data:`FOLD_AT_LEAST` wait (so the interval's end does not
+        stall the loop, and a slow run does not fold a few values 20 times a second);
         every :data:`SWEEP` (or a quarter of the timeout), count overdue exchanges."""
         loop = asyncio.get_running_loop()
         sweep_every = max(TICK, min(SWEEP, self.plan.timeout / 4))
@@ -231,7 +240,7 @@ class Worker:
             now = loop.time()
             self.max_lag = max(self.max_lag, now - expected)
             for recorder in self.recorders.values():
-                recorder.fold_pending()
+                recorder.fold_pending(FOLD_AT_LEAST)
             if now >= next_sweep:
                 next_sweep = now + sweep_every
                 self.sweep()

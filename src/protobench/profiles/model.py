@@ -84,6 +84,8 @@ class Profile(BaseModel):
     connections: int | None = Field(default=None, ge=1, le=MAX_SESSIONS)
     rate: Rate | None = None
     ramp_to: Rate | None = None
+    pacing_precision: Duration = Field(default=0.0001, le=0.1)
+    """Open model: arrivals closer together than this leave in batches, each up to this late."""
     timeout: Duration = 5.0
     drain: Duration = 2.0
     thresholds: list[str] = Field(default_factory=list)
