@@ -29,12 +29,12 @@ from typing import Any
 import typer
 import typer.core
 
+from protobench.home import home
 from protobench.redaction import redact_text
 
 EXIT_BAD_INPUT = 2
 EXIT_INCOMPLETE = 3
 EXIT_INTERRUPTED = 130
-CRASH_LOG_DIR = Path(".protobench") / "logs"
 
 
 def one_line(message: str) -> str:
@@ -70,10 +70,13 @@ def _incomplete_types() -> tuple[type[BaseException], ...]:
 
 
 def crash_log(exc: BaseException) -> Path | None:
-    """Write ``exc``'s traceback to a new log file (secrets hidden); its path, or None."""
+    """Write ``exc``'s traceback to a new log file in ``<home>/logs`` (secrets hidden).
+
+    Its path, or None when neither there nor in the temporary directory can it be written.
+    """
     text = redact_text("".join(traceback.format_exception(exc)))
     name = f"crash-{time.strftime('%Y%m%dT%H%M%S')}-{id(exc):x}.log"
-    for directory in (CRASH_LOG_DIR, Path(tempfile.gettempdir())):
+    for directory in (home() / "logs", Path(tempfile.gettempdir())):
         try:
             directory.mkdir(parents=True, exist_ok=True)
             path = directory / name

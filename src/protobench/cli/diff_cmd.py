@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import math
 from pathlib import Path
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 from typer.core import TyperCommand
@@ -24,19 +24,11 @@ from typer.core import TyperCommand
 from protobench.cli import report_cmd
 from protobench.cli.common import fail, print_json
 from protobench.cli.render import us
-from protobench.snapshots.diff import (
-    LABELS,
-    METRICS,
-    Diff,
-    GeomeanRow,
-    Row,
-    compare,
-    metric_name,
-    parse_gate,
-)
-from protobench.snapshots.series import TOTAL
-from protobench.snapshots.stats import Estimate
 from protobench.snapshots.store import SnapshotError, SnapshotStore
+
+if TYPE_CHECKING:  # numpy and hdrhistogram load in the command, not for --help
+    from protobench.snapshots.diff import Diff, GeomeanRow, Row
+    from protobench.snapshots.stats import Estimate
 
 _NEW_SIDE = "protobench.diff.new"
 
@@ -143,6 +135,9 @@ def _runs(label: str, runs: list[Any]) -> str:
 
 def render_text(diff: Diff) -> str:
     """The comparison as a terminal table, warnings first."""
+    from protobench.snapshots.diff import LABELS  # noqa: PLC0415
+    from protobench.snapshots.series import TOTAL  # noqa: PLC0415
+
     out = [_runs("base:", diff.base), _runs("new: ", diff.new)]
     if diff.warnings:
         out.append("WARNING: the runs may not be comparable:")
@@ -200,13 +195,14 @@ def register(app: typer.Typer) -> None:
             ),
         ],
         metric: Annotated[
-            str,
+            str | None,
             typer.Option(
                 "--metric",
                 "-m",
-                help="Comma-separated metrics: throughput,p50,p90,p95,p99,p99.9,error_rate.",
+                help="Comma-separated metrics: throughput,p50,p90,p95,p99,p99.9,error_rate "
+                "(default: all).",
             ),
-        ] = ",".join(METRICS),
+        ] = None,
         alpha: Annotated[
             float, typer.Option(help="Significance level of the Mann-Whitney U test.")
         ] = 0.05,
@@ -247,6 +243,8 @@ def register(app: typer.Typer) -> None:
         snapshot file, flag); 4 a gate could not decide (too few samples) and
         --accept-inconclusive was not given.
         """
+        from protobench.snapshots.diff import METRICS, compare, metric_name, parse_gate  # noqa: PLC0415
+
         new_refs: list[str] | None = ctx.meta.get(_NEW_SIDE)
         if new_refs is not None:
             base_refs = list(refs)
@@ -259,7 +257,8 @@ def register(app: typer.Typer) -> None:
         if not 0 < alpha < 1:
             fail("--alpha: expected a number between 0 and 1")
         try:
-            metrics = tuple(dict.fromkeys(metric_name(m) for m in metric.split(",") if m.strip()))
+            chosen = ",".join(METRICS) if metric is None else metric
+            metrics = tuple(dict.fromkeys(metric_name(m) for m in chosen.split(",") if m.strip()))
             gates = [parse_gate(expr) for expr in fail_on or []]
         except ValueError as exc:
             fail(str(exc))

@@ -12,16 +12,11 @@ from pathlib import Path
 from typing import Annotated
 
 import typer
-from pydantic import ValidationError
 
+from protobench.cli.boundary import EXIT_INCOMPLETE
 from protobench.cli.common import OptOption, fail, parse_pairs, parse_value
-from protobench.engine.report import EXIT_INCOMPLETE
-from protobench.profiles import loader
 from protobench.profiles.units import parse_duration
-from protobench.protocols.bacnet_ip.discover import discover
-from protobench.protocols.bacnet_ip.fit import fitted_profile, summary
-from protobench.protocols.bacnet_ip.params import BacnetIpOptions
-from protobench.protocols.base import OpError
+from protobench.protocols.registry import require
 from protobench.redaction import redact_url
 
 
@@ -46,6 +41,14 @@ def register(app: typer.Typer) -> None:
         if not url.startswith("bacnet://"):
             fail(f"discover: expected a bacnet:// URL, got {redact_url(url)!r}")
         wait = parse_value(timeout, parse_duration, "--timeout") or 3.0
+        with require("bacnet-ip", "protocol"):  # bac-py: the bacnet extra
+            from pydantic import ValidationError  # noqa: PLC0415
+
+            from protobench.profiles import loader  # noqa: PLC0415
+            from protobench.protocols.bacnet_ip.discover import discover  # noqa: PLC0415
+            from protobench.protocols.bacnet_ip.fit import fitted_profile, summary  # noqa: PLC0415
+            from protobench.protocols.bacnet_ip.params import BacnetIpOptions  # noqa: PLC0415
+            from protobench.protocols.base import OpError  # noqa: PLC0415
         try:
             options = BacnetIpOptions.model_validate(parse_pairs(opt or [], "--opt"))
         except ValidationError as exc:

@@ -9,8 +9,6 @@ from typing import Annotated
 import typer
 
 from protobench.cli.common import fail
-from protobench.profiles import loader
-from protobench.profiles.model import check_name
 
 _NAME_KEY = re.compile(r"^name\s*=")
 
@@ -20,6 +18,8 @@ app = typer.Typer(help="List, show and create workload profiles.", no_args_is_he
 @app.command("list")
 def list_profiles() -> None:
     """List the built-in profiles with their protocol and description."""
+    from protobench.profiles import loader  # noqa: PLC0415 - pydantic: not for --help
+
     for name in loader.builtin_names():
         try:
             profile = loader.load(name).profile
@@ -31,6 +31,8 @@ def list_profiles() -> None:
 @app.command("show")
 def show(name: Annotated[str, typer.Argument(help="Built-in name or file path.")]) -> None:
     """Print a profile's TOML text."""
+    from protobench.profiles import loader  # noqa: PLC0415 - pydantic: not for --help
+
     try:
         typer.echo(loader.load(name).text, nl=False)
     except loader.ProfileError as exc:
@@ -49,6 +51,9 @@ def new(
 
     Example: protobench profiles new mine --from mqtt-fanout
     """
+    from protobench.profiles import loader  # noqa: PLC0415 - pydantic: not for --help
+    from protobench.profiles.model import check_name  # noqa: PLC0415
+
     try:
         check_name(name)
         text = loader.load(source).text

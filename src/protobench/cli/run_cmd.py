@@ -17,12 +17,12 @@ import contextlib
 import signal
 import sys
 from pathlib import Path
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
-import anyio
 import typer
 
 from protobench.cli import report_cmd
+from protobench.cli.boundary import EXIT_INCOMPLETE
 from protobench.cli.common import (
     ConnectionsOption,
     DurationOption,
@@ -41,13 +41,13 @@ from protobench.cli.common import (
 )
 from protobench.cli.ndjson import NdjsonStream
 from protobench.cli.render import Progress, summary_table
-from protobench.engine.controller import Controller, describe_failure
 from protobench.engine.events import RunFinished
-from protobench.engine.plan import RunPlan, resolve
-from protobench.engine.report import EXIT_INCOMPLETE
-from protobench.profiles import loader
 from protobench.protocols.registry import PluginError
 from protobench.snapshots.store import SnapshotStore, read
+
+if TYPE_CHECKING:  # the engine, pydantic and numpy load in the command, not for --help
+    from protobench.engine.controller import Controller
+    from protobench.engine.plan import RunPlan
 
 STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
 """Signals that stop a run cleanly (SIGHUP: the terminal was closed)."""
@@ -55,6 +55,8 @@ STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
 
 async def execute(controller: Controller) -> dict[str, Any]:
     """Run the controller, turning SIGINT, SIGTERM and SIGHUP into a clean stop."""
+    import anyio  # noqa: PLC0415
+
     async with anyio.create_task_group() as group:
 
         async def watch_signals() -> None:
@@ -80,6 +82,10 @@ def run_plan(
     ``labels`` (e.g. a sweep's group and level) are stored in the report and
     the snapshot.
     """
+    import anyio  # noqa: PLC0415
+
+    from protobench.engine.controller import Controller, describe_failure  # noqa: PLC0415
+
     controller = Controller(
         plan, store, target_pid=target_pid, subscribers=subscribers, labels=labels
     )
@@ -134,6 +140,9 @@ def register(app: typer.Typer) -> None:
         ] = None,
     ) -> None:
         """Run a profile: warmup, sustain, report, thresholds, snapshot."""
+        from protobench.engine.plan import resolve  # noqa: PLC0415
+        from protobench.profiles import loader  # noqa: PLC0415
+
         if report_file is not None:
             report_cmd.require_extra()  # before the run, not after it
         overrides = build_overrides(

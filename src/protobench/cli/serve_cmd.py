@@ -9,8 +9,6 @@ import typer
 from protobench.cli.common import fail
 from protobench.protocols.registry import PluginError
 from protobench.targets import registry
-from protobench.targets.base import ServeError
-from protobench.targets.serve import parse_flags, serve
 
 
 def register(app: typer.Typer) -> None:
@@ -34,6 +32,9 @@ def register(app: typer.Typer) -> None:
 
         Example: protobench serve http --delay 5ms --port 8080
         """
+        from protobench.targets.base import ServeError  # noqa: PLC0415 - pydantic, uvloop
+        from protobench.targets.serve import parse_flags, serve  # noqa: PLC0415
+
         try:
             target = registry.load(name)
             chosen = target.default_port if port is None else port

@@ -17,7 +17,6 @@ import typer
 
 from protobench.cli.common import fail, print_json
 from protobench.cli.render import summary_table, us
-from protobench.snapshots.export import FORMATS, PHASES, export
 from protobench.snapshots.prune import prune
 from protobench.snapshots.store import SnapshotError, SnapshotStore, redacted
 
@@ -124,6 +123,8 @@ def export_snapshot(
     snapshots_dir: DirOption = None,
 ) -> None:
     """Export a snapshot as an HdrHistogram log, a CSV of its intervals, or JSON."""
+    from protobench.snapshots.export import FORMATS, PHASES, export  # noqa: PLC0415 - numpy
+
     if fmt is None:
         suffix = output.suffix.lstrip(".") if output else ""
         if suffix not in FORMATS:

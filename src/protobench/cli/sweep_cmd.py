@@ -12,10 +12,11 @@ from __future__ import annotations
 import json
 import sys
 from pathlib import Path
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
+from protobench.cli.boundary import EXIT_INCOMPLETE
 from protobench.cli.common import (
     ConnectionsOption,
     DurationOption,
@@ -34,20 +35,15 @@ from protobench.cli.common import (
 )
 from protobench.cli.render import Progress, us
 from protobench.cli.run_cmd import run_plan
-from protobench.engine.plan import RunPlan, resolve
-from protobench.engine.report import EXIT_INCOMPLETE
-from protobench.engine.sweep import (
-    DEFAULT_STOP,
-    Point,
-    Sweep,
-    SweepResult,
-    apply_level,
-    describe,
-    parse_axis,
-)
-from protobench.profiles import loader
 from protobench.protocols.registry import PluginError
 from protobench.snapshots.store import SUFFIX, SnapshotStore
+
+if TYPE_CHECKING:  # the engine and pydantic load in the command, not for --help
+    from protobench.engine.plan import RunPlan
+    from protobench.engine.sweep import Point, SweepResult
+
+DEFAULT_STOP = "error_rate > 5%"
+"""The --stop-on of a sweep without one (the engine's ``DEFAULT_STOP``, a test checks)."""
 
 
 def _key(assignment: dict[str, Any]) -> str:
@@ -64,6 +60,8 @@ def _rate(value: float | None) -> str:
 
 def render_table(result: SweepResult) -> str:
     """The sweep as a table: one row per run, the knee and generator-bound runs marked."""
+    from protobench.engine.sweep import describe  # noqa: PLC0415
+
     keys = [axis.key for axis in result.axes]
     header = [*keys, "throughput", "p50", "p99", "errors", "gen cpu", "target cpu", "", "snapshot"]
     lines = [header]
@@ -140,6 +138,10 @@ def register(app: typer.Typer) -> None:
         snapshots_dir: SnapshotsDirOption = None,
     ) -> None:
         """Run a profile once per level of each --vary axis; mark the knee; stop on errors."""
+        from protobench.engine.plan import resolve  # noqa: PLC0415
+        from protobench.engine.sweep import Sweep, apply_level, describe, parse_axis  # noqa: PLC0415
+        from protobench.profiles import loader  # noqa: PLC0415
+
         base = build_overrides(
             target=target,
             duration=duration,
