@@ -23,6 +23,7 @@ from typer.core import TyperCommand
 
 from protobench.cli import report_cmd
 from protobench.cli.common import fail, print_json
+from protobench.cli.complete import snapshot_refs
 from protobench.cli.render import us
 from protobench.snapshots.store import SnapshotError, SnapshotStore
 
@@ -191,7 +192,8 @@ def register(app: typer.Typer) -> None:
         refs: Annotated[
             list[str],
             typer.Argument(
-                help="BASE NEW, or BASE... -- NEW... (ids, id prefixes, paths, latest, latest~N)."
+                help="BASE NEW, or BASE... -- NEW... (ids, id prefixes, paths, latest, latest~N).",
+                autocompletion=snapshot_refs,
             ),
         ],
         metric: Annotated[

@@ -9,6 +9,7 @@ from typing import Annotated
 import typer
 
 from protobench.cli.common import fail
+from protobench.cli.complete import builtins, profiles
 
 _NAME_KEY = re.compile(r"^name\s*=")
 
@@ -29,7 +30,11 @@ def list_profiles() -> None:
 
 
 @app.command("show")
-def show(name: Annotated[str, typer.Argument(help="Built-in name or file path.")]) -> None:
+def show(
+    name: Annotated[
+        str, typer.Argument(help="Built-in name or file path.", autocompletion=profiles)
+    ],
+) -> None:
     """Print a profile's TOML text."""
     from protobench.profiles import loader  # noqa: PLC0415 - pydantic: not for --help
 
@@ -43,7 +48,8 @@ def show(name: Annotated[str, typer.Argument(help="Built-in name or file path.")
 def new(
     name: Annotated[str, typer.Argument(help="Name of the new profile (file NAME.toml).")],
     source: Annotated[
-        str, typer.Option("--from", help="Built-in profile to start from.")
+        str,
+        typer.Option("--from", help="Built-in profile to start from.", autocompletion=builtins),
     ] = "http-get",
     directory: Annotated[Path, typer.Option("--dir", help="Where to write it.")] = Path("."),
 ) -> None:

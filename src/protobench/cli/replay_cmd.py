@@ -15,6 +15,7 @@ from typing import Annotated
 import typer
 
 from protobench.cli.common import fail
+from protobench.cli.complete import SnapshotRef
 from protobench.cli.render import summary_table
 from protobench.snapshots.store import SnapshotError, SnapshotStore
 
@@ -22,9 +23,7 @@ from protobench.snapshots.store import SnapshotError, SnapshotStore
 def register(app: typer.Typer) -> None:
     @app.command("replay")
     def replay_command(
-        snapshot: Annotated[
-            str, typer.Argument(help="Snapshot file, id, id prefix, latest or latest~N.")
-        ] = "latest",
+        snapshot: SnapshotRef = "latest",
         speed: Annotated[
             float, typer.Option("--speed", help="Playback speed (2 = twice as fast).")
         ] = 1.0,

@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 import typer
 
 from protobench.cli.common import fail
+from protobench.cli.complete import SnapshotRef
 from protobench.snapshots.store import SnapshotError, SnapshotStore
 
 if TYPE_CHECKING:
@@ -63,7 +64,7 @@ def write_diff_report(
 def register(app: typer.Typer) -> None:
     @app.command("report")
     def report(
-        ref: Annotated[str, typer.Argument(help="Id, id prefix, path, latest or latest~N.")],
+        ref: SnapshotRef,
         output: Annotated[
             Path | None,
             typer.Option("--output", "-o", help="The HTML file (default: ./<snapshot id>.html)."),

@@ -39,6 +39,7 @@ from protobench.cli.common import (
     fail,
     print_json,
 )
+from protobench.cli.complete import ProfileArgument
 from protobench.cli.ndjson import NdjsonStream
 from protobench.cli.render import Progress, summary_table
 from protobench.engine.events import RunFinished
@@ -102,7 +103,7 @@ def run_plan(
 def register(app: typer.Typer) -> None:
     @app.command("run")
     def run_command(
-        profile: Annotated[str, typer.Argument(help="Built-in profile name or a profile file.")],
+        profile: ProfileArgument,
         target: TargetOption = None,
         duration: DurationOption = None,
         warmup: WarmupOption = None,

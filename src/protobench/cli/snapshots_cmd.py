@@ -16,6 +16,7 @@ from typing import Annotated
 import typer
 
 from protobench.cli.common import fail, print_json
+from protobench.cli.complete import SnapshotRef
 from protobench.cli.render import summary_table, us
 from protobench.snapshots.prune import prune
 from protobench.snapshots.store import SnapshotError, SnapshotStore, redacted
@@ -71,7 +72,7 @@ def list_snapshots(
 
 @app.command("show")
 def show(
-    ref: Annotated[str, typer.Argument(help="Id, id prefix, path, latest or latest~N.")],
+    ref: SnapshotRef,
     snapshots_dir: DirOption = None,
     as_json: Annotated[
         bool, typer.Option("--json", help="Print the whole snapshot as JSON.")
@@ -104,7 +105,7 @@ def show(
 
 @app.command("export")
 def export_snapshot(
-    ref: Annotated[str, typer.Argument(help="Id, id prefix, path, latest or latest~N.")],
+    ref: SnapshotRef,
     fmt: Annotated[
         str | None,
         typer.Option(

@@ -33,6 +33,7 @@ from protobench.cli.common import (
     fail,
     print_json,
 )
+from protobench.cli.complete import ProfileArgument
 from protobench.cli.render import Progress, us
 from protobench.cli.run_cmd import run_plan
 from protobench.protocols.registry import PluginError
@@ -106,7 +107,7 @@ def render_table(result: SweepResult) -> str:
 def register(app: typer.Typer) -> None:
     @app.command("sweep")
     def sweep_command(
-        profile: Annotated[str, typer.Argument(help="Built-in profile name or a profile file.")],
+        profile: ProfileArgument,
         vary: Annotated[
             list[str],
             typer.Option(
