@@ -108,5 +108,5 @@ def _root(
 
 def main() -> int:
     """The console script: the exit code of the command line (see :mod:`.boundary`)."""
-    code: int = app(standalone_mode=False)
+    code: int = app(prog_name="protobench", standalone_mode=False)  # python -m too
     return code

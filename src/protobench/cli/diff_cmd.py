@@ -241,6 +241,13 @@ def register(app: typer.Typer) -> None:
     ) -> None:
         """Compare runs: medians with 95% CIs, Mann-Whitney U, percentile deltas, gates.
 
+        \b
+        Examples:
+          protobench diff latest~1 latest
+          protobench diff base1 base2 -- new1 new2 --fail-on 'p99:+10%'
+          protobench diff latest~1 latest --json --report diff.html
+
+        \b
         Exit codes: 0 ok; 1 a --fail-on gate was crossed; 2 bad input (reference,
         snapshot file, flag); 4 a gate could not decide (too few samples) and
         --accept-inconclusive was not given.

@@ -36,7 +36,14 @@ def register(app: typer.Typer) -> None:
     ) -> None:
         """Ask a device what it has: objects, value datatypes, commandable objects.
 
-        Example: protobench discover bacnet://127.0.0.1:47808/ --write-profile mine.toml
+        \b
+        Examples:
+          protobench discover bacnet://127.0.0.1:47808/
+          protobench discover bacnet://127.0.0.1:47808/ --write-profile mine.toml
+
+        \b
+        Exit codes: 0 ok, 2 bad input (URL, option, a missing bacnet extra),
+        3 the device did not answer.
         """
         if not url.startswith("bacnet://"):
             fail(f"discover: expected a bacnet:// URL, got {redact_url(url)!r}")

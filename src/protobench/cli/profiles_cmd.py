@@ -18,7 +18,15 @@ app = typer.Typer(help="List, show and create workload profiles.", no_args_is_he
 
 @app.command("list")
 def list_profiles() -> None:
-    """List the built-in profiles with their protocol and description."""
+    """List the built-in profiles with their protocol and description.
+
+    \b
+    Example:
+      protobench profiles list
+
+    \b
+    Exit codes: 0 ok.
+    """
     from protobench.profiles import loader  # noqa: PLC0415 - pydantic: not for --help
 
     for name in loader.builtin_names():
@@ -35,7 +43,16 @@ def show(
         str, typer.Argument(help="Built-in name or file path.", autocompletion=profiles)
     ],
 ) -> None:
-    """Print a profile's TOML text."""
+    """Print a profile's TOML text.
+
+    \b
+    Examples:
+      protobench profiles show mqtt-fanout
+      protobench profiles show ./mine.toml
+
+    \b
+    Exit codes: 0 ok, 2 bad input (unknown profile, a file that does not load).
+    """
     from protobench.profiles import loader  # noqa: PLC0415 - pydantic: not for --help
 
     try:
@@ -55,7 +72,14 @@ def new(
 ) -> None:
     """Write a new profile file, copied from a built-in one (only its top-level name changes).
 
-    Example: protobench profiles new mine --from mqtt-fanout
+    \b
+    Examples:
+      protobench profiles new mine --from mqtt-fanout
+      protobench profiles new api --from http-get --dir profiles/
+
+    \b
+    Exit codes: 0 written (its path on stdout), 2 bad input (a bad name, the
+    file exists, the directory cannot be written).
     """
     from protobench.profiles import loader  # noqa: PLC0415 - pydantic: not for --help
     from protobench.profiles.model import check_name  # noqa: PLC0415

@@ -31,7 +31,16 @@ def register(app: typer.Typer) -> None:
             Path | None, typer.Option("--snapshots-dir", help="Where snapshots are kept.")
         ] = None,
     ) -> None:
-        """Replay a saved run in the monitor (pause, seek, change speed)."""
+        """Replay a saved run in the monitor (pause, seek, change speed).
+
+        \b
+        Examples:
+          protobench replay                  the latest run
+          protobench replay latest~1 --speed 4
+
+        \b
+        Exit codes: 0 ok, 2 bad input (no such snapshot, a bad file).
+        """
         if not 0 < speed <= 1000:
             fail("--speed: expected a number between 0 and 1000")
         store = SnapshotStore(snapshots_dir)

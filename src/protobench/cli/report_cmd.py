@@ -76,7 +76,17 @@ def register(app: typer.Typer) -> None:
             ),
         ] = None,
     ) -> None:
-        """Write a saved run as one HTML page that works offline."""
+        """Write a saved run as one HTML page that works offline.
+
+        \b
+        Examples:
+          protobench report latest
+          protobench report latest~2 -o before.html
+
+        \b
+        Exit codes: 0 written, 2 bad input (no such snapshot, the report extra
+        missing, a file that cannot be written).
+        """
         require_extra()
         try:
             snapshot = SnapshotStore(snapshots_dir).load(ref)

@@ -140,7 +140,18 @@ def register(app: typer.Typer) -> None:
             typer.Option("--report", help="Also write the run as one HTML page (report extra)."),
         ] = None,
     ) -> None:
-        """Run a profile: warmup, sustain, report, thresholds, snapshot."""
+        """Run a profile: warmup, sustain, report, thresholds, snapshot.
+
+        \b
+        Examples:
+          protobench run http-get                        embedded target, live monitor
+          protobench run mqtt-qos1 -t mqtt://127.0.0.1:1883/ -d 30s --no-tui
+          protobench run ./mine.toml -r 2000/s --threshold 'p99<5ms' --json
+
+        \b
+        Exit codes: 0 ok, 1 a threshold or check failed, 2 bad input (nothing
+        ran), 3 the run could not complete, 5 the snapshot was not saved in the store.
+        """
         from protobench.engine.plan import resolve  # noqa: PLC0415
         from protobench.profiles import loader  # noqa: PLC0415
 

@@ -34,7 +34,16 @@ def list_snapshots(
     snapshots_dir: DirOption = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print as JSON.")] = False,
 ) -> None:
-    """List snapshots, oldest first."""
+    """List snapshots, oldest first.
+
+    \b
+    Examples:
+      protobench snapshots list
+      PROTOBENCH_HOME=~/bench protobench snapshots list --json
+
+    \b
+    Exit codes: 0 ok (a bad file is skipped with a warning).
+    """
     store = SnapshotStore(snapshots_dir)
     rows = []
     for path in store.paths():
@@ -78,7 +87,16 @@ def show(
         bool, typer.Option("--json", help="Print the whole snapshot as JSON.")
     ] = False,
 ) -> None:
-    """Show a snapshot's report."""
+    """Show a snapshot's report.
+
+    \b
+    Examples:
+      protobench snapshots show latest
+      protobench snapshots show 20260101-1200 --json
+
+    \b
+    Exit codes: 0 ok, 2 bad input (no such snapshot, a bad file).
+    """
     store = SnapshotStore(snapshots_dir)
     try:
         path = store.resolve(ref)
@@ -123,7 +141,17 @@ def export_snapshot(
     ] = "sustain",
     snapshots_dir: DirOption = None,
 ) -> None:
-    """Export a snapshot as an HdrHistogram log, a CSV of its intervals, or JSON."""
+    """Export a snapshot as an HdrHistogram log, a CSV of its intervals, or JSON.
+
+    \b
+    Examples:
+      protobench snapshots export latest -o run.hlog
+      protobench snapshots export latest~1 -f csv --phase all > intervals.csv
+
+    \b
+    Exit codes: 0 ok, 2 bad input (no such snapshot, format, phase, a file
+    that cannot be written).
+    """
     from protobench.snapshots.export import FORMATS, PHASES, export  # noqa: PLC0415 - numpy
 
     if fmt is None:
@@ -161,7 +189,16 @@ def prune_snapshots(
     ] = False,
     snapshots_dir: DirOption = None,
 ) -> None:
-    """Remove all but the newest --keep snapshots, with their logs."""
+    """Remove all but the newest --keep snapshots, with their logs.
+
+    \b
+    Examples:
+      protobench snapshots prune --keep 20 --dry-run
+      protobench snapshots prune --keep 20
+
+    \b
+    Exit codes: 0 ok, 2 bad input.
+    """
     if keep < 0:
         fail("--keep: expected a number >= 0")
     store = SnapshotStore(snapshots_dir)

@@ -138,7 +138,17 @@ def register(app: typer.Typer) -> None:
         quiet: QuietOption = False,
         snapshots_dir: SnapshotsDirOption = None,
     ) -> None:
-        """Run a profile once per level of each --vary axis; mark the knee; stop on errors."""
+        """Run a profile once per level of each --vary axis; mark the knee; stop on errors.
+
+        \b
+        Examples:
+          protobench sweep http-get --vary connections=8,32,128 -d 10s
+          protobench sweep mqtt-qos1 --vary rate=1000/s,5000/s,20000/s --json
+
+        \b
+        Exit codes: 0 done, 2 bad input (a bad level fails before any run),
+        3 interrupted.
+        """
         from protobench.engine.plan import resolve  # noqa: PLC0415
         from protobench.engine.sweep import Sweep, apply_level, describe, parse_axis  # noqa: PLC0415
         from protobench.profiles import loader  # noqa: PLC0415
