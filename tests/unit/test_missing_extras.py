@@ -15,6 +15,7 @@ from pathlib import Path
 
 import pytest
 
+from protobench.cli import boundary
 from protobench.protocols.registry import PluginError, missing_extra, needs, require
 
 BLOCKER = """
@@ -113,3 +114,13 @@ def test_require_turns_only_an_extras_import_error_into_a_plugin_error() -> None
         raise ModuleNotFoundError("no bac_py", name="bac_py")
     with pytest.raises(ModuleNotFoundError), require("x", "protocol"):
         raise ModuleNotFoundError("no numpy", name="numpy")
+
+
+def test_the_boundary_names_the_extra_of_any_missing_module(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    code = boundary.exit_code_of(ModuleNotFoundError("No module named 'ray'", name="ray"))
+    assert code == 2
+    assert capsys.readouterr().err == (
+        "protobench: error: this command needs `pip install 'protobench[ray]'`\n"
+    )
