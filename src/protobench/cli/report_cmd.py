@@ -15,12 +15,13 @@ import typer
 
 from protobench.cli.common import fail
 from protobench.cli.complete import SnapshotRef
+from protobench.protocols.registry import needs
 from protobench.snapshots.store import SnapshotError, SnapshotStore
 
 if TYPE_CHECKING:
     from protobench.snapshots.diff import Diff
 
-MISSING_EXTRA = "the HTML report needs `pip install 'protobench[report]'`"
+MISSING_EXTRA = needs("report", "the HTML report")
 
 
 def require_extra() -> None:
