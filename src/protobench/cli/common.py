@@ -46,6 +46,14 @@ SnapshotsDirOption = Annotated[
     Path | None, typer.Option("--snapshots-dir", help="Where snapshots are saved.")
 ]
 """The flags that ``run`` and ``sweep`` share, declared once."""
+StoreOption = Annotated[
+    Path | None,
+    typer.Option(
+        "--snapshots-dir",
+        help="Snapshot store (default: $PROTOBENCH_HOME/snapshots, else ./.protobench/snapshots).",
+    ),
+]
+"""The store that ``diff``, ``report`` and ``snapshots`` read."""
 
 
 def fail(message: str, code: int = EXIT_BAD_INPUT) -> NoReturn:

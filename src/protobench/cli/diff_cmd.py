@@ -22,7 +22,7 @@ import typer
 from typer.core import TyperCommand
 
 from protobench.cli import report_cmd
-from protobench.cli.common import fail, print_json
+from protobench.cli.common import StoreOption, fail, print_json
 from protobench.cli.complete import snapshot_refs
 from protobench.cli.render import us
 from protobench.snapshots.store import SnapshotError, SnapshotStore
@@ -228,12 +228,7 @@ def register(app: typer.Typer) -> None:
         as_json: Annotated[
             bool, typer.Option("--json", help="Print the comparison as JSON.")
         ] = False,
-        snapshots_dir: Annotated[
-            Path | None,
-            typer.Option(
-                "--snapshots-dir", help="Snapshot store (default ./.protobench/snapshots)."
-            ),
-        ] = None,
+        snapshots_dir: StoreOption = None,
         report_file: Annotated[
             Path | None,
             typer.Option("--report", help="Also write the comparison as one HTML page."),

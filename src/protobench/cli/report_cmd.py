@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
-from protobench.cli.common import fail
+from protobench.cli.common import StoreOption, fail
 from protobench.cli.complete import SnapshotRef
 from protobench.protocols.registry import needs
 from protobench.snapshots.store import SnapshotError, SnapshotStore
@@ -70,12 +70,7 @@ def register(app: typer.Typer) -> None:
             Path | None,
             typer.Option("--output", "-o", help="The HTML file (default: ./<snapshot id>.html)."),
         ] = None,
-        snapshots_dir: Annotated[
-            Path | None,
-            typer.Option(
-                "--snapshots-dir", help="Snapshot store (default ./.protobench/snapshots)."
-            ),
-        ] = None,
+        snapshots_dir: StoreOption = None,
     ) -> None:
         """Write a saved run as one HTML page that works offline.
 

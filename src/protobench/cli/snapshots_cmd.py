@@ -15,7 +15,7 @@ from typing import Annotated
 
 import typer
 
-from protobench.cli.common import fail, print_json
+from protobench.cli.common import StoreOption, fail, print_json
 from protobench.cli.complete import SnapshotRef
 from protobench.cli.render import summary_table, us
 from protobench.snapshots.prune import prune
@@ -23,15 +23,10 @@ from protobench.snapshots.store import SnapshotError, SnapshotStore, redacted
 
 app = typer.Typer(help="List and inspect saved runs.", no_args_is_help=True)
 
-DirOption = Annotated[
-    Path | None,
-    typer.Option("--snapshots-dir", help="Snapshot store (default ./.protobench/snapshots)."),
-]
-
 
 @app.command("list")
 def list_snapshots(
-    snapshots_dir: DirOption = None,
+    snapshots_dir: StoreOption = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print as JSON.")] = False,
 ) -> None:
     """List snapshots, oldest first.
@@ -82,7 +77,7 @@ def list_snapshots(
 @app.command("show")
 def show(
     ref: SnapshotRef,
-    snapshots_dir: DirOption = None,
+    snapshots_dir: StoreOption = None,
     as_json: Annotated[
         bool, typer.Option("--json", help="Print the whole snapshot as JSON.")
     ] = False,
@@ -139,7 +134,7 @@ def export_snapshot(
     phase: Annotated[
         str, typer.Option(help="Phase of hlog/csv: sustain, warmup, drain or all.")
     ] = "sustain",
-    snapshots_dir: DirOption = None,
+    snapshots_dir: StoreOption = None,
 ) -> None:
     """Export a snapshot as an HdrHistogram log, a CSV of its intervals, or JSON.
 
@@ -187,7 +182,7 @@ def prune_snapshots(
     dry_run: Annotated[
         bool, typer.Option("--dry-run", help="List what would be removed; remove nothing.")
     ] = False,
-    snapshots_dir: DirOption = None,
+    snapshots_dir: StoreOption = None,
 ) -> None:
     """Remove all but the newest --keep snapshots, with their logs.
 
