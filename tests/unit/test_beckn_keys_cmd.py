@@ -57,3 +57,10 @@ def test_generate_writes_a_private_file_and_prints_only_the_public_key(tmp_path:
     assert again.exit_code == 2
     assert "never overwritten" in again.output
     assert secret.read_text().strip() == encoded
+
+
+def test_the_cli_default_variable_is_the_plugins() -> None:
+    from protobench.cli import beckn_cmd  # noqa: PLC0415
+    from protobench.protocols.beckn import keys  # noqa: PLC0415
+
+    assert beckn_cmd.PRIVATE_KEY_ENV == keys.PRIVATE_KEY_ENV

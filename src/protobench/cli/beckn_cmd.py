@@ -16,16 +16,9 @@ from typing import Annotated
 import typer
 
 from protobench.cli.common import fail, print_json
-from protobench.protocols.beckn.keys import (
-    DEV_KEY_ID,
-    DEV_PRIVATE_KEY,
-    DEV_SUBSCRIBER_ID,
-    PRIVATE_KEY_ENV,
-    KeyFormatError,
-    new_private_key,
-    private_key,
-    registry_record,
-)
+
+PRIVATE_KEY_ENV = "BECKN_PRIVATE_KEY"
+"""The default variable holding the private key (the same name as the beckn plugin's)."""
 
 app = typer.Typer(help="Beckn helpers: keys for a registry.", no_args_is_help=True)
 
@@ -43,6 +36,8 @@ def _write_secret(path: Path, encoded: str) -> None:
 
 def _read_key(path: Path | None, env_name: str) -> tuple[str, str]:
     """The base64 private key and where it came from."""
+    from protobench.protocols.beckn.keys import DEV_PRIVATE_KEY  # noqa: PLC0415 - cryptography
+
     if path is not None:
         try:
             return path.read_text().strip(), str(path)
@@ -72,7 +67,26 @@ def keys(
     ] = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print the record as JSON.")] = False,
 ) -> None:
-    """Print the public key and registry record of a BAP's signing key."""
+    """Print the public key and registry record of a BAP's signing key.
+
+    \b
+    Examples:
+      protobench beckn keys
+      protobench beckn keys --generate bap.key --subscriber-id bap.example --key-id k1
+
+    \b
+    Exit codes: 0 ok, 2 bad input (a key that does not parse, a file that exists).
+    """
+    from protobench.protocols.beckn.keys import (  # noqa: PLC0415 - cryptography, not for --help
+        DEV_KEY_ID,
+        DEV_PRIVATE_KEY,
+        DEV_SUBSCRIBER_ID,
+        KeyFormatError,
+        new_private_key,
+        private_key,
+        registry_record,
+    )
+
     if generate is not None:
         encoded, source = new_private_key(), str(generate)
     else:

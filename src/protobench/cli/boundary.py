@@ -7,6 +7,8 @@ without Click's standalone handling and maps what comes out.
   plugin error: ``protobench: error: ...``, exit 2;
 - the run could not complete (the embedded target did not start, an OS error
   such as a file that cannot be written): one line, exit 3;
+- an optional extra's library missing (``ModuleNotFoundError`` of bac_py...):
+  ``... needs `pip install 'protobench[bacnet]'```, exit 2;
 - Ctrl-C outside a run: exit 130;
 - anything else is a bug: one line naming the exception and a log file that
   holds the traceback, exit 3.
@@ -29,12 +31,12 @@ from typing import Any
 import typer
 import typer.core
 
+from protobench.home import home
 from protobench.redaction import redact_text
 
 EXIT_BAD_INPUT = 2
 EXIT_INCOMPLETE = 3
 EXIT_INTERRUPTED = 130
-CRASH_LOG_DIR = Path(".protobench") / "logs"
 
 
 def one_line(message: str) -> str:
@@ -70,10 +72,13 @@ def _incomplete_types() -> tuple[type[BaseException], ...]:
 
 
 def crash_log(exc: BaseException) -> Path | None:
-    """Write ``exc``'s traceback to a new log file (secrets hidden); its path, or None."""
+    """Write ``exc``'s traceback to a new log file in ``<home>/logs`` (secrets hidden).
+
+    Its path, or None when neither there nor in the temporary directory can it be written.
+    """
     text = redact_text("".join(traceback.format_exception(exc)))
     name = f"crash-{time.strftime('%Y%m%dT%H%M%S')}-{id(exc):x}.log"
-    for directory in (CRASH_LOG_DIR, Path(tempfile.gettempdir())):
+    for directory in (home() / "logs", Path(tempfile.gettempdir())):
         try:
             directory.mkdir(parents=True, exist_ok=True)
             path = directory / name
@@ -120,6 +125,13 @@ def exit_code_of(exc: BaseException) -> int:
         for leaf in found:
             error(_describe_os_error(leaf) if isinstance(leaf, OSError) else str(leaf))
         return EXIT_INCOMPLETE
+    from protobench.protocols.registry import missing_extra, needs  # noqa: PLC0415
+
+    extras = {missing_extra(leaf) for leaf in found}
+    if None not in extras:  # an optional extra that is not installed
+        for extra in sorted(e for e in extras if e):
+            error(needs(extra, "this command"))
+        return EXIT_BAD_INPUT
     first = next(leaf for leaf in found if not isinstance(leaf, bad_input + incomplete))
     log = crash_log(exc)
     where = f"; the traceback is in {log}" if log else ""

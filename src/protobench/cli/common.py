@@ -6,14 +6,15 @@ import json
 import sys
 from collections.abc import Callable
 from pathlib import Path
-from typing import Annotated, Any, NoReturn
+from typing import TYPE_CHECKING, Annotated, Any, NoReturn
 
 import typer
 
-from protobench.cli.boundary import error
-from protobench.engine.plan import Overrides
-from protobench.engine.report import EXIT_BAD_INPUT
+from protobench.cli.boundary import EXIT_BAD_INPUT, error
 from protobench.profiles.units import parse_duration, parse_rate, parse_scalar
+
+if TYPE_CHECKING:
+    from protobench.engine.plan import Overrides
 
 TargetOption = Annotated[
     str | None, typer.Option("--target", "-t", help="Target URL (default: embedded).")
@@ -45,6 +46,14 @@ SnapshotsDirOption = Annotated[
     Path | None, typer.Option("--snapshots-dir", help="Where snapshots are saved.")
 ]
 """The flags that ``run`` and ``sweep`` share, declared once."""
+StoreOption = Annotated[
+    Path | None,
+    typer.Option(
+        "--snapshots-dir",
+        help="Snapshot store (default: $PROTOBENCH_HOME/snapshots, else ./.protobench/snapshots).",
+    ),
+]
+"""The store that ``diff``, ``report`` and ``snapshots`` read."""
 
 
 def fail(message: str, code: int = EXIT_BAD_INPUT) -> NoReturn:
@@ -96,6 +105,8 @@ def build_overrides(
     pacing_precision: str | None = None,
 ) -> Overrides:
     """The plan overrides of the run flags (shared by ``run`` and ``sweep``); bad ones exit 2."""
+    from protobench.engine.plan import Overrides  # noqa: PLC0415 - pydantic: not for --help
+
     return Overrides(
         target=target,
         duration=parse_value(duration, parse_duration, "--duration"),

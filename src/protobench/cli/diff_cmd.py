@@ -16,27 +16,20 @@ from __future__ import annotations
 
 import math
 from pathlib import Path
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 from typer.core import TyperCommand
 
 from protobench.cli import report_cmd
-from protobench.cli.common import fail, print_json
+from protobench.cli.common import StoreOption, fail, print_json
+from protobench.cli.complete import snapshot_refs
 from protobench.cli.render import us
-from protobench.snapshots.diff import (
-    LABELS,
-    METRICS,
-    Diff,
-    GeomeanRow,
-    Row,
-    compare,
-    metric_name,
-    parse_gate,
-)
-from protobench.snapshots.series import TOTAL
-from protobench.snapshots.stats import Estimate
 from protobench.snapshots.store import SnapshotError, SnapshotStore
+
+if TYPE_CHECKING:  # numpy and hdrhistogram load in the command, not for --help
+    from protobench.snapshots.diff import Diff, GeomeanRow, Row
+    from protobench.snapshots.stats import Estimate
 
 _NEW_SIDE = "protobench.diff.new"
 
@@ -143,6 +136,9 @@ def _runs(label: str, runs: list[Any]) -> str:
 
 def render_text(diff: Diff) -> str:
     """The comparison as a terminal table, warnings first."""
+    from protobench.snapshots.diff import LABELS  # noqa: PLC0415
+    from protobench.snapshots.series import TOTAL  # noqa: PLC0415
+
     out = [_runs("base:", diff.base), _runs("new: ", diff.new)]
     if diff.warnings:
         out.append("WARNING: the runs may not be comparable:")
@@ -196,17 +192,19 @@ def register(app: typer.Typer) -> None:
         refs: Annotated[
             list[str],
             typer.Argument(
-                help="BASE NEW, or BASE... -- NEW... (ids, id prefixes, paths, latest, latest~N)."
+                help="BASE NEW, or BASE... -- NEW... (ids, id prefixes, paths, latest, latest~N).",
+                autocompletion=snapshot_refs,
             ),
         ],
         metric: Annotated[
-            str,
+            str | None,
             typer.Option(
                 "--metric",
                 "-m",
-                help="Comma-separated metrics: throughput,p50,p90,p95,p99,p99.9,error_rate.",
+                help="Comma-separated metrics: throughput,p50,p90,p95,p99,p99.9,error_rate "
+                "(default: all).",
             ),
-        ] = ",".join(METRICS),
+        ] = None,
         alpha: Annotated[
             float, typer.Option(help="Significance level of the Mann-Whitney U test.")
         ] = 0.05,
@@ -230,12 +228,7 @@ def register(app: typer.Typer) -> None:
         as_json: Annotated[
             bool, typer.Option("--json", help="Print the comparison as JSON.")
         ] = False,
-        snapshots_dir: Annotated[
-            Path | None,
-            typer.Option(
-                "--snapshots-dir", help="Snapshot store (default ./.protobench/snapshots)."
-            ),
-        ] = None,
+        snapshots_dir: StoreOption = None,
         report_file: Annotated[
             Path | None,
             typer.Option("--report", help="Also write the comparison as one HTML page."),
@@ -243,10 +236,19 @@ def register(app: typer.Typer) -> None:
     ) -> None:
         """Compare runs: medians with 95% CIs, Mann-Whitney U, percentile deltas, gates.
 
+        \b
+        Examples:
+          protobench diff latest~1 latest
+          protobench diff base1 base2 -- new1 new2 --fail-on 'p99:+10%'
+          protobench diff latest~1 latest --json --report diff.html
+
+        \b
         Exit codes: 0 ok; 1 a --fail-on gate was crossed; 2 bad input (reference,
         snapshot file, flag); 4 a gate could not decide (too few samples) and
         --accept-inconclusive was not given.
         """
+        from protobench.snapshots.diff import METRICS, compare, metric_name, parse_gate  # noqa: PLC0415
+
         new_refs: list[str] | None = ctx.meta.get(_NEW_SIDE)
         if new_refs is not None:
             base_refs = list(refs)
@@ -259,7 +261,8 @@ def register(app: typer.Typer) -> None:
         if not 0 < alpha < 1:
             fail("--alpha: expected a number between 0 and 1")
         try:
-            metrics = tuple(dict.fromkeys(metric_name(m) for m in metric.split(",") if m.strip()))
+            chosen = ",".join(METRICS) if metric is None else metric
+            metrics = tuple(dict.fromkeys(metric_name(m) for m in chosen.split(",") if m.strip()))
             gates = [parse_gate(expr) for expr in fail_on or []]
         except ValueError as exc:
             fail(str(exc))

@@ -14,39 +14,43 @@ from pathlib import Path
 from typing import Annotated
 
 import typer
-from pydantic import ValidationError
 
+from protobench.cli.boundary import EXIT_INCOMPLETE
 from protobench.cli.common import OptOption, fail, parse_pairs, parse_value
-from protobench.engine.report import EXIT_INCOMPLETE
-from protobench.profiles import loader
 from protobench.profiles.units import parse_duration
-from protobench.protocols.bacnet_ip import discover as bacnet_discover
-from protobench.protocols.bacnet_ip import fit as bacnet_fit
-from protobench.protocols.bacnet_ip.params import BacnetIpOptions
-from protobench.protocols.base import OpError
-from protobench.protocols.haystack import discover as haystack_discover
-from protobench.protocols.haystack import fit as haystack_fit
-from protobench.protocols.haystack.models import HaystackOptions
+from protobench.protocols.registry import require
 from protobench.redaction import redact_text, redact_url
 
 
 def _bacnet(url: str, opts: dict[str, object], wait: float, name: str) -> tuple[str, str]:
     """(summary, fitted profile) of the BACnet/IP device at ``url``."""
+    with require("bacnet-ip", "protocol"):  # bac-py: the bacnet extra
+        from pydantic import ValidationError  # noqa: PLC0415
+
+        from protobench.protocols.bacnet_ip import discover, fit  # noqa: PLC0415
+        from protobench.protocols.bacnet_ip.params import BacnetIpOptions  # noqa: PLC0415
+        from protobench.protocols.base import OpError  # noqa: PLC0415
     try:
         options = BacnetIpOptions.model_validate(opts)
     except ValidationError as exc:
         fail(f"--opt: {exc.errors()[0]['msg']}")
     try:
-        info = asyncio.run(bacnet_discover.discover(url, options, wait))
+        info = asyncio.run(discover.discover(url, options, wait))
     except OpError as exc:
         fail(f"discover {redact_url(url)}: {exc}", code=EXIT_INCOMPLETE)
-    return bacnet_fit.summary(info), bacnet_fit.fitted_profile(info, name)
+    return fit.summary(info), fit.fitted_profile(info, name)
 
 
 def _haystack(url: str, opts: dict[str, object], wait: float, name: str) -> tuple[str, str]:
     """(summary, fitted profile) of the Haystack server at ``url``."""
     if not url.startswith(("http://", "https://")):
         fail(f"discover haystack: expected an http(s):// URL, got {redact_url(url)!r}")
+    with require("haystack", "protocol"):  # hs_py: the haystack extra
+        from pydantic import ValidationError  # noqa: PLC0415
+
+        from protobench.protocols.base import OpError  # noqa: PLC0415
+        from protobench.protocols.haystack import discover, fit  # noqa: PLC0415
+        from protobench.protocols.haystack.models import HaystackOptions  # noqa: PLC0415
     try:
         options = HaystackOptions.model_validate(opts)
     except ValidationError as exc:
@@ -54,11 +58,11 @@ def _haystack(url: str, opts: dict[str, object], wait: float, name: str) -> tupl
         where = ".".join(str(part) for part in error["loc"])
         fail(f"--opt {where}: {redact_text(error['msg'])}")
     try:
-        info = asyncio.run(haystack_discover.discover(url, options, wait))
+        info = asyncio.run(discover.discover(url, options, wait))
     except OpError as exc:
         fail(f"discover haystack {redact_url(url)}: {redact_text(str(exc))}", code=EXIT_INCOMPLETE)
     given = set(options.model_fields_set)
-    return haystack_fit.summary(info), haystack_fit.fitted_profile(info, name, options, given)
+    return fit.summary(info), fit.fitted_profile(info, name, options, given)
 
 
 def register(app: typer.Typer) -> None:
@@ -89,8 +93,15 @@ def register(app: typer.Typer) -> None:
         BACnet/IP: objects, value datatypes, commandable objects. Haystack:
         about, ops, formats, a few entity ids, hisRead/pointWrite/watch ops.
 
-        Examples: protobench discover bacnet://127.0.0.1:47808/ --write-profile mine.toml;
-        protobench discover haystack http://127.0.0.1:8080/api --opt user=admin
+        \b
+        Examples:
+          protobench discover bacnet://127.0.0.1:47808/
+          protobench discover bacnet://127.0.0.1:47808/ --write-profile mine.toml
+          protobench discover haystack http://127.0.0.1:8080/api --opt user=admin
+
+        \b
+        Exit codes: 0 ok, 2 bad input (URL, option, a missing extra),
+        3 the device or server did not answer (or refused the login).
         """
         wait = parse_value(timeout, parse_duration, "--timeout") or 3.0
         opts = parse_pairs(opt or [], "--opt")
@@ -106,6 +117,8 @@ def register(app: typer.Typer) -> None:
         typer.echo(text)
         if write_profile is None:
             return
+        from protobench.profiles import loader  # noqa: PLC0415 - pydantic: not for --help
+
         try:
             loader.parse(profile, str(write_profile))
         except loader.ProfileError as exc:

@@ -9,8 +9,7 @@ from typing import Annotated
 import typer
 
 from protobench.cli.common import fail
-from protobench.profiles import loader
-from protobench.profiles.model import check_name
+from protobench.cli.complete import builtins, profiles
 
 _NAME_KEY = re.compile(r"^name\s*=")
 
@@ -19,7 +18,17 @@ app = typer.Typer(help="List, show and create workload profiles.", no_args_is_he
 
 @app.command("list")
 def list_profiles() -> None:
-    """List the built-in profiles with their protocol and description."""
+    """List the built-in profiles with their protocol and description.
+
+    \b
+    Example:
+      protobench profiles list
+
+    \b
+    Exit codes: 0 ok.
+    """
+    from protobench.profiles import loader  # noqa: PLC0415 - pydantic: not for --help
+
     for name in loader.builtin_names():
         try:
             profile = loader.load(name).profile
@@ -29,8 +38,23 @@ def list_profiles() -> None:
 
 
 @app.command("show")
-def show(name: Annotated[str, typer.Argument(help="Built-in name or file path.")]) -> None:
-    """Print a profile's TOML text."""
+def show(
+    name: Annotated[
+        str, typer.Argument(help="Built-in name or file path.", autocompletion=profiles)
+    ],
+) -> None:
+    """Print a profile's TOML text.
+
+    \b
+    Examples:
+      protobench profiles show mqtt-fanout
+      protobench profiles show ./mine.toml
+
+    \b
+    Exit codes: 0 ok, 2 bad input (unknown profile, a file that does not load).
+    """
+    from protobench.profiles import loader  # noqa: PLC0415 - pydantic: not for --help
+
     try:
         typer.echo(loader.load(name).text, nl=False)
     except loader.ProfileError as exc:
@@ -41,14 +65,25 @@ def show(name: Annotated[str, typer.Argument(help="Built-in name or file path.")
 def new(
     name: Annotated[str, typer.Argument(help="Name of the new profile (file NAME.toml).")],
     source: Annotated[
-        str, typer.Option("--from", help="Built-in profile to start from.")
+        str,
+        typer.Option("--from", help="Built-in profile to start from.", autocompletion=builtins),
     ] = "http-get",
     directory: Annotated[Path, typer.Option("--dir", help="Where to write it.")] = Path("."),
 ) -> None:
     """Write a new profile file, copied from a built-in one (only its top-level name changes).
 
-    Example: protobench profiles new mine --from mqtt-fanout
+    \b
+    Examples:
+      protobench profiles new mine --from mqtt-fanout
+      protobench profiles new api --from http-get --dir profiles/
+
+    \b
+    Exit codes: 0 written (its path on stdout), 2 bad input (a bad name, the
+    file exists, the directory cannot be written).
     """
+    from protobench.profiles import loader  # noqa: PLC0415 - pydantic: not for --help
+    from protobench.profiles.model import check_name  # noqa: PLC0415
+
     try:
         check_name(name)
         text = loader.load(source).text

@@ -15,6 +15,7 @@ from typing import Annotated
 import typer
 
 from protobench.cli.common import fail
+from protobench.cli.complete import SnapshotRef
 from protobench.cli.render import summary_table
 from protobench.snapshots.store import SnapshotError, SnapshotStore
 
@@ -22,9 +23,7 @@ from protobench.snapshots.store import SnapshotError, SnapshotStore
 def register(app: typer.Typer) -> None:
     @app.command("replay")
     def replay_command(
-        snapshot: Annotated[
-            str, typer.Argument(help="Snapshot file, id, id prefix, latest or latest~N.")
-        ] = "latest",
+        snapshot: SnapshotRef = "latest",
         speed: Annotated[
             float, typer.Option("--speed", help="Playback speed (2 = twice as fast).")
         ] = 1.0,
@@ -32,7 +31,16 @@ def register(app: typer.Typer) -> None:
             Path | None, typer.Option("--snapshots-dir", help="Where snapshots are kept.")
         ] = None,
     ) -> None:
-        """Replay a saved run in the monitor (pause, seek, change speed)."""
+        """Replay a saved run in the monitor (pause, seek, change speed).
+
+        \b
+        Examples:
+          protobench replay                  the latest run
+          protobench replay latest~1 --speed 4
+
+        \b
+        Exit codes: 0 ok, 2 bad input (no such snapshot, a bad file).
+        """
         if not 0 < speed <= 1000:
             fail("--speed: expected a number between 0 and 1000")
         store = SnapshotStore(snapshots_dir)

@@ -13,13 +13,15 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
-from protobench.cli.common import fail
+from protobench.cli.common import StoreOption, fail
+from protobench.cli.complete import SnapshotRef
+from protobench.protocols.registry import needs
 from protobench.snapshots.store import SnapshotError, SnapshotStore
 
 if TYPE_CHECKING:
     from protobench.snapshots.diff import Diff
 
-MISSING_EXTRA = "the HTML report needs `pip install 'protobench[report]'`"
+MISSING_EXTRA = needs("report", "the HTML report")
 
 
 def require_extra() -> None:
@@ -63,19 +65,24 @@ def write_diff_report(
 def register(app: typer.Typer) -> None:
     @app.command("report")
     def report(
-        ref: Annotated[str, typer.Argument(help="Id, id prefix, path, latest or latest~N.")],
+        ref: SnapshotRef,
         output: Annotated[
             Path | None,
             typer.Option("--output", "-o", help="The HTML file (default: ./<snapshot id>.html)."),
         ] = None,
-        snapshots_dir: Annotated[
-            Path | None,
-            typer.Option(
-                "--snapshots-dir", help="Snapshot store (default ./.protobench/snapshots)."
-            ),
-        ] = None,
+        snapshots_dir: StoreOption = None,
     ) -> None:
-        """Write a saved run as one HTML page that works offline."""
+        """Write a saved run as one HTML page that works offline.
+
+        \b
+        Examples:
+          protobench report latest
+          protobench report latest~2 -o before.html
+
+        \b
+        Exit codes: 0 written, 2 bad input (no such snapshot, the report extra
+        missing, a file that cannot be written).
+        """
         require_extra()
         try:
             snapshot = SnapshotStore(snapshots_dir).load(ref)

@@ -17,12 +17,12 @@ import contextlib
 import signal
 import sys
 from pathlib import Path
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
-import anyio
 import typer
 
 from protobench.cli import report_cmd
+from protobench.cli.boundary import EXIT_INCOMPLETE
 from protobench.cli.common import (
     ConnectionsOption,
     DurationOption,
@@ -39,17 +39,16 @@ from protobench.cli.common import (
     fail,
     print_json,
 )
+from protobench.cli.complete import ProfileArgument
 from protobench.cli.ndjson import NdjsonStream
 from protobench.cli.render import Progress, summary_table
-from protobench.engine.controller import Controller, PoolFactory, describe_failure
-from protobench.engine.distributed.cluster import RayBackendError, open_backend
-from protobench.engine.distributed.pool import RayPoolFactory
 from protobench.engine.events import RunFinished
-from protobench.engine.plan import RunPlan, resolve
-from protobench.engine.report import EXIT_INCOMPLETE
-from protobench.profiles import loader
 from protobench.protocols.registry import PluginError
 from protobench.snapshots.store import SnapshotStore, read
+
+if TYPE_CHECKING:  # the engine, pydantic and numpy load in the command, not for --help
+    from protobench.engine.controller import Controller, PoolFactory
+    from protobench.engine.plan import RunPlan
 
 STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
 """Signals that stop a run cleanly (SIGHUP: the terminal was closed)."""
@@ -57,6 +56,8 @@ STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
 
 async def execute(controller: Controller) -> dict[str, Any]:
     """Run the controller, turning SIGINT, SIGTERM and SIGHUP into a clean stop."""
+    import anyio  # noqa: PLC0415
+
     async with anyio.create_task_group() as group:
 
         async def watch_signals() -> None:
@@ -83,6 +84,10 @@ def run_plan(
     ``labels`` (e.g. a sweep's group and level) are stored in the report and
     the snapshot.
     """
+    import anyio  # noqa: PLC0415
+
+    from protobench.engine.controller import Controller, describe_failure  # noqa: PLC0415
+
     controller = Controller(
         plan,
         store,
@@ -104,7 +109,7 @@ def run_plan(
 def register(app: typer.Typer) -> None:
     @app.command("run")
     def run_command(
-        profile: Annotated[str, typer.Argument(help="Built-in profile name or a profile file.")],
+        profile: ProfileArgument,
         target: TargetOption = None,
         duration: DurationOption = None,
         warmup: WarmupOption = None,
@@ -151,7 +156,21 @@ def register(app: typer.Typer) -> None:
             ),
         ] = None,
     ) -> None:
-        """Run a profile: warmup, sustain, report, thresholds, snapshot."""
+        """Run a profile: warmup, sustain, report, thresholds, snapshot.
+
+        \b
+        Examples:
+          protobench run http-get                        embedded target, live monitor
+          protobench run mqtt-qos1 -t mqtt://127.0.0.1:1883/ -d 30s --no-tui
+          protobench run ./mine.toml -r 2000/s --threshold 'p99<5ms' --json
+
+        \b
+        Exit codes: 0 ok, 1 a threshold or check failed, 2 bad input (nothing
+        ran), 3 the run could not complete, 5 the snapshot was not saved in the store.
+        """
+        from protobench.engine.plan import resolve  # noqa: PLC0415
+        from protobench.profiles import loader  # noqa: PLC0415
+
         if report_file is not None:
             report_cmd.require_extra()  # before the run, not after it
         overrides = build_overrides(
@@ -192,6 +211,12 @@ def register(app: typer.Typer) -> None:
             subscribers.append(stream)
         finished: list[RunFinished] = []
         subscribers.append(lambda e: finished.append(e) if isinstance(e, RunFinished) else None)
+        from protobench.engine.distributed.cluster import (  # noqa: PLC0415 - Ray only with --ray
+            RayBackendError,
+            open_backend,
+        )
+        from protobench.engine.distributed.pool import RayPoolFactory  # noqa: PLC0415
+
         try:
             backend = open_backend(ray, plan.target is None) if ray else None
         except RayBackendError as exc:

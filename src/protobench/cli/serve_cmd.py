@@ -9,8 +9,6 @@ import typer
 from protobench.cli.common import fail
 from protobench.protocols.registry import PluginError
 from protobench.targets import registry
-from protobench.targets.base import ServeError
-from protobench.targets.serve import parse_flags, serve
 
 
 def register(app: typer.Typer) -> None:
@@ -32,8 +30,19 @@ def register(app: typer.Typer) -> None:
     ) -> None:
         """Serve an embedded target; its own options follow as --name value.
 
-        Example: protobench serve http --delay 5ms --port 8080
+        \b
+        Examples:
+          protobench serve http --delay 5ms --port 8080
+          protobench serve mqtt --port 1883
+          protobench serve bacnet-ip           (needs the bacnet extra)
+
+        \b
+        Exit codes: 0 stopped (Ctrl-C), 2 bad input (unknown target or option,
+        a missing extra), 3 it could not start (port in use...).
         """
+        from protobench.targets.base import ServeError  # noqa: PLC0415 - pydantic, uvloop
+        from protobench.targets.serve import parse_flags, serve  # noqa: PLC0415
+
         try:
             target = registry.load(name)
             chosen = target.default_port if port is None else port

@@ -15,26 +15,30 @@ from typing import Annotated
 
 import typer
 
-from protobench.cli.common import fail, print_json
+from protobench.cli.common import StoreOption, fail, print_json
+from protobench.cli.complete import SnapshotRef
 from protobench.cli.render import summary_table, us
-from protobench.snapshots.export import FORMATS, PHASES, export
 from protobench.snapshots.prune import prune
 from protobench.snapshots.store import SnapshotError, SnapshotStore, redacted
 
 app = typer.Typer(help="List and inspect saved runs.", no_args_is_help=True)
 
-DirOption = Annotated[
-    Path | None,
-    typer.Option("--snapshots-dir", help="Snapshot store (default ./.protobench/snapshots)."),
-]
-
 
 @app.command("list")
 def list_snapshots(
-    snapshots_dir: DirOption = None,
+    snapshots_dir: StoreOption = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print as JSON.")] = False,
 ) -> None:
-    """List snapshots, oldest first."""
+    """List snapshots, oldest first.
+
+    \b
+    Examples:
+      protobench snapshots list
+      PROTOBENCH_HOME=~/bench protobench snapshots list --json
+
+    \b
+    Exit codes: 0 ok (a bad file is skipped with a warning).
+    """
     store = SnapshotStore(snapshots_dir)
     rows = []
     for path in store.paths():
@@ -72,13 +76,22 @@ def list_snapshots(
 
 @app.command("show")
 def show(
-    ref: Annotated[str, typer.Argument(help="Id, id prefix, path, latest or latest~N.")],
-    snapshots_dir: DirOption = None,
+    ref: SnapshotRef,
+    snapshots_dir: StoreOption = None,
     as_json: Annotated[
         bool, typer.Option("--json", help="Print the whole snapshot as JSON.")
     ] = False,
 ) -> None:
-    """Show a snapshot's report."""
+    """Show a snapshot's report.
+
+    \b
+    Examples:
+      protobench snapshots show latest
+      protobench snapshots show 20260101-1200 --json
+
+    \b
+    Exit codes: 0 ok, 2 bad input (no such snapshot, a bad file).
+    """
     store = SnapshotStore(snapshots_dir)
     try:
         path = store.resolve(ref)
@@ -105,7 +118,7 @@ def show(
 
 @app.command("export")
 def export_snapshot(
-    ref: Annotated[str, typer.Argument(help="Id, id prefix, path, latest or latest~N.")],
+    ref: SnapshotRef,
     fmt: Annotated[
         str | None,
         typer.Option(
@@ -121,9 +134,22 @@ def export_snapshot(
     phase: Annotated[
         str, typer.Option(help="Phase of hlog/hgrm/csv: sustain, warmup, drain or all.")
     ] = "sustain",
-    snapshots_dir: DirOption = None,
+    snapshots_dir: StoreOption = None,
 ) -> None:
-    """Export a snapshot as an HdrHistogram log or percentile distribution, a CSV, or JSON."""
+    """Export a snapshot as an HdrHistogram log or percentile distribution, a CSV, or JSON.
+
+    \b
+    Examples:
+      protobench snapshots export latest -o run.hlog
+      protobench snapshots export latest -f hgrm > run.hgrm
+      protobench snapshots export latest~1 -f csv --phase all > intervals.csv
+
+    \b
+    Exit codes: 0 ok, 2 bad input (no such snapshot, format, phase, a file
+    that cannot be written).
+    """
+    from protobench.snapshots.export import FORMATS, PHASES, export  # noqa: PLC0415 - numpy
+
     if fmt is None:
         suffix = output.suffix.lstrip(".") if output else ""
         if suffix not in FORMATS:
@@ -157,9 +183,18 @@ def prune_snapshots(
     dry_run: Annotated[
         bool, typer.Option("--dry-run", help="List what would be removed; remove nothing.")
     ] = False,
-    snapshots_dir: DirOption = None,
+    snapshots_dir: StoreOption = None,
 ) -> None:
-    """Remove all but the newest --keep snapshots, with their logs."""
+    """Remove all but the newest --keep snapshots, with their logs.
+
+    \b
+    Examples:
+      protobench snapshots prune --keep 20 --dry-run
+      protobench snapshots prune --keep 20
+
+    \b
+    Exit codes: 0 ok, 2 bad input.
+    """
     if keep < 0:
         fail("--keep: expected a number >= 0")
     store = SnapshotStore(snapshots_dir)

@@ -12,10 +12,11 @@ from __future__ import annotations
 import json
 import sys
 from pathlib import Path
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
+from protobench.cli.boundary import EXIT_INCOMPLETE
 from protobench.cli.common import (
     ConnectionsOption,
     DurationOption,
@@ -32,22 +33,18 @@ from protobench.cli.common import (
     fail,
     print_json,
 )
+from protobench.cli.complete import ProfileArgument
 from protobench.cli.render import Progress, us
 from protobench.cli.run_cmd import run_plan
-from protobench.engine.plan import RunPlan, resolve
-from protobench.engine.report import EXIT_INCOMPLETE
-from protobench.engine.sweep import (
-    DEFAULT_STOP,
-    Point,
-    Sweep,
-    SweepResult,
-    apply_level,
-    describe,
-    parse_axis,
-)
-from protobench.profiles import loader
 from protobench.protocols.registry import PluginError
 from protobench.snapshots.store import SUFFIX, SnapshotStore
+
+if TYPE_CHECKING:  # the engine and pydantic load in the command, not for --help
+    from protobench.engine.plan import RunPlan
+    from protobench.engine.sweep import Point, SweepResult
+
+DEFAULT_STOP = "error_rate > 5%"
+"""The --stop-on of a sweep without one (the engine's ``DEFAULT_STOP``, a test checks)."""
 
 
 def _key(assignment: dict[str, Any]) -> str:
@@ -64,6 +61,8 @@ def _rate(value: float | None) -> str:
 
 def render_table(result: SweepResult) -> str:
     """The sweep as a table: one row per run, the knee and generator-bound runs marked."""
+    from protobench.engine.sweep import describe  # noqa: PLC0415
+
     keys = [axis.key for axis in result.axes]
     header = [*keys, "throughput", "p50", "p99", "errors", "gen cpu", "target cpu", "", "snapshot"]
     lines = [header]
@@ -108,7 +107,7 @@ def render_table(result: SweepResult) -> str:
 def register(app: typer.Typer) -> None:
     @app.command("sweep")
     def sweep_command(
-        profile: Annotated[str, typer.Argument(help="Built-in profile name or a profile file.")],
+        profile: ProfileArgument,
         vary: Annotated[
             list[str],
             typer.Option(
@@ -139,7 +138,21 @@ def register(app: typer.Typer) -> None:
         quiet: QuietOption = False,
         snapshots_dir: SnapshotsDirOption = None,
     ) -> None:
-        """Run a profile once per level of each --vary axis; mark the knee; stop on errors."""
+        """Run a profile once per level of each --vary axis; mark the knee; stop on errors.
+
+        \b
+        Examples:
+          protobench sweep http-get --vary connections=8,32,128 -d 10s
+          protobench sweep mqtt-qos1 --vary rate=1000/s,5000/s,20000/s --json
+
+        \b
+        Exit codes: 0 done, 2 bad input (a bad level fails before any run),
+        3 interrupted.
+        """
+        from protobench.engine.plan import resolve  # noqa: PLC0415
+        from protobench.engine.sweep import Sweep, apply_level, describe, parse_axis  # noqa: PLC0415
+        from protobench.profiles import loader  # noqa: PLC0415
+
         base = build_overrides(
             target=target,
             duration=duration,

@@ -18,6 +18,7 @@ from typing import Any
 from pydantic import BaseModel, ValidationError
 from pydantic_core import ErrorDetails
 
+from protobench.profiles import builtin
 from protobench.profiles.model import Profile
 from protobench.protocols import registry
 from protobench.protocols.base import Protocol
@@ -55,8 +56,7 @@ class LoadedProfile:
 
 def builtin_names() -> list[str]:
     """Names of the built-in profiles."""
-    root = resources.files(BUILTIN_PACKAGE)
-    return sorted(p.name[:-5] for p in root.iterdir() if p.name.endswith(".toml"))
+    return builtin.names()
 
 
 def builtin_text(name: str) -> str:

@@ -4,8 +4,9 @@ A snapshot (schema ``protobench.snapshot/1``) holds the plan with secrets
 redacted, provenance (tool version, profile and its hash, CLI overrides, host,
 CPU, Python, git commit of the working directory), the report, the interval
 series, the per-phase encoded histograms per operation and the resource
-series. The default store is ``./.protobench/snapshots``, and worker and
-target logs of each run go to ``./.protobench/logs/<id>/``; a store built on
+series. The default store is ``<home>/snapshots``, and worker and target logs
+of each run go to ``<home>/logs/<id>/`` (home: ``$PROTOBENCH_HOME``, else
+``./.protobench``, :mod:`protobench.home`); a store built on
 another directory ``D`` keeps its logs in ``D/logs/<id>/``. Nothing the store
 writes leaves its directories: a profile name becomes a run id only through
 :func:`safe_name`, and an id is checked before it becomes a path.
@@ -41,6 +42,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from protobench import __version__
+from protobench.home import home
 from protobench.redaction import redact_url, redact_value
 
 if TYPE_CHECKING:
@@ -165,16 +167,17 @@ def provenance(plan: RunPlan) -> dict[str, Any]:
 class SnapshotStore:
     """A directory of snapshots and one of their runs' logs.
 
-    ``SnapshotStore()`` is ``./.protobench/snapshots`` with logs in
-    ``./.protobench/logs``; ``SnapshotStore(D)`` keeps its logs in ``D/logs``.
+    ``SnapshotStore()`` is ``<home>/snapshots`` with logs in ``<home>/logs``
+    (``./.protobench`` unless ``$PROTOBENCH_HOME`` is set); ``SnapshotStore(D)``
+    keeps its logs in ``D/logs``.
     """
 
     def __init__(self, directory: Path | None = None, logs: Path | None = None) -> None:
-        self.directory = Path(directory) if directory else DEFAULT_DIR
+        self.directory = Path(directory) if directory else home() / DEFAULT_DIR.name
         if logs is not None:
             self.logs = Path(logs)
         else:
-            self.logs = DEFAULT_LOGS if directory is None else self.directory / "logs"
+            self.logs = home() / DEFAULT_LOGS.name if directory is None else self.directory / "logs"
 
     @classmethod
     def temporary(cls) -> SnapshotStore:

@@ -2,8 +2,12 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from protobench.protocols.registry import entry_point_names, load_entry_point
-from protobench.targets.base import EmbeddedTarget
+
+if TYPE_CHECKING:
+    from protobench.targets.base import EmbeddedTarget
 
 GROUP = "protobench.targets"
 
@@ -15,6 +19,8 @@ def names() -> list[str]:
 
 def load(name: str) -> EmbeddedTarget:
     """The embedded target named ``name``."""
+    from protobench.targets.base import EmbeddedTarget  # noqa: PLC0415 - pydantic: not for --help
+
     target = load_entry_point(GROUP, name, EmbeddedTarget, "embedded target")
     assert isinstance(target, EmbeddedTarget)
     return target
