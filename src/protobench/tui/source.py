@@ -273,6 +273,8 @@ class ReplaySource:
         self, snapshot: dict[str, Any], speed: float = 1.0, log_dir: Path | None = None
     ) -> None:
         self.timeline = replay_timeline(snapshot)
+        self.snapshot_id = str(snapshot.get("id") or "") or None
+        """The replayed snapshot's id (``s`` names the report after it)."""
         self.end = self.timeline[-1][0]
         self.speed = speed
         self.position = 0.0

@@ -17,6 +17,7 @@ from textual.widgets import ContentSwitcher, Footer, Static
 
 from protobench.tui import formatting
 from protobench.tui.display import Display
+from protobench.tui.widgets.counter_table import CounterTable
 from protobench.tui.widgets.error_table import ErrorTable
 from protobench.tui.widgets.latency_distribution import LatencyDistribution
 from protobench.tui.widgets.latency_table import LatencyTable
@@ -31,7 +32,22 @@ from protobench.tui.widgets.verdict_banner import VerdictBanner
 MIN_WIDTH = 100
 MIN_HEIGHT = 30
 VIEWS = ("overview", "latency", "errors", "resources", "summary")
-OP_STYLES = ("cyan", "magenta", "yellow", "green", "blue", "red", "bright_cyan", "bright_magenta")
+OP_STYLES = (
+    "cyan",
+    "magenta",
+    "yellow",
+    "green3",
+    "dodger_blue1",
+    "dark_orange",
+    "medium_purple1",
+    "pink1",
+    "wheat1",
+    "turquoise4",
+    "chartreuse4",
+    "light_slate_blue",
+)
+"""One colour per op, no two alike; red is the errors' line, grey the baseline, white the total."""
+ERROR_STYLE = "bold red"
 
 
 class Shows(Protocol):
@@ -39,18 +55,26 @@ class Shows(Protocol):
 
 
 def throughput_series(display: Display) -> list[Series]:
-    """Each operation, the baseline's total (grey) and the total (white, drawn last)."""
+    """Each op shown, the baseline's total (grey), the total (white) and errors/s (red).
+
+    With an op focused: that op and its errors/s only.
+    """
     view = display.view
     ops = [name for name in view.throughput if name != "total"]
     series = [
         Series(name, view.throughput[name], OP_STYLES[i % len(OP_STYLES)])
         for i, name in enumerate(ops)
+        if display.shows(name)
     ]
+    if display.focus is not None:
+        errors = view.errors_per_second.get(display.focus, ())
+        return [*series, Series("errors", errors, ERROR_STYLE)]
     if display.baseline is not None:
         curve = display.baseline.curve_at(view.times)
         series.insert(0, Series("baseline", curve, "grey50"))
     if len(ops) > 1 and "total" in view.throughput:
         series.append(Series("total", view.throughput["total"], "bold white"))
+    series.append(Series("errors", view.errors_per_second.get("total", ()), ERROR_STYLE))
     return series
 
 
@@ -90,9 +114,14 @@ class MonitorScreen(Screen[None]):
             with Horizontal(id="overview"):
                 with Vertical(classes="main"):
                     yield LineChart(
-                        throughput_series, ops_per_second, self.chart_refresh, id="throughput"
+                        throughput_series,
+                        ops_per_second,
+                        self.chart_refresh,
+                        marked=True,
+                        id="throughput",
                     )
                     yield LatencyTable("window", id="latency-now")
+                    yield CounterTable(id="counters-now")
                     yield ErrorTable(compact=True, id="errors-now")
                 with Vertical(classes="side"):
                     yield ResourceMeters(id="resources-now")
@@ -113,7 +142,7 @@ class MonitorScreen(Screen[None]):
         yield Footer()
 
     def on_mount(self) -> None:
-        self.query_one("#throughput").border_title = "throughput · ops/s"
+        self.query_one("#throughput").border_title = "throughput · ops/s and errors/s"
         self.query_one("#cpu").border_title = "cpu over time · % of one core (host: of all)"
 
     @property
