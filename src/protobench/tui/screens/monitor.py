@@ -33,21 +33,22 @@ MIN_WIDTH = 100
 MIN_HEIGHT = 30
 VIEWS = ("overview", "latency", "errors", "resources", "summary")
 OP_STYLES = (
-    "cyan",
-    "magenta",
-    "yellow",
-    "green3",
-    "dodger_blue1",
-    "dark_orange",
-    "medium_purple1",
-    "pink1",
-    "wheat1",
-    "turquoise4",
-    "chartreuse4",
-    "light_slate_blue",
+    "#56b4e9",
+    "#e69f00",
+    "#f0e442",
+    "#009e73",
+    "#cc79a7",
+    "#0072b2",
+    "#cab2d6",
+    "#b2df8a",
+    "#b15928",
+    "#8dd3c7",
+    "#bebada",
+    "#a6761d",
 )
-"""One colour per op, no two alike; red is the errors' line, grey the baseline, white the total."""
-ERROR_STYLE = "bold red"
+"""One colour per op, no two alike (Okabe-Ito, then Brewer's paired tones); red is the errors'
+line, grey the baseline, white the total. Hex colours: the terminal theme does not remap them."""
+ERROR_STYLE = "bold #ff3030"
 
 
 class Shows(Protocol):

@@ -21,6 +21,11 @@ COLUMNS = (
     ("p999", "p99.9"),
     ("max", "max"),
 )
+NARROW = frozenset({"p90", "max"})
+"""Columns left out when the table is narrower than :data:`WIDE` (the overview)."""
+WIDE = 90
+NAME_WIDTH = 32
+"""Op names up to this long are shown whole (longer ones fold onto a second line)."""
 
 
 def delta_text(
@@ -78,11 +83,12 @@ class LatencyTable(Panel):
         table = Table(
             box=box.SIMPLE_HEAD, expand=True, pad_edge=False, padding=(0, 1), show_edge=False
         )
-        table.add_column("op", ratio=2, min_width=8, no_wrap=True, overflow="fold")
-        table.add_column("ops/s", justify="right", no_wrap=True, min_width=7)
-        for _, header in COLUMNS:
-            table.add_column(header, justify="right", no_wrap=True, min_width=7)
         shown = [op for op in view.ops if display.shows(op.name)]
+        names = max((len(self.name_of(op)) for op in shown), default=8)
+        table.add_column("op", min_width=min(max(names, 8), NAME_WIDTH), overflow="fold")
+        table.add_column("ops/s", justify="right", no_wrap=True)
+        for _, header in self.columns():
+            table.add_column(header, justify="right", no_wrap=True)
         total = view.total if view.total is not None and len(shown) == len(view.ops) > 1 else None
         rows = [*shown, *([total] if total is not None else [])]
         for stats in rows:
@@ -91,6 +97,18 @@ class LatencyTable(Panel):
             table.add_row(Text("waiting for the first interval…", "dim"))
         return table
 
+    def columns(self) -> tuple[tuple[str, str], ...]:
+        """The percentiles that fit: all of them, or without p90 and max when narrow."""
+        width = self.content_size.width
+        if width and width < WIDE:
+            return tuple(c for c in COLUMNS if c[0] not in NARROW)
+        return COLUMNS
+
+    @staticmethod
+    def name_of(stats: OpStats) -> str:
+        kind = stats.latency_kind
+        return stats.name if kind == "round_trip" else f"{stats.name} · {kind}"
+
     def _add(self, table: Table, display: Display, stats: OpStats) -> None:
         key = self.scope + display.latency_key
         figures = stats.latency.get(key) or stats.latency.get(self.scope, {})
@@ -98,15 +116,11 @@ class LatencyTable(Panel):
         style = "bold" if stats.name == "total" else ""
         if stats.name == display.selected:
             style = "reverse"
-        name = (
-            stats.name
-            if stats.latency_kind == "round_trip"
-            else f"{stats.name} · {stats.latency_kind}"
-        )
+        name = self.name_of(stats)
         table.add_row(
             Text(name, style),
             Text(formatting.per_second(rate), style),
-            *(Text(formatting.latency(figures.get(k)), style) for k, _ in COLUMNS),
+            *(Text(formatting.latency(figures.get(k)), style) for k, _ in self.columns()),
         )
         if display.baseline is not None:
             table.add_row(*self._baseline_row(display.baseline, display, stats, rate, figures))
@@ -121,7 +135,8 @@ class LatencyTable(Panel):
     ) -> list[Text]:
         base = baseline.figures(stats.name, corrected=not display.latency_key)
         base_rate = baseline.throughput.get(stats.name)
-        cells = [Text(formatting.latency(base.get(k)), "grey62") for k, _ in COLUMNS]
+        columns = self.columns()
+        cells = [Text(formatting.latency(base.get(k)), "grey62") for k, _ in columns]
         rate_delta = delta_text(
             rate,
             base_rate,
@@ -134,7 +149,7 @@ class LatencyTable(Panel):
             baseline.significant(stats.name, "p99", stats.samples.get("p99", ())),
             higher_is_better=False,
         )
-        cells[COLUMNS.index(("p99", "p99"))] = Text.assemble(
+        cells[columns.index(("p99", "p99"))] = Text.assemble(
             (formatting.latency(base.get("p99")), "grey62"), " ", p99_delta
         )
         rate_cell = Text.assemble(

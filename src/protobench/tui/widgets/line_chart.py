@@ -152,10 +152,10 @@ class LineChart(Widget):
                 out.append(text, self.series[owner].style if owner is not None else "")
             out.append("\n")
         shown = max((len(v) for v in visible), default=0)
-        span = shown * self.span * self.interval
-        left = f"-{span:.0f}s" if span else ""
-        scale = f" ×{self.span}" if self.span > 1 else ""
-        axis = list(f"{left}{scale}".ljust(plot_width - 3) + "now")[:plot_width]
+        seconds = shown * self.span * self.interval
+        scale = f" · {self.span} intervals a point" if self.span > 1 else ""
+        self.border_subtitle = f"last {seconds:.0f}s{scale}" if seconds else ""
+        axis = ["─"] * plot_width
         for column, mark in self._mark_columns(shown, plot_width):
             axis[column] = mark
         out.append(" " * LABEL_WIDTH + "└", "dim")
