@@ -17,12 +17,13 @@ import contextlib
 import signal
 import sys
 from pathlib import Path
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import anyio
 import typer
 
 from protobench.cli import report_cmd
+from protobench.cli.baseline_opt import BaselineOption, load_baseline
 from protobench.cli.common import (
     ConnectionsOption,
     DurationOption,
@@ -48,6 +49,9 @@ from protobench.engine.report import EXIT_INCOMPLETE
 from protobench.profiles import loader
 from protobench.protocols.registry import PluginError
 from protobench.snapshots.store import SnapshotStore, read
+
+if TYPE_CHECKING:
+    from protobench.tui.baseline import Baseline
 
 STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
 """Signals that stop a run cleanly (SIGHUP: the terminal was closed)."""
@@ -132,6 +136,7 @@ def register(app: typer.Typer) -> None:
             Path | None,
             typer.Option("--report", help="Also write the run as one HTML page (report extra)."),
         ] = None,
+        baseline: BaselineOption = None,
     ) -> None:
         """Run a profile: warmup, sustain, report, thresholds, snapshot."""
         if report_file is not None:
@@ -157,9 +162,10 @@ def register(app: typer.Typer) -> None:
         if plan.duration <= 0:
             fail("--duration: expected a duration > 0")
         store = SnapshotStore(snapshots_dir)
+        compared = load_baseline(store, baseline)
         interactive = sys.stdout.isatty() and not (as_json or ndjson or no_tui)
         if interactive:
-            code = _run_interactive(plan, store, target_pid)
+            code = _run_interactive(plan, store, target_pid, compared)
             if report_file is not None:
                 report_cmd.write_run_report(store.load("latest"), report_file)
             raise typer.Exit(code)
@@ -205,7 +211,9 @@ def _print_report(report: dict[str, Any], as_json: bool) -> None:
             typer.echo(summary_table(report))
 
 
-def _run_interactive(plan: RunPlan, store: SnapshotStore, target_pid: int | None) -> int:
+def _run_interactive(
+    plan: RunPlan, store: SnapshotStore, target_pid: int | None, baseline: Baseline | None = None
+) -> int:
     """Open the live monitor when it is installed, else run headless with a summary."""
     try:
         from protobench.tui.live import run_live  # noqa: PLC0415 - Textual loads only here
@@ -222,4 +230,4 @@ def _run_interactive(plan: RunPlan, store: SnapshotStore, target_pid: int | None
         say_snapshot_error(report)
         _print_report(report, as_json=False)
         return finished[-1].exit_code if finished else EXIT_INCOMPLETE
-    return run_live(plan, store, target_pid)
+    return run_live(plan, store, target_pid, baseline)

@@ -99,6 +99,7 @@ class MonitorApp(App[int]):
         chart_refresh: float = REDRAW,
         speed: float = 1.0,
         handle_signals: bool = False,
+        baseline: Baseline | None = None,
     ) -> None:
         super().__init__()
         self.source = source
@@ -107,7 +108,7 @@ class MonitorApp(App[int]):
         self.handle_signals = handle_signals
         self.view: RunView = empty_view()
         self.corrected = True
-        self.baseline: Baseline | None = None
+        self.baseline: Baseline | None = baseline
         self.rate_factor = 1.0
         self.speed = speed
         self.load_paused = False
@@ -170,6 +171,19 @@ class MonitorApp(App[int]):
         self.render_view()
         if known != message.view.info:
             self.refresh_bindings()
+            self.warn_other_profile()
+
+    def warn_other_profile(self) -> None:
+        """A baseline of another profile compares different things: say so."""
+        info, baseline = self.view.info, self.baseline
+        if info is not None and baseline is not None and baseline.profile != info.profile:
+            self.notify(
+                f"the baseline {baseline.id} is of profile {baseline.profile}, "
+                f"this run is {info.profile}",
+                title="baseline",
+                severity="warning",
+                timeout=10,
+            )
 
     def on_notice_shown(self, message: NoticeShown) -> None:
         notice = message.notice
@@ -206,6 +220,7 @@ class MonitorApp(App[int]):
             self.notify("baseline removed", timeout=3)
         else:
             self.notify(f"baseline: {message.baseline.id}", timeout=3)
+            self.warn_other_profile()
 
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
         controls = self.source.controls
@@ -343,7 +358,8 @@ class MonitorApp(App[int]):
                 self.load_baseline(choice)
 
         current = self.baseline.id if self.baseline else None
-        self.push_screen(BaselinePicker(self.store.paths(), current), picked)
+        profile = self.view.info.profile if self.view.info is not None else None
+        self.push_screen(BaselinePicker(self.store.paths(), current, profile), picked)
 
     @work(thread=True, exclusive=True, group="baseline")
     def load_baseline(self, path: Path) -> None:

@@ -8,6 +8,7 @@ from typing import Any
 
 from protobench.snapshots.diff import ALPHA, compare_samples
 from protobench.snapshots.stats import CONFIDENCE
+from protobench.snapshots.store import SnapshotError, SnapshotStore
 
 SAMPLED = ("throughput", "p99")
 """The metrics compared interval by interval (``diff``'s test) in the live tables."""
@@ -47,6 +48,15 @@ class Baseline:
             curve=curve,
             samples=_samples(snapshot.get("series", [])),
         )
+
+    @classmethod
+    def load(cls, store: SnapshotStore, ref: str) -> Baseline:
+        """The baseline ``ref`` names (``--baseline``); :class:`SnapshotError` in one line."""
+        snapshot = store.load(ref)
+        try:
+            return cls.from_snapshot(snapshot)
+        except (KeyError, TypeError, ValueError) as exc:
+            raise SnapshotError(f"{ref}: not usable as a baseline ({exc})") from exc
 
     def significant(self, name: str, metric: str, new: tuple[float, ...]) -> bool | None:
         """Whether ``new`` differs from the baseline's intervals by ``diff``'s test.

@@ -28,16 +28,22 @@ from protobench.engine.plan import RunPlan
 from protobench.engine.report import EXIT_INCOMPLETE, exit_code_for
 from protobench.snapshots.store import SnapshotStore
 from protobench.tui.app import MonitorApp
+from protobench.tui.baseline import Baseline
 from protobench.tui.source import LiveSource, ReplaySource
 
 HANGUP_GRACE = 60.0
 """How long a closed terminal's run may take to stop and save before the process ends."""
 
 
-def run_live(plan: RunPlan, store: SnapshotStore, target_pid: int | None = None) -> int:
-    """Run ``plan`` under the monitor; return the run's exit code."""
+def run_live(
+    plan: RunPlan,
+    store: SnapshotStore,
+    target_pid: int | None = None,
+    baseline: Baseline | None = None,
+) -> int:
+    """Run ``plan`` under the monitor (compared with ``baseline``); return the exit code."""
     source = LiveSource(plan, store, target_pid)
-    app = MonitorApp(source, store, handle_signals=True)
+    app = MonitorApp(source, store, handle_signals=True, baseline=baseline)
 
     def hangup(signum: int, frame: FrameType | None) -> None:
         del signum, frame
@@ -81,9 +87,15 @@ def _exit_code(report: dict[str, Any] | None) -> int:
     return exit_code_for(report) if report is not None else EXIT_INCOMPLETE
 
 
-def run_replay(snapshot: dict[str, Any], store: SnapshotStore, speed: float = 1.0) -> int:
-    """Play a snapshot in the monitor until the user quits."""
+def run_replay(
+    snapshot: dict[str, Any],
+    store: SnapshotStore,
+    speed: float = 1.0,
+    baseline: Baseline | None = None,
+) -> int:
+    """Play a snapshot in the monitor (compared with ``baseline``) until the user quits."""
     log_dir = store.logs_of(str(snapshot.get("id", "")))
-    app = MonitorApp(ReplaySource(snapshot, speed, log_dir), store, speed=speed)
+    source = ReplaySource(snapshot, speed, log_dir)
+    app = MonitorApp(source, store, speed=speed, baseline=baseline)
     app.run()
     return 0
