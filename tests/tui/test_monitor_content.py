@@ -8,13 +8,12 @@ from pathlib import Path
 import pytest
 from rich.text import Text
 
-from protobench.engine.figures import counter_figures, error_shares, run_seconds
 from protobench.tui import formatting
 from protobench.tui.app import MonitorApp
 from protobench.tui.baseline import Baseline
 from protobench.tui.screens.monitor import ERROR_STYLE, OP_STYLES, throughput_series
 from protobench.tui.screens.op_filter import OpFilter
-from protobench.tui.script import Script, scripted_run, scripted_snapshot
+from protobench.tui.script import Script, scripted_snapshot
 from protobench.tui.source import ReplaySource
 from protobench.tui.widgets.latency_table import delta_text
 from protobench.tui.widgets.line_chart import LineChart, Series, coarsen, legend
@@ -24,27 +23,6 @@ pytestmark = pytest.mark.anyio
 
 SIZE = (160, 48)
 MANY = Script(ops=("read-property", "read-multiple", "write-property", "cov", "who-is", "rpm", "x"))
-
-
-def test_error_shares_group_codes_under_their_class() -> None:
-    rows = error_shares(
-        {"protocol": 30, "timeout": 10},
-        {"protocol:503": 20, "protocol:500": 10, "timeout:x": 10},
-    )
-    assert [(r.cls, r.count, r.share) for r in rows] == [
-        ("protocol", 30, 0.75),
-        ("timeout", 10, 0.25),
-    ]
-    assert rows[0].codes == (("503", 20), ("500", 10))
-
-
-def test_counter_figures_show_down_time_in_seconds_and_late() -> None:
-    figures = counter_figures({"down_us": 2_500_000, "received": 7}, late=3)
-    assert figures == {"down_s": 2.5, "late": 3, "received": 7}
-
-
-def test_run_seconds_is_the_end_of_the_last_phase() -> None:
-    assert run_seconds(scripted_run(Script(stop_at=5.0)).report) == 5.0
 
 
 def test_numbers_have_thousands_separators() -> None:
@@ -108,6 +86,9 @@ async def test_overview_shows_counters_errors_by_code_and_p95() -> None:
         assert "100.00%" in errors
         latency = panel_text(app, "#latency-now")
         assert "p95" in latency.splitlines()[0]
+        resources = panel_text(app, "#resources-now")
+        assert "fds 50/1,024 (5%)" in resources
+        assert "loop lag 1.5 2.5 ms" in resources
         labels = [s.label for s in throughput_series(app.display_now())]
         assert labels[-1] == "errors"
         assert max(app.view.errors_per_second["total"]) > 0

@@ -7,7 +7,7 @@ phase summary (``errors_by_class``, ``error_codes``, ``counters``, ``late``,
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -65,3 +65,13 @@ def run_seconds(report: Mapping[str, Any]) -> float:
     """How long the run really went (its last phase's ``end_s``), stopped early or not."""
     phases = report.get("phases", {}).values()
     return max((float(p.get("end_s", 0.0)) for p in phases), default=0.0)
+
+
+def fds_nearest_limit(processes: Sequence[Mapping[str, Any]]) -> tuple[int, int] | None:
+    """``(fds, fd_limit)`` of the sampled process closest to its open-file limit, if known."""
+    known = [
+        (int(p["fds"]), int(p["fd_limit"]))
+        for p in processes
+        if p.get("fds") is not None and p.get("fd_limit")
+    ]
+    return max(known, key=lambda pair: pair[0] / pair[1], default=None)

@@ -194,6 +194,8 @@ class RunView:
     host_saturated: bool = False
     host_reason: str | None = None
     marks: tuple[tuple[float, str], ...] = ()
+    worker_lag_ms: dict[int, float] = field(default_factory=dict)
+    """Each worker's event-loop lag in the newest interval."""
     """Run times to mark on the charts: phase starts, pauses, resumes, rate changes."""
 
     @property
@@ -349,6 +351,7 @@ class RunModel:
         self.target_pid: int | None = None
         self.target_gone = False
         self.lag_ms = 0.0
+        self.worker_lag_ms: dict[int, float] = {}
         self.inflight = 0
         self.report: dict[str, Any] | None = None
         self.exit_code: int | None = None
@@ -399,6 +402,7 @@ class RunModel:
         phase = event.phase
         self.elapsed = max(self.elapsed, event.elapsed)
         self.lag_ms, self.inflight = event.lag_ms, event.inflight
+        self.worker_lag_ms = event.worker_lag_ms
         if phase != "drain":
             self.measured_phase = phase
             self.phase_seconds[phase] = self.phase_seconds.get(phase, 0.0) + event.duration
@@ -510,6 +514,7 @@ class RunModel:
             thresholds=self._thresholds(),
             notices=tuple(self.notices),
             lag_ms=self.lag_ms,
+            worker_lag_ms=dict(self.worker_lag_ms),
             inflight=self.inflight,
             report=self.report,
             exit_code=self.exit_code,

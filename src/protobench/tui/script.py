@@ -157,7 +157,8 @@ class _Run:
                 "cpu": self.script.worker_cpu + 10 * w,
                 "rss": (60 + w) * MiB,
                 "threads": 3,
-                "fds": 40,
+                "fds": 40 + 10 * w,
+                "fd_limit": 1024,
             }
             for w in sorted(self.alive)
         ]

@@ -108,11 +108,21 @@ class LineChart(Widget):
         self.span = display.span
         if self.marked:
             self.times, self.marks = display.view.times, display.view.marks
+        self.border_subtitle = self.timescale()
         wait = self._last + self.redraw - time.monotonic()
         if wait <= 0:
             self._redraw()
         elif self._timer is None:
             self._timer = self.set_timer(wait, self._redraw)
+
+    def timescale(self) -> str:
+        """``last 120s`` (``· 4 intervals a point``): the time the chart spans now."""
+        points = max(4, self.content_size.width - LABEL_WIDTH - 1) * 2
+        values = max((len(s.values) for s in self.series), default=0)
+        shown = min(-(-values // self.span), points)
+        seconds = shown * self.span * self.interval
+        scale = f" · {self.span} intervals a point" if self.span > 1 else ""
+        return f"last {seconds:.0f}s{scale}" if seconds else ""
 
     def _redraw(self) -> None:
         self._timer = None
@@ -152,9 +162,6 @@ class LineChart(Widget):
                 out.append(text, self.series[owner].style if owner is not None else "")
             out.append("\n")
         shown = max((len(v) for v in visible), default=0)
-        seconds = shown * self.span * self.interval
-        scale = f" · {self.span} intervals a point" if self.span > 1 else ""
-        self.border_subtitle = f"last {seconds:.0f}s{scale}" if seconds else ""
         axis = ["─"] * plot_width
         for column, mark in self._mark_columns(shown, plot_width):
             axis[column] = mark
