@@ -39,7 +39,11 @@ def test_run_seconds_is_the_end_of_the_last_phase() -> None:
 
 
 def test_fds_nearest_limit_is_the_fullest_process() -> None:
-    workers = [{"fds": 90, "fd_limit": 1000}, {"fds": 60, "fd_limit": 100}, {"cpu": 1.0}]
+    workers: list[dict[str, float]] = [
+        {"fds": 90, "fd_limit": 1000},
+        {"fds": 60, "fd_limit": 100},
+        {"cpu": 1.0},
+    ]
     assert fds_nearest_limit(workers) == (60, 100)
     assert fds_nearest_limit([{"cpu": 1.0}]) is None
 
