@@ -181,3 +181,22 @@ async def test_replay_summary_and_s_name_the_snapshot(
         await pilot.pause()
     written = tmp_path / f"{snapshot['id']}.report.json"
     assert json.loads(written.read_text())["profile"] == "scripted"
+
+
+async def test_below_the_minimum_size_the_header_and_progress_stay() -> None:
+    app, fake = scripted_app()
+    async with app.run_test(size=(90, 24)) as pilot:
+        await settle(pilot, app, fake)
+        await pilot.pause()
+        assert app.monitor.query_one("#header").display
+        assert not app.monitor.query_one("#views").display
+        assert "SUSTAIN" in panel_text(app, "#header")
+
+
+async def test_panels_are_as_tall_as_their_content() -> None:
+    app, fake = scripted_app()  # two thresholds, two ops
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot, app, fake)
+        await pilot.pause()
+        assert app.monitor.query_one("#thresholds").outer_size.height == 2 + 2  # rows + border
+        assert app.monitor.query_one("#counters-now").outer_size.height == 2 + 2
