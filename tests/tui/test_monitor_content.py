@@ -90,7 +90,7 @@ async def test_overview_shows_counters_errors_by_code_and_p95() -> None:
         assert "fds 50/1,024 (5%)" in resources
         assert "loop lag 1.5 2.5 ms" in resources
         labels = [s.label for s in throughput_series(app.display_now())]
-        assert labels[-1] == "errors"
+        assert labels[0] == "errors"  # drawn first: the ops' lines stay visible over it
         assert max(app.view.errors_per_second["total"]) > 0
 
 
@@ -104,8 +104,8 @@ async def test_op_selector_focuses_one_op_and_filter_keeps_matches() -> None:
         assert "read-multiple" in latency
         assert "read-property" not in latency
         assert [s.label for s in throughput_series(app.display_now())] == [
-            "read-multiple",
             "errors",
+            "read-multiple",
         ]
         await pilot.press("escape")
         assert app.focus is None

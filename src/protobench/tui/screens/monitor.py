@@ -56,26 +56,29 @@ class Shows(Protocol):
 
 
 def throughput_series(display: Display) -> list[Series]:
-    """Each op shown, the baseline's total (grey), the total (white) and errors/s (red).
+    """Errors/s (red), the baseline's total (grey), each op shown and the total (white).
 
-    With an op focused: that op and its errors/s only.
+    Errors come first so the ops' lines are drawn over them; with an op
+    focused: its errors/s and that op only.
     """
     view = display.view
+    if display.focus is not None:
+        errors = view.errors_per_second.get(display.focus, ())
+        ops = [n for n in view.throughput if n != "total"]
+        style = OP_STYLES[ops.index(display.focus) % len(OP_STYLES)] if display.focus in ops else ""
+        focused = view.throughput.get(display.focus, ())
+        return [Series("errors", errors, ERROR_STYLE), Series(display.focus, focused, style)]
+    series = [Series("errors", view.errors_per_second.get("total", ()), ERROR_STYLE)]
+    if display.baseline is not None:
+        series.append(Series("baseline", display.baseline.curve_at(view.times), "grey50"))
     ops = [name for name in view.throughput if name != "total"]
-    series = [
+    series.extend(
         Series(name, view.throughput[name], OP_STYLES[i % len(OP_STYLES)])
         for i, name in enumerate(ops)
         if display.shows(name)
-    ]
-    if display.focus is not None:
-        errors = view.errors_per_second.get(display.focus, ())
-        return [*series, Series("errors", errors, ERROR_STYLE)]
-    if display.baseline is not None:
-        curve = display.baseline.curve_at(view.times)
-        series.insert(0, Series("baseline", curve, "grey50"))
+    )
     if len(ops) > 1 and "total" in view.throughput:
         series.append(Series("total", view.throughput["total"], "bold white"))
-    series.append(Series("errors", view.errors_per_second.get("total", ()), ERROR_STYLE))
     return series
 
 

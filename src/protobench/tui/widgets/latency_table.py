@@ -114,11 +114,9 @@ class LatencyTable(Panel):
         figures = stats.latency.get(key) or stats.latency.get(self.scope, {})
         rate = stats.throughput if self.scope == "window" else stats.phase_throughput
         style = "bold" if stats.name == "total" else ""
-        if stats.name == display.selected:
-            style = "reverse"
         name = self.name_of(stats)
         table.add_row(
-            Text(name, style),
+            Text(name, "reverse" if stats.name == display.selected else style),
             Text(formatting.per_second(rate), style),
             *(Text(formatting.latency(figures.get(k)), style) for k, _ in self.columns()),
         )
