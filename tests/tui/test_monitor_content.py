@@ -80,6 +80,7 @@ async def test_overview_shows_counters_errors_by_code_and_p95() -> None:
         assert "received" in counters
         assert "reconnects" in counters
         assert "down 1.0s" in counters
+        assert "in/s 205.5KiB" in counters  # 4,110 × 512 B over 10 s
         errors = panel_text(app, "#errors-now")
         assert "protocol" in errors
         assert "503×" in errors

@@ -34,6 +34,12 @@ def test_counter_figures_show_down_time_in_seconds_and_late() -> None:
     assert figures == {"down_s": 2.5, "late": 3, "received": 7}
 
 
+def test_bytes_in_and_out_are_rates_over_the_phase() -> None:
+    figures = counter_figures({"bytes_sent": 2000}, late=0, bytes_in=1000, seconds=2.0)
+    assert figures == {"in/s": 500.0, "out/s": 1000.0}
+    assert counter_figures({"bytes_sent": 2000}, late=0) == {}
+
+
 def test_run_seconds_is_the_end_of_the_last_phase() -> None:
     assert run_seconds(scripted_run(Script(stop_at=5.0)).report) == 5.0
 

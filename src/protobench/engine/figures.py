@@ -48,12 +48,26 @@ def error_shares(
     return out
 
 
-def counter_figures(counters: Mapping[str, int], late: int) -> dict[str, float]:
-    """An op's protocol counters for display: ``down_us`` as ``down_s``, ``late`` when any."""
+BYTES = {"bytes_in": "in/s", "bytes_sent": "out/s"}
+"""Byte counters shown as rates over the phase (``in/s``, ``out/s``)."""
+
+
+def counter_figures(
+    counters: Mapping[str, int], late: int, bytes_in: int = 0, seconds: float = 0.0
+) -> dict[str, float]:
+    """An op's protocol counters for display over ``seconds`` of a phase.
+
+    ``down_us`` becomes ``down_s``; ``late`` is added when any; bytes in
+    (``bytes_in``) and out (the ``bytes_sent`` counter) become per-second
+    rates ``in/s`` and ``out/s`` when ``seconds`` is known.
+    """
     out: dict[str, float] = {}
-    for name, value in sorted(counters.items()):
+    for name, value in sorted({**counters, "bytes_in": bytes_in}.items()):
         if name == DOWN_US:
             out["down_s"] = round(value / 1e6, 3)
+        elif name in BYTES:
+            if value and seconds > 0:
+                out[BYTES[name]] = round(value / seconds, 1)
         else:
             out[name] = value
     if late:

@@ -126,6 +126,10 @@ class OpStats:
     """Errors by ``class:code`` over the run, as the engine counts them."""
     counters: dict[str, int] = field(default_factory=dict)
     """The protocol's counters over the measured phase (``down_us``, ``received``...)."""
+    bytes_in: int = 0
+    """Bytes received over the measured phase."""
+    seconds: float = 0.0
+    """The measured phase's seconds so far."""
     samples: dict[str, tuple[float, ...]] = field(default_factory=dict)
     """``throughput`` and ``p99`` of each sustain interval (for a baseline's test)."""
 
@@ -220,6 +224,7 @@ class _Track:
         self.phase_ok: dict[str, int] = {}
         self.phase_errors: dict[str, int] = {}
         self.phase_late: dict[str, int] = {}
+        self.phase_bytes_in: dict[str, int] = {}
         self.phase_counters: dict[str, dict[str, int]] = {}
         self.errors_by_class: dict[str, int] = {}
         self.error_codes: dict[str, int] = {}
@@ -249,6 +254,9 @@ class _Track:
         self.phase_ok[phase] = self.phase_ok.get(phase, 0) + int(data.get("ok", 0))
         self.phase_errors[phase] = self.phase_errors.get(phase, 0) + int(data.get("errors", 0))
         self.phase_late[phase] = self.phase_late.get(phase, 0) + int(data.get("late", 0))
+        self.phase_bytes_in[phase] = self.phase_bytes_in.get(phase, 0) + int(
+            data.get("bytes_in", 0)
+        )
         counters = self.phase_counters.setdefault(phase, {})
         for name, n in data.get("counters", {}).items():
             counters[name] = counters.get(name, 0) + int(n)
@@ -295,6 +303,8 @@ class _Track:
             latency_kind=self.latency_kind,
             error_codes=dict(self.error_codes),
             counters=dict(self.phase_counters.get(phase, {})),
+            bytes_in=self.phase_bytes_in.get(phase, 0),
+            seconds=seconds,
             samples={metric: tuple(values) for metric, values in self.samples.items()},
         )
 

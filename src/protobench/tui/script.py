@@ -131,6 +131,7 @@ class _Run:
                     recorder.error(OpError(ErrorClass.PROTOCOL, "HTTP 503", code="503"))
                 if number == 0:
                     recorder.count("received", n)
+                    recorder.bytes_in += 512 * n
                     if index % 5 == 4:
                         recorder.count("reconnects")
                         recorder.count("down_us", 250_000)

@@ -5,7 +5,7 @@ from __future__ import annotations
 from rich.console import RenderableType
 from rich.text import Text
 
-from protobench.engine.figures import counter_figures
+from protobench.engine.figures import BYTES, counter_figures
 from protobench.tui import formatting
 from protobench.tui.display import Display
 from protobench.tui.widgets.panel import Panel
@@ -17,8 +17,13 @@ WARN = frozenset(
 
 
 def counter_text(name: str, value: float) -> Text:
-    """``lost 12`` (in yellow when it is a counter of trouble and not zero)."""
-    shown = f"{value:,.1f}s" if name == "down_s" else formatting.count(value)
+    """``lost 12`` (in yellow when it is a counter of trouble and not zero), ``in/s 1.2MiB``."""
+    if name == "down_s":
+        shown = f"{value:,.1f}s"
+    elif name in BYTES.values():
+        shown = formatting.size(value)
+    else:
+        shown = formatting.count(value)
     label = "down" if name == "down_s" else name
     text = Text(f"{label} ", "dim")
     text.append(shown, "bold yellow" if name in WARN and value else "")
@@ -30,7 +35,7 @@ class CounterTable(Panel):
 
     def key(self, display: Display) -> object:
         ops = display.view.ops
-        return tuple((op.name, op.late, tuple(op.counters.items())) for op in ops), (
+        return tuple((op.name, op.late, op.bytes_in, tuple(op.counters.items())) for op in ops), (
             display.focus,
             display.filter,
         )
@@ -46,7 +51,7 @@ class CounterTable(Panel):
         for op in view.ops:
             if not display.shows(op.name):
                 continue
-            figures = counter_figures(op.counters, op.late)
+            figures = counter_figures(op.counters, op.late, op.bytes_in, op.seconds)
             if out:
                 out.append("\n")
             out.append(f"{op.name:<{width}} ", "bold")
