@@ -7,10 +7,12 @@ from pathlib import Path
 
 import pytest
 from rich.text import Text
+from textual.widgets import Static
 
 from protobench.tui import formatting
 from protobench.tui.app import MonitorApp
 from protobench.tui.baseline import Baseline
+from protobench.tui.screens.help import HelpScreen
 from protobench.tui.screens.monitor import ERROR_STYLE, OP_STYLES, throughput_series
 from protobench.tui.screens.op_filter import OpFilter
 from protobench.tui.script import Script, scripted_snapshot
@@ -201,3 +203,15 @@ async def test_panels_are_as_tall_as_their_content() -> None:
         await pilot.pause()
         assert app.monitor.query_one("#thresholds").outer_size.height == 2 + 2  # rows + border
         assert app.monitor.query_one("#counters-now").outer_size.height == 2 + 2
+
+
+async def test_help_names_the_new_keys() -> None:
+    app, fake = scripted_app()
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot, app, fake)
+        await pilot.press("question_mark")
+        await wait_for(pilot, lambda: isinstance(app.screen, HelpScreen))
+        text = "\n".join(str(w.render()) for w in app.screen.query(Static))
+        assert "[ ]" in text
+        assert "focus it" in text
+        assert "whose name contains" in text
