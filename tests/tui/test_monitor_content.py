@@ -72,6 +72,8 @@ def test_baseline_significance_uses_the_intervals() -> None:
     assert baseline.significant("get", "throughput", same) is False
     assert baseline.significant("get", "throughput", tuple(v * 3 for v in same)) is True
     assert baseline.significant("nope", "throughput", same) is None
+    assert baseline.significant("total", "throughput", (1.0,) * 10) is True
+    assert baseline.significant("total", "p99", (1.0,) * 10) is None
 
 
 async def test_overview_shows_counters_errors_by_code_and_p95() -> None:

@@ -198,9 +198,9 @@ class RunView:
     host_saturated: bool = False
     host_reason: str | None = None
     marks: tuple[tuple[float, str], ...] = ()
+    """Run times to mark on the charts: phase starts, pauses, resumes, rate changes."""
     worker_lag_ms: dict[int, float] = field(default_factory=dict)
     """Each worker's event-loop lag in the newest interval."""
-    """Run times to mark on the charts: phase starts, pauses, resumes, rate changes."""
 
     @property
     def snapshot(self) -> str | None:
