@@ -215,11 +215,11 @@ def main() -> int:
             monitored.append(monitored_round(args, workdir))
             headless.append(headless_round(args, workdir))
             m, h = monitored[-1], headless[-1]
-            first = f"{m.first_frame:.2f}s" if m.first_frame is not None else "never"
+            frame = f"{m.first_frame:.2f}s" if m.first_frame is not None else "never"
             print(
                 f"round {number + 1}: monitor process {m.process:5.1f}% "
                 f"(UI thread {m.main_thread:4.1f}%), headless controller {h.process:5.1f}%, "
-                f"first frame with data {first}, load {os.getloadavg()[0]:.1f}",
+                f"first frame with data {frame}, load {os.getloadavg()[0]:.1f}",
                 flush=True,
             )
     finally:
