@@ -104,7 +104,7 @@ async def test_baseline_overlay_appears_beside_the_live_figures(tmp_path: Path) 
         table = panel_text(app, "#latency-now")
         assert table.count("↳ base") == 3  # get, post and the total
         labels = [s.label for s in throughput_series(app.display_now())]
-        assert labels == ["baseline", "get", "post", "total"]
+        assert labels == ["errors", "baseline", "get", "post", "total"]
         assert f"vs {baseline['id'][:24]}" in panel_text(app, "#header")
         await pilot.press("b")
         await wait_for(pilot, lambda: isinstance(app.screen, BaselinePicker))

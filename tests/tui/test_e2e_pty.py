@@ -26,7 +26,7 @@ pytestmark = [
     ),
 ]
 LIMIT = 100.0
-RATE_ROW = re.compile(r"│ get\s+[\d.]+k?\s+[\d.]+(µs|ms)")
+RATE_ROW = re.compile(r"│ get\s+[\d.,]+\s+[\d.]+(µs|ms)")
 CPU_METER = re.compile(r"\d+ [█░]+\s+\d+\.\d%")
 
 

@@ -1,4 +1,4 @@
-"""SVG snapshots of the monitor at its minimum size (100×30), on deterministic sources.
+"""SVG snapshots of the monitor at its minimum size (100×30) and at 160×48, on scripted sources.
 
 Regenerate after an intended change of the screens with
 ``pytest tests/tui/test_snapshots.py --snapshot-update`` and review the SVGs.
@@ -7,10 +7,13 @@ Regenerate after an intended change of the screens with
 from __future__ import annotations
 
 from collections.abc import Callable
+from pathlib import Path
 
 from textual.pilot import Pilot
 
+from protobench.snapshots.store import SnapshotStore
 from protobench.tui.app import MonitorApp
+from protobench.tui.baseline import Baseline
 from protobench.tui.script import Script, scripted_snapshot
 from protobench.tui.source import ReplaySource
 from tests.tui.helpers import scripted_app, settle, wait_for
@@ -52,3 +55,43 @@ def test_replay_view(snap_compare: Compare) -> None:
         await pilot.pause()
 
     assert snap_compare(app, terminal_size=SIZE, run_before=run_before)
+
+
+MANY = Script(
+    ops=(
+        "read-property",
+        "read-property-multiple",
+        "write-property",
+        "write-property-multiple",
+        "cov",
+        "who-is",
+        "object-list",
+    ),
+    thresholds=("p99 < 20ms",),
+)
+
+
+def test_many_ops_overview(snap_compare: Compare) -> None:
+    """Seven ops at 160×48: every series named in the legend, every name whole."""
+    app, fake = scripted_app(MANY)
+
+    async def run_before(pilot: Pilot[int]) -> None:
+        await settle(pilot, app, fake)
+
+    assert snap_compare(app, terminal_size=(160, 48), run_before=run_before)
+
+
+def test_focused_op_with_a_baseline(snap_compare: Compare, tmp_path: Path) -> None:
+    """One op focused (its line, errors/s, percentiles, counters, errors) against a baseline."""
+    store = SnapshotStore(tmp_path)
+    baseline = scripted_snapshot(Script(per_second=300, seed=11))
+    store.write(baseline["id"], baseline)
+    app, fake = scripted_app(store=store)
+    app.baseline = Baseline.from_snapshot(baseline)
+
+    async def run_before(pilot: Pilot[int]) -> None:
+        await settle(pilot, app, fake)
+        await pilot.press("down", "down", "enter")
+        await pilot.pause()
+
+    assert snap_compare(app, terminal_size=(160, 48), run_before=run_before)

@@ -1,4 +1,4 @@
-"""A first stop asks the workers to stop; a second one kills what is left at once."""
+"""A stop asks the workers to stop (once, however often it is asked); abort kills them."""
 
 from __future__ import annotations
 
@@ -24,7 +24,7 @@ class FakePool:
         self.aborted += 1
 
 
-def test_the_second_stop_kills_the_workers(tmp_path: Path) -> None:
+def test_stop_is_asked_once_and_abort_kills_the_workers(tmp_path: Path) -> None:
     plan = resolve(loader.load("http-get"), Overrides(duration=1.0))
     controller = Controller(plan, SnapshotStore(tmp_path / "snaps"))
     pool = FakePool()
@@ -32,4 +32,6 @@ def test_the_second_stop_kills_the_workers(tmp_path: Path) -> None:
     controller.stop()
     assert (pool.sent, pool.aborted, controller.stop_reason) == (["STOP"], 0, "interrupted")
     controller.stop("error")
+    assert (pool.sent, pool.aborted, controller.stop_reason) == (["STOP"], 0, "interrupted")
+    controller.abort()
     assert (pool.sent, pool.aborted, controller.stop_reason) == (["STOP"], 1, "interrupted")

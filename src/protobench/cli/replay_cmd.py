@@ -14,6 +14,7 @@ from typing import Annotated
 
 import typer
 
+from protobench.cli.baseline_opt import BaselineOption, load_baseline
 from protobench.cli.common import fail
 from protobench.cli.complete import SnapshotRef
 from protobench.cli.render import summary_table
@@ -30,6 +31,7 @@ def register(app: typer.Typer) -> None:
         snapshots_dir: Annotated[
             Path | None, typer.Option("--snapshots-dir", help="Where snapshots are kept.")
         ] = None,
+        baseline: BaselineOption = None,
     ) -> None:
         """Replay a saved run in the monitor (pause, seek, change speed).
 
@@ -48,9 +50,10 @@ def register(app: typer.Typer) -> None:
             data = store.load(snapshot)
         except SnapshotError as exc:
             fail(str(exc))
+        compared = load_baseline(store, baseline)
         if not sys.stdout.isatty():
             typer.echo(summary_table(data["report"]))
             return
         from protobench.tui.live import run_replay  # noqa: PLC0415 - Textual loads only here
 
-        raise typer.Exit(run_replay(data, store, speed))
+        raise typer.Exit(run_replay(data, store, speed, compared))

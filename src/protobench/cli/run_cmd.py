@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 import typer
 
 from protobench.cli import report_cmd
+from protobench.cli.baseline_opt import BaselineOption, load_baseline
 from protobench.cli.boundary import EXIT_INCOMPLETE
 from protobench.cli.common import (
     ConnectionsOption,
@@ -49,6 +50,7 @@ from protobench.snapshots.store import SnapshotStore, read
 if TYPE_CHECKING:  # the engine, pydantic and numpy load in the command, not for --help
     from protobench.engine.controller import Controller, PoolFactory
     from protobench.engine.plan import RunPlan
+    from protobench.tui.baseline import Baseline
 
 STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
 """Signals that stop a run cleanly (SIGHUP: the terminal was closed)."""
@@ -63,7 +65,10 @@ async def execute(controller: Controller) -> dict[str, Any]:
         async def watch_signals() -> None:
             with anyio.open_signal_receiver(*STOP_SIGNALS) as signals:
                 async for _ in signals:
-                    controller.stop("interrupted")
+                    if controller.stop_requested:
+                        controller.abort()  # a second Ctrl-C: kill what is left at once
+                    else:
+                        controller.stop("interrupted")
 
         group.start_soon(watch_signals)
         report = await controller.run()
@@ -155,6 +160,7 @@ def register(app: typer.Typer) -> None:
                 "--ray", help="Run the workers on a Ray cluster: auto, HOST:PORT, local:N."
             ),
         ] = None,
+        baseline: BaselineOption = None,
     ) -> None:
         """Run a profile: warmup, sustain, report, thresholds, snapshot.
 
@@ -195,9 +201,10 @@ def register(app: typer.Typer) -> None:
         if plan.duration <= 0:
             fail("--duration: expected a duration > 0")
         store = SnapshotStore(snapshots_dir)
+        compared = load_baseline(store, baseline)
         interactive = sys.stdout.isatty() and not (as_json or ndjson or no_tui or ray)
         if interactive:
-            code = _run_interactive(plan, store, target_pid)
+            code = _run_interactive(plan, store, target_pid, compared)
             if report_file is not None:
                 report_cmd.write_run_report(store.load("latest"), report_file)
             raise typer.Exit(code)
@@ -258,7 +265,9 @@ def _print_report(report: dict[str, Any], as_json: bool) -> None:
             typer.echo(summary_table(report))
 
 
-def _run_interactive(plan: RunPlan, store: SnapshotStore, target_pid: int | None) -> int:
+def _run_interactive(
+    plan: RunPlan, store: SnapshotStore, target_pid: int | None, baseline: Baseline | None = None
+) -> int:
     """Open the live monitor when it is installed, else run headless with a summary."""
     try:
         from protobench.tui.live import run_live  # noqa: PLC0415 - Textual loads only here
@@ -275,4 +284,4 @@ def _run_interactive(plan: RunPlan, store: SnapshotStore, target_pid: int | None
         say_snapshot_error(report)
         _print_report(report, as_json=False)
         return finished[-1].exit_code if finished else EXIT_INCOMPLETE
-    return run_live(plan, store, target_pid)
+    return run_live(plan, store, target_pid, baseline)

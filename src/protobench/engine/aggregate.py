@@ -218,6 +218,7 @@ class _Bucket:
     reported: set[int] = field(default_factory=set)
     ops: dict[str, OpAccumulator] = field(default_factory=dict)
     lag_ms: float = 0.0
+    worker_lag_ms: dict[int, float] = field(default_factory=dict)
     inflight: int = 0
 
 
@@ -259,6 +260,7 @@ class Aggregator:
         bucket.t1 = max(bucket.t1, report["t1"])
         bucket.reported.add(report["worker"])
         bucket.lag_ms = max(bucket.lag_ms, report.get("lag_ms", 0.0))
+        bucket.worker_lag_ms[report["worker"]] = report.get("lag_ms", 0.0)
         bucket.inflight += report.get("inflight", 0)
         totals = self.totals.setdefault(phase, {})
         for name, wire in report["ops"].items():
@@ -307,6 +309,7 @@ class Aggregator:
             total=total,
             lag_ms=bucket.lag_ms,
             inflight=bucket.inflight,
+            worker_lag_ms=dict(sorted(bucket.worker_lag_ms.items())),
         )
         self.series.append(
             {

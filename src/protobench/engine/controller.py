@@ -178,15 +178,8 @@ class Controller:
         )
 
     def stop(self, reason: str = "interrupted") -> None:
-        """End the run early; the report and snapshot are marked partial.
-
-        A second stop (a second Ctrl-C) kills the workers still running at once,
-        so a stopped or hung worker cannot hold the exit.
-        """
+        """End the run early; the report and snapshot are marked partial."""
         if self.stop_requested:
-            abort = getattr(self.pool, "abort", None)
-            if abort is not None:
-                abort()
             return
         self.stop_requested = True
         self.stop_reason = reason
@@ -195,6 +188,14 @@ class Controller:
         self._stop_event.set()
         if self.start_at is not None:
             self.emit(PhaseChanged("drain", round(self.elapsed(), 3)))
+
+    def abort(self) -> None:
+        """Stop at once (a second Ctrl-C): kill the workers still running, so a stopped
+        or hung worker cannot hold the exit; the report and snapshot are still made."""
+        self.stop()
+        abort = getattr(self.pool, "abort", None)
+        if abort is not None:
+            abort()
 
     async def run(self) -> dict[str, Any]:
         """Do the whole run; return the final report (also emitted as RunFinished)."""

@@ -51,6 +51,8 @@ class IntervalUpdate:
     total: dict[str, Any]
     lag_ms: float
     inflight: int
+    worker_lag_ms: dict[int, float] = field(default_factory=dict)
+    """Each worker's event-loop lag in the interval (``lag_ms`` is the largest)."""
 
 
 @dataclass(frozen=True)

@@ -30,7 +30,7 @@ def _process(pid: int | None) -> psutil.Process | None:
 
 
 def sample_process(process: psutil.Process) -> dict[str, Any] | None:
-    """CPU (% of one core since the last sample), RSS, threads and fds of one process."""
+    """CPU (% of one core since the last sample), RSS, threads, fds and their limit."""
     try:
         with process.oneshot():
             data: dict[str, Any] = {
@@ -41,6 +41,7 @@ def sample_process(process: psutil.Process) -> dict[str, Any] | None:
             }
             with contextlib.suppress(psutil.Error):
                 data["fds"] = process.num_fds()
+                data["fd_limit"] = process.rlimit(psutil.RLIMIT_NOFILE)[0]
             return data
     except psutil.Error:
         return None

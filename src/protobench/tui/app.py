@@ -41,7 +41,8 @@ from protobench.tui.screens.confirm import ConfirmScreen
 from protobench.tui.screens.help import HelpScreen
 from protobench.tui.screens.logs import LogsScreen
 from protobench.tui.screens.monitor import MonitorScreen
-from protobench.tui.source import MetricsSource
+from protobench.tui.screens.op_filter import OpFilter
+from protobench.tui.source import MetricsSource, ReplaySource
 from protobench.tui.widgets.line_chart import REDRAW
 
 RATE_STEP = 0.1
@@ -49,6 +50,8 @@ VIEWS = Binding.Group("views", compact=True)
 RATE = Binding.Group("rate", compact=True)
 SPEED = Binding.Group("speed", compact=True)
 SEEK = Binding.Group("seek", compact=True)
+SCALE = Binding.Group("timescale", compact=True)
+MAX_SPAN = 16
 
 
 class MonitorApp(App[int]):
@@ -68,6 +71,13 @@ class MonitorApp(App[int]):
         Binding("minus", "speed(0.5)", "-", group=SPEED),
         Binding("left", "seek(-10)", "-10s", group=SEEK),
         Binding("right", "seek(10)", "+10s", group=SEEK),
+        Binding("up", "select(-1)", "op", show=False),
+        Binding("down", "select(1)", "op", show=False),
+        Binding("enter", "focus_op", "Focus", show=False),
+        Binding("escape", "unfocus", "All ops", show=False),
+        Binding("slash", "filter_ops", "Filter"),
+        Binding("left_square_bracket", "timescale(0.5)", "[", group=SCALE),
+        Binding("right_square_bracket", "timescale(2)", "] time", group=SCALE),
         Binding("t", "toggle_corrected", "Corrected"),
         Binding("b", "baseline", "Baseline"),
         Binding("1", "view('overview')", "overview", group=VIEWS),
@@ -89,6 +99,7 @@ class MonitorApp(App[int]):
         chart_refresh: float = REDRAW,
         speed: float = 1.0,
         handle_signals: bool = False,
+        baseline: Baseline | None = None,
     ) -> None:
         super().__init__()
         self.source = source
@@ -97,7 +108,7 @@ class MonitorApp(App[int]):
         self.handle_signals = handle_signals
         self.view: RunView = empty_view()
         self.corrected = True
-        self.baseline: Baseline | None = None
+        self.baseline: Baseline | None = baseline
         self.rate_factor = 1.0
         self.speed = speed
         self.load_paused = False
@@ -106,6 +117,10 @@ class MonitorApp(App[int]):
         self.finished = False
         self.exit_when_finished = False
         self.error: str | None = None
+        self.selected: str | None = None
+        self.focus: str | None = None
+        self.op_filter = ""
+        self.span = 1
         self.monitor = MonitorScreen(chart_refresh)
         self.launched = time.monotonic()
 
@@ -140,6 +155,10 @@ class MonitorApp(App[int]):
             source=self.source.kind,
             error=self.error,
             waited=time.monotonic() - self.launched,
+            focus=self.focus,
+            selected=self.selected,
+            filter=self.op_filter,
+            span=self.span,
         )
 
     def render_view(self) -> None:
@@ -152,6 +171,19 @@ class MonitorApp(App[int]):
         self.render_view()
         if known != message.view.info:
             self.refresh_bindings()
+            self.warn_other_profile()
+
+    def warn_other_profile(self) -> None:
+        """A baseline of another profile compares different things: say so."""
+        info, baseline = self.view.info, self.baseline
+        if info is not None and baseline is not None and baseline.profile != info.profile:
+            self.notify(
+                f"the baseline {baseline.id} is of profile {baseline.profile}, "
+                f"this run is {info.profile}",
+                title="baseline",
+                severity="warning",
+                timeout=10,
+            )
 
     def on_notice_shown(self, message: NoticeShown) -> None:
         notice = message.notice
@@ -188,6 +220,7 @@ class MonitorApp(App[int]):
             self.notify("baseline removed", timeout=3)
         else:
             self.notify(f"baseline: {message.baseline.id}", timeout=3)
+            self.warn_other_profile()
 
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
         controls = self.source.controls
@@ -325,7 +358,8 @@ class MonitorApp(App[int]):
                 self.load_baseline(choice)
 
         current = self.baseline.id if self.baseline else None
-        self.push_screen(BaselinePicker(self.store.paths(), current), picked)
+        profile = self.view.info.profile if self.view.info is not None else None
+        self.push_screen(BaselinePicker(self.store.paths(), current, profile), picked)
 
     @work(thread=True, exclusive=True, group="baseline")
     def load_baseline(self, path: Path) -> None:
@@ -346,14 +380,59 @@ class MonitorApp(App[int]):
         if report is None:
             self.notify("the report exists when the run has ended", severity="warning")
             return
-        snapshot = Path(str(report.get("snapshot") or "protobench"))
-        path = Path.cwd() / (snapshot.name.removesuffix(SUFFIX) + ".report.json")
+        path = Path.cwd() / f"{self.report_name(report)}.report.json"
         try:
             path.write_text(json.dumps(report, indent=2, default=str) + "\n")
         except OSError as exc:
             self.notify(f"cannot write {path}: {exc}", severity="error")
             return
         self.notify(f"report written to {path}", timeout=8)
+
+    def listed_ops(self) -> list[str]:
+        """The ops the selector moves over (those the filter lets through)."""
+        return [op.name for op in self.view.ops if self.op_filter.lower() in op.name.lower()]
+
+    def action_select(self, step: int) -> None:
+        ops = self.listed_ops()
+        if not ops:
+            return
+        index = ops.index(self.selected) + step if self.selected in ops else 0
+        self.selected = ops[index % len(ops)]
+        self.render_view()
+
+    def action_focus_op(self) -> None:
+        if self.selected is None:
+            self.action_select(1)
+        self.focus = self.selected
+        self.render_view()
+
+    def action_unfocus(self) -> None:
+        self.focus = self.selected = None
+        self.op_filter = ""
+        self.render_view()
+
+    def action_filter_ops(self) -> None:
+        def typed(text: str | None) -> None:
+            if text is not None:
+                self.op_filter, self.focus = text, None
+                if self.selected not in self.listed_ops():
+                    self.selected = None
+                self.render_view()
+
+        self.push_screen(OpFilter(self.op_filter), typed)
+
+    def action_timescale(self, factor: float) -> None:
+        """Intervals per chart point: ×2 or ÷2 (1 to :data:`MAX_SPAN`)."""
+        self.span = int(min(max(self.span * factor, 1), MAX_SPAN))
+        self.notify(f"chart: {self.span} interval(s) per point", timeout=2)
+        self.render_view()
+
+    def report_name(self, report: dict[str, Any]) -> str:
+        """The snapshot's id: the replayed one's, else the one this run saved."""
+        if isinstance(self.source, ReplaySource) and self.source.snapshot_id:
+            return self.source.snapshot_id
+        snapshot = Path(str(report.get("snapshot") or "protobench"))
+        return snapshot.name.removesuffix(SUFFIX)
 
     def action_help(self) -> None:
         self.push_screen(HelpScreen())

@@ -3,8 +3,15 @@
 from __future__ import annotations
 
 import bisect
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
+
+from protobench.snapshots.diff import ALPHA, compare_samples
+from protobench.snapshots.stats import CONFIDENCE
+from protobench.snapshots.store import SnapshotError, SnapshotStore
+
+SAMPLED = ("throughput", "p99")
+"""The metrics compared interval by interval (``diff``'s test) in the live tables."""
 
 
 @dataclass(frozen=True)
@@ -17,6 +24,9 @@ class Baseline:
     latency: dict[str, dict[str, float]]
     latency_uncorrected: dict[str, dict[str, float]]
     curve: tuple[tuple[float, float], ...]
+    samples: dict[str, dict[str, tuple[float, ...]]] = field(default_factory=dict)
+    """Per op, each metric of :data:`SAMPLED` in every sustain interval (``total``: its
+    throughput only; a total's p99 needs the merged histograms, so it is not tested)."""
 
     @classmethod
     def from_snapshot(cls, snapshot: dict[str, Any]) -> Baseline:
@@ -37,7 +47,27 @@ class Baseline:
                 name: dict(s.get("latency_uncorrected_us", {})) for name, s in scopes.items()
             },
             curve=curve,
+            samples=_samples(snapshot.get("series", [])),
         )
+
+    @classmethod
+    def load(cls, store: SnapshotStore, ref: str) -> Baseline:
+        """The baseline ``ref`` names (``--baseline``); :class:`SnapshotError` in one line."""
+        snapshot = store.load(ref)
+        try:
+            return cls.from_snapshot(snapshot)
+        except (KeyError, TypeError, ValueError) as exc:
+            raise SnapshotError(f"{ref}: not usable as a baseline ({exc})") from exc
+
+    def significant(self, name: str, metric: str, new: tuple[float, ...]) -> bool | None:
+        """Whether ``new`` differs from the baseline's intervals by ``diff``'s test.
+
+        ``None`` when either side has no samples of ``metric`` for ``name``.
+        """
+        base = self.samples.get(name, {}).get(metric, ())
+        if not base or not new:
+            return None
+        return compare_samples(name, metric, base, new, ALPHA, CONFIDENCE)[4]
 
     def curve_at(self, times: tuple[float, ...]) -> tuple[float, ...]:
         """The baseline's total throughput at the same run times (0 past its end)."""
@@ -52,3 +82,20 @@ class Baseline:
         """Latency percentiles of one operation (or ``total``)."""
         source = self.latency if corrected else self.latency_uncorrected
         return source.get(name) or self.latency.get(name, {})
+
+
+def _samples(series: list[dict[str, Any]]) -> dict[str, dict[str, tuple[float, ...]]]:
+    out: dict[str, dict[str, list[float]]] = {}
+    for item in series:
+        if item.get("phase") != "sustain":
+            continue
+        ops = item.get("ops", {})
+        total = out.setdefault("total", {m: [] for m in SAMPLED})
+        total["throughput"].append(sum(float(f.get("throughput", 0.0)) for f in ops.values()))
+        for name, figures in ops.items():
+            metrics = out.setdefault(name, {m: [] for m in SAMPLED})
+            metrics["throughput"].append(float(figures.get("throughput", 0.0)))
+            p99 = figures.get("latency_us", {}).get("p99")
+            if p99 is not None:
+                metrics["p99"].append(float(p99))
+    return {name: {m: tuple(v) for m, v in metrics.items()} for name, metrics in out.items()}

@@ -29,6 +29,20 @@ class Display:
     error: str | None = None
     waited: float = 0.0
     """Seconds since the monitor opened (shown while the run is starting)."""
+    focus: str | None = None
+    """The op the user focused (Enter in the op selector): its chart, percentiles, errors."""
+    selected: str | None = None
+    """The op under the selector's cursor (up/down)."""
+    filter: str = ""
+    """Only ops whose name contains this (``/``)."""
+    span: int = 1
+    """Intervals per chart point (the timescale: ``[`` and ``]``)."""
+
+    def shows(self, op: str) -> bool:
+        """Whether the tables list ``op`` (the focus, else the filter, decides)."""
+        if self.focus is not None:
+            return op == self.focus
+        return self.filter.lower() in op.lower()
 
     @property
     def latency_key(self) -> str:

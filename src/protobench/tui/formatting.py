@@ -19,6 +19,16 @@ def rate(value: float) -> str:
     return f"{value:.3g}" if value < 100 else f"{value:.0f}"
 
 
+def count(n: float) -> str:
+    """A whole number with thousands separators: ``1,234,567``."""
+    return f"{round(n):,}"
+
+
+def per_second(value: float) -> str:
+    """A rate for a table column: ``12,345`` (one decimal below 10: ``7.5``)."""
+    return f"{value:.1f}" if value < 10 else f"{value:,.0f}"
+
+
 def size(n: float | None) -> str:
     """Bytes in binary units: ``512B``, ``3.4MiB``."""
     if n is None:

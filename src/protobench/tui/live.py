@@ -1,6 +1,7 @@
 """Entry points of the monitor for the CLI: a live run and a replay.
 
-``run_live`` starts the run in the engine's own thread and opens the monitor;
+``run_live`` starts the run in the engine's own thread, then loads and opens
+the monitor (so the workers come up while Textual loads);
 when the monitor closes, for whatever reason, it makes sure the run has
 stopped and its snapshot is written before it returns the exit code. Nothing
 here prints while Textual owns the terminal; after it, two plain lines say
@@ -16,6 +17,7 @@ with exit code 3.
 from __future__ import annotations
 
 import contextlib
+import importlib.util
 import os
 import signal
 import sys
@@ -27,24 +29,39 @@ from protobench.engine.controller import describe_failure
 from protobench.engine.plan import RunPlan
 from protobench.engine.report import EXIT_INCOMPLETE, exit_code_for
 from protobench.snapshots.store import SnapshotStore
-from protobench.tui.app import MonitorApp
+from protobench.tui.baseline import Baseline
 from protobench.tui.source import LiveSource, ReplaySource
+
+if importlib.util.find_spec("textual") is None:  # the CLI runs headless instead
+    raise ImportError("the monitor needs textual (Textual is imported only when it opens)")
 
 HANGUP_GRACE = 60.0
 """How long a closed terminal's run may take to stop and save before the process ends."""
 
 
-def run_live(plan: RunPlan, store: SnapshotStore, target_pid: int | None = None) -> int:
-    """Run ``plan`` under the monitor; return the run's exit code."""
+def run_live(
+    plan: RunPlan,
+    store: SnapshotStore,
+    target_pid: int | None = None,
+    baseline: Baseline | None = None,
+) -> int:
+    """Run ``plan`` under the monitor (compared with ``baseline``); return the exit code.
+
+    The run starts before Textual is imported: the workers and the target come
+    up while the monitor loads.
+    """
     source = LiveSource(plan, store, target_pid)
-    app = MonitorApp(source, store, handle_signals=True)
 
     def hangup(signum: int, frame: FrameType | None) -> None:
         del signum, frame
         threading.Thread(target=_end_after_hangup, args=(source,), daemon=True).start()
 
     signal.signal(signal.SIGHUP, hangup)
+    source.start()
     try:
+        from protobench.tui.app import MonitorApp  # noqa: PLC0415 - loads while the run starts
+
+        app = MonitorApp(source, store, handle_signals=True, baseline=baseline)
         code = app.run()
     finally:
         if source.running:
@@ -81,9 +98,17 @@ def _exit_code(report: dict[str, Any] | None) -> int:
     return exit_code_for(report) if report is not None else EXIT_INCOMPLETE
 
 
-def run_replay(snapshot: dict[str, Any], store: SnapshotStore, speed: float = 1.0) -> int:
-    """Play a snapshot in the monitor until the user quits."""
+def run_replay(
+    snapshot: dict[str, Any],
+    store: SnapshotStore,
+    speed: float = 1.0,
+    baseline: Baseline | None = None,
+) -> int:
+    """Play a snapshot in the monitor (compared with ``baseline``) until the user quits."""
+    from protobench.tui.app import MonitorApp  # noqa: PLC0415 - as run_live
+
     log_dir = store.logs_of(str(snapshot.get("id", "")))
-    app = MonitorApp(ReplaySource(snapshot, speed, log_dir), store, speed=speed)
+    source = ReplaySource(snapshot, speed, log_dir)
+    app = MonitorApp(source, store, speed=speed, baseline=baseline)
     app.run()
     return 0

@@ -43,6 +43,8 @@ WINDOW_SECONDS = 10.0
 HISTORY = 300
 DISTRIBUTION_BINS = 16
 ALERT_KINDS = frozenset({"worker", "workers", "target"})
+MARKED = frozenset({"pause", "resume", "rate"})
+"""Notices marked on the charts (beside phase starts)."""
 LATENCY_KEYS = ("window", "phase", "window_uncorrected", "phase_uncorrected")
 
 
@@ -120,6 +122,16 @@ class OpStats:
     last_errors: dict[str, str]
     latency_kind: str = "round_trip"
     """What the latency measures (``mixed`` for a total over kinds: no latency then)."""
+    error_codes: dict[str, int] = field(default_factory=dict)
+    """Errors by ``class:code`` over the run, as the engine counts them."""
+    counters: dict[str, int] = field(default_factory=dict)
+    """The protocol's counters over the measured phase (``down_us``, ``received``...)."""
+    bytes_in: int = 0
+    """Bytes received over the measured phase."""
+    seconds: float = 0.0
+    """The measured phase's seconds so far."""
+    samples: dict[str, tuple[float, ...]] = field(default_factory=dict)
+    """``throughput`` and ``p99`` of each sustain interval (for a baseline's test)."""
 
 
 @dataclass(frozen=True)
@@ -168,6 +180,8 @@ class RunView:
     window_seconds: float
     times: tuple[float, ...]
     throughput: dict[str, tuple[float, ...]]
+    errors_per_second: dict[str, tuple[float, ...]]
+    """Errors per second of each op and the ``total``, one value per interval."""
     ops: tuple[OpStats, ...]
     total: OpStats | None
     distribution: dict[str, tuple[tuple[float, float, int], ...]]
@@ -183,6 +197,10 @@ class RunView:
     exit_code: int | None = None
     host_saturated: bool = False
     host_reason: str | None = None
+    marks: tuple[tuple[float, str], ...] = ()
+    """Run times to mark on the charts: phase starts, pauses, resumes, rate changes."""
+    worker_lag_ms: dict[int, float] = field(default_factory=dict)
+    """Each worker's event-loop lag in the newest interval."""
 
     @property
     def snapshot(self) -> str | None:
@@ -206,10 +224,17 @@ class _Track:
         self.phase_ok: dict[str, int] = {}
         self.phase_errors: dict[str, int] = {}
         self.phase_late: dict[str, int] = {}
+        self.phase_bytes_in: dict[str, int] = {}
         self.phase_counters: dict[str, dict[str, int]] = {}
         self.errors_by_class: dict[str, int] = {}
+        self.error_codes: dict[str, int] = {}
         self.last_errors: dict[str, str] = {}
         self.history: deque[float] = deque(maxlen=HISTORY)
+        self.error_history: deque[float] = deque(maxlen=HISTORY)
+        self.samples: dict[str, deque[float]] = {
+            "throughput": deque(maxlen=HISTORY),
+            "p99": deque(maxlen=HISTORY),
+        }
         self.latency_kind = "round_trip"
 
     def add(
@@ -223,10 +248,15 @@ class _Track:
         self.latency_kind = str(data.get("latency_kind", self.latency_kind))
         for cls, n in data.get("errors_by_class", {}).items():
             self.errors_by_class[cls] = self.errors_by_class.get(cls, 0) + n
+        for code, n in data.get("error_codes", {}).items():
+            self.error_codes[code] = self.error_codes.get(code, 0) + n
         self.last_errors.update(data.get("last_errors", {}))
         self.phase_ok[phase] = self.phase_ok.get(phase, 0) + int(data.get("ok", 0))
         self.phase_errors[phase] = self.phase_errors.get(phase, 0) + int(data.get("errors", 0))
         self.phase_late[phase] = self.phase_late.get(phase, 0) + int(data.get("late", 0))
+        self.phase_bytes_in[phase] = self.phase_bytes_in.get(phase, 0) + int(
+            data.get("bytes_in", 0)
+        )
         counters = self.phase_counters.setdefault(phase, {})
         for name, n in data.get("counters", {}).items():
             counters[name] = counters.get(name, 0) + int(n)
@@ -239,6 +269,12 @@ class _Track:
             self.window_uncorrected.push(uncorrected)
         self.recent.append((int(data.get("ok", 0)), seconds))
         self.history.append(float(data.get("throughput", 0.0)))
+        self.error_history.append(int(data.get("errors", 0)) / seconds if seconds > 0 else 0.0)
+        if phase == "sustain":
+            self.samples["throughput"].append(float(data.get("throughput", 0.0)))
+            p99 = data.get("latency_us", {}).get("p99")
+            if p99 is not None:
+                self.samples["p99"].append(float(p99))
 
     def stats(self, name: str, phase: str, seconds: float) -> OpStats:
         ok = self.phase_ok.get(phase, 0)
@@ -265,6 +301,11 @@ class _Track:
             errors_by_class=dict(self.errors_by_class),
             last_errors=dict(self.last_errors),
             latency_kind=self.latency_kind,
+            error_codes=dict(self.error_codes),
+            counters=dict(self.phase_counters.get(phase, {})),
+            bytes_in=self.phase_bytes_in.get(phase, 0),
+            seconds=seconds,
+            samples={metric: tuple(values) for metric, values in self.samples.items()},
         )
 
     def scope(self, phase: str, seconds: float) -> dict[str, Any]:
@@ -316,9 +357,11 @@ class RunModel:
         self.sustain_resources = ResourceFigures()
         self.lagging = Tally()
         self.notices: list[NoticeItem] = []
+        self.marks: list[tuple[float, str]] = []
         self.target_pid: int | None = None
         self.target_gone = False
         self.lag_ms = 0.0
+        self.worker_lag_ms: dict[int, float] = {}
         self.inflight = 0
         self.report: dict[str, Any] | None = None
         self.exit_code: int | None = None
@@ -336,6 +379,7 @@ class RunModel:
             self.tracks = {op: _Track(window, uncorrected) for op in self.info.ops}
             self.total = _Track(window, uncorrected)
         elif isinstance(event, PhaseChanged):
+            self.marks.append((event.elapsed, event.phase))
             self.phase = event.phase
             self.elapsed = max(self.elapsed, event.elapsed)
         elif isinstance(event, IntervalUpdate):
@@ -368,6 +412,7 @@ class RunModel:
         phase = event.phase
         self.elapsed = max(self.elapsed, event.elapsed)
         self.lag_ms, self.inflight = event.lag_ms, event.inflight
+        self.worker_lag_ms = event.worker_lag_ms
         if phase != "drain":
             self.measured_phase = phase
             self.phase_seconds[phase] = self.phase_seconds.get(phase, 0.0) + event.duration
@@ -418,7 +463,14 @@ class RunModel:
         return alerts
 
     def _notice(self, item: NoticeItem) -> list[NoticeItem]:
+        """Keep a notice; a gone target is kept once (the engine's and ours name its pid)."""
+        if item.kind == "target" and "pid" in item.details:
+            if any(n.kind == "target" and n.details == item.details for n in self.notices):
+                return []
+            self.target_gone = True
         self.notices.append(item)
+        if item.kind in MARKED:
+            self.marks.append((item.elapsed, item.kind))
         if item.kind == "pause":
             self.paused = True
         elif item.kind == "resume":
@@ -434,8 +486,10 @@ class RunModel:
         ops = tuple(track.stats(name, phase, seconds) for name, track in self.tracks.items())
         total = self.total.stats("total", phase, seconds) if self.total else None
         throughput = {name: tuple(t.history) for name, t in self.tracks.items()}
+        errors = {name: tuple(t.error_history) for name, t in self.tracks.items()}
         if self.total is not None:
             throughput["total"] = tuple(self.total.history)
+            errors["total"] = tuple(self.total.error_history)
         distributions: dict[str, tuple[tuple[float, float, int], ...]] = {}
         if self.total is not None:
             window = self.total.window.counts
@@ -456,6 +510,8 @@ class RunModel:
             window_seconds=WINDOW_SECONDS,
             times=tuple(self.times),
             throughput=throughput,
+            errors_per_second=errors,
+            marks=tuple(self.marks),
             ops=ops,
             total=total,
             distribution=distributions,
@@ -468,6 +524,7 @@ class RunModel:
             thresholds=self._thresholds(),
             notices=tuple(self.notices),
             lag_ms=self.lag_ms,
+            worker_lag_ms=dict(self.worker_lag_ms),
             inflight=self.inflight,
             report=self.report,
             exit_code=self.exit_code,

@@ -106,6 +106,7 @@ class _Run:
         self.events: list[Event] = []
         self.alive = set(range(script.workers))
         self.target_alive = True
+        self.target_noticed = False
 
     def notice(self, kind: str, message: str, elapsed: float, **details: Any) -> None:
         self.notices.append({"kind": kind, "message": message, "elapsed": elapsed, **details})
@@ -128,6 +129,12 @@ class _Run:
                     recorder.error(OpError(ErrorClass.TIMEOUT, "no answer within 5s"))
                 if index % 4 == 1 and number == len(script.ops) - 1:
                     recorder.error(OpError(ErrorClass.PROTOCOL, "HTTP 503", code="503"))
+                if number == 0:
+                    recorder.count("received", n)
+                    recorder.bytes_in += 512 * n
+                    if index % 5 == 4:
+                        recorder.count("reconnects")
+                        recorder.count("down_us", 250_000)
             else:
                 for _ in range(3):
                     recorder.error(OpError(ErrorClass.REFUSED, "connection refused"))
@@ -151,7 +158,8 @@ class _Run:
                 "cpu": self.script.worker_cpu + 10 * w,
                 "rss": (60 + w) * MiB,
                 "threads": 3,
-                "fds": 40,
+                "fds": 40 + 10 * w,
+                "fd_limit": 1024,
             }
             for w in sorted(self.alive)
         ]
@@ -160,6 +168,9 @@ class _Run:
             if self.target_alive
             else None
         )
+        if not self.target_alive and not self.target_noticed:
+            self.target_noticed = True  # as the controller: the notice, then the sample
+            self.notice("target", "the target process (pid 4000) is gone", elapsed, pid=4000)
         host = {"cpu": 81.0, "cpus": 2, "mem_used": 3 * 1024 * MiB, "mem_total": 8 * 1024 * MiB}
         self.resources.add(
             {"elapsed": elapsed, "phase": phase, "workers": workers, "target": target, "host": host}

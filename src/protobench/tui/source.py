@@ -101,9 +101,43 @@ class LiveSource:
         self._lock = threading.Lock()
         self._done = threading.Event()
         self._thread: threading.Thread | None = None
+        self._emit: Emit | None = None
+        self._early: list[Event] = []
+        self._ended: Callable[[], None] | None = None
+
+    def start(self) -> None:
+        """Start the run now, before the monitor is up: its events wait for :meth:`run`.
+
+        The workers and the target then come up while Textual loads, so the
+        first interval is on screen sooner.
+        """
+        if self._thread is not None:
+            return
+        self.controller.subscribe(self._deliver)
+        self._thread = threading.Thread(target=self._engine, name="protobench-engine", daemon=True)
+        self._thread.start()
+
+    def _deliver(self, event: Event) -> None:
+        with self._lock:
+            if self._emit is None:
+                self._early.append(event)
+                return
+            emit = self._emit
+        emit(event)
+
+    def _engine(self) -> None:
+        try:
+            anyio.run(self._main, backend="asyncio", backend_options={"use_uvloop": True})
+        except BaseException as exc:  # reported to the UI, never lost in a thread
+            self.error = exc
+        finally:
+            self._done.set()
+            with self._lock:
+                ended = self._ended
+            if ended is not None:
+                ended()
 
     async def run(self, emit: Emit) -> None:
-        self.controller.subscribe(emit)
         ui_loop = asyncio.get_running_loop()
         finished: asyncio.Future[None] = ui_loop.create_future()
 
@@ -111,18 +145,19 @@ class LiveSource:
             if not finished.done():
                 finished.set_result(None)
 
-        def main() -> None:
-            try:
-                anyio.run(self._main, backend="asyncio", backend_options={"use_uvloop": True})
-            except BaseException as exc:  # reported to the UI, never lost in a thread
-                self.error = exc
-            finally:
-                self._done.set()
-                with contextlib.suppress(RuntimeError):  # a closed UI loop: nobody waits
-                    ui_loop.call_soon_threadsafe(resolve)
+        def ended() -> None:
+            with contextlib.suppress(RuntimeError):  # a closed UI loop: nobody waits
+                ui_loop.call_soon_threadsafe(resolve)
 
-        self._thread = threading.Thread(target=main, name="protobench-engine", daemon=True)
-        self._thread.start()
+        with self._lock:  # the early events first, in order, then the engine's own
+            for event in self._early:
+                emit(event)
+            self._early = []
+            self._emit = emit
+            self._ended = ended
+        self.start()
+        if self._done.is_set():
+            resolve()
         await finished
         if self.error is not None:
             raise self.error
@@ -273,6 +308,8 @@ class ReplaySource:
         self, snapshot: dict[str, Any], speed: float = 1.0, log_dir: Path | None = None
     ) -> None:
         self.timeline = replay_timeline(snapshot)
+        self.snapshot_id = str(snapshot.get("id") or "") or None
+        """The replayed snapshot's id (``s`` names the report after it)."""
         self.end = self.timeline[-1][0]
         self.speed = speed
         self.position = 0.0

@@ -16,6 +16,10 @@ KEYS = """\
 [b]p[/b]        pause / resume the load (a replay: pause / resume playback)
 [b]+ -[/b]      open model: rate ±10% (recorded in the snapshot); replay: speed ×2 / ÷2
 [b]← →[/b]      replay: seek 10 s back / forward
+[b]↑ ↓[/b]      select an op; [b]enter[/b] focus it: its chart, percentiles and errors
+[b]escape[/b]   every op again (clears the focus and the filter)
+[b]/[/b]        show only the ops whose name contains a text
+[b]\\[ ][/b]      chart timescale: ÷2 / ×2 intervals per point (1 to 16)
 [b]t[/b]        open model: latency corrected for coordinated omission / uncorrected
 [b]b[/b]        pick a baseline snapshot to overlay (throughput and percentiles)
 [b]1 2 3 4[/b]  views: overview, latency, errors and notices, resources

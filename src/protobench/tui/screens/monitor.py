@@ -17,6 +17,7 @@ from textual.widgets import ContentSwitcher, Footer, Static
 
 from protobench.tui import formatting
 from protobench.tui.display import Display
+from protobench.tui.widgets.counter_table import CounterTable
 from protobench.tui.widgets.error_table import ErrorTable
 from protobench.tui.widgets.latency_distribution import LatencyDistribution
 from protobench.tui.widgets.latency_table import LatencyTable
@@ -31,7 +32,23 @@ from protobench.tui.widgets.verdict_banner import VerdictBanner
 MIN_WIDTH = 100
 MIN_HEIGHT = 30
 VIEWS = ("overview", "latency", "errors", "resources", "summary")
-OP_STYLES = ("cyan", "magenta", "yellow", "green", "blue", "red", "bright_cyan", "bright_magenta")
+OP_STYLES = (
+    "#56b4e9",
+    "#e69f00",
+    "#f0e442",
+    "#009e73",
+    "#cc79a7",
+    "#0072b2",
+    "#cab2d6",
+    "#b2df8a",
+    "#b15928",
+    "#8dd3c7",
+    "#bebada",
+    "#a6761d",
+)
+"""One colour per op, no two alike (Okabe-Ito, then Brewer's paired tones); red is the errors'
+line, grey the baseline, white the total. Hex colours: the terminal theme does not remap them."""
+ERROR_STYLE = "bold #ff3030"
 
 
 class Shows(Protocol):
@@ -39,16 +56,27 @@ class Shows(Protocol):
 
 
 def throughput_series(display: Display) -> list[Series]:
-    """Each operation, the baseline's total (grey) and the total (white, drawn last)."""
+    """Errors/s (red), the baseline's total (grey), each op shown and the total (white).
+
+    Errors come first so the ops' lines are drawn over them; with an op
+    focused: its errors/s and that op only.
+    """
     view = display.view
+    if display.focus is not None:
+        errors = view.errors_per_second.get(display.focus, ())
+        ops = [n for n in view.throughput if n != "total"]
+        style = OP_STYLES[ops.index(display.focus) % len(OP_STYLES)] if display.focus in ops else ""
+        focused = view.throughput.get(display.focus, ())
+        return [Series("errors", errors, ERROR_STYLE), Series(display.focus, focused, style)]
+    series = [Series("errors", view.errors_per_second.get("total", ()), ERROR_STYLE)]
+    if display.baseline is not None:
+        series.append(Series("baseline", display.baseline.curve_at(view.times), "grey50"))
     ops = [name for name in view.throughput if name != "total"]
-    series = [
+    series.extend(
         Series(name, view.throughput[name], OP_STYLES[i % len(OP_STYLES)])
         for i, name in enumerate(ops)
-    ]
-    if display.baseline is not None:
-        curve = display.baseline.curve_at(view.times)
-        series.insert(0, Series("baseline", curve, "grey50"))
+        if display.shows(name)
+    )
     if len(ops) > 1 and "total" in view.throughput:
         series.append(Series("total", view.throughput["total"], "bold white"))
     return series
@@ -90,9 +118,14 @@ class MonitorScreen(Screen[None]):
             with Horizontal(id="overview"):
                 with Vertical(classes="main"):
                     yield LineChart(
-                        throughput_series, ops_per_second, self.chart_refresh, id="throughput"
+                        throughput_series,
+                        ops_per_second,
+                        self.chart_refresh,
+                        marked=True,
+                        id="throughput",
                     )
                     yield LatencyTable("window", id="latency-now")
+                    yield CounterTable(id="counters-now")
                     yield ErrorTable(compact=True, id="errors-now")
                 with Vertical(classes="side"):
                     yield ResourceMeters(id="resources-now")
@@ -113,7 +146,7 @@ class MonitorScreen(Screen[None]):
         yield Footer()
 
     def on_mount(self) -> None:
-        self.query_one("#throughput").border_title = "throughput · ops/s"
+        self.query_one("#throughput").border_title = "throughput · ops/s and errors/s"
         self.query_one("#cpu").border_title = "cpu over time · % of one core (host: of all)"
 
     @property

@@ -1,4 +1,4 @@
-"""CPU and memory of each worker process, the target process and the host."""
+"""CPU and memory of each worker, the target and the host; the workers' fds and loop lag."""
 
 from __future__ import annotations
 
@@ -7,11 +7,15 @@ from typing import Any
 from rich.console import RenderableType
 from rich.text import Text
 
+from protobench.engine.bounds import LAG_BOUND_MS
+from protobench.engine.figures import fds_nearest_limit
 from protobench.tui import formatting
 from protobench.tui.display import Display
 from protobench.tui.widgets.panel import Panel
 
 HOT = 90.0
+FDS_HOT = 0.8
+"""A worker past this share of its open-file limit is shown in red."""
 
 
 def meter(percent: float, width: int) -> Text:
@@ -28,11 +32,12 @@ class ResourceMeters(Panel):
 
     def shape(self, display: Display) -> object:
         resources = display.view.resources
+        fds = resources is not None and any("fd_limit" in w for w in resources.workers)
         if resources is None:
             return None
         target = "gone" if resources.target_gone else resources.target is not None
         dead = sum(notice.kind == "worker" for notice in display.view.notices)
-        return len(resources.workers), dead, target
+        return len(resources.workers), dead, target, fds
 
     def render_display(self, display: Display) -> RenderableType:
         view = display.view
@@ -64,7 +69,30 @@ class ResourceMeters(Panel):
         out.append(f" {host_cpu:5.1f}%\n")
         mem_used, mem_total = host.get("mem_used"), host.get("mem_total")
         out.append(f"     mem {formatting.size(mem_used)} / {formatting.size(mem_total)}\n")
-        out.append(f"loop lag {view.lag_ms:.1f}ms · in flight {view.inflight}", "dim")
+        out.append_text(self._generator(display))
+        return out
+
+    def _generator(self, display: Display) -> Text:
+        """The workers' open files against their limit and each one's event-loop lag."""
+        view = display.view
+        resources = view.resources
+        out = Text()
+        nearest = fds_nearest_limit(resources.workers) if resources is not None else None
+        if nearest is not None:
+            fds, limit = nearest
+            share = fds / limit
+            out.append("fds ", "bold")
+            style = "bold red" if share >= FDS_HOT else ""
+            out.append(f"{formatting.count(fds)}/{formatting.count(limit)} ({share:.0%})", style)
+            out.append(" fullest worker\n", "dim")
+        out.append("loop lag ", "bold")
+        lags = list(view.worker_lag_ms.values()) or [view.lag_ms]
+        for number, lag in enumerate(lags):
+            if number:
+                out.append(" ")
+            out.append(f"{lag:.1f}", "bold red" if lag >= LAG_BOUND_MS else "")
+        out.append(" ms", "dim")
+        out.append(f" · in flight {formatting.count(view.inflight)}", "dim")
         return out
 
     def _target(self, target: dict[str, Any] | None, gone: bool, width: int) -> Text:

@@ -5,6 +5,7 @@ from __future__ import annotations
 from rich.console import Group, RenderableType
 from rich.text import Text
 
+from protobench.engine.figures import run_seconds
 from protobench.tui import formatting
 from protobench.tui.display import Display
 from protobench.tui.widgets.panel import Panel
@@ -87,6 +88,8 @@ class RunHeader(Panel):
         line = Text(f"{phase.upper():<9}", PHASE_STYLES.get(phase, "bold"))
         total = (info.warmup + info.duration) if info else 0.0
         elapsed = min(view.elapsed, total) if total else 0.0
+        if view.report is not None:
+            elapsed = min(run_seconds(view.report), total) if total else 0.0
         done = round(BAR_WIDTH * elapsed / total) if total else 0
         line.append("━" * done, PHASE_STYLES.get(phase, "bold"))
         line.append("━" * (BAR_WIDTH - done), "grey30")

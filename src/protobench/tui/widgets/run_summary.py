@@ -11,10 +11,18 @@ from rich.text import Text
 
 from protobench.tui import formatting
 from protobench.tui.display import Display
+from protobench.tui.widgets.latency_table import delta_text
 from protobench.tui.widgets.panel import Panel
 from protobench.tui.widgets.threshold_list import observed
 
-PERCENTILES = (("p50", "p50"), ("p90", "p90"), ("p99", "p99"), ("p999", "p99.9"), ("max", "max"))
+PERCENTILES = (
+    ("p50", "p50"),
+    ("p90", "p90"),
+    ("p95", "p95"),
+    ("p99", "p99"),
+    ("p999", "p99.9"),
+    ("max", "max"),
+)
 
 
 def outcome(report: dict[str, Any], exit_code: int | None) -> Text:
@@ -30,6 +38,19 @@ def outcome(report: dict[str, Any], exit_code: int | None) -> Text:
     if not verdicts.get("checks_passed", True):
         return Text(f"✘ CHECKS FAILED{code}", "bold red")
     return Text(f"✔ COMPLETED{code}", "bold green")
+
+
+def snapshot_line(report: dict[str, Any], source: str) -> Text:
+    """Where the snapshot is; a replay reads one (nothing to save), a live run may fail to."""
+    snapshot = report.get("snapshot")
+    line = Text("snapshot ", "bold")
+    if source == "replay":
+        line.append(f"replayed from {snapshot}" if snapshot else "replayed", "cyan")
+    elif snapshot:
+        line.append(str(snapshot), "bold cyan")
+    else:
+        line.append("not saved", "red")
+    return line
 
 
 class RunSummary(Panel):
@@ -88,10 +109,7 @@ class RunSummary(Panel):
         for notice in view.notices:
             if notice.alert:
                 parts.append(Text(f"{notice.kind}: {notice.message}", "red"))
-        snapshot = report.get("snapshot")
-        line = Text("snapshot ", "bold")
-        line.append(str(snapshot) if snapshot else "not saved", "bold cyan" if snapshot else "red")
-        parts.append(line)
+        parts.append(snapshot_line(report, display.source))
         if report.get("snapshot_error"):
             parts.append(Text(str(report["snapshot_error"]), "bold red"))
         parts.append(Text("s write the JSON report · q quit · 1-4 the run's views", "dim"))
@@ -109,29 +127,46 @@ class RunSummary(Panel):
         for _, header in PERCENTILES:
             table.add_column(header, justify="right", no_wrap=True)
         if baseline is not None:
-            table.add_column("Δops/s", justify="right", no_wrap=True, style="grey62")
-            table.add_column("Δp99", justify="right", no_wrap=True, style="grey62")
+            table.add_column("Δops/s", justify="right", no_wrap=True)
+            table.add_column("Δp99", justify="right", no_wrap=True)
         ops = sustain.get("ops", {})
         rows = [*ops.items(), *([("total", sustain["total"])] if len(ops) > 1 else [])]
         checks = (display.view.report or {}).get("verdicts", {}).get("checks", [])
         failing = {c.get("op") for c in checks if not c["ok"]}
+        live_samples = {op.name: op.samples for op in display.view.ops}
         for name, scope in rows:
             latency = scope.get(key) or scope.get("latency_us", {})
             style = "bold" if name == "total" else ""
             cells = [
                 Text(f"{name} ✘", "bold red") if name in failing else Text(name, style),
-                Text(str(scope.get("ok", 0)), style),
-                Text(str(scope.get("errors", 0)), "red" if scope.get("errors") else style),
+                Text(formatting.count(scope.get("ok", 0)), style),
+                Text(
+                    formatting.count(scope.get("errors", 0)),
+                    "red" if scope.get("errors") else style,
+                ),
                 Text(f"{scope.get('error_rate', 0.0):.2%}", style),
-                Text(formatting.rate(float(scope.get("throughput", 0.0))), style),
+                Text(formatting.per_second(float(scope.get("throughput", 0.0))), style),
                 *(Text(formatting.latency(latency.get(k)), style) for k, _ in PERCENTILES),
             ]
             if baseline is not None:
                 base = baseline.figures(name, corrected=not display.latency_key)
+                samples = live_samples.get(name, {})
                 cells.append(
-                    Text(formatting.delta(scope.get("throughput"), baseline.throughput.get(name)))
+                    delta_text(
+                        scope.get("throughput"),
+                        baseline.throughput.get(name),
+                        baseline.significant(name, "throughput", samples.get("throughput", ())),
+                        higher_is_better=True,
+                    )
                 )
-                cells.append(Text(formatting.delta(latency.get("p99"), base.get("p99"))))
+                cells.append(
+                    delta_text(
+                        latency.get("p99"),
+                        base.get("p99"),
+                        baseline.significant(name, "p99", samples.get("p99", ())),
+                        higher_is_better=False,
+                    )
+                )
             table.add_row(*cells)
         return table
 

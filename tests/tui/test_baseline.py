@@ -1,0 +1,103 @@
+"""Baseline as a first-class feature: --baseline, the picker's columns and filter, the warning."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from textual.widgets import OptionList
+from typer.testing import CliRunner
+
+from protobench.cli import app as cli
+from protobench.snapshots.store import SnapshotStore
+from protobench.tui.app import MonitorApp
+from protobench.tui.baseline import Baseline
+from protobench.tui.screens.baseline_picker import BaselinePicker, date_of, profile_of
+from protobench.tui.script import Script, scripted_run, scripted_snapshot
+from protobench.tui.source import FakeSource
+from tests.tui.helpers import panel_text, settle, wait_for
+
+pytestmark = pytest.mark.anyio
+
+SIZE = (160, 48)
+OTHER = "20231115-090000-mqtt-fanout-beef"
+
+
+def stored(tmp_path: Path) -> SnapshotStore:
+    store = SnapshotStore(tmp_path)
+    same = scripted_snapshot(Script(per_second=300, seed=11))
+    store.write(same["id"], same)
+    other = scripted_snapshot(Script(per_second=300, seed=12))
+    other["id"] = OTHER
+    other["report"]["profile"] = "mqtt-fanout"
+    store.write(OTHER, other)
+    return store
+
+
+def test_an_id_names_its_profile_and_date() -> None:
+    assert profile_of(OTHER) == "mqtt-fanout"
+    assert date_of(OTHER) == "2023-11-15 09:00"
+
+
+def test_a_bad_baseline_is_one_line_before_anything_runs(tmp_path: Path) -> None:
+    runner = CliRunner()
+    for command in (
+        ["run", "http-get", "--baseline", "nope", "--snapshots-dir", str(tmp_path)],
+        ["replay", "latest", "--baseline", "nope", "--snapshots-dir", str(tmp_path)],
+    ):
+        if command[0] == "replay":
+            stored(tmp_path)
+        result = runner.invoke(cli, command)
+        assert result.exit_code == 2, result.output
+        lines = result.output.strip().splitlines()
+        assert len(lines) == 1
+        assert "--baseline" in lines[0]
+        assert "nope" in lines[0]
+
+
+async def test_run_with_a_baseline_shows_it_from_the_start(tmp_path: Path) -> None:
+    store = stored(tmp_path)
+    baseline = Baseline.load(store, "20231114-221320-scripted-0000")
+    fake = FakeSource(scripted_run(Script()).events)
+    app = MonitorApp(fake, store, refresh=0.0, chart_refresh=0.0, baseline=baseline)
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot, app, fake)
+        assert panel_text(app, "#latency-now").count("↳ base") == 3
+        assert not [n for n in app._notifications if n.severity == "warning"]
+
+
+async def test_a_baseline_of_another_profile_is_warned_about(tmp_path: Path) -> None:
+    store = stored(tmp_path)
+    baseline = Baseline.load(store, OTHER)
+    fake = FakeSource(scripted_run(Script()).events)
+    app = MonitorApp(fake, store, refresh=0.0, chart_refresh=0.0, baseline=baseline)
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot, app, fake)
+        warnings = [n.message for n in app._notifications if n.severity == "warning"]
+        assert any("profile mqtt-fanout" in w and "scripted" in w for w in warnings)
+
+
+async def test_the_picker_lists_the_runs_profile_with_its_figures(tmp_path: Path) -> None:
+    store = stored(tmp_path)
+    fake = FakeSource(scripted_run(Script()).events)
+    app = MonitorApp(fake, store, refresh=0.0, chart_refresh=0.0)
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot, app, fake)
+        await pilot.press("b")
+        await wait_for(pilot, lambda: isinstance(app.screen, BaselinePicker))
+        picker = app.screen
+        assert isinstance(picker, BaselinePicker)
+        listing = picker.query_one("#snapshots", OptionList)
+
+        def prompts() -> list[str]:
+            return [str(listing.get_option_at_index(i).prompt) for i in range(listing.option_count)]
+
+        await wait_for(pilot, lambda: "ops/s" in "".join(prompts()))
+        assert len(prompts()) == 1
+        assert "scripted" in prompts()[0]
+        assert "2023-11-14 22:13" in prompts()[0]
+        assert "p99 " in prompts()[0]
+        await pilot.press("a")
+        await pilot.pause()
+        assert len(prompts()) == 2
+        assert "mqtt-fanout" in prompts()[0]
