@@ -88,7 +88,10 @@ CASES = {
         "haystack-http",
         ("--opt", "password=S3CRETpw", "--serve-opt", "password=S3CRETpw"),
     ),
-    "beckn-private-key": Case("beckn-bap", ("--opt", f"private_key={KEY}")),
+    "beckn-private-key": Case(
+        "beckn-bap",
+        ("--opt", f"private_key={KEY}", "--opt", "subscriber_id=bap.test", "--opt", "key_id=k1"),
+    ),
     "bacnet-sc-key-password": Case("bacnet-sc", ("--opt", "key_password=S3CRETscpw")),
 }
 """bacnet-ip takes no secret (no credentials in BACnet/IP), so it has no case."""

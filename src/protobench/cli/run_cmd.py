@@ -248,12 +248,19 @@ def register(app: typer.Typer) -> None:
 
 
 def say_snapshot_error(report: dict[str, Any]) -> None:
-    """One line on stderr when the snapshot is not in the store (where it went, or nowhere)."""
-    error = report.get("snapshot_error")
-    if error:
-        with contextlib.suppress(OSError):  # a closed terminal (SIGHUP) has no stderr
-            sys.stderr.write(f"protobench: {error}\n")
-            sys.stderr.flush()
+    """One line on stderr each when the run could not start (the target's own words)
+    and when the snapshot is not in the store (where it went, or nowhere)."""
+    lines = []
+    if report.get("stop_reason") == "error" and "sustain" not in report.get("phases", {}):
+        start = [n["message"] for n in report.get("notices", []) if n.get("kind") == "target"]
+        if start:
+            lines.append("error: " + " ".join(start[0].split()))
+    if report.get("snapshot_error"):
+        lines.append(str(report["snapshot_error"]))
+    with contextlib.suppress(OSError):  # a closed terminal (SIGHUP) has no stderr
+        for line in lines:
+            sys.stderr.write(f"protobench: {line}\n")
+        sys.stderr.flush()
 
 
 def _print_report(report: dict[str, Any], as_json: bool) -> None:
