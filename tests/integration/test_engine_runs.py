@@ -91,9 +91,10 @@ def test_latency_truth_against_a_20ms_target(cli: Callable[..., CliResult]) -> N
     """The injected 20 ms is what is measured: never less, and the same as a plain client.
 
     On this kind of virtual machine a round trip to a server idle for 20 ms
-    costs 0.1-0.3 ms of wake-ups on top of the delay, so p50 and p99 are
-    checked within 2% and 5% of 20 ms, and p50 within 1% of the reference
-    client measuring the same target.
+    costs 0.1-0.5 ms of wake-ups on top of the delay (20 quiet runs: p50
+    20.08-20.22 ms, p99 20.14-20.53 ms; a plain http.client loop on the same
+    target: p50 20.25, p99 20.73), so p50 and p99 are checked within 1.5% and
+    5% of 20 ms, and p50 within 200 us of the reference client.
     """
     with http_target("--delay", "20ms") as target:
         reference = _reference_p50_us(target.url)
@@ -101,7 +102,7 @@ def test_latency_truth_against_a_20ms_target(cli: Callable[..., CliResult]) -> N
     assert result.returncode == 0, result.stderr
     latency = result.json()["phases"]["sustain"]["total"]["latency_us"]
     assert latency["min"] >= 20_000 - 16, latency  # one histogram bucket at 20 ms
-    assert abs(latency["p50"] - 20_000) <= 400, latency
+    assert abs(latency["p50"] - 20_000) <= 300, latency
     assert abs(latency["p99"] - 20_000) <= 1_000, latency
     assert abs(latency["p50"] - reference) <= 200, (latency, reference)
 
