@@ -15,18 +15,9 @@ from protobench.engine.events import (
     ResourceSample,
     RunStarted,
 )
+from protobench.engine.figures import LATENCY_COLUMNS
 from protobench.engine.thresholds import observed
 from protobench.profiles.units import format_duration
-
-LATENCY_COLUMNS = (
-    ("p50", "p50"),
-    ("p90", "p90"),
-    ("p95", "p95"),
-    ("p99", "p99"),
-    ("p999", "p99.9"),
-    ("max", "max"),
-)
-"""The summary table's latency columns: report key and heading."""
 
 
 def us(value: float | None) -> str:

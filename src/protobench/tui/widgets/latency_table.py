@@ -7,20 +7,14 @@ from rich.console import RenderableType
 from rich.table import Table
 from rich.text import Text
 
+from protobench.engine.figures import LATENCY_COLUMNS
 from protobench.tui import formatting
 from protobench.tui.baseline import Baseline
 from protobench.tui.display import Display
 from protobench.tui.model import OpStats
 from protobench.tui.widgets.panel import Panel
 
-COLUMNS = (
-    ("p50", "p50"),
-    ("p90", "p90"),
-    ("p95", "p95"),
-    ("p99", "p99"),
-    ("p999", "p99.9"),
-    ("max", "max"),
-)
+COLUMNS = LATENCY_COLUMNS
 NARROW = frozenset({"p90", "max"})
 """Columns left out when the table is narrower than :data:`WIDE` (the overview)."""
 WIDE = 90

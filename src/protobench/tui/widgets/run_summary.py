@@ -9,20 +9,14 @@ from rich.console import Group, RenderableType
 from rich.table import Table
 from rich.text import Text
 
+from protobench.engine.figures import LATENCY_COLUMNS
 from protobench.tui import formatting
 from protobench.tui.display import Display
 from protobench.tui.widgets.latency_table import delta_text
 from protobench.tui.widgets.panel import Panel
 from protobench.tui.widgets.threshold_list import observed
 
-PERCENTILES = (
-    ("p50", "p50"),
-    ("p90", "p90"),
-    ("p95", "p95"),
-    ("p99", "p99"),
-    ("p999", "p99.9"),
-    ("max", "max"),
-)
+PERCENTILES = LATENCY_COLUMNS
 
 
 def outcome(report: dict[str, Any], exit_code: int | None) -> Text:
