@@ -208,14 +208,17 @@ def test_completion_of_snapshot_refs(tmp_path: Path) -> None:
     assert complete(other, tmp_path) == ["latest~1", "latest~2"]
 
 
-def test_show_completion_prints_a_script() -> None:
+def test_show_completion_prints_a_script(tmp_path: Path) -> None:
+    clean = {"PATH": os.environ.get("PATH", ""), "HOME": str(tmp_path), "LANG": "C.UTF-8"}
     done = subprocess.run(
         [sys.executable, "-m", "protobench", "--show-completion", "bash"],
         capture_output=True,
         text=True,
         timeout=60,
-        check=True,
+        check=False,
+        env=clean,  # what earlier tests left in this process's environment stays out
     )
+    assert done.returncode == 0, done.stderr
     assert "_PROTOBENCH_COMPLETE=complete_bash" in done.stdout
 
 
