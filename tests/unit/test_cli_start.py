@@ -209,7 +209,14 @@ def test_completion_of_snapshot_refs(tmp_path: Path) -> None:
 
 
 def test_show_completion_prints_a_script(tmp_path: Path) -> None:
-    clean = {"PATH": os.environ.get("PATH", ""), "HOME": str(tmp_path), "LANG": "C.UTF-8"}
+    # The shell is named, not detected from the parent process (under make, `sh`, which
+    # Typer refuses): its own switch for that makes --show-completion take the shell.
+    clean = {
+        "PATH": os.environ.get("PATH", ""),
+        "HOME": str(tmp_path),
+        "LANG": "C.UTF-8",
+        "_TYPER_COMPLETE_TEST_DISABLE_SHELL_DETECTION": "1",
+    }
     done = subprocess.run(
         [sys.executable, "-m", "protobench", "--show-completion", "bash"],
         capture_output=True,

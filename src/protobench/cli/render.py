@@ -15,8 +15,7 @@ from protobench.engine.events import (
     ResourceSample,
     RunStarted,
 )
-from protobench.engine.figures import LATENCY_COLUMNS
-from protobench.engine.thresholds import observed
+from protobench.engine.thresholds import LATENCY_COLUMNS, observed
 from protobench.profiles.units import format_duration
 
 

@@ -24,17 +24,6 @@ class ErrorShare:
     codes: tuple[tuple[str, int], ...]
 
 
-LATENCY_COLUMNS = (
-    ("p50", "p50"),
-    ("p90", "p90"),
-    ("p95", "p95"),
-    ("p99", "p99"),
-    ("p999", "p99.9"),
-    ("max", "max"),
-)
-"""The latency columns every table shows: report key and heading."""
-
-
 def error_shares(
     errors_by_class: Mapping[str, int], error_codes: Mapping[str, int]
 ) -> list[ErrorShare]:

@@ -33,6 +33,15 @@ _COMPARATORS: dict[str, Callable[[float, float], bool]] = {
     "==": operator.eq,
 }
 LATENCY_METRICS = ("p50", "p90", "p95", "p99", "p999", "max", "mean")
+LATENCY_COLUMNS = (
+    ("p50", "p50"),
+    ("p90", "p90"),
+    ("p95", "p95"),
+    ("p99", "p99"),
+    ("p999", "p99.9"),
+    ("max", "max"),
+)
+"""The latency columns every table shows (summary, monitor): report key and heading."""
 FRACTION_METRICS = ("error_rate", "late", "down")
 COUNT_METRICS = ("errors", "ok")
 

@@ -7,7 +7,7 @@ from rich.console import RenderableType
 from rich.table import Table
 from rich.text import Text
 
-from protobench.engine.figures import LATENCY_COLUMNS
+from protobench.engine.thresholds import LATENCY_COLUMNS
 from protobench.tui import formatting
 from protobench.tui.baseline import Baseline
 from protobench.tui.display import Display

@@ -9,7 +9,7 @@ from rich.console import Group, RenderableType
 from rich.table import Table
 from rich.text import Text
 
-from protobench.engine.figures import LATENCY_COLUMNS
+from protobench.engine.thresholds import LATENCY_COLUMNS
 from protobench.tui import formatting
 from protobench.tui.display import Display
 from protobench.tui.widgets.latency_table import delta_text
