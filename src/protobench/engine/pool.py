@@ -91,6 +91,21 @@ class WorkerHandle:
             return
 
 
+def worker_summary(handle: Any, exit_code: int | None) -> dict[str, Any]:
+    """One worker's entry in the report's ``workers`` (a local or a remote handle)."""
+    hello = handle.hello or {}
+    return {
+        "worker": handle.index,
+        "pid": handle.pid,
+        "exit_code": exit_code,
+        "completed": handle.said_bye,
+        "error": handle.error,
+        "sessions_opened": hello.get("opened", 0),
+        "sessions_failed": hello.get("failed", 0),
+        "log": str(handle.log_path),
+    }
+
+
 class WorkerPool:
     """Start, talk to and stop the worker processes of one run."""
 
@@ -275,16 +290,4 @@ class WorkerPool:
             handle.kill(reason)
 
     def summary(self) -> list[dict[str, Any]]:
-        return [
-            {
-                "worker": h.index,
-                "pid": h.pid,
-                "exit_code": h.process.returncode,
-                "completed": h.said_bye,
-                "error": h.error,
-                "sessions_opened": (h.hello or {}).get("opened", 0),
-                "sessions_failed": (h.hello or {}).get("failed", 0),
-                "log": str(h.log_path),
-            }
-            for h in self.handles
-        ]
+        return [worker_summary(h, h.process.returncode) for h in self.handles]

@@ -28,6 +28,7 @@ from protobench.engine.distributed.agent import AGENT
 from protobench.engine.distributed.cluster import Node, RayBackend, clock_warnings
 from protobench.engine.frames import FrameDecoder, FrameError
 from protobench.engine.plan import WorkerSlice
+from protobench.engine.pool import worker_summary
 
 SHUTDOWN_GRACE = 10.0
 
@@ -233,20 +234,7 @@ class RayPool:
                     await ref
 
     def summary(self) -> list[dict[str, Any]]:
-        return [
-            {
-                "worker": h.index,
-                "pid": h.pid,
-                "node": h.node.node_id,
-                "exit_code": h.exit_code,
-                "completed": h.said_bye,
-                "error": h.error,
-                "sessions_opened": (h.hello or {}).get("opened", 0),
-                "sessions_failed": (h.hello or {}).get("failed", 0),
-                "log": str(h.log_path),
-            }
-            for h in self.handles
-        ]
+        return [{**worker_summary(h, h.exit_code), "node": h.node.node_id} for h in self.handles]
 
     def nodes(self) -> list[dict[str, Any]]:
         """The nodes of the run for the report: identity, versions, clock, workers, resources."""

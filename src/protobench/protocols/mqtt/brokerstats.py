@@ -14,8 +14,7 @@ from __future__ import annotations
 from typing import Final
 
 from protobench.engine.metrics import OpRecorder
-from protobench.protocols.base import OpError
-from protobench.protocols.mqtt.client import MqttConnection
+from protobench.protocols.mqtt.client import MqttConnection, subscribe_or_close
 
 DROPPED_TOPIC: Final = "$SYS/broker/publish/messages/dropped"
 
@@ -46,12 +45,4 @@ class DropWatch:
 async def watch_drops(conn: MqttConnection, within: float) -> DropWatch | None:
     """Subscribe ``conn`` to the broker's dropped total; None (connection closed) if refused."""
     watch = DropWatch(conn)  # before subscribing: the retained value may share SUBACK's read
-    try:
-        suback = await conn.subscribe([(DROPPED_TOPIC, 0)], within=within)
-    except OpError:
-        conn.disconnect()
-        return None
-    if any(code >= 0x80 for code in suback.reasons):
-        conn.disconnect()
-        return None
-    return watch
+    return watch if await subscribe_or_close(conn, [(DROPPED_TOPIC, 0)], within) else None

@@ -565,3 +565,18 @@ async def open_connection(
         conn.abort(error)
         raise error
     return conn
+
+
+async def subscribe_or_close(
+    conn: MqttConnection, topics: list[tuple[str, int]], within: float
+) -> bool:
+    """Subscribe ``conn`` to ``topics``; on a failure or a refused filter, close it (False)."""
+    try:
+        suback = await conn.subscribe(topics, within=within)
+    except OpError:
+        conn.disconnect()
+        return False
+    if any(code >= 0x80 for code in suback.reasons):
+        conn.disconnect()
+        return False
+    return True

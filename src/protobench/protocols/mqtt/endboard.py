@@ -21,7 +21,7 @@ from collections.abc import Awaitable, Callable
 from typing import ClassVar, Final
 
 from protobench.protocols.base import OpError
-from protobench.protocols.mqtt.client import MqttConnection
+from protobench.protocols.mqtt.client import MqttConnection, subscribe_or_close
 from protobench.protocols.mqtt.codec import Publish, encode
 from protobench.protocols.mqtt.payload import END, HEADER, HEADER_SIZE, MAGIC
 
@@ -109,13 +109,7 @@ class EndBoard:
             conn = await opener()
         except OpError:
             return None
-        try:
-            suback = await conn.subscribe([(END_FILTER, 1)], within=within)
-        except OpError:
-            conn.disconnect()
-            return None
-        if any(code >= 0x80 for code in suback.reasons):
-            conn.disconnect()
+        if not await subscribe_or_close(conn, [(END_FILTER, 1)], within):
             return None
         return EndBoard(conn)
 
