@@ -193,3 +193,27 @@ def test_coarsening_keeps_workers_of_different_nodes_with_the_same_pid_apart() -
 
     merged = merge_samples(sample(10.0, 90.0), sample(30.0, 70.0), 1, 1)
     assert [(w["node"], w["cpu"]) for w in merged["workers"]] == [("a", 20.0), ("b", 80.0)]
+
+
+def test_each_node_s_resources_are_running_figures_of_its_agent_s_frames() -> None:
+    node, quiet = _node("busy-node"), _node("quiet-node")
+    pool = _pool("127.0.0.1", node, quiet)
+    one = {"pid": 1, "cpu": 40.0, "rss": 100, "threads": 1}
+    two = {"pid": 2, "cpu": 30.0, "rss": 50, "threads": 1}
+    anyio.run(_feed, pool, node, _resources(one, two))
+    anyio.run(_feed, pool, node, _resources({**one, "cpu": 10.0, "rss": 300}))
+    busy, idle = (n["resources"] for n in pool.nodes())
+    assert busy == {
+        "samples": 2,
+        "workers_cpu_mean": 40.0,
+        "workers_cpu_peak": 70.0,
+        "workers_rss_peak": 300,
+        "host_cpu_mean": 50.0,
+    }
+    assert idle == {
+        "samples": 0,
+        "workers_cpu_mean": None,
+        "workers_cpu_peak": None,
+        "workers_rss_peak": None,
+        "host_cpu_mean": None,
+    }

@@ -83,21 +83,21 @@ class ResourceFigures:
         for worker in workers:
             self.worker_cpu_sum += Fraction(worker["cpu"])
             self.worker_cpu_count += 1
-            self.worker_cpu_peak = _peak(self.worker_cpu_peak, worker["cpu"])
-        self.worker_rss_peak = _peak(self.worker_rss_peak, sum(w["rss"] for w in workers))
+            self.worker_cpu_peak = peak(self.worker_cpu_peak, worker["cpu"])
+        self.worker_rss_peak = peak(self.worker_rss_peak, sum(w["rss"] for w in workers))
         target = sample.get("target")
         if target:
             self.target_pid = target["pid"]
             self.target_samples += 1
             self.target_cpu_sum += Fraction(target["cpu"])
-            self.target_cpu_peak = _peak(self.target_cpu_peak, target["cpu"])
-            self.target_rss_peak = _peak(self.target_rss_peak, target["rss"])
-            self.target_fds_peak = _peak(self.target_fds_peak, target.get("fds", 0))
-            self.target_threads_peak = _peak(self.target_threads_peak, target.get("threads", 0))
+            self.target_cpu_peak = peak(self.target_cpu_peak, target["cpu"])
+            self.target_rss_peak = peak(self.target_rss_peak, target["rss"])
+            self.target_fds_peak = peak(self.target_fds_peak, target.get("fds", 0))
+            self.target_threads_peak = peak(self.target_threads_peak, target.get("threads", 0))
         host = sample["host"]
-        self.host_cpu_peak = _peak(self.host_cpu_peak, host["cpu"])
+        self.host_cpu_peak = peak(self.host_cpu_peak, host["cpu"])
         self.host_cpus = host["cpus"]
-        self.host_mem_used_peak = _peak(self.host_mem_used_peak, host["mem_used"])
+        self.host_mem_used_peak = peak(self.host_mem_used_peak, host["mem_used"])
 
     @property
     def worker_cpu_mean(self) -> float | None:
@@ -125,7 +125,8 @@ class ResourceFigures:
         return round(float(self.target_cpu_sum / self.target_samples), 1)
 
 
-def _peak[T: (int, float)](current: T | None, value: T) -> T:
+def peak[T: (int, float)](current: T | None, value: T) -> T:
+    """The larger of a running peak (``None``: no value yet) and ``value``."""
     return value if current is None or value > current else current
 
 

@@ -33,6 +33,7 @@ from anyio.abc import TaskGroup
 
 from protobench.engine.distributed.agent import AGENT
 from protobench.engine.distributed.cluster import Node, RayBackend, clock_warnings
+from protobench.engine.distributed.node_resources import NodeResources
 from protobench.engine.frames import FrameDecoder, FrameError
 from protobench.engine.plan import WorkerSlice
 from protobench.engine.pool import worker_summary
@@ -98,7 +99,7 @@ class RayPool:
                 path = log_dir / f"worker-{spec.worker}.log"
                 self.handles.append(RayHandle(spec.worker, node, path))
         self.by_index = {h.index: h for h in self.handles}
-        self.resources: dict[str, list[dict[str, Any]]] = {n.node_id: [] for n in self.nodes_used}
+        self.resources = {n.node_id: NodeResources() for n in self.nodes_used}
         self.latest: dict[str, tuple[float, list[dict[str, Any]]]] = {}
         """Each node's newest worker samples and when they came (monotonic)."""
         self.here = backend.ray.util.get_node_ip_address()
@@ -221,7 +222,7 @@ class RayPool:
     async def _agent_frames(self, node: Node, data: bytes) -> None:
         for kind, payload in FrameDecoder().feed(data):
             if kind == "RESOURCES":
-                self.resources[node.node_id].append(payload)
+                self.resources[node.node_id].add(payload)
                 self.latest[node.node_id] = (time.monotonic(), payload["workers"])
             elif kind == "EXIT":
                 handle = self.by_index[payload["worker"]]
@@ -263,26 +264,14 @@ class RayPool:
 
     def nodes(self) -> list[dict[str, Any]]:
         """The nodes of the run for the report: identity, versions, clock, workers, resources."""
-        out = []
-        for node in self.nodes_used:
-            samples = self.resources[node.node_id]
-            cpu = [sum(w["cpu"] for w in s["workers"]) for s in samples]
-            rss = [sum(w["rss"] for w in s["workers"]) for s in samples]
-            host = [s["host"]["cpu"] for s in samples]
-            out.append(
-                {
-                    **node.describe(),
-                    "lost": self.lost.get(node.node_id),
-                    "resources": {
-                        "samples": len(samples),
-                        "workers_cpu_mean": round(sum(cpu) / len(cpu), 1) if cpu else None,
-                        "workers_cpu_peak": max(cpu, default=None),
-                        "workers_rss_peak": max(rss, default=None),
-                        "host_cpu_mean": round(sum(host) / len(host), 1) if host else None,
-                    },
-                }
-            )
-        return out
+        return [
+            {
+                **node.describe(),
+                "lost": self.lost.get(node.node_id),
+                "resources": self.resources[node.node_id].summary(),
+            }
+            for node in self.nodes_used
+        ]
 
 
 class RayPoolFactory:
