@@ -11,6 +11,7 @@ import importlib.util
 import ipaddress
 import json
 import os
+import signal
 import subprocess
 import sys
 import tempfile
@@ -221,6 +222,109 @@ def test_stop_reaches_the_workers_of_every_node(backend: RayBackend, tmp_path: P
     assert [(w["completed"], w["error"]) for w in report["workers"]] == [(True, None)] * 2
     assert report["phases"]["sustain"]["total"]["ok"] > 0
     assert report["phases"]["sustain"]["duration_s"] < 60
+
+
+def test_every_worker_is_sampled_by_the_agent_of_its_node(
+    backend: RayBackend, tmp_path: Path
+) -> None:
+    """The controller's resource samples, which the generator-bound verdict reads, hold
+    every worker of every node as its agent sampled it."""
+    with http_target() as target:
+        plan = _plan(target.url, warmup=0.0, duration=3.0)
+        controller = Controller(
+            plan, SnapshotStore(tmp_path / "s"), pool_factory=RayPoolFactory(backend)
+        )
+        report = _run(controller)
+    assert report["stop_reason"] == "completed", report["notices"]
+    workers = {(w["node"], w["pid"]) for w in report["workers"]}
+    assert {node for node, _ in workers} == {n["id"] for n in report["nodes"]}
+    sustain = [s for s in controller.resources.series if s["phase"] == "sustain"]
+    assert len(sustain) >= 2
+    for sample in sustain:
+        assert {(w["node"], w["pid"]) for w in sample["workers"]} == workers
+        assert not any(w.get("off_host") for w in sample["workers"])  # all on this machine
+    figures = controller.resources.phase("sustain")
+    assert figures.busy.total == len(sustain)
+    assert report["resources"]["generator"]["worker_cpu_peak"] > 0
+
+
+def test_pause_resume_and_rate_reach_the_workers_of_every_node(
+    backend: RayBackend, tmp_path: Path
+) -> None:
+    """The controller's commands over Ray: nothing done while paused, then a fifth of the rate."""
+    ok: list[int] = []
+    controllers: list[Controller] = []
+
+    def drive(event: Event) -> None:
+        if not isinstance(event, IntervalUpdate):
+            return
+        ok.append(event.total["ok"])
+        commands = {2: controllers[0].pause, 5: controllers[0].resume}
+        commands[7] = lambda: controllers[0].set_rate_factor(0.2)
+        if len(ok) in commands:
+            commands[len(ok)]()
+
+    with http_target() as target:
+        plan = _plan(target.url, warmup=0.0, duration=11.0, rate=100.0)
+        controllers.append(
+            Controller(
+                plan,
+                SnapshotStore(tmp_path / "s"),
+                subscribers=[drive],
+                pool_factory=RayPoolFactory(backend),
+            )
+        )
+        report = _run(controllers[0])
+    assert report["stop_reason"] == "completed", report["notices"]
+    assert [n["kind"] for n in report["notices"]] == ["pause", "resume", "rate"]
+    assert len(ok) >= 10, ok
+    # Paused after interval 1's report, resumed after interval 4's: a whole interval is empty.
+    assert min(ok[2:5]) == 0, ok
+    assert ok[5] + ok[6] > 0, ok
+    before, after = sum(ok[:2]) / 2, sum(ok[8:]) / len(ok[8:])
+    assert 0 < after < before / 2, ok
+
+
+def test_a_killed_worker_is_gone_and_the_other_node_goes_on(
+    backend: RayBackend, tmp_path: Path
+) -> None:
+    controllers: list[Controller] = []
+    killed: list[int] = []
+    after: list[int] = []
+
+    def kill_one(event: Event) -> None:
+        if not isinstance(event, IntervalUpdate):
+            return
+        if killed:
+            after.append(event.total["ok"])
+        elif event.index >= 1:
+            pool = controllers[0].pool
+            assert pool is not None
+            pid = pool.handles[0].pid
+            assert pid is not None
+            os.kill(pid, signal.SIGKILL)
+            killed.append(pid)
+
+    with http_target() as target:
+        plan = _plan(target.url, warmup=0.0, duration=5.0)
+        controllers.append(
+            Controller(
+                plan,
+                SnapshotStore(tmp_path / "s"),
+                subscribers=[kill_one],
+                pool_factory=RayPoolFactory(backend),
+            )
+        )
+        report = _run(controllers[0])
+    assert report["stop_reason"] == "worker-failed"
+    first, second = report["workers"]
+    assert (first["pid"], first["exit_code"], first["completed"]) == (killed[0], -9, False)
+    assert first["error"] == "exited with code -9"
+    assert (second["completed"], second["error"]) == (True, None)
+    assert not any(n["lost"] for n in report["nodes"])
+    assert [n["worker"] for n in report["notices"] if n["kind"] == "worker"] == [0]
+    assert sum(after[1:]) > 0, after  # the other node's worker went on
+    assert exit_code_for(report) == 3
 
 
 def test_a_removed_node_makes_the_run_partial(backend: RayBackend, tmp_path: Path) -> None:

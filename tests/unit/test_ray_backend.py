@@ -1,4 +1,5 @@
-"""The Ray backend without a cluster: spec parsing, slices per node, refusals, a missing extra."""
+"""The Ray backend without a cluster: spec parsing, slices per node, refusals, a missing extra,
+the agents' resource frames feeding the controller's resource log."""
 
 from __future__ import annotations
 
@@ -10,8 +11,10 @@ from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
 
+import anyio
 import pytest
 
+from protobench.engine.bounds import Tally
 from protobench.engine.distributed.cluster import (
     MISSING,
     Node,
@@ -22,8 +25,12 @@ from protobench.engine.distributed.cluster import (
     clock_warnings,
     parse_spec,
 )
-from protobench.engine.distributed.pool import assign
+from protobench.engine.distributed.pool import STALE_INTERVALS, RayPool, assign
+from protobench.engine.frames import encode_frame
 from protobench.engine.plan import Overrides, resolve, worker_slices
+from protobench.engine.resource_log import ResourceLog, merge_samples
+from protobench.engine.resources import Sampler
+from protobench.engine.verdicts import cpu_verdicts
 from protobench.profiles import loader
 
 
@@ -106,3 +113,107 @@ def test_a_missing_extra_is_one_line_and_exit_2(tmp_path: Path) -> None:
     assert done.returncode == 2
     assert done.stdout == ""
     assert done.stderr == f"protobench: error: {MISSING}\n"
+
+
+def _pool(here: str, *nodes: Node) -> RayPool:
+    plan = resolve(
+        loader.load("http-get"), Overrides(target="http://127.0.0.1:1/", processes=len(nodes))
+    )
+    backend = SimpleNamespace(
+        nodes=list(nodes),
+        ray=SimpleNamespace(util=SimpleNamespace(get_node_ip_address=lambda: here)),
+    )
+    return RayPool(backend, worker_slices(plan), Path("unused"))  # type: ignore[arg-type]
+
+
+def _resources(*workers: dict[str, Any]) -> bytes:
+    host = {"cpu": 50.0, "cpus": 2, "mem_used": 1, "mem_total": 2}
+    return encode_frame("RESOURCES", {"workers": list(workers), "host": host})
+
+
+async def _feed(pool: RayPool, node: Node, data: bytes) -> None:
+    await pool._agent_frames(node, data)
+
+
+def _closed_sustain() -> dict[str, Any]:
+    return {"model": {"type": "closed"}, "phases": {"sustain": {"total": {"ok": 100}}}}
+
+
+def test_agent_resource_frames_make_a_remote_busy_worker_generator_bound() -> None:
+    """A worker sampled by its node's agent counts in the controller's samples and verdict."""
+    head, other = _node("head-node", cpus=1), _node("other-node", cpus=1, address="127.0.0.2")
+    pool = _pool("127.0.0.1", head, other)
+    busy = {"pid": 7, "cpu": 98.0, "rss": 2000, "threads": 3}
+    idle = {"pid": 7, "cpu": 20.0, "rss": 1000, "threads": 3}  # the same pid, another node
+    anyio.run(_feed, pool, head, _resources(idle))
+    anyio.run(_feed, pool, other, _resources(busy))
+    assert pool.pids() == []
+    sampler = Sampler(pool.pids(), None, pool.worker_samples)
+    log = ResourceLog()
+    for elapsed in (1.0, 2.0, 3.0):
+        workers, target, host = sampler.sample()
+        log.add(
+            {"elapsed": elapsed, "phase": "sustain", "workers": workers, "target": target}
+            | {"host": host}
+        )
+    assert workers == [
+        {**idle, "node": "head-node"},
+        {**busy, "node": "other-node", "off_host": True},
+    ]
+    figures = log.phase("sustain")
+    assert (figures.busy.over, figures.busy.total) == (3, 3)
+    assert figures.worker_cpu_peak == 98.0
+    assert figures.worker_rss_peak == 3000
+    # Only the head's worker is this host's CPU: the other node's is not in its shares.
+    assert figures.host_shares()["workers_share_mean"] == round(20.0 / host["cpus"], 1)
+    verdict = cpu_verdicts(_closed_sustain(), figures.busy, Tally(), figures.host_busy)
+    assert verdict["generator_bound"] is True
+    assert "a worker process used >= 90% of a core in 100%" in verdict["reason"]
+
+
+def test_late_or_lost_nodes_add_no_worker_samples() -> None:
+    late, lost, fresh = _node("late"), _node("lost"), _node("fresh")
+    pool = _pool("127.0.0.1", late, lost, fresh)
+    for node in (late, lost, fresh):
+        anyio.run(_feed, pool, node, _resources({"pid": 1, "cpu": 1.0, "rss": 1, "threads": 1}))
+    came, workers = pool.latest["late"]
+    pool.latest["late"] = (came - STALE_INTERVALS * pool.interval - 1.0, workers)
+    pool.lost["lost"] = "node lost (test)"
+    assert [w["node"] for w in pool.worker_samples()] == ["fresh"]
+
+
+def test_coarsening_keeps_workers_of_different_nodes_with_the_same_pid_apart() -> None:
+    def sample(cpu_a: float, cpu_b: float) -> dict[str, Any]:
+        workers = [
+            {"pid": 9, "cpu": cpu_a, "rss": 10, "threads": 1, "node": "a"},
+            {"pid": 9, "cpu": cpu_b, "rss": 20, "threads": 1, "node": "b", "off_host": True},
+        ]
+        host = {"cpu": 10.0, "cpus": 2, "mem_used": 1, "mem_total": 2}
+        return {"elapsed": 1.0, "phase": "sustain", "workers": workers, "host": host}
+
+    merged = merge_samples(sample(10.0, 90.0), sample(30.0, 70.0), 1, 1)
+    assert [(w["node"], w["cpu"]) for w in merged["workers"]] == [("a", 20.0), ("b", 80.0)]
+
+
+def test_each_node_s_resources_are_running_figures_of_its_agent_s_frames() -> None:
+    node, quiet = _node("busy-node"), _node("quiet-node")
+    pool = _pool("127.0.0.1", node, quiet)
+    one = {"pid": 1, "cpu": 40.0, "rss": 100, "threads": 1}
+    two = {"pid": 2, "cpu": 30.0, "rss": 50, "threads": 1}
+    anyio.run(_feed, pool, node, _resources(one, two))
+    anyio.run(_feed, pool, node, _resources({**one, "cpu": 10.0, "rss": 300}))
+    busy, idle = (n["resources"] for n in pool.nodes())
+    assert busy == {
+        "samples": 2,
+        "workers_cpu_mean": 40.0,
+        "workers_cpu_peak": 70.0,
+        "workers_rss_peak": 300,
+        "host_cpu_mean": 50.0,
+    }
+    assert idle == {
+        "samples": 0,
+        "workers_cpu_mean": None,
+        "workers_cpu_peak": None,
+        "workers_rss_peak": None,
+        "host_cpu_mean": None,
+    }

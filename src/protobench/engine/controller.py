@@ -328,7 +328,7 @@ class Controller:
                 log_dir=str(self.log_dir),
             )
         )
-        sampler = Sampler(pool.pids(), target_pid)
+        sampler = Sampler(pool.pids(), target_pid, getattr(pool, "worker_samples", None))
         deadline = self.start_at + plan.warmup + plan.duration + plan.drain + BYE_GRACE
         async with anyio.create_task_group() as group:
             group.start_soon(self._sample_resources, sampler)

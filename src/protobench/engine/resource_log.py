@@ -14,7 +14,12 @@ oldest adjacent pair of the finest samples becomes one sample covering both
 (``span`` counts the samples it stands for): CPU figures become their
 span-weighted mean, which is the CPU used over the combined stretch, and RSS,
 threads, fds and host memory their peak. Like a sample, a merged one lists
-the processes alive at its end (matched by pid with the earlier one).
+the processes alive at its end (matched by node and pid with the earlier one).
+
+A worker of a Ray pool carries its ``node``; one on another machine is also
+``off_host``. Every worker counts for the generator-bound tally and the worker
+figures; only those of this host count in its CPU shares (another machine's
+CPU is not part of this host's).
 """
 
 from __future__ import annotations
@@ -68,8 +73,9 @@ class ResourceFigures:
         workers = sample["workers"]
         self.samples += 1
         self.busy.add(busy(workers))
-        self.host_busy.add(host_saturated(sample))
-        total, ours, target_share, others = cpu_shares(sample)
+        here = on_this_host(sample)
+        self.host_busy.add(host_saturated(here))
+        total, ours, target_share, others = cpu_shares(here)
         self.host_cpu_sum += Fraction(total)
         self.workers_share_sum += Fraction(ours)
         self.target_share_sum += Fraction(target_share)
@@ -77,21 +83,21 @@ class ResourceFigures:
         for worker in workers:
             self.worker_cpu_sum += Fraction(worker["cpu"])
             self.worker_cpu_count += 1
-            self.worker_cpu_peak = _peak(self.worker_cpu_peak, worker["cpu"])
-        self.worker_rss_peak = _peak(self.worker_rss_peak, sum(w["rss"] for w in workers))
+            self.worker_cpu_peak = peak(self.worker_cpu_peak, worker["cpu"])
+        self.worker_rss_peak = peak(self.worker_rss_peak, sum(w["rss"] for w in workers))
         target = sample.get("target")
         if target:
             self.target_pid = target["pid"]
             self.target_samples += 1
             self.target_cpu_sum += Fraction(target["cpu"])
-            self.target_cpu_peak = _peak(self.target_cpu_peak, target["cpu"])
-            self.target_rss_peak = _peak(self.target_rss_peak, target["rss"])
-            self.target_fds_peak = _peak(self.target_fds_peak, target.get("fds", 0))
-            self.target_threads_peak = _peak(self.target_threads_peak, target.get("threads", 0))
+            self.target_cpu_peak = peak(self.target_cpu_peak, target["cpu"])
+            self.target_rss_peak = peak(self.target_rss_peak, target["rss"])
+            self.target_fds_peak = peak(self.target_fds_peak, target.get("fds", 0))
+            self.target_threads_peak = peak(self.target_threads_peak, target.get("threads", 0))
         host = sample["host"]
-        self.host_cpu_peak = _peak(self.host_cpu_peak, host["cpu"])
+        self.host_cpu_peak = peak(self.host_cpu_peak, host["cpu"])
         self.host_cpus = host["cpus"]
-        self.host_mem_used_peak = _peak(self.host_mem_used_peak, host["mem_used"])
+        self.host_mem_used_peak = peak(self.host_mem_used_peak, host["mem_used"])
 
     @property
     def worker_cpu_mean(self) -> float | None:
@@ -119,7 +125,8 @@ class ResourceFigures:
         return round(float(self.target_cpu_sum / self.target_samples), 1)
 
 
-def _peak[T: (int, float)](current: T | None, value: T) -> T:
+def peak[T: (int, float)](current: T | None, value: T) -> T:
+    """The larger of a running peak (``None``: no value yet) and ``value``."""
     return value if current is None or value > current else current
 
 
@@ -156,11 +163,25 @@ class ResourceLog:
         return self.figures.get(phase) or self.whole
 
 
+def on_this_host(sample: Sample) -> Sample:
+    """``sample`` without the workers that run on another machine (``off_host``)."""
+    workers = sample["workers"]
+    if not any(w.get("off_host") for w in workers):
+        return sample
+    return {**sample, "workers": [w for w in workers if not w.get("off_host")]}
+
+
+def _process_key(process: Sample) -> tuple[str | None, int]:
+    return process.get("node"), process["pid"]
+
+
 def merge_samples(first: Sample, second: Sample, first_span: int, second_span: int) -> Sample:
     """One sample standing for two adjacent ones covering ``first_span`` + ``second_span``."""
-    earlier = {w["pid"]: w for w in first["workers"]}
+    earlier = {_process_key(w): w for w in first["workers"]}
     workers = [
-        _merge_process(earlier[w["pid"]], w, first_span, second_span) if w["pid"] in earlier else w
+        _merge_process(earlier[key], w, first_span, second_span)
+        if (key := _process_key(w)) in earlier
+        else w
         for w in second["workers"]
     ]
     target = second.get("target")

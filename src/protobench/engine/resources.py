@@ -4,12 +4,15 @@ The target process is the embedded target's serving process, the ``--target-pid`
 given, or the process listening on the target's port when the target is on this
 machine (:func:`find_listener`). Every figure is the process's own: a broker's
 memory per connection comes from the broker's RSS, never from the generator's.
+Workers on other machines (a Ray pool) are sampled where they run: their
+figures join this machine's through the sampler's ``remote`` source.
 """
 
 from __future__ import annotations
 
 import contextlib
 import socket
+from collections.abc import Callable
 from typing import Any
 from urllib.parse import urlsplit
 
@@ -47,16 +50,29 @@ def sample_process(process: psutil.Process) -> dict[str, Any] | None:
         return None
 
 
-class Sampler:
-    """Samples a fixed set of worker processes, an optional target and the host."""
+RemoteWorkers = Callable[[], list[dict[str, Any]]]
+"""The latest samples of the workers sampled elsewhere (by a Ray pool's agents)."""
 
-    def __init__(self, worker_pids: list[int], target_pid: int | None) -> None:
+
+class Sampler:
+    """Samples a fixed set of worker processes, an optional target and the host.
+
+    ``remote`` adds the workers this sampler cannot see (each sampled by the
+    agent of its node) to the workers of every sample.
+    """
+
+    def __init__(
+        self, worker_pids: list[int], target_pid: int | None, remote: RemoteWorkers | None = None
+    ) -> None:
         self.workers = [p for p in (_process(pid) for pid in worker_pids) if p is not None]
         self.target = _process(target_pid)
+        self.remote = remote
         psutil.cpu_percent(None)
 
     def sample(self) -> tuple[list[dict[str, Any]], dict[str, Any] | None, dict[str, Any]]:
         workers = [s for s in (sample_process(p) for p in self.workers) if s is not None]
+        if self.remote is not None:
+            workers += self.remote()
         target = sample_process(self.target) if self.target is not None else None
         memory = psutil.virtual_memory()
         host = {

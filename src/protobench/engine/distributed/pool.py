@@ -9,6 +9,13 @@ stream with a Ray error, and every worker of that node still running is
 ``GONE`` with that error, the others go on. :meth:`RayPool.frames` also yields
 ``NOTICE`` frames (a clock offset above 5 % of the interval, a lost node) and
 keeps each node's resource samples for :meth:`RayPool.nodes`.
+
+Every worker is sampled by the agent of its node, none by the controller
+(:meth:`RayPool.pids` is empty): :meth:`RayPool.worker_samples` gives the
+controller's sampler the latest sample of each node's workers, each marked
+with its ``node`` (and ``off_host`` when that node is another machine, whose
+CPU is not this host's), so the generator-bound verdict is judged on every
+worker wherever it runs.
 """
 
 from __future__ import annotations
@@ -26,11 +33,14 @@ from anyio.abc import TaskGroup
 
 from protobench.engine.distributed.agent import AGENT
 from protobench.engine.distributed.cluster import Node, RayBackend, clock_warnings
+from protobench.engine.distributed.node_resources import NodeResources
 from protobench.engine.frames import FrameDecoder, FrameError
 from protobench.engine.plan import WorkerSlice
 from protobench.engine.pool import worker_summary
 
 SHUTDOWN_GRACE = 10.0
+STALE_INTERVALS = 2.5
+"""A node's worker sample older than this many intervals is not used (its agent is late)."""
 
 
 class RayHandle:
@@ -89,7 +99,10 @@ class RayPool:
                 path = log_dir / f"worker-{spec.worker}.log"
                 self.handles.append(RayHandle(spec.worker, node, path))
         self.by_index = {h.index: h for h in self.handles}
-        self.resources: dict[str, list[dict[str, Any]]] = {n.node_id: [] for n in self.nodes_used}
+        self.resources = {n.node_id: NodeResources() for n in self.nodes_used}
+        self.latest: dict[str, tuple[float, list[dict[str, Any]]]] = {}
+        """Each node's newest worker samples and when they came (monotonic)."""
+        self.here = backend.ray.util.get_node_ip_address()
         self.lost: dict[str, str] = {}
         self._group: TaskGroup | None = None
         self._send, self._receive = anyio.create_memory_object_stream[Frame](10_000)
@@ -133,10 +146,22 @@ class RayPool:
         return {h.index for h in self.handles if not h.gone and not h.said_bye}
 
     def pids(self) -> list[int]:
-        """The worker processes on this machine (the others are sampled by their agents)."""
-        here = self.backend.ray.util.get_node_ip_address()
-        local_hosts = {n.node_id for n in self.nodes_used if n.address == here}
-        return [h.pid for h in self.handles if h.pid is not None and h.node.node_id in local_hosts]
+        """None: every worker is sampled by its node's agent (see :meth:`worker_samples`)."""
+        return []
+
+    def worker_samples(self) -> list[dict[str, Any]]:
+        """The latest sample of every worker of the nodes still heard from, marked with its node."""
+        now = time.monotonic()
+        out: list[dict[str, Any]] = []
+        for node in self.nodes_used:
+            came, workers = self.latest.get(node.node_id, (0.0, []))
+            if node.node_id in self.lost or now - came > STALE_INTERVALS * self.interval:
+                continue
+            mark: dict[str, Any] = {"node": node.node_id}
+            if node.address != self.here:
+                mark["off_host"] = True
+            out += [{**worker, **mark} for worker in workers]
+        return out
 
     def broadcast(self, kind: str, payload: Any) -> None:
         """Queue a control frame for every node; ``GO``'s monotonic start becomes wall-clock."""
@@ -197,7 +222,8 @@ class RayPool:
     async def _agent_frames(self, node: Node, data: bytes) -> None:
         for kind, payload in FrameDecoder().feed(data):
             if kind == "RESOURCES":
-                self.resources[node.node_id].append(payload)
+                self.resources[node.node_id].add(payload)
+                self.latest[node.node_id] = (time.monotonic(), payload["workers"])
             elif kind == "EXIT":
                 handle = self.by_index[payload["worker"]]
                 handle.exit_code = payload["exit_code"]
@@ -238,26 +264,14 @@ class RayPool:
 
     def nodes(self) -> list[dict[str, Any]]:
         """The nodes of the run for the report: identity, versions, clock, workers, resources."""
-        out = []
-        for node in self.nodes_used:
-            samples = self.resources[node.node_id]
-            cpu = [sum(w["cpu"] for w in s["workers"]) for s in samples]
-            rss = [sum(w["rss"] for w in s["workers"]) for s in samples]
-            host = [s["host"]["cpu"] for s in samples]
-            out.append(
-                {
-                    **node.describe(),
-                    "lost": self.lost.get(node.node_id),
-                    "resources": {
-                        "samples": len(samples),
-                        "workers_cpu_mean": round(sum(cpu) / len(cpu), 1) if cpu else None,
-                        "workers_cpu_peak": max(cpu, default=None),
-                        "workers_rss_peak": max(rss, default=None),
-                        "host_cpu_mean": round(sum(host) / len(host), 1) if host else None,
-                    },
-                }
-            )
-        return out
+        return [
+            {
+                **node.describe(),
+                "lost": self.lost.get(node.node_id),
+                "resources": self.resources[node.node_id].summary(),
+            }
+            for node in self.nodes_used
+        ]
 
 
 class RayPoolFactory:
