@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from protobench.engine.thresholds import parse_threshold
-from protobench.profiles.units import parse_duration, parse_fraction, parse_rate
+from protobench.vocab.units import parse_duration, parse_fraction, parse_rate
 
 
 @pytest.mark.parametrize(

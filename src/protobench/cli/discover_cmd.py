@@ -17,9 +17,9 @@ import typer
 
 from protobench.cli.boundary import EXIT_INCOMPLETE
 from protobench.cli.common import OptOption, fail, parse_pairs, parse_value
-from protobench.profiles.units import parse_duration
 from protobench.protocols.registry import require
 from protobench.redaction import redact_text, redact_url
+from protobench.vocab.units import parse_duration
 
 
 def _bacnet(url: str, opts: dict[str, object], wait: float, name: str) -> tuple[str, str]:

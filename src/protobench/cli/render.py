@@ -16,7 +16,7 @@ from protobench.engine.events import (
     RunStarted,
 )
 from protobench.engine.thresholds import LATENCY_COLUMNS, observed
-from protobench.profiles.units import format_duration
+from protobench.vocab.units import format_duration
 
 
 def us(value: float | None) -> str:

@@ -34,7 +34,7 @@ from typing import Any
 
 from protobench.engine.plan import Overrides
 from protobench.engine.thresholds import Threshold, parse_threshold
-from protobench.profiles.units import parse_duration, parse_rate, parse_scalar
+from protobench.vocab.units import parse_duration, parse_rate, parse_scalar
 
 KNEE_MIN_EFFICIENCY = 0.5
 KNEE_MIN_GAIN = 0.10

@@ -20,7 +20,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from protobench.profiles.units import format_duration, parse_duration, parse_fraction, parse_rate
+from protobench.vocab.units import format_duration, parse_duration, parse_fraction, parse_rate
 
 _EXPR = re.compile(
     r"^\s*([a-z_0-9]+(?:\.[A-Za-z_0-9-]+)?)\s*(?:\[\s*([^\]]+?)\s*\])?\s*(<=|>=|==|<|>)\s*(.+?)\s*$"
