@@ -15,7 +15,7 @@ from protobench.engine.events import (
     ResourceSample,
     RunStarted,
 )
-from protobench.engine.thresholds import LATENCY_COLUMNS, observed
+from protobench.vocab.thresholds import LATENCY_COLUMNS, observed
 from protobench.vocab.units import format_duration
 
 

@@ -20,7 +20,7 @@ from protobench.engine.aggregate import Aggregator
 from protobench.engine.bounds import Tally
 from protobench.engine.plan import RunPlan
 from protobench.engine.resource_log import ResourceLog
-from protobench.engine.thresholds import evaluate_all, parse_threshold
+from protobench.engine.thresholds import evaluate_all
 from protobench.engine.verdicts import (
     builtin_checks,
     cpu_verdicts,
@@ -29,6 +29,7 @@ from protobench.engine.verdicts import (
 )
 from protobench.redaction import redact_url
 from protobench.targets.base import Announcement
+from protobench.vocab.thresholds import parse_threshold
 
 SCHEMA = "protobench.report/1"
 

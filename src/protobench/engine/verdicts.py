@@ -45,7 +45,8 @@ from protobench.engine.bounds import (
     LATE_BOUND_SHARE,
     Tally,
 )
-from protobench.engine.thresholds import Threshold, evaluate_all, format_value, parse_threshold
+from protobench.engine.thresholds import evaluate_all
+from protobench.vocab.thresholds import Threshold, format_value, parse_threshold
 
 DOWN_BOUND = 0.05
 """The built-in check's bound on the sessions' down time, as a share of sustain."""

@@ -14,8 +14,8 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
-from protobench.engine.thresholds import parse_threshold
 from protobench.vocab.fields import Duration, Rate
+from protobench.vocab.thresholds import parse_threshold
 
 MAX_SESSIONS = 1_000_000
 """The most sessions of one group, and the most ``connections``."""
