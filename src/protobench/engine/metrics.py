@@ -35,7 +35,7 @@ from typing import Any
 import numpy as np
 from hdrh.histogram import HdrHistogram
 
-from protobench.protocols.base import OpError
+from protobench.vocab.errors import OpError
 
 LOWEST_US = 1
 HIGHEST_US = 60_000_000

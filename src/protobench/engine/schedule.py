@@ -65,14 +65,13 @@ from protobench.engine.waker import Timer
 from protobench.protocols.base import (
     AsyncSession,
     CallbackSession,
-    ErrorClass,
-    OpError,
     Protocol,
     Session,
     SessionContext,
     StreamSession,
 )
 from protobench.redaction import redact_text
+from protobench.vocab.errors import ErrorClass, OpError
 
 RECONNECT_CLASSES = frozenset({ErrorClass.CLOSED, ErrorClass.REFUSED, ErrorClass.CONNECT})
 REOPEN_DELAY = 0.1

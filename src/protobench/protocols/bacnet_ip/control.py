@@ -39,14 +39,8 @@ from protobench.protocols.bacnet_ip.params import (
     WhoIsParams,
 )
 from protobench.protocols.bacnet_ip.session import open_client, route_of
-from protobench.protocols.base import (
-    AsyncSession,
-    ErrorClass,
-    OpError,
-    Session,
-    SessionContext,
-    StreamSession,
-)
+from protobench.protocols.base import AsyncSession, Session, SessionContext, StreamSession
+from protobench.vocab.errors import ErrorClass, OpError
 
 if TYPE_CHECKING:
     from bac_py.network.address import BACnetAddress

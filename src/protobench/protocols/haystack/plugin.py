@@ -26,15 +26,7 @@ from typing import ClassVar
 from hs_py.encoding import json as hs_json
 from hs_py.grid import Grid
 
-from protobench.protocols.base import (
-    AsyncSession,
-    ErrorClass,
-    OpError,
-    Protocol,
-    Session,
-    SessionContext,
-    StrictModel,
-)
+from protobench.protocols.base import AsyncSession, Protocol, Session, SessionContext, StrictModel
 from protobench.protocols.haystack import tokens
 from protobench.protocols.haystack.credentials import resolve_password
 from protobench.protocols.haystack.grids import ERROR_CODE
@@ -69,6 +61,7 @@ from protobench.protocols.http_client import (
     make_ssl_context,
     parse_url,
 )
+from protobench.vocab.errors import ErrorClass, OpError
 
 
 class HaystackProtocol(Protocol):

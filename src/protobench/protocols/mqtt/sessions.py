@@ -53,8 +53,6 @@ from protobench.protocols.base import (
     AsyncSession,
     CallbackSession,
     Done,
-    ErrorClass,
-    OpError,
     SessionContext,
     StreamSession,
 )
@@ -90,6 +88,7 @@ from protobench.protocols.mqtt.payload import (
 )
 from protobench.protocols.sharing import ConnectionShare
 from protobench.protocols.sourceaddr import source_for
+from protobench.vocab.errors import ErrorClass, OpError
 
 BURST: Final = 128
 """QoS 0 completions handed out per session and event-loop turn."""

@@ -29,15 +29,10 @@ import time
 from collections import deque
 from typing import TYPE_CHECKING
 
-from protobench.protocols.base import (
-    CallbackSession,
-    Done,
-    ErrorClass,
-    OpError,
-    StreamSession,
-)
+from protobench.protocols.base import CallbackSession, Done, StreamSession
 from protobench.protocols.payloads import TaggedPayloads
 from protobench.protocols.websocket.connection import WsConnection
+from protobench.vocab.errors import ErrorClass, OpError
 
 if TYPE_CHECKING:
     from protobench.engine.metrics import OpRecorder
