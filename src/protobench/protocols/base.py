@@ -42,15 +42,13 @@ import abc
 import functools
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, ClassVar
+from typing import Any, ClassVar
 
 from pydantic import BaseModel, ConfigDict
 
 from protobench.redaction import redact_text, redact_url
 from protobench.vocab.errors import OpError
-
-if TYPE_CHECKING:
-    from protobench.engine.metrics import OpRecorder
+from protobench.vocab.recorder import Recorder
 
 
 class StrictModel(BaseModel):
@@ -153,7 +151,7 @@ class StreamSession(Session):
     """A session that receives on its own and records what it receives."""
 
     @abc.abstractmethod
-    async def run(self, recorder: OpRecorder) -> None:
+    async def run(self, recorder: Recorder) -> None:
         """Receive until cancelled, recording every message in ``recorder``."""
 
     def settled(self) -> bool:
