@@ -59,7 +59,7 @@ import traceback
 from collections import deque
 from collections.abc import Callable
 
-from protobench.engine.bounds import BEHIND, BEHIND_NS
+from protobench.engine.bounds import BEHIND_NS
 from protobench.engine.metrics import OpRecorder
 from protobench.engine.waker import Timer
 from protobench.protocols.base import (
@@ -71,6 +71,7 @@ from protobench.protocols.base import (
     StreamSession,
 )
 from protobench.redaction import redact_text
+from protobench.vocab.counters import BEHIND
 from protobench.vocab.errors import ErrorClass, OpError
 
 RECONNECT_CLASSES = frozenset({ErrorClass.CLOSED, ErrorClass.REFUSED, ErrorClass.CONNECT})

@@ -31,7 +31,6 @@ from collections.abc import Collection, Mapping, Sequence
 from typing import Any
 
 from protobench.engine.bounds import (
-    BEHIND,
     BEHIND_BOUND_MIN,
     BEHIND_BOUND_SHARE,
     BEHIND_NS,
@@ -46,6 +45,7 @@ from protobench.engine.bounds import (
     Tally,
 )
 from protobench.engine.thresholds import evaluate_all
+from protobench.vocab.counters import BEHIND
 from protobench.vocab.thresholds import Threshold, format_value, parse_threshold
 
 DOWN_BOUND = 0.05
