@@ -29,6 +29,7 @@ from protobench.engine.verdicts import (
 )
 from protobench.redaction import redact_url
 from protobench.targets.base import Announcement
+from protobench.vocab.counters import CONNECTS
 from protobench.vocab.thresholds import parse_threshold
 
 SCHEMA = "protobench.report/1"
@@ -38,8 +39,6 @@ EXIT_THRESHOLDS = 1
 EXIT_BAD_INPUT = 2
 EXIT_INCOMPLETE = 3
 EXIT_NOT_SAVED = 5
-CONNECTS = "connects"
-"""The workers' counter of connections opened (a session may share one, or reopen)."""
 
 
 def _iso(timestamp: float) -> str:

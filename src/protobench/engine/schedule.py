@@ -71,7 +71,7 @@ from protobench.protocols.base import (
     StreamSession,
 )
 from protobench.redaction import redact_text
-from protobench.vocab.counters import BEHIND
+from protobench.vocab.counters import BEHIND, CONNECTS
 from protobench.vocab.errors import ErrorClass, OpError
 
 RECONNECT_CLASSES = frozenset({ErrorClass.CLOSED, ErrorClass.REFUSED, ErrorClass.CONNECT})
@@ -87,7 +87,6 @@ each up to this much after its intended time, so that the driver need not wake f
 
 ABANDON_AFTER = 1.0
 """Seconds past the timeout after which the engine gives up on an exchange the plugin never ends."""
-CONNECTS = "connects"
 CONNECT_FAILED = "connect_failed"
 DOWN_US = "down_us"
 RECONNECTS = "reconnects"

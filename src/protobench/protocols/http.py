@@ -50,6 +50,7 @@ from protobench.protocols.http_client import (
     parse_url,
     status_error,
 )
+from protobench.vocab.counters import CONNECTS
 from protobench.vocab.errors import ErrorClass, OpError
 
 
@@ -175,7 +176,7 @@ class HttpSession(CallbackSession):
         except OpError as exc:
             done(exc, 0)
             return
-        self._count("connects", 1)
+        self._count(CONNECTS, 1)
         self._conn = self._bind(conn)
         self._start(conn, done)
 

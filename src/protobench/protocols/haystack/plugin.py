@@ -61,6 +61,7 @@ from protobench.protocols.http_client import (
     make_ssl_context,
     parse_url,
 )
+from protobench.vocab.counters import CONNECTS
 from protobench.vocab.errors import ErrorClass, OpError
 
 
@@ -145,7 +146,7 @@ async def _open(
 
     async def reconnect() -> HttpConnection:
         conn = await HttpConnection.connect(endpoint, ssl=ssl, timeout=ctx.timeout)
-        ctx.count("connects", 1)
+        ctx.count(CONNECTS, 1)
         return conn
 
     if ctx.op == "auth":

@@ -87,6 +87,7 @@ from protobench.protocols.mqtt.payload import (
 )
 from protobench.protocols.sharing import ConnectionShare
 from protobench.protocols.sourceaddr import source_for
+from protobench.vocab.counters import CONNECTS
 from protobench.vocab.errors import ErrorClass, OpError
 from protobench.vocab.recorder import Recorder
 
@@ -142,7 +143,7 @@ async def dial(ctx: SessionContext, cid: str) -> MqttConnection:
         ssl_context=where.ssl_context,
         source=source_for(options.source_addresses, ctx.index, where.host),
     )
-    ctx.count("connects", 1)
+    ctx.count(CONNECTS, 1)
     conn.start_keepalive(options.keepalive)
     return conn
 
@@ -520,7 +521,7 @@ class ConnectSession(AsyncSession):
             ssl_context=where.ssl_context,
             source=source_for(options.source_addresses, self.ctx.index, where.host),
         )
-        self.ctx.count("connects", 1)
+        self.ctx.count(CONNECTS, 1)
         conn.disconnect()
         return 4
 
