@@ -8,11 +8,12 @@ setup:
 run: setup
 	.venv/bin/protobench run http-get --no-tui
 
-# The whole test suite, with type and lint checks (CI runs exactly this).
+# The whole test suite, with type, lint and import-layer checks (CI runs exactly this).
 test: setup
 	.venv/bin/ruff check src tests bench
 	.venv/bin/ruff format --check src tests bench
 	.venv/bin/mypy
+	.venv/bin/lint-imports --no-cache
 	.venv/bin/pytest -q -m "not soak"
 
 bench: setup

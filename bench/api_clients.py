@@ -55,7 +55,7 @@ import hs_py
 import httpx
 import uvloop
 
-from protobench.protocols.base import OpError, SessionContext
+from protobench.protocols.base import SessionContext
 from protobench.protocols.beckn import BecknProtocol
 from protobench.protocols.beckn.keys import (
     DEV_KEY_ID,
@@ -73,6 +73,7 @@ from protobench.protocols.haystack.credentials import DEV_PASSWORD, DEV_USER
 from protobench.protocols.haystack.models import HaystackOptions, ReadParams
 from protobench.protocols.haystack.scram import bearer, login
 from protobench.protocols.http_client import HttpConnection, parse_url
+from protobench.vocab.errors import OpError
 
 REPO = Path(__file__).resolve().parent.parent
 PYTHON = REPO / ".venv" / "bin" / "python"

@@ -51,7 +51,7 @@ import uvloop
 
 from protobench.engine.metrics import OpRecorder
 from protobench.hostutil import fd_limit_note, free_port, raise_fd_limit
-from protobench.protocols.base import OpError, SessionContext, StreamSession
+from protobench.protocols.base import SessionContext, StreamSession
 from protobench.protocols.mqtt import MqttProtocol
 from protobench.protocols.websocket import WebSocketProtocol
 from protobench.targets.mqtt import (
@@ -60,6 +60,7 @@ from protobench.targets.mqtt import (
     find_mosquitto,
     mosquitto_config,
 )
+from protobench.vocab.errors import OpError
 
 IN_FLIGHT = 64
 PER_PROCESS = 18_000

@@ -73,8 +73,9 @@ import psutil
 import uvloop
 
 from protobench.engine.metrics import fold, new_histogram
-from protobench.protocols.base import CallbackSession, OpError, SessionContext
+from protobench.protocols.base import CallbackSession, SessionContext
 from protobench.protocols.http import HttpOptions, HttpProtocol, RequestParams
+from protobench.vocab.errors import OpError
 
 REPO = Path(__file__).resolve().parent.parent
 PYTHON = REPO / ".venv" / "bin" / "python"

@@ -68,9 +68,10 @@ from http_vs_peers import (
     tree_cpu,
 )
 from protobench.engine.metrics import fold, new_histogram
-from protobench.protocols.base import CallbackSession, OpError, SessionContext
+from protobench.protocols.base import CallbackSession, SessionContext
 from protobench.protocols.websocket import WebSocketProtocol
 from protobench.protocols.websocket.options import EchoParams, WebSocketOptions
+from protobench.vocab.errors import OpError
 
 REPO = Path(__file__).resolve().parent.parent
 PYTHON = REPO / ".venv" / "bin" / "python"

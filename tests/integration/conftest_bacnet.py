@@ -43,15 +43,10 @@ from bac_py.types.primitives import ObjectIdentifier
 
 from protobench.protocols.bacnet_ip import BacnetIpProtocol
 from protobench.protocols.bacnet_ip.params import OPERATIONS, BacnetIpOptions
-from protobench.protocols.base import (
-    AsyncSession,
-    CallbackSession,
-    OpError,
-    Session,
-    SessionContext,
-)
+from protobench.protocols.base import AsyncSession, CallbackSession, Session, SessionContext
 from protobench.targets.bacnet import free_udp_port
 from protobench.targets.base import Announcement, EmbeddedTarget
+from protobench.vocab.errors import OpError
 from tests.conftest import REPO
 
 WILDCARD_DEVICE = ObjectIdentifier(ObjectType.DEVICE, 4_194_303)

@@ -15,8 +15,9 @@ from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from typing import Any
 
-from protobench.protocols.base import CallbackSession, OpError, Protocol, Session, SessionContext
+from protobench.protocols.base import CallbackSession, Protocol, Session, SessionContext
 from protobench.targets.base import Announcement, EmbeddedTarget
+from protobench.vocab.errors import OpError
 
 
 @asynccontextmanager

@@ -15,9 +15,7 @@ from typing import Any
 from protobench.protocols.base import (
     AsyncSession,
     CallbackSession,
-    ErrorClass,
     NoParams,
-    OpError,
     Session,
     SessionContext,
     StrictModel,
@@ -26,6 +24,7 @@ from protobench.protocols.haystack import HaystackProtocol
 from protobench.protocols.haystack.credentials import DEV_PASSWORD
 from protobench.protocols.haystack.models import OPERATIONS, HaystackOptions
 from protobench.targets.haystack import HaystackServeOptions, HaystackTarget
+from protobench.vocab.errors import ErrorClass, OpError
 from tests.conftest import CliResult
 from tests.targets import running
 

@@ -17,9 +17,10 @@ from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import ec
 from cryptography.x509.oid import NameOID
 
-from protobench.protocols.base import CallbackSession, OpError, SessionContext
+from protobench.protocols.base import CallbackSession, SessionContext
 from protobench.protocols.http import HttpOptions, HttpProtocol, RequestParams
 from protobench.targets.http import HttpServer, HttpTargetOptions, start_server
+from protobench.vocab.errors import OpError
 
 UVLOOP_BACKEND = ("asyncio", {"use_uvloop": True})
 

@@ -29,10 +29,11 @@ import pytest
 
 from protobench.engine.metrics import OpRecorder
 from protobench.hostutil import free_port
-from protobench.protocols.base import CallbackSession, OpError, SessionContext, StrictModel
+from protobench.protocols.base import CallbackSession, SessionContext, StrictModel
 from protobench.protocols.mqtt import MqttProtocol
 from protobench.protocols.mqtt.options import MqttOptions
 from protobench.targets.mqtt import find_mosquitto
+from protobench.vocab.errors import OpError
 
 MOSQUITTO = find_mosquitto()
 needs_mosquitto = pytest.mark.skipif(MOSQUITTO is None, reason="mosquitto is not installed")

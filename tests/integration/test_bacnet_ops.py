@@ -19,7 +19,7 @@ from protobench.protocols.bacnet_ip import inventory
 from protobench.protocols.bacnet_ip.address import parse_target
 from protobench.protocols.bacnet_ip.inventory import learn_instance
 from protobench.protocols.bacnet_ip.session import LeanSession
-from protobench.protocols.base import ErrorClass, OpError, StreamSession
+from protobench.protocols.base import StreamSession
 from protobench.targets.bacnet import (
     BacnetBbmdTarget,
     BacnetIpTarget,
@@ -28,6 +28,7 @@ from protobench.targets.bacnet import (
     free_udp_port,
 )
 from protobench.targets.bacnet_objects import add_stress_objects
+from protobench.vocab.errors import ErrorClass, OpError
 from tests.integration.conftest_bacnet import (
     ArrayOnlyResponder,
     DropProxy,

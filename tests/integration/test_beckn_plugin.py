@@ -9,13 +9,13 @@ from typing import Any
 import httpx
 import pytest
 
-from protobench.protocols.base import ErrorClass
 from protobench.protocols.beckn import BecknProtocol
 from protobench.protocols.beckn.keys import DEV_KEY_ID, DEV_PRIVATE_KEY, DEV_SUBSCRIBER_ID
 from protobench.protocols.beckn.keys import private_key as load_private_key
 from protobench.protocols.beckn.models import OPERATIONS
 from protobench.protocols.beckn.payloads import BodyFactory
 from protobench.protocols.beckn.signing import Signer
+from protobench.vocab.errors import ErrorClass
 from tests.integration.conftest_beckn import (
     SPEC_PRIVATE_KEY,
     SPEC_PUBLIC_KEY,

@@ -8,7 +8,6 @@ from typing import Any
 
 import pytest
 
-from protobench.protocols.base import ErrorClass, OpError
 from protobench.protocols.haystack import HaystackProtocol, tokens
 from protobench.protocols.haystack.credentials import DEV_PASSWORD, DEV_USER
 from protobench.protocols.haystack.models import (
@@ -22,6 +21,7 @@ from protobench.protocols.haystack.models import (
 from protobench.protocols.haystack.scram import login
 from protobench.protocols.haystack.ws_session import HaystackWsSession, open_ws
 from protobench.protocols.http_client import HttpConnection, parse_url
+from protobench.vocab.errors import ErrorClass, OpError
 from tests.integration.conftest_haystack import (
     UVLOOP_BACKEND,
     context,

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from protobench.protocols.base import ErrorClass, OpError
+from protobench.vocab.errors import ErrorClass, OpError
 from tests.integration.conftest_http import (
     UVLOOP_BACKEND,
     back_to_back,

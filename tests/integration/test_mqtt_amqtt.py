@@ -16,8 +16,8 @@ from typing import Any, cast
 import pytest
 
 from protobench.engine.metrics import OpRecorder
-from protobench.protocols.base import ErrorClass, OpError
 from protobench.protocols.mqtt.sessions import ConnectSession, PublishSession, SubscribeSession
+from protobench.vocab.errors import ErrorClass, OpError
 from tests.conftest import CliResult
 from tests.integration.conftest_mqtt import PLUGIN, amqtt, context, publish_n, wait_for_count
 

@@ -15,7 +15,6 @@ import pytest
 
 from protobench.engine.metrics import OpRecorder, fold, new_histogram, summary
 from protobench.hostutil import raise_fd_limit
-from protobench.protocols.base import ErrorClass, OpError
 from protobench.protocols.mqtt.codec import Connack, encode
 from protobench.protocols.mqtt.sessions import (
     ConnectSession,
@@ -23,6 +22,7 @@ from protobench.protocols.mqtt.sessions import (
     PublishSession,
     SubscribeSession,
 )
+from protobench.vocab.errors import ErrorClass, OpError
 from tests.integration.conftest_http import self_signed
 from tests.integration.conftest_mqtt import PLUGIN, context, mosquitto, needs_mosquitto, publish_n
 

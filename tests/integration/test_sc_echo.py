@@ -10,10 +10,11 @@ import pytest
 from protobench.hostutil import free_port
 from protobench.protocols.bacnet_sc import BacnetScProtocol
 from protobench.protocols.bacnet_sc.sessions import BroadcastSession
-from protobench.protocols.base import AsyncSession, CallbackSession, ErrorClass, OpError
+from protobench.protocols.base import AsyncSession, CallbackSession
 from protobench.protocols.payloads import TaggedPayloads, parse_mix
 from protobench.targets.bacnet_sc import BacnetScTarget
 from protobench.tlsutil import generate, split_url_files, url_with_files
+from protobench.vocab.errors import ErrorClass, OpError
 from tests.integration.conftest_echo import drive, open_session, serving
 
 pytestmark = pytest.mark.anyio

@@ -19,9 +19,10 @@ from bac_py.transport.sc.vmac import SCVMAC, DeviceUUID
 from protobench.hostutil import free_port
 from protobench.protocols.bacnet_sc import BacnetScProtocol
 from protobench.protocols.bacnet_sc.link import _probe
-from protobench.protocols.base import CallbackSession, ErrorClass, OpError
+from protobench.protocols.base import CallbackSession
 from protobench.targets.bacnet_sc import BacnetScTarget
 from protobench.tlsutil import CertPair, MockPki, generate, split_url_files, url_with_files
+from protobench.vocab.errors import ErrorClass, OpError
 from tests.integration.conftest_echo import drive, open_session, serving
 
 pytestmark = pytest.mark.anyio

@@ -6,10 +6,11 @@ from pathlib import Path
 
 import pytest
 
-from protobench.protocols.base import CallbackSession, ErrorClass, OpError
+from protobench.protocols.base import CallbackSession
 from protobench.protocols.websocket import WebSocketProtocol
 from protobench.targets.ws import WsEchoTarget
 from protobench.tlsutil import generate, split_url_files
+from protobench.vocab.errors import ErrorClass, OpError
 from tests.integration.conftest_echo import drive, open_session, serving
 
 pytestmark = pytest.mark.anyio

@@ -18,7 +18,7 @@ from typing import Any
 
 from protobench.engine.aggregate import Aggregator
 from protobench.engine.metrics import OpRecorder
-from protobench.protocols.base import ErrorClass, OpError
+from protobench.vocab.errors import ErrorClass, OpError
 
 
 @dataclass(frozen=True)

@@ -11,8 +11,8 @@ from protobench.engine.plan import Overrides, RunPlan, resolve
 from protobench.engine.report import build_report
 from protobench.engine.resource_log import ResourceLog
 from protobench.profiles import loader
-from protobench.protocols.base import ErrorClass, OpError
 from protobench.targets.base import Announcement
+from protobench.vocab.errors import ErrorClass, OpError
 
 
 def plan_of(groups: dict[str, int], thresholds: tuple[str, ...] = ()) -> RunPlan:

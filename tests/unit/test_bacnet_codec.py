@@ -56,7 +56,7 @@ from protobench.protocols.bacnet_ip.codec import (
     same_value,
 )
 from protobench.protocols.bacnet_ip.segments import MAX_SEGMENTS
-from protobench.protocols.base import ErrorClass
+from protobench.vocab.errors import ErrorClass
 
 AI1 = ObjectIdentifier(ObjectType.ANALOG_INPUT, 1)
 AI2 = ObjectIdentifier(ObjectType.ANALOG_INPUT, 2)

@@ -6,7 +6,6 @@ from __future__ import annotations
 import pytest
 from pydantic import ValidationError
 
-from protobench.protocols.base import ErrorClass
 from protobench.protocols.beckn.acks import parse_ack, reply_error, signature_error
 from protobench.protocols.beckn.callbacks import CallbackListener
 from protobench.protocols.beckn.keys import (
@@ -19,6 +18,7 @@ from protobench.protocols.beckn.keys import (
 )
 from protobench.protocols.beckn.models import BecknOptions
 from protobench.protocols.beckn.signing import Signer
+from protobench.vocab.errors import ErrorClass
 from tests.unit.test_beckn_signing import SPEC_PRIVATE, SPEC_PUBLIC
 
 MID = "6f6e6978-0000-4000-8000-000000000001"

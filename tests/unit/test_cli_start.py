@@ -49,7 +49,6 @@ HEAVY = {
 LIGHT = {
     "protobench.engine",
     "protobench.engine.events",
-    "protobench.engine.thresholds",
     "protobench.protocols",
     "protobench.protocols.registry",
     "protobench.targets",

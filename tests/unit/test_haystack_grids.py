@@ -9,7 +9,7 @@ from hs_py.encoding import zinc as hs_zinc
 from hs_py.grid import Grid
 from hs_py.kinds import Number, Ref
 
-from protobench.protocols.base import ErrorClass, OpError, SessionContext
+from protobench.protocols.base import SessionContext
 from protobench.protocols.haystack import HaystackProtocol
 from protobench.protocols.haystack.grids import UNKNOWN_ROWS, check, check_json_grid
 from protobench.protocols.haystack.models import (
@@ -27,6 +27,7 @@ from protobench.protocols.haystack.requests import (
 )
 from protobench.protocols.haystack.scram import b64url, b64url_decode, header_params
 from protobench.protocols.http_client import parse_url
+from protobench.vocab.errors import ErrorClass, OpError
 
 ROWS = [
     {"id": Ref(f"p{i}"), "dis": f"Point {i}", "curVal": Number(float(i), "°F")} for i in range(5)

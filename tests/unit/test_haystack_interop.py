@@ -17,7 +17,6 @@ from hs_py.encoding import zinc as hs_zinc
 from hs_py.grid import Grid
 from pydantic import ValidationError
 
-from protobench.protocols.base import ErrorClass
 from protobench.protocols.haystack import HaystackProtocol, scram_proof
 from protobench.protocols.haystack.grids import error_text
 from protobench.protocols.haystack.http_session import refusal
@@ -30,6 +29,7 @@ from protobench.protocols.haystack.requests import (
 )
 from protobench.protocols.haystack.scram_proof import ServerFirst, proof
 from protobench.protocols.http_client import Response, parse_url
+from protobench.vocab.errors import ErrorClass
 
 ENDPOINT = parse_url("http://127.0.0.1:8080/api")
 READ = request_grids("read", ReadParams(), [])[0]

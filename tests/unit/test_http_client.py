@@ -6,7 +6,6 @@ import ssl
 
 import pytest
 
-from protobench.protocols.base import ErrorClass
 from protobench.protocols.http_client import (
     Endpoint,
     build_request,
@@ -15,6 +14,7 @@ from protobench.protocols.http_client import (
     parse_url,
     status_error,
 )
+from protobench.vocab.errors import ErrorClass
 
 
 def test_parse_url_defaults_and_base_path() -> None:

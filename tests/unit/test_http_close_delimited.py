@@ -13,12 +13,12 @@ import socket
 
 import pytest
 
-from protobench.protocols.base import ErrorClass, OpError
 from protobench.protocols.http_client import (
     Response,
     body_ends_at_close,
     close_delimited_status,
 )
+from protobench.vocab.errors import ErrorClass, OpError
 from tests.unit.test_http_repeat import CONTINUE, REQUEST, Harness, harness
 
 pytestmark = pytest.mark.anyio

@@ -15,8 +15,8 @@ from contextlib import asynccontextmanager
 import httptools
 import pytest
 
-from protobench.protocols.base import ErrorClass, OpError
 from protobench.protocols.http_client import HttpConnection, parse_url
+from protobench.vocab.errors import ErrorClass, OpError
 
 OK = b"HTTP/1.1 200 OK\r\nContent-Length: 5\r\n\r\nhello"
 BUSY = b"HTTP/1.1 503 Service Unavailable\r\nContent-Length: 4\r\n\r\nbusy"

@@ -11,7 +11,7 @@ import pytest
 
 import protobench
 
-HEADLESS = ("engine", "protocols", "profiles", "snapshots", "targets")
+HEADLESS = ("engine", "protocols", "profiles", "snapshots", "targets", "vocab")
 
 
 def _modules(package: str) -> list[str]:

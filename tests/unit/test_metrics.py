@@ -22,7 +22,7 @@ from protobench.engine.metrics import (
     new_histogram,
     summary,
 )
-from protobench.protocols.base import ErrorClass, OpError
+from protobench.vocab.errors import ErrorClass, OpError
 
 
 def _values(seed: int, n: int) -> list[int]:

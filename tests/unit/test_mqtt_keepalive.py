@@ -8,10 +8,10 @@ from typing import Any, cast
 
 import pytest
 
-from protobench.protocols.base import ErrorClass
 from protobench.protocols.mqtt.client import MqttConnection
 from protobench.protocols.mqtt.codec import V311
 from protobench.protocols.mqtt.keepalive import SLOTS, wheel
+from protobench.vocab.errors import ErrorClass
 
 pytestmark = pytest.mark.anyio
 

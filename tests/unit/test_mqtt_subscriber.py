@@ -15,12 +15,12 @@ from typing import Any, cast
 import pytest
 
 from protobench.engine.metrics import OpRecorder
-from protobench.protocols.base import OpError
 from protobench.protocols.mqtt.client import MqttConnection
 from protobench.protocols.mqtt.codec import PUBREL, V5, V311, Ack, Publish, encode
 from protobench.protocols.mqtt.endboard import EndBoard, end_copy, topic_matches
 from protobench.protocols.mqtt.payload import HEADER_SIZE, SequenceTracker, end_marker, stamp
 from protobench.protocols.mqtt.sessions import SubscribeSession
+from protobench.vocab.errors import OpError
 
 pytestmark = pytest.mark.anyio
 

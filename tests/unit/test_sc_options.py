@@ -13,9 +13,9 @@ from protobench.protocols import registry
 from protobench.protocols.bacnet_sc import BacnetScProtocol
 from protobench.protocols.bacnet_sc.link import tls_config
 from protobench.protocols.bacnet_sc.options import BacnetScOptions, BroadcastParams, UnicastParams
-from protobench.protocols.base import ErrorClass, OpError
 from protobench.protocols.payloads import TaggedPayloads
 from protobench.targets.bacnet_sc import node_vmac
+from protobench.vocab.errors import ErrorClass, OpError
 
 
 def test_registered_under_its_entry_point() -> None:

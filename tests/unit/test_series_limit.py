@@ -6,7 +6,7 @@ from typing import Any
 
 from protobench.engine.aggregate import Aggregator
 from protobench.engine.metrics import OpRecorder, decode, merge
-from protobench.protocols.base import ErrorClass, OpError
+from protobench.vocab.errors import ErrorClass, OpError
 
 
 def _frame(index: int, latencies_us: list[int], errors: int) -> dict[str, Any]:

@@ -32,12 +32,11 @@ from protobench.protocols.base import (
     AsyncSession,
     CallbackSession,
     Done,
-    ErrorClass,
-    OpError,
     Protocol,
     Session,
     SessionContext,
 )
+from protobench.vocab.errors import ErrorClass, OpError
 
 TIMEOUT = 0.1
 

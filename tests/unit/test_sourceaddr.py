@@ -10,12 +10,12 @@ import pytest
 from pydantic import ValidationError
 
 from protobench.hostutil import fd_limit_note
-from protobench.protocols.base import ErrorClass
 from protobench.protocols.mqtt.client import map_os_error
 from protobench.protocols.mqtt.options import MqttOptions
 from protobench.protocols.sourceaddr import AUTO_PER_ADDRESS, loopback, source_for
 from protobench.protocols.websocket.connection import os_error
 from protobench.protocols.websocket.options import WebSocketOptions
+from protobench.vocab.errors import ErrorClass
 
 
 def test_the_option_takes_a_count_a_list_or_nothing() -> None:

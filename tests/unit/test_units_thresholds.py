@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from protobench.engine.thresholds import parse_threshold
-from protobench.profiles.units import parse_duration, parse_fraction, parse_rate
+from protobench.engine.thresholds import evaluate
+from protobench.vocab.thresholds import parse_threshold
+from protobench.vocab.units import parse_duration, parse_fraction, parse_rate
 
 
 @pytest.mark.parametrize(
@@ -40,10 +41,10 @@ def test_threshold_parsing_and_evaluation() -> None:
             }
         }
     }
-    assert parse_threshold("p99 < 5ms").evaluate(report) == (4000.0, True)
-    assert parse_threshold("p99[get] < 5ms").evaluate(report) == (6000.0, False)
-    assert parse_threshold("error_rate<0.5%").evaluate(report) == (0.001, True)
-    assert parse_threshold("throughput >= 1000/s").evaluate(report) == (900.0, False)
+    assert evaluate(parse_threshold("p99 < 5ms"), report) == (4000.0, True)
+    assert evaluate(parse_threshold("p99[get] < 5ms"), report) == (6000.0, False)
+    assert evaluate(parse_threshold("error_rate<0.5%"), report) == (0.001, True)
+    assert evaluate(parse_threshold("throughput >= 1000/s"), report) == (900.0, False)
 
 
 @pytest.mark.parametrize("expr", ["p98 < 5ms", "p99 5ms", "throughput > fast"])
@@ -61,9 +62,9 @@ def test_thresholds_on_counters_and_error_counts() -> None:
             }
         }
     }
-    assert parse_threshold("counters.lost == 0").evaluate(report) == (0.0, True)
-    assert parse_threshold("counters.lost[sub] == 0").evaluate(report) == (2.0, False)
-    assert parse_threshold("counters.received[sub] >= 10").evaluate(report) == (10.0, True)
-    assert parse_threshold("errors < 1").evaluate(report) == (3.0, False)
+    assert evaluate(parse_threshold("counters.lost == 0"), report) == (0.0, True)
+    assert evaluate(parse_threshold("counters.lost[sub] == 0"), report) == (2.0, False)
+    assert evaluate(parse_threshold("counters.received[sub] >= 10"), report) == (10.0, True)
+    assert evaluate(parse_threshold("errors < 1"), report) == (3.0, False)
     with pytest.raises(ValueError, match="expected a number"):
         parse_threshold("counters.lost == none")

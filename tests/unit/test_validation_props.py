@@ -23,7 +23,7 @@ from typer.testing import CliRunner
 from protobench.cli import app, run_cmd, sweep_cmd
 from protobench.engine.plan import Overrides, RunPlan, resolve
 from protobench.profiles import loader
-from protobench.profiles.units import MAX_DURATION, MAX_RATE
+from protobench.vocab.units import MAX_DURATION, MAX_RATE
 from tests.unit.mutations import (
     EXAMPLES,
     REMOVE,

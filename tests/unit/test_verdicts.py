@@ -15,7 +15,7 @@ from protobench.engine.report import (
     verdicts,
 )
 from protobench.engine.resource_log import ResourceLog
-from protobench.engine.thresholds import format_value, observed, parse_threshold
+from protobench.vocab.thresholds import format_value, observed, parse_threshold
 from tests.unit.report_frames import frame, plan_of, report_of
 
 

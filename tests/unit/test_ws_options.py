@@ -7,7 +7,6 @@ from pydantic import ValidationError
 
 from protobench.profiles import loader
 from protobench.protocols import registry
-from protobench.protocols.base import OpError
 from protobench.protocols.websocket import WebSocketProtocol
 from protobench.protocols.websocket.connection import endpoint
 from protobench.protocols.websocket.options import (
@@ -16,6 +15,7 @@ from protobench.protocols.websocket.options import (
     SubscribeParams,
     WebSocketOptions,
 )
+from protobench.vocab.errors import OpError
 
 
 def test_registered_under_its_entry_point() -> None:

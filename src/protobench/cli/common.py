@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Annotated, Any, NoReturn
 import typer
 
 from protobench.cli.boundary import EXIT_BAD_INPUT, error
-from protobench.profiles.units import parse_duration, parse_rate, parse_scalar
+from protobench.vocab.units import parse_duration, parse_rate, parse_scalar
 
 if TYPE_CHECKING:
     from protobench.engine.plan import Overrides

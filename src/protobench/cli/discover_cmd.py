@@ -17,9 +17,9 @@ import typer
 
 from protobench.cli.boundary import EXIT_INCOMPLETE
 from protobench.cli.common import OptOption, fail, parse_pairs, parse_value
-from protobench.profiles.units import parse_duration
 from protobench.protocols.registry import require
 from protobench.redaction import redact_text, redact_url
+from protobench.vocab.units import parse_duration
 
 
 def _bacnet(url: str, opts: dict[str, object], wait: float, name: str) -> tuple[str, str]:
@@ -29,7 +29,7 @@ def _bacnet(url: str, opts: dict[str, object], wait: float, name: str) -> tuple[
 
         from protobench.protocols.bacnet_ip import discover, fit  # noqa: PLC0415
         from protobench.protocols.bacnet_ip.params import BacnetIpOptions  # noqa: PLC0415
-        from protobench.protocols.base import OpError  # noqa: PLC0415
+        from protobench.vocab.errors import OpError  # noqa: PLC0415
     try:
         options = BacnetIpOptions.model_validate(opts)
     except ValidationError as exc:
@@ -48,9 +48,9 @@ def _haystack(url: str, opts: dict[str, object], wait: float, name: str) -> tupl
     with require("haystack", "protocol"):  # hs_py: the haystack extra
         from pydantic import ValidationError  # noqa: PLC0415
 
-        from protobench.protocols.base import OpError  # noqa: PLC0415
         from protobench.protocols.haystack import discover, fit  # noqa: PLC0415
         from protobench.protocols.haystack.models import HaystackOptions  # noqa: PLC0415
+        from protobench.vocab.errors import OpError  # noqa: PLC0415
     try:
         options = HaystackOptions.model_validate(opts)
     except ValidationError as exc:

@@ -15,8 +15,8 @@ from protobench.engine.events import (
     ResourceSample,
     RunStarted,
 )
-from protobench.engine.thresholds import LATENCY_COLUMNS, observed
-from protobench.profiles.units import format_duration
+from protobench.vocab.thresholds import LATENCY_COLUMNS, observed
+from protobench.vocab.units import format_duration
 
 
 def us(value: float | None) -> str:

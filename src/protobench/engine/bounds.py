@@ -6,11 +6,12 @@ intervals, or a worker process used :data:`CPU_BOUND_PERCENT` or more of a core
 in at least :data:`CPU_BOUND_SHARE` of the sustain resource samples, or, in the
 open model, the arrival driver took up at least :data:`BEHIND_BOUND_SHARE` of
 the arrivals (and :data:`BEHIND_BOUND_MIN` at least) more than :data:`BEHIND_NS`
-after their intended time (counter :data:`BEHIND`). In the open model a busy
-worker counts only when more than :data:`LATE_BOUND_SHARE` of the arrivals
-found no free session (``late``): a worker keeping a high rate on time can
-show a full core. :data:`BEHIND_NS` counts beyond the run's pacing precision
-(a batch's own wait is not the generator falling behind).
+after their intended time (counter ``behind``, :mod:`protobench.vocab.counters`).
+In the open model a busy worker counts only when more than
+:data:`LATE_BOUND_SHARE` of the arrivals found no free session (``late``): a
+worker keeping a high rate on time can show a full core. :data:`BEHIND_NS` counts
+beyond the run's pacing precision (a batch's own wait is not the generator
+falling behind).
 
 A run is host-saturated when the host's CPU was at least
 :data:`HOST_BUSY_PERCENT` busy while processes other than ours (the workers,
@@ -35,8 +36,6 @@ CPU_BOUND_PERCENT = 90.0
 CPU_BOUND_SHARE = 0.3
 LAG_BOUND_MS = 50.0
 LAG_BOUND_SHARE = 0.1
-BEHIND = "behind"
-"""The counter of arrivals the open model's driver took up late (its own lateness)."""
 BEHIND_NS = 1_000_000
 BEHIND_BOUND_SHARE = 0.1
 """A few percent of arrivals a millisecond late are a busy host's scheduling (a 200/s run

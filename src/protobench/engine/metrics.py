@@ -29,13 +29,14 @@ import math
 import weakref
 from array import array
 from collections import Counter
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 from hdrh.histogram import HdrHistogram
 
-from protobench.protocols.base import OpError
+from protobench.vocab.errors import OpError
 
 LOWEST_US = 1
 HIGHEST_US = 60_000_000
@@ -177,7 +178,9 @@ def summary(hist: HdrHistogram) -> dict[str, float]:
 class OpRecorder:
     """Counters and raw latencies of one operation in one worker, for one interval.
 
-    Hot-path use: ``recorder.latencies.append(ns)`` for a success (the ok count
+    It implements :class:`protobench.vocab.recorder.Recorder`, the interface a
+    plugin's stream session writes to. The engine's drivers use its fields
+    directly: ``recorder.latencies.append(ns)`` for a success (the ok count
     is the number of latencies), ``recorder.error(exc)`` for a failure. The
     arrays are cleared in place, so a driver may keep their bound ``append``
     methods for the whole run. In the open model ``uncorrected`` receives the
@@ -225,6 +228,22 @@ class OpRecorder:
         self._hist: HdrHistogram | None = None
         self._hist_uncorrected: HdrHistogram | None = None
         self._hist_lateness: HdrHistogram | None = None
+
+    def record(self, latency_ns: int) -> None:
+        """One success with its latency in nanoseconds (a hot loop takes :meth:`latency_sink`)."""
+        self.latencies.append(latency_ns)
+
+    def latency_sink(self) -> Callable[[int], None]:
+        """The latencies' bound ``append``: valid for the whole run (cleared in place)."""
+        return self.latencies.append
+
+    def counter_sink(self) -> Counter[str]:
+        """The named counters, for a hot loop: valid for the whole run (cleared in place)."""
+        return self.counters
+
+    def add_bytes_in(self, n: int) -> None:
+        """Add ``n`` bytes received."""
+        self.bytes_in += n
 
     def error(self, exc: OpError) -> None:
         """Count one failed operation by class (and code, when it has one)."""

@@ -20,7 +20,7 @@ from protobench.engine.aggregate import Aggregator
 from protobench.engine.bounds import Tally
 from protobench.engine.plan import RunPlan
 from protobench.engine.resource_log import ResourceLog
-from protobench.engine.thresholds import evaluate_all, parse_threshold
+from protobench.engine.thresholds import evaluate_all
 from protobench.engine.verdicts import (
     builtin_checks,
     cpu_verdicts,
@@ -29,6 +29,8 @@ from protobench.engine.verdicts import (
 )
 from protobench.redaction import redact_url
 from protobench.targets.base import Announcement
+from protobench.vocab.counters import CONNECTS
+from protobench.vocab.thresholds import parse_threshold
 
 SCHEMA = "protobench.report/1"
 
@@ -37,8 +39,6 @@ EXIT_THRESHOLDS = 1
 EXIT_BAD_INPUT = 2
 EXIT_INCOMPLETE = 3
 EXIT_NOT_SAVED = 5
-CONNECTS = "connects"
-"""The workers' counter of connections opened (a session may share one, or reopen)."""
 
 
 def _iso(timestamp: float) -> str:

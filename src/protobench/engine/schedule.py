@@ -59,20 +59,20 @@ import traceback
 from collections import deque
 from collections.abc import Callable
 
-from protobench.engine.bounds import BEHIND, BEHIND_NS
+from protobench.engine.bounds import BEHIND_NS
 from protobench.engine.metrics import OpRecorder
 from protobench.engine.waker import Timer
 from protobench.protocols.base import (
     AsyncSession,
     CallbackSession,
-    ErrorClass,
-    OpError,
     Protocol,
     Session,
     SessionContext,
     StreamSession,
 )
 from protobench.redaction import redact_text
+from protobench.vocab.counters import BEHIND, CONNECTS
+from protobench.vocab.errors import ErrorClass, OpError
 
 RECONNECT_CLASSES = frozenset({ErrorClass.CLOSED, ErrorClass.REFUSED, ErrorClass.CONNECT})
 REOPEN_DELAY = 0.1
@@ -87,7 +87,6 @@ each up to this much after its intended time, so that the driver need not wake f
 
 ABANDON_AFTER = 1.0
 """Seconds past the timeout after which the engine gives up on an exchange the plugin never ends."""
-CONNECTS = "connects"
 CONNECT_FAILED = "connect_failed"
 DOWN_US = "down_us"
 RECONNECTS = "reconnects"

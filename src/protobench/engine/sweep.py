@@ -33,8 +33,9 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from protobench.engine.plan import Overrides
-from protobench.engine.thresholds import Threshold, parse_threshold
-from protobench.profiles.units import parse_duration, parse_rate, parse_scalar
+from protobench.engine.thresholds import evaluate
+from protobench.vocab.thresholds import Threshold, parse_threshold
+from protobench.vocab.units import parse_duration, parse_rate, parse_scalar
 
 KNEE_MIN_EFFICIENCY = 0.5
 KNEE_MIN_GAIN = 0.10
@@ -286,7 +287,7 @@ class Sweep:
         if "sustain" not in report.get("phases", {}):
             return f"no sustain phase was measured ({report.get('stop_reason', 'error')})"
         for threshold in self.stop_on:
-            value, holds = threshold.evaluate(report)
+            value, holds = evaluate(threshold, report)
             if holds:
                 return f"{threshold.expr} (observed {value:g})"
         return None

@@ -1,69 +1,27 @@
-"""Threshold expressions: parsing (at load time) and evaluation against a report.
+"""Threshold evaluation against a report (the grammar is :mod:`protobench.vocab.thresholds`).
 
-Grammar: ``METRIC[op] CMP VALUE`` where ``[op]`` is optional (default: the
-total over all operations). Metrics: ``error_rate`` (a fraction, ``0.5%``),
-``throughput`` (per second, ``1000/s``), latency ``p50 p90 p95 p99 p999 max mean``
-(a duration, ``5ms``), ``late`` (a fraction of scheduled slots), ``down`` (the
-share of the sessions' time spent without a connection, a fraction), ``ok`` and
-``errors`` (counts) and ``counters.NAME`` (a plugin counter such as ``lost``, a
-count). :func:`format_value` prints an observed value in its metric's unit.
-Comparators: ``< <= > >= ==``. Examples: ``error_rate < 0.5%``, ``p99 < 5ms``,
-``p99[read-property] <= 2ms``, ``throughput > 1000/s``,
-``counters.lost[subscribe] == 0``.
+A threshold is judged on the sustain phase: the total over all operations, or
+one operation's figures when it names one (``p99[get] < 5ms``).
 """
 
 from __future__ import annotations
 
-import operator
-import re
-from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from collections.abc import Mapping
 from typing import Any
 
-from protobench.profiles.units import format_duration, parse_duration, parse_fraction, parse_rate
-
-_EXPR = re.compile(
-    r"^\s*([a-z_0-9]+(?:\.[A-Za-z_0-9-]+)?)\s*(?:\[\s*([^\]]+?)\s*\])?\s*(<=|>=|==|<|>)\s*(.+?)\s*$"
-)
-_COMPARATORS: dict[str, Callable[[float, float], bool]] = {
-    "<": operator.lt,
-    "<=": operator.le,
-    ">": operator.gt,
-    ">=": operator.ge,
-    "==": operator.eq,
-}
-LATENCY_METRICS = ("p50", "p90", "p95", "p99", "p999", "max", "mean")
-LATENCY_COLUMNS = (
-    ("p50", "p50"),
-    ("p90", "p90"),
-    ("p95", "p95"),
-    ("p99", "p99"),
-    ("p999", "p99.9"),
-    ("max", "max"),
-)
-"""The latency columns every table shows (summary, monitor): report key and heading."""
-FRACTION_METRICS = ("error_rate", "late", "down")
-COUNT_METRICS = ("errors", "ok")
+from protobench.vocab.thresholds import LATENCY_METRICS, Threshold
 
 
-@dataclass(frozen=True)
-class Threshold:
-    """A parsed threshold; ``limit`` is in the report's units (µs, /s, fraction)."""
-
-    expr: str
-    metric: str
-    op: str | None
-    comparator: str
-    limit: float
-
-    def evaluate(self, report: Mapping[str, Any]) -> tuple[float | None, bool]:
-        """(observed value, passed) against ``report['phases']['sustain']``."""
-        sustain = report.get("phases", {}).get("sustain", {})
-        scope = sustain.get("ops", {}).get(self.op, {}) if self.op else sustain.get("total", {})
-        value = _observe(scope, self.metric)
-        if value is None:
-            return None, False
-        return value, _COMPARATORS[self.comparator](value, self.limit)
+def evaluate(threshold: Threshold, report: Mapping[str, Any]) -> tuple[float | None, bool]:
+    """(observed value, passed) of ``threshold`` against ``report['phases']['sustain']``."""
+    sustain = report.get("phases", {}).get("sustain", {})
+    scope = (
+        sustain.get("ops", {}).get(threshold.op, {}) if threshold.op else sustain.get("total", {})
+    )
+    value = _observe(scope, threshold.metric)
+    if value is None:
+        return None, False
+    return value, threshold.holds(value)
 
 
 def _observe(scope: Mapping[str, Any], metric: str) -> float | None:
@@ -82,65 +40,10 @@ def _observe(scope: Mapping[str, Any], metric: str) -> float | None:
     return None
 
 
-def parse_threshold(expr: str) -> Threshold:
-    """Parse one threshold expression; ``ValueError`` says what was expected."""
-    match = _EXPR.match(expr)
-    if not match:
-        raise ValueError(
-            f"expected a threshold like 'p99 < 5ms' or 'error_rate < 0.5%', got {expr!r}"
-        )
-    metric, op, comparator, raw = match.groups()
-    if metric in LATENCY_METRICS:
-        limit = parse_duration(raw) * 1e6
-    elif metric in FRACTION_METRICS:
-        limit = parse_fraction(raw)
-    elif metric == "throughput":
-        limit = parse_rate(raw)
-    elif metric in COUNT_METRICS or metric.startswith("counters."):
-        try:
-            limit = float(raw)
-        except ValueError:
-            raise ValueError(f"expected a number for {metric}, got {raw!r}") from None
-    else:
-        known = ", ".join(
-            (
-                *FRACTION_METRICS,
-                "throughput",
-                *COUNT_METRICS,
-                "counters.NAME",
-                *LATENCY_METRICS,
-            )
-        )
-        raise ValueError(f"unknown threshold metric {metric!r} (expected one of {known})")
-    return Threshold(expr.strip(), metric, op, comparator, limit)
-
-
-def format_value(metric: str, value: float | None) -> str:
-    """An observed (or limit) value in its metric's unit: ``6.01ms``, ``0.25%``, ``980/s``."""
-    if value is None:
-        return "absent"
-    if metric in LATENCY_METRICS:
-        return format_duration(value / 1e6)
-    if metric in FRACTION_METRICS:
-        return f"{value:.2%}"
-    if metric == "throughput":
-        return f"{value:,.1f}/s"
-    return f"{value:g}"
-
-
-def observed(expr: str, value: float | None) -> str:
-    """A threshold result's observed value in its unit, from its expression."""
-    try:
-        metric = parse_threshold(expr).metric
-    except ValueError:
-        metric = ""
-    return format_value(metric, value)
-
-
 def evaluate_all(thresholds: list[Threshold], report: Mapping[str, Any]) -> list[dict[str, Any]]:
     """The report's ``thresholds`` list: expr, observed value, ok."""
     results = []
     for threshold in thresholds:
-        value, ok = threshold.evaluate(report)
+        value, ok = evaluate(threshold, report)
         results.append({"expr": threshold.expr, "value": value, "ok": ok})
     return results

@@ -31,7 +31,6 @@ from collections.abc import Collection, Mapping, Sequence
 from typing import Any
 
 from protobench.engine.bounds import (
-    BEHIND,
     BEHIND_BOUND_MIN,
     BEHIND_BOUND_SHARE,
     BEHIND_NS,
@@ -45,7 +44,9 @@ from protobench.engine.bounds import (
     LATE_BOUND_SHARE,
     Tally,
 )
-from protobench.engine.thresholds import Threshold, evaluate_all, format_value, parse_threshold
+from protobench.engine.thresholds import evaluate_all
+from protobench.vocab.counters import BEHIND
+from protobench.vocab.thresholds import Threshold, format_value, parse_threshold
 
 DOWN_BOUND = 0.05
 """The built-in check's bound on the sessions' down time, as a share of sustain."""

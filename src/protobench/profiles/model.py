@@ -10,15 +10,12 @@ is one a worker can run.
 from __future__ import annotations
 
 import re
-from typing import Annotated, Any
+from typing import Any
 
-from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, field_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator
 
-from protobench.engine.thresholds import parse_threshold
-from protobench.profiles.units import parse_duration, parse_rate
-
-Duration = Annotated[float, BeforeValidator(parse_duration)]
-Rate = Annotated[float, BeforeValidator(parse_rate)]
+from protobench.vocab.fields import Duration, Rate
+from protobench.vocab.thresholds import parse_threshold
 
 MAX_SESSIONS = 1_000_000
 """The most sessions of one group, and the most ``connections``."""

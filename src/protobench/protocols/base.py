@@ -1,4 +1,4 @@
-"""The plugin contract every protocol implements, and the error taxonomy.
+"""The plugin contract every protocol implements.
 
 A protocol plugin is a subclass of :class:`Protocol`, registered under the entry
 point group ``protobench.protocols``. It declares once:
@@ -31,63 +31,24 @@ only performs the protocol exchange. There are three kinds of session:
     ``await run(recorder)`` runs until cancelled and records what it receives
     itself (subscribers, COV notifications, server pushes).
 
-Every library exception is mapped to :class:`OpError` with an
-:class:`ErrorClass` at the plugin's I/O boundary and nowhere else:
-
-``connect``     the connection could not be established (other than refused)
-``refused``     the peer refused the connection (ECONNREFUSED)
-``timeout``     no reply in time
-``closed``      the peer closed or reset an established connection
-``protocol``    a protocol-level failure reply: HTTP status class, BACnet
-                Error/Reject/Abort ``class:code``, MQTT reason code
-``validation``  a reply arrived but was wrong (wrong echo, bad value, bad grid)
-``auth``        authentication or signature rejected
-``local``       the generator itself could not do it (overload, no free slot)
+Every library exception is mapped to :class:`~protobench.vocab.errors.OpError`
+with an :class:`~protobench.vocab.errors.ErrorClass` at the plugin's I/O boundary
+and nowhere else (the taxonomy is :mod:`protobench.vocab.errors`).
 """
 
 from __future__ import annotations
 
 import abc
-import enum
 import functools
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, ClassVar
+from typing import Any, ClassVar
 
 from pydantic import BaseModel, ConfigDict
 
 from protobench.redaction import redact_text, redact_url
-
-if TYPE_CHECKING:
-    from protobench.engine.metrics import OpRecorder
-
-
-class ErrorClass(enum.StrEnum):
-    """The error taxonomy shared by every protocol."""
-
-    CONNECT = "connect"
-    REFUSED = "refused"
-    TIMEOUT = "timeout"
-    CLOSED = "closed"
-    PROTOCOL = "protocol"
-    VALIDATION = "validation"
-    AUTH = "auth"
-    LOCAL = "local"
-
-
-class OpError(Exception):
-    """A failed operation, already classified.
-
-    ``code`` is the protocol's own identification of the failure when it has
-    one (``"503"``, ``"property:unknown-property"``, ``"0x87"``); ``detail`` is
-    a short human-readable message (the last one per class is shown in the UI).
-    """
-
-    def __init__(self, error_class: ErrorClass, detail: str = "", code: str = "") -> None:
-        super().__init__(f"{error_class}: {code + ' ' if code else ''}{detail}".strip())
-        self.error_class = error_class
-        self.detail = detail
-        self.code = code
+from protobench.vocab.errors import OpError
+from protobench.vocab.recorder import Recorder
 
 
 class StrictModel(BaseModel):
@@ -190,7 +151,7 @@ class StreamSession(Session):
     """A session that receives on its own and records what it receives."""
 
     @abc.abstractmethod
-    async def run(self, recorder: OpRecorder) -> None:
+    async def run(self, recorder: Recorder) -> None:
         """Receive until cancelled, recording every message in ``recorder``."""
 
     def settled(self) -> bool:

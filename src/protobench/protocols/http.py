@@ -36,15 +36,7 @@ from urllib.parse import urlsplit
 
 from pydantic import Field, field_validator, model_validator
 
-from protobench.protocols.base import (
-    CallbackSession,
-    Done,
-    ErrorClass,
-    OpError,
-    Protocol,
-    SessionContext,
-    StrictModel,
-)
+from protobench.protocols.base import CallbackSession, Done, Protocol, SessionContext, StrictModel
 from protobench.protocols.http_client import (
     SUCCESS,
     Endpoint,
@@ -58,6 +50,8 @@ from protobench.protocols.http_client import (
     parse_url,
     status_error,
 )
+from protobench.vocab.counters import CONNECTS
+from protobench.vocab.errors import ErrorClass, OpError
 
 
 class HttpOptions(StrictModel):
@@ -182,7 +176,7 @@ class HttpSession(CallbackSession):
         except OpError as exc:
             done(exc, 0)
             return
-        self._count("connects", 1)
+        self._count(CONNECTS, 1)
         self._conn = self._bind(conn)
         self._start(conn, done)
 

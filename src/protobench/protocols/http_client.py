@@ -56,7 +56,8 @@ from urllib.parse import urljoin, urlsplit
 
 import httptools
 
-from protobench.protocols.base import Done, ErrorClass, OpError
+from protobench.protocols.base import Done
+from protobench.vocab.errors import ErrorClass, OpError
 
 DEFAULT_PORTS = {"http": 80, "https": 443}
 SUCCESS = frozenset(range(200, 300))

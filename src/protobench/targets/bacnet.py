@@ -36,11 +36,11 @@ from bac_py.objects.analog import AnalogInputObject
 from bac_py.transport.bip import BIPTransport
 from pydantic import Field
 
-from protobench.profiles.model import Duration
 from protobench.protocols.bacnet_ip.address import TargetAddress
 from protobench.protocols.base import StrictModel
 from protobench.targets.bacnet_objects import OBJECT_COUNT, add_stress_objects, drift_forever
 from protobench.targets.base import Announcement, EmbeddedTarget, Ready
+from protobench.vocab.fields import Duration
 
 BROADCAST = "127.255.255.255"
 BIND_TRIES = 5

@@ -36,7 +36,6 @@ from typing import Any, ClassVar
 import orjson
 from pydantic import Field
 
-from protobench.profiles.model import Duration
 from protobench.protocols.base import StrictModel
 from protobench.protocols.beckn.callbacks import CallbackSender
 from protobench.protocols.beckn.keys import (
@@ -53,6 +52,7 @@ from protobench.protocols.beckn.signing import SignatureError, Signer, verify
 from protobench.targets.base import Announcement, EmbeddedTarget, Ready
 from protobench.targets.delays import DelayLine
 from protobench.targets.http import STATS_PATH
+from protobench.vocab.fields import Duration
 
 _STATS_URL = STATS_PATH.encode("ascii")
 _REQUIRED = ("action", "bapId", "bapUri", "messageId", "transactionId", "timestamp", "version")

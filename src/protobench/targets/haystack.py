@@ -36,11 +36,11 @@ from hs_py.ops import HaystackOps
 from hs_py.storage.memory import InMemoryAdapter
 from pydantic import Field, SecretStr
 
-from protobench.profiles.model import Duration
 from protobench.protocols.base import StrictModel
 from protobench.protocols.haystack.credentials import DEV_USER, PASSWORD_ENV, resolve_password
 from protobench.targets.base import Announcement, EmbeddedTarget, Ready
 from protobench.targets.haystack_data import DataSpec, generate
+from protobench.vocab.fields import Duration
 
 
 class HaystackServeOptions(StrictModel):

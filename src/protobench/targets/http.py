@@ -32,10 +32,10 @@ import httptools
 from pydantic import Field
 
 from protobench.hostutil import is_loopback_host
-from protobench.profiles.model import Duration
 from protobench.protocols.base import StrictModel
 from protobench.targets.base import Announcement, EmbeddedTarget, Ready
 from protobench.targets.delays import DelayLine
+from protobench.vocab.fields import Duration
 
 STATS_PATH = "/__protobench__/stats"
 _STATS_URL = STATS_PATH.encode("ascii")

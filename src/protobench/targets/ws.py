@@ -40,11 +40,11 @@ from websockets.exceptions import ConnectionClosed
 from websockets.http11 import Request, Response
 from websockets.version import version as websockets_version
 
-from protobench.profiles.model import Duration, Rate
 from protobench.protocols.base import StrictModel
 from protobench.targets.base import Announcement, EmbeddedTarget, Ready
 from protobench.targets.delays import DelayLine
 from protobench.tlsutil import generate, url_with_files
+from protobench.vocab.fields import Duration, Rate
 
 PUSH_HEADER = struct.Struct(">QQ")
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from protobench.profiles.units import format_duration
+from protobench.vocab.units import format_duration
 
 
 def latency(us: float | None) -> str:

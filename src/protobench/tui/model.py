@@ -35,9 +35,10 @@ from protobench.engine.events import (
 )
 from protobench.engine.metrics import Counts, counts_summary
 from protobench.engine.resource_log import ResourceFigures
-from protobench.engine.thresholds import parse_threshold
+from protobench.engine.thresholds import evaluate
 from protobench.engine.verdicts import cpu_verdicts
 from protobench.tui.latency import Window, counts_of, distribution, zeros
+from protobench.vocab.thresholds import parse_threshold
 
 WINDOW_SECONDS = 10.0
 HISTORY = 300
@@ -563,7 +564,7 @@ class RunModel:
             if report is None:
                 states.append(ThresholdState(expr, None, None))
                 continue
-            value, ok = parse_threshold(expr).evaluate(report)
+            value, ok = evaluate(parse_threshold(expr), report)
             states.append(ThresholdState(expr, value, ok if value is not None else None))
         return tuple(states)
 

@@ -31,9 +31,9 @@ from protobench.engine.metrics import OpRecorder
 from protobench.engine.plan import GroupPlan, RunPlan
 from protobench.engine.report import build_report, exit_code_for
 from protobench.engine.resource_log import ResourceLog
-from protobench.protocols.base import ErrorClass, OpError
 from protobench.snapshots.store import SCHEMA
 from protobench.targets.base import Announcement
+from protobench.vocab.errors import ErrorClass, OpError
 
 TARGET = "http://127.0.0.1:8080/"
 MiB = 2**20

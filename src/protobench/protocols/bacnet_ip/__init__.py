@@ -29,14 +29,8 @@ from protobench.protocols.bacnet_ip.address import parse_target
 from protobench.protocols.bacnet_ip.control import open_control_session
 from protobench.protocols.bacnet_ip.params import OPERATIONS, BacnetIpOptions
 from protobench.protocols.bacnet_ip.session import BUILDERS, open_lean_session
-from protobench.protocols.base import (
-    ErrorClass,
-    OpError,
-    Protocol,
-    Session,
-    SessionContext,
-    StrictModel,
-)
+from protobench.protocols.base import Protocol, Session, SessionContext, StrictModel
+from protobench.vocab.errors import ErrorClass, OpError
 
 
 class BacnetIpProtocol(Protocol):

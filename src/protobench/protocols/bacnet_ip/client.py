@@ -50,7 +50,8 @@ from protobench.protocols.bacnet_ip.codec import (
     encode_to_device,
 )
 from protobench.protocols.bacnet_ip.segments import Reassembly, segment_ack_apdu
-from protobench.protocols.base import Done, ErrorClass, OpError
+from protobench.protocols.base import Done
+from protobench.vocab.errors import ErrorClass, OpError
 
 _BVLC_TYPE = 0x81
 _ORIGINAL_UNICAST = 0x0A

@@ -74,7 +74,7 @@ from bac_py.types.primitives import ObjectIdentifier
 from protobench.protocols.bacnet_ip.errors import error_code, from_apdu
 from protobench.protocols.bacnet_ip.objects import device_in, object_name, property_name
 from protobench.protocols.bacnet_ip.segments import MAX_SEGMENTS
-from protobench.protocols.base import ErrorClass, OpError
+from protobench.vocab.errors import ErrorClass, OpError
 
 MAX_APDU = 1476
 INVOKE_IDS = 256

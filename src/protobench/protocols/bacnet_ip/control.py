@@ -39,20 +39,14 @@ from protobench.protocols.bacnet_ip.params import (
     WhoIsParams,
 )
 from protobench.protocols.bacnet_ip.session import open_client, route_of
-from protobench.protocols.base import (
-    AsyncSession,
-    ErrorClass,
-    OpError,
-    Session,
-    SessionContext,
-    StreamSession,
-)
+from protobench.protocols.base import AsyncSession, Session, SessionContext, StreamSession
+from protobench.vocab.errors import ErrorClass, OpError
+from protobench.vocab.recorder import Recorder
 
 if TYPE_CHECKING:
     from bac_py.network.address import BACnetAddress
     from bac_py.services.cov import COVNotificationRequest
 
-    from protobench.engine.metrics import OpRecorder
 
 CLIENT_INSTANCE_BASE = 3_000_000
 PROCESS_ID_BASE = 9000
@@ -148,7 +142,7 @@ class CovSession(BacpyClientSession, StreamSession):
         self.params = params
         self.process_id = process_id
         self.renew = params.renew if params.renew is not None else params.lifetime / 2
-        self._recorder: OpRecorder | None = None
+        self._recorder: Recorder | None = None
 
     def _notified(self, notification: COVNotificationRequest, source: BACnetAddress) -> None:
         recorder = self._recorder
@@ -165,7 +159,7 @@ class CovSession(BacpyClientSession, StreamSession):
             return
         recorder.count("notifications")
 
-    async def run(self, recorder: OpRecorder) -> None:
+    async def run(self, recorder: Recorder) -> None:
         self._recorder = recorder
         while True:
             start = time.perf_counter_ns()
@@ -186,7 +180,7 @@ class CovSession(BacpyClientSession, StreamSession):
                 recorder.error(exc)
                 await asyncio.sleep(RETRY_PAUSE)
                 continue
-            recorder.latencies.append(time.perf_counter_ns() - start)
+            recorder.record(time.perf_counter_ns() - start)
             await asyncio.sleep(self.renew)
 
     async def close(self) -> None:

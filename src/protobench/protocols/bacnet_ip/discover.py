@@ -48,7 +48,7 @@ from protobench.protocols.bacnet_ip.inventory import (
 from protobench.protocols.bacnet_ip.objects import object_name, property_name
 from protobench.protocols.bacnet_ip.params import BacnetIpOptions
 from protobench.protocols.bacnet_ip.session import open_client, route_of
-from protobench.protocols.base import ErrorClass, OpError
+from protobench.vocab.errors import ErrorClass, OpError
 
 BATCH = 5
 """Objects per ReadPropertyMultiple while discovering."""

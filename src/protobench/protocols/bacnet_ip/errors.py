@@ -23,7 +23,7 @@ from bac_py.services.errors import (
 )
 from bac_py.transport.bip import BvlcNakError
 
-from protobench.protocols.base import ErrorClass, OpError
+from protobench.vocab.errors import ErrorClass, OpError
 
 
 def slug(value: enum.Enum | int) -> str:

@@ -46,7 +46,7 @@ from protobench.protocols.bacnet_ip.objects import (
     object_name,
     parse_selector,
 )
-from protobench.protocols.base import ErrorClass, OpError
+from protobench.vocab.errors import ErrorClass, OpError
 
 BATCH = 32
 """Object-list elements per ReadPropertyMultiple (about 12 bytes each in the reply)."""

@@ -14,10 +14,10 @@ from typing import Annotated, Literal
 from bac_py.types.parsing import parse_property_identifier
 from pydantic import AfterValidator, Field, field_validator
 
-from protobench.profiles.model import Duration
 from protobench.protocols.bacnet_ip.address import parse_endpoint
 from protobench.protocols.bacnet_ip.objects import parse_selector
 from protobench.protocols.base import StrictModel
+from protobench.vocab.fields import Duration
 
 Scalar = bool | int | float | str
 Datatype = Literal[

@@ -48,14 +48,8 @@ from protobench.protocols.bacnet_ip.params import (
     WritePropertyMultipleParams,
     WritePropertyParams,
 )
-from protobench.protocols.base import (
-    CallbackSession,
-    Done,
-    ErrorClass,
-    OpError,
-    SessionContext,
-    StrictModel,
-)
+from protobench.protocols.base import CallbackSession, Done, SessionContext, StrictModel
+from protobench.vocab.errors import ErrorClass, OpError
 
 
 class LeanSession(CallbackSession):

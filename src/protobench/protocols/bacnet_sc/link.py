@@ -35,9 +35,9 @@ from bac_py.transport.sc.tls import SCTLSConfig, build_client_ssl_context
 from bac_py.transport.sc.vmac import SCVMAC
 
 from protobench.protocols.bacnet_sc.options import BacnetScOptions
-from protobench.protocols.base import ErrorClass, OpError
 from protobench.protocols.payloads import BINARY_TAG
 from protobench.tlsutil import split_url_files
+from protobench.vocab.errors import ErrorClass, OpError
 
 
 class Member(Protocol):

@@ -27,8 +27,9 @@ from collections import deque
 from collections.abc import Callable
 
 from protobench.protocols.bacnet_sc.link import Link
-from protobench.protocols.base import AsyncSession, CallbackSession, Done, ErrorClass, OpError
+from protobench.protocols.base import AsyncSession, CallbackSession, Done
 from protobench.protocols.payloads import TaggedPayloads
+from protobench.vocab.errors import ErrorClass, OpError
 
 _EXPIRED_KEEP = 64
 

@@ -17,14 +17,7 @@ from collections.abc import Mapping
 from functools import cache
 from typing import ClassVar
 
-from protobench.protocols.base import (
-    ErrorClass,
-    OpError,
-    Protocol,
-    Session,
-    SessionContext,
-    StrictModel,
-)
+from protobench.protocols.base import Protocol, Session, SessionContext, StrictModel
 from protobench.protocols.beckn import callbacks
 from protobench.protocols.beckn.keys import (
     KeyFormatError,
@@ -37,6 +30,7 @@ from protobench.protocols.beckn.payloads import BodyFactory
 from protobench.protocols.beckn.session import BecknSession
 from protobench.protocols.beckn.signing import Signer
 from protobench.protocols.http_client import HttpConnection, make_ssl_context, parse_url
+from protobench.vocab.errors import ErrorClass, OpError
 
 
 class BecknProtocol(Protocol):

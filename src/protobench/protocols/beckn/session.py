@@ -26,7 +26,7 @@ import ssl as ssl_module
 
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
 
-from protobench.protocols.base import CallbackSession, Done, ErrorClass, OpError
+from protobench.protocols.base import CallbackSession, Done
 from protobench.protocols.beckn.acks import reply_error, signature_error
 from protobench.protocols.beckn.callbacks import CallbackListener
 from protobench.protocols.beckn.payloads import BodyFactory
@@ -37,6 +37,7 @@ from protobench.protocols.http_client import (
     Response,
     build_request,
 )
+from protobench.vocab.errors import ErrorClass, OpError
 
 _JSON = ("Content-Type", "application/json")
 

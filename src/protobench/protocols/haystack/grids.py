@@ -41,7 +41,7 @@ from hs_py.encoding import zinc as hs_zinc
 from hs_py.grid import Grid
 from hs_py.kinds import MARKER
 
-from protobench.protocols.base import ErrorClass, OpError
+from protobench.vocab.errors import ErrorClass, OpError
 
 Format = Literal["json", "zinc"]
 Depth = Literal["meta", "grid", "decode"]

@@ -21,9 +21,10 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Awaitable, Callable
 
-from protobench.protocols.base import CallbackSession, Done, ErrorClass, OpError
+from protobench.protocols.base import CallbackSession, Done
 from protobench.protocols.haystack.grids import UNKNOWN_ROWS, Depth, Format, check, error_text
 from protobench.protocols.http_client import HttpConnection, Response, status_error
+from protobench.vocab.errors import ErrorClass, OpError
 
 Source = Callable[[], bytes]
 """Gives the next request to send."""

@@ -26,15 +26,7 @@ from typing import ClassVar
 from hs_py.encoding import json as hs_json
 from hs_py.grid import Grid
 
-from protobench.protocols.base import (
-    AsyncSession,
-    ErrorClass,
-    OpError,
-    Protocol,
-    Session,
-    SessionContext,
-    StrictModel,
-)
+from protobench.protocols.base import AsyncSession, Protocol, Session, SessionContext, StrictModel
 from protobench.protocols.haystack import tokens
 from protobench.protocols.haystack.credentials import resolve_password
 from protobench.protocols.haystack.grids import ERROR_CODE
@@ -69,6 +61,8 @@ from protobench.protocols.http_client import (
     make_ssl_context,
     parse_url,
 )
+from protobench.vocab.counters import CONNECTS
+from protobench.vocab.errors import ErrorClass, OpError
 
 
 class HaystackProtocol(Protocol):
@@ -152,7 +146,7 @@ async def _open(
 
     async def reconnect() -> HttpConnection:
         conn = await HttpConnection.connect(endpoint, ssl=ssl, timeout=ctx.timeout)
-        ctx.count("connects", 1)
+        ctx.count(CONNECTS, 1)
         return conn
 
     if ctx.op == "auth":

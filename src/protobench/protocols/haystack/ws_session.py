@@ -34,7 +34,7 @@ from websockets.exceptions import (
     NegotiationError,
 )
 
-from protobench.protocols.base import AsyncSession, ErrorClass, OpError
+from protobench.protocols.base import AsyncSession
 from protobench.protocols.haystack.grids import (
     UNKNOWN_ROWS,
     Depth,
@@ -44,6 +44,7 @@ from protobench.protocols.haystack.grids import (
     error_text,
 )
 from protobench.protocols.haystack.scram import Headers
+from protobench.vocab.errors import ErrorClass, OpError
 
 AUTH_CLOSE_CODE = 4003
 MAX_MESSAGE = 16 * 1024 * 1024

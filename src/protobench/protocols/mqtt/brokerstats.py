@@ -13,8 +13,8 @@ from __future__ import annotations
 
 from typing import Final
 
-from protobench.engine.metrics import OpRecorder
 from protobench.protocols.mqtt.client import MqttConnection, subscribe_or_close
+from protobench.vocab.recorder import Recorder
 
 DROPPED_TOPIC: Final = "$SYS/broker/publish/messages/dropped"
 
@@ -24,7 +24,7 @@ class DropWatch:
 
     def __init__(self, conn: MqttConnection) -> None:
         self.conn = conn
-        self.recorder: OpRecorder | None = None
+        self.recorder: Recorder | None = None
         self.last: int | None = None
         conn.on_messages = self._messages
 

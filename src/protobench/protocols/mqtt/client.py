@@ -45,7 +45,7 @@ from collections.abc import Callable
 from typing import Final, cast
 
 from protobench.hostutil import fd_limit_text
-from protobench.protocols.base import Done, ErrorClass, OpError
+from protobench.protocols.base import Done
 from protobench.protocols.mqtt.codec import (
     PUBACK,
     PUBREC,
@@ -70,6 +70,7 @@ from protobench.protocols.mqtt.codec import (
 )
 from protobench.protocols.mqtt.keepalive import wheel
 from protobench.protocols.sourceaddr import connected_socket
+from protobench.vocab.errors import ErrorClass, OpError
 
 MAX_PACKET_ID: Final = 0xFFFF
 SWEEP_INTERVAL: Final = 0.1

@@ -22,7 +22,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from protobench.engine.bounds import BEHIND
+from protobench.vocab.counters import BEHIND
 
 
 def _total(ops: Mapping[str, Mapping[str, int]], name: str) -> int:

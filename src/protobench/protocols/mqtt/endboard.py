@@ -20,10 +20,10 @@ import weakref
 from collections.abc import Awaitable, Callable
 from typing import ClassVar, Final
 
-from protobench.protocols.base import OpError
 from protobench.protocols.mqtt.client import MqttConnection, subscribe_or_close
 from protobench.protocols.mqtt.codec import Publish, encode
 from protobench.protocols.mqtt.payload import END, HEADER, HEADER_SIZE, MAGIC
+from protobench.vocab.errors import OpError
 
 END_TOPIC: Final = "protobench-end/{publisher:08x}"
 END_FILTER: Final = "protobench-end/+"

@@ -16,12 +16,13 @@ from urllib.parse import unquote, urlsplit
 
 from pydantic import BeforeValidator, Field, field_validator
 
-from protobench.profiles.model import Duration
-from protobench.protocols.base import ErrorClass, OpError, StrictModel
+from protobench.protocols.base import StrictModel
 from protobench.protocols.mqtt.codec import V5, V311
 from protobench.protocols.mqtt.payload import HEADER_SIZE
 from protobench.protocols.sourceaddr import SourceAddresses
 from protobench.tlsutil import client_context
+from protobench.vocab.errors import ErrorClass, OpError
+from protobench.vocab.fields import Duration
 
 MAX_PAYLOAD = 256 * 1024 * 1024 - 1024
 

@@ -44,17 +44,14 @@ before it reopens the session.
 from __future__ import annotations
 
 import asyncio
-from collections import deque
+from collections import Counter, deque
 from collections.abc import Callable
 from typing import Final, cast
 
-from protobench.engine.metrics import OpRecorder
 from protobench.protocols.base import (
     AsyncSession,
     CallbackSession,
     Done,
-    ErrorClass,
-    OpError,
     SessionContext,
     StreamSession,
 )
@@ -90,11 +87,17 @@ from protobench.protocols.mqtt.payload import (
 )
 from protobench.protocols.sharing import ConnectionShare
 from protobench.protocols.sourceaddr import source_for
+from protobench.vocab.counters import CONNECTS
+from protobench.vocab.errors import ErrorClass, OpError
+from protobench.vocab.recorder import Recorder
 
 BURST: Final = 128
 """QoS 0 completions handed out per session and event-loop turn."""
 QUIET: Final = 0.5
 """Seconds without a message after which a subscriber expects nothing more."""
+
+type _Sinks = tuple[Callable[[int], None], Counter[str], Callable[[int], None]]
+"""A running subscriber's recorder sinks: latencies, counters, bytes received."""
 
 
 def client_id(options: MqttOptions, ctx: SessionContext, group: str | None = None) -> str:
@@ -140,7 +143,7 @@ async def dial(ctx: SessionContext, cid: str) -> MqttConnection:
         ssl_context=where.ssl_context,
         source=source_for(options.source_addresses, ctx.index, where.host),
     )
-    ctx.count("connects", 1)
+    ctx.count(CONNECTS, 1)
     conn.start_keepalive(options.keepalive)
     return conn
 
@@ -356,7 +359,7 @@ class _HeldConnection(StreamSession):
     def __init__(self, conn: MqttConnection) -> None:
         self.conn = conn
 
-    async def _hold(self, recorder: OpRecorder) -> None:
+    async def _hold(self, recorder: Recorder) -> None:
         error = await self.conn.closed
         recorder.count("disconnects")
         raise error
@@ -381,13 +384,13 @@ class SubscribeSession(_HeldConnection):
         self.drops = drops
         self.board = board
         self.filters = filters
-        self._recorder: OpRecorder | None = None
+        self._sinks: _Sinks | None = None
         self._early: list[tuple[bytes, list[int], int]] | None = []
         self._last_message = monotonic_ns()
         conn.on_messages = self._messages
 
-    async def run(self, recorder: OpRecorder) -> None:
-        self._recorder = recorder
+    async def run(self, recorder: Recorder) -> None:
+        self._sinks = (recorder.latency_sink(), recorder.counter_sink(), recorder.add_bytes_in)
         if self.drops is not None:
             self.drops.recorder = recorder
         # Messages that came before the run reached this session (a publisher in another
@@ -399,20 +402,20 @@ class SubscribeSession(_HeldConnection):
             await self._hold(recorder)
         finally:
             self._tally_ends(recorder)
-            self._recorder = None
+            self._sinks = None
             if self.drops is not None:
                 self.drops.recorder = None
                 if self.drops.last is not None:
                     recorder.count("broker_dropped", 0)  # the broker told: shown even when 0
 
-    def _tally_ends(self, recorder: OpRecorder) -> None:
+    def _tally_ends(self, recorder: Recorder) -> None:
         """At the end: the board's publishers matching our filters whose end marker did not
         come in line owe their tail (``undelivered``); the rest are ``unfinished``."""
         tracker = self.tracker
         if tracker is None:
             return
         if self.board is not None:
-            counters = recorder.counters
+            counters = recorder.counter_sink()
             for publisher, (count, topic) in self.board.ends.items():
                 if publisher not in tracker.ended and any(
                     topic_matches(f, topic) for f in self.filters
@@ -444,16 +447,15 @@ class SubscribeSession(_HeldConnection):
 
     def _messages(self, data: bytes, spans: list[int], now: int) -> None:
         """The messages of one read (counters are added once per read, not per message)."""
-        recorder = self._recorder
-        if recorder is None:
+        sinks = self._sinks
+        if sinks is None:
             if self._early is not None:
                 self._early.append((data, spans, now))
             return
-        append = recorder.latencies.append
+        append, counters, add_bytes_in = sinks
         unpack = HEADER.unpack_from
         tracker = self.tracker
         expected = tracker.expected if tracker is not None else {}
-        counters = recorder.counters
         received = foreign = size = advanced = 0
         i = 0
         n = len(spans)
@@ -484,7 +486,7 @@ class SubscribeSession(_HeldConnection):
                     advanced += tracker.observe(publisher, seq, counters)
         if received:
             counters["received"] += received
-            recorder.bytes_in += size
+            add_bytes_in(size)
         if advanced:
             counters["expected"] += advanced
         if foreign:
@@ -494,7 +496,7 @@ class SubscribeSession(_HeldConnection):
 class IdleSession(_HeldConnection):
     """An open connection kept alive by keepalive pings; records nothing."""
 
-    async def run(self, recorder: OpRecorder) -> None:
+    async def run(self, recorder: Recorder) -> None:
         error = await self.conn.closed  # not through _hold: one coroutine less per connection
         recorder.count("disconnects")
         raise error
@@ -519,7 +521,7 @@ class ConnectSession(AsyncSession):
             ssl_context=where.ssl_context,
             source=source_for(options.source_addresses, self.ctx.index, where.host),
         )
-        self.ctx.count("connects", 1)
+        self.ctx.count(CONNECTS, 1)
         conn.disconnect()
         return 4
 

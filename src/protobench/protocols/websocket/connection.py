@@ -35,7 +35,6 @@ from websockets.typing import Subprotocol
 from websockets.uri import parse_uri
 
 from protobench.hostutil import fd_limit_text
-from protobench.protocols.base import ErrorClass, OpError
 from protobench.protocols.sourceaddr import connected_socket, source_for
 from protobench.protocols.websocket.codec import (
     ConnectionClosedByPeer,
@@ -46,6 +45,7 @@ from protobench.protocols.websocket.codec import (
 )
 from protobench.protocols.websocket.options import WebSocketOptions
 from protobench.tlsutil import client_context, split_url_files
+from protobench.vocab.errors import ErrorClass, OpError
 
 _END_OF_HEAD = b"\r\n\r\n"
 _MAX_HEAD = 64 * 1024

@@ -9,10 +9,10 @@ from __future__ import annotations
 
 from pydantic import Field, model_validator
 
-from protobench.profiles.model import Rate
 from protobench.protocols.base import StrictModel
 from protobench.protocols.payloads import Mode, PayloadSize, check_mix, parse_mix
 from protobench.protocols.sourceaddr import SourceAddresses
+from protobench.vocab.fields import Rate
 
 
 class WebSocketOptions(StrictModel):

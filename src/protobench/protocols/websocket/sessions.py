@@ -27,20 +27,12 @@ import asyncio
 import struct
 import time
 from collections import deque
-from typing import TYPE_CHECKING
 
-from protobench.protocols.base import (
-    CallbackSession,
-    Done,
-    ErrorClass,
-    OpError,
-    StreamSession,
-)
+from protobench.protocols.base import CallbackSession, Done, StreamSession
 from protobench.protocols.payloads import TaggedPayloads
 from protobench.protocols.websocket.connection import WsConnection
-
-if TYPE_CHECKING:
-    from protobench.engine.metrics import OpRecorder
+from protobench.vocab.errors import ErrorClass, OpError
+from protobench.vocab.recorder import Recorder
 
 PUSH_HEADER = struct.Struct(">QQ")
 _EXPIRED_KEEP = 64
@@ -154,10 +146,10 @@ class SendSession(StreamSession):
         self._text = payloads.mode == "text"
         self._rate = rate
         self._seq = 0
-        self._recorder: OpRecorder | None = None
+        self._recorder: Recorder | None = None
         conn.set_on_message(self._on_message)
 
-    async def run(self, recorder: OpRecorder) -> None:
+    async def run(self, recorder: Recorder) -> None:
         self._recorder = recorder
         loop = asyncio.get_running_loop()
         start = loop.time()
@@ -175,7 +167,7 @@ class SendSession(StreamSession):
                 await asyncio.sleep(max(0.001, start + (sent + 1) / self._rate - loop.time()))
         raise self.conn.lost
 
-    def _burst(self, due: int, recorder: OpRecorder) -> int:
+    def _burst(self, due: int, recorder: Recorder) -> int:
         """Send up to ``due`` messages while the socket accepts them; return how many."""
         conn = self.conn
         count = nbytes = 0
@@ -194,7 +186,7 @@ class SendSession(StreamSession):
         if recorder is None:
             return
         tag = self._payloads.read_tag(data)
-        recorder.bytes_in += len(data)
+        recorder.add_bytes_in(len(data))
         if (
             tag is not None
             and tag[0] == self._payloads.source
@@ -219,12 +211,12 @@ class SubscribeSession(StreamSession):
         self._message = message
         self._stamped = stamped
         self._last_seq: int | None = None
-        self._recorder: OpRecorder | None = None
+        self._recorder: Recorder | None = None
         self._lost: asyncio.Future[None] = asyncio.get_running_loop().create_future()
         conn.set_on_message(self._on_message)
         conn.on_lost = self._on_lost
 
-    async def run(self, recorder: OpRecorder) -> None:
+    async def run(self, recorder: Recorder) -> None:
         self._recorder = recorder
         if self._message is not None:
             self.conn.send(self._message.encode(), True)
@@ -235,7 +227,7 @@ class SubscribeSession(StreamSession):
         recorder = self._recorder
         if recorder is None:
             return
-        recorder.bytes_in += len(data)
+        recorder.add_bytes_in(len(data))
         recorder.count("received")
         if not self._stamped:
             return
@@ -243,7 +235,7 @@ class SubscribeSession(StreamSession):
             recorder.error(OpError(ErrorClass.VALIDATION, f"push of {len(data)} B has no stamp"))
             return
         seq, sent_ns = PUSH_HEADER.unpack_from(data)
-        recorder.latencies.append(max(0, time.time_ns() - sent_ns))
+        recorder.record(max(0, time.time_ns() - sent_ns))
         last = self._last_seq
         if last is not None:
             if seq > last + 1:

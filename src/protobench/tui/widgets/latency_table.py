@@ -7,12 +7,12 @@ from rich.console import RenderableType
 from rich.table import Table
 from rich.text import Text
 
-from protobench.engine.thresholds import LATENCY_COLUMNS
 from protobench.tui import formatting
 from protobench.tui.baseline import Baseline
 from protobench.tui.display import Display
 from protobench.tui.model import OpStats
 from protobench.tui.widgets.panel import Panel
+from protobench.vocab.thresholds import LATENCY_COLUMNS
 
 COLUMNS = LATENCY_COLUMNS
 NARROW = frozenset({"p90", "max"})

@@ -9,12 +9,12 @@ from rich.console import Group, RenderableType
 from rich.table import Table
 from rich.text import Text
 
-from protobench.engine.thresholds import LATENCY_COLUMNS
 from protobench.tui import formatting
 from protobench.tui.display import Display
 from protobench.tui.widgets.latency_table import delta_text
 from protobench.tui.widgets.panel import Panel
 from protobench.tui.widgets.threshold_list import observed
+from protobench.vocab.thresholds import LATENCY_COLUMNS
 
 PERCENTILES = LATENCY_COLUMNS
 

@@ -5,15 +5,15 @@ from __future__ import annotations
 from rich.console import RenderableType
 from rich.text import Text
 
-from protobench.engine.thresholds import (
+from protobench.tui import formatting
+from protobench.tui.display import Display
+from protobench.tui.widgets.panel import Panel
+from protobench.vocab.thresholds import (
     FRACTION_METRICS,
     LATENCY_METRICS,
     format_value,
     parse_threshold,
 )
-from protobench.tui import formatting
-from protobench.tui.display import Display
-from protobench.tui.widgets.panel import Panel
 
 
 def observed(expr: str, value: float | None) -> str:

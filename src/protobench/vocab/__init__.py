@@ -1,0 +1,8 @@
+"""The shared vocabulary at the bottom of protobench: every package above may import it.
+
+Units and their parsers (:mod:`.units`), the pydantic field types built on them
+(:mod:`.fields`), the threshold grammar (:mod:`.thresholds`), the error taxonomy
+(:mod:`.errors`), the recorder interface a protocol plugin writes to
+(:mod:`.recorder`) and the counter names shared by plugins and the engine
+(:mod:`.counters`). It imports nothing of protobench's own.
+"""

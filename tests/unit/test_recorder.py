@@ -1,0 +1,44 @@
+"""The recorder interface a plugin writes to (``vocab.recorder.Recorder``), as the engine's
+``OpRecorder`` implements it: every method lands in the interval it flushes, and the sinks a
+hot loop takes once stay valid across flushes."""
+
+from __future__ import annotations
+
+from protobench.engine.metrics import OpRecorder
+from protobench.vocab.errors import ErrorClass, OpError
+from protobench.vocab.recorder import Recorder
+
+
+def _plugin_writes(recorder: Recorder) -> None:
+    recorder.record(2_000_000)
+    recorder.latency_sink()(3_000_000)
+    recorder.count("lost", 2)
+    recorder.counter_sink()["received"] += 5
+    recorder.add_bytes_in(100)
+    recorder.error(OpError(ErrorClass.TIMEOUT, "no reply", code="t1"))
+
+
+def test_every_method_of_the_interface_lands_in_the_interval() -> None:
+    recorder = OpRecorder("subscribe")
+    _plugin_writes(recorder)
+    item = recorder.flush()
+    assert item.ok == 2
+    assert item.counters == {"lost": 2, "received": 5}
+    assert item.bytes_in == 100
+    assert item.errors == {"timeout": 1}
+    assert item.error_codes == {"timeout:t1": 1}
+    assert item.hist
+
+
+def test_sinks_taken_once_outlive_the_flush() -> None:
+    recorder = OpRecorder("subscribe")
+    record, counters = recorder.latency_sink(), recorder.counter_sink()
+    record(1_000_000)
+    counters["received"] += 1
+    first = recorder.flush()
+    record(1_000_000)
+    record(2_000_000)
+    counters["received"] += 2
+    second = recorder.flush()
+    assert (first.ok, first.counters) == (1, {"received": 1})
+    assert (second.ok, second.counters) == (2, {"received": 2})
