@@ -159,6 +159,19 @@ class CpuVerdict:
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
+class LiveVerdicts:
+    """The verdicts of a run so far (in each interval event), judged like the report's.
+
+    ``thresholds`` and ``checks`` on the sustain phase so far (``[]`` before
+    it has figures), ``cpu`` on its resource samples and intervals so far.
+    """
+
+    thresholds: list[ThresholdResult]
+    checks: list[CheckResult]
+    cpu: CpuVerdict
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
 class Verdicts:
     """The run's verdicts (:mod:`protobench.engine.verdicts`): the CPU's, then the rest."""
 
@@ -317,25 +330,26 @@ def nested_notices(data: Mapping[str, Any]) -> dict[str, Any]:
     }
 
 
-def load_report(data: object) -> Report:
+def load_report(data: object, where: str = "") -> Report:
     """The typed report of parsed JSON ``data``; :class:`ReportError` naming a bad field.
 
-    Validated strictly as JSON (a count is a whole number, not ``"5"``).
+    Validated strictly as JSON (a count is a whole number, not ``"5"``). ``where``
+    is the report's own path, put before the field's (``report`` in a snapshot).
     """
     from pydantic import ValidationError  # noqa: PLC0415 - pydantic only when a report is read
 
     if not isinstance(data, Mapping):
         kind = "null" if data is None else f"a JSON {type(data).__name__}"
-        raise ReportError(f"a report must be a JSON object, found {kind}")
+        raise ReportError(f"{where or 'a report'}: expected a JSON object, found {kind}")
     try:
         text = orjson.dumps(nested_notices(data), option=orjson.OPT_NON_STR_KEYS, default=str)
         return _adapter().validate_json(text, strict=True)
     except ValidationError as exc:
         errors = exc.errors()
         first = errors[0]
-        where = ".".join(str(part) for part in first["loc"]) or "(top)"
+        path = ".".join(str(part) for part in (where, *first["loc"]) if part != "") or "(top)"
         more = f" (and {len(errors) - 1} more)" if len(errors) > 1 else ""
-        raise ReportError(f"{where}: {_message(first)}{more}") from None
+        raise ReportError(f"{path}: {_message(first)}{more}") from None
 
 
 def _message(error: Any) -> str:
