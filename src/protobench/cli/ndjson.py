@@ -14,6 +14,7 @@ stream quietly (stdout then goes to ``/dev/null``, so nothing fails later).
 from __future__ import annotations
 
 import dataclasses
+import json
 import os
 import sys
 import threading
@@ -69,9 +70,8 @@ def report_line(report: Report) -> str:
 
 
 def _line(data: dict[str, Any]) -> str:
-    import orjson  # noqa: PLC0415 - not on the --help path
-
-    return orjson.dumps(data, option=orjson.OPT_NON_STR_KEYS, default=str).decode() + "\n"
+    """One JSON line, spaced as the stream always was (``"type": "interval"``)."""
+    return json.dumps(data, default=str) + "\n"
 
 
 class NdjsonStream:
