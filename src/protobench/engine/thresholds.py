@@ -6,44 +6,48 @@ one operation's figures when it names one (``p99[get] < 5ms``).
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from typing import Any
+from collections.abc import Sequence
 
-from protobench.vocab.thresholds import LATENCY_METRICS, Threshold
+from protobench.engine.report_model import ThresholdResult
+from protobench.engine.summaries import OpSummary, PhaseSummary
+from protobench.vocab.thresholds import LATENCY_METRICS, SCOPE_METRICS, Threshold
 
 
-def evaluate(threshold: Threshold, report: Mapping[str, Any]) -> tuple[float | None, bool]:
-    """(observed value, passed) of ``threshold`` against ``report['phases']['sustain']``."""
-    sustain = report.get("phases", {}).get("sustain", {})
-    scope = (
-        sustain.get("ops", {}).get(threshold.op, {}) if threshold.op else sustain.get("total", {})
-    )
-    value = _observe(scope, threshold.metric)
+def judge(threshold: Threshold, sustain: PhaseSummary | None) -> tuple[float | None, bool]:
+    """(observed value, passed) of ``threshold`` on the sustain phase (``None``: not measured)."""
+    scope = sustain.scope(threshold.op) if sustain is not None else None
+    value = _observe(scope, threshold.metric) if scope is not None else _unmeasured(threshold)
     if value is None:
         return None, False
     return value, threshold.holds(value)
 
 
-def _observe(scope: Mapping[str, Any], metric: str) -> float | None:
+def _unmeasured(threshold: Threshold) -> float | None:
+    """What a metric reads as without figures: a count of late arrivals or of a counter is 0."""
+    metric = threshold.metric
+    return 0.0 if metric == "late" or metric.startswith("counters.") else None
+
+
+def _observe(scope: OpSummary, metric: str) -> float | None:
     if metric in LATENCY_METRICS:
-        latency = scope.get("latency_us", {})
-        return float(latency[metric]) if metric in latency else None
+        return scope.latency_us.value(metric)
     if metric.startswith("counters."):
-        return float(scope.get("counters", {}).get(metric.removeprefix("counters."), 0))
+        return float(scope.counters.get(metric.removeprefix("counters."), 0))
     if metric == "late":
-        scheduled = scope.get("ok", 0) + scope.get("errors", 0)
-        return scope.get("late", 0) / scheduled if scheduled else 0.0
+        return scope.late / scope.attempts if scope.attempts else 0.0
     if metric == "down":
-        return float(scope["down_share"]) if "down_share" in scope else None
-    if metric in scope:
-        return float(scope[metric])
+        return None if scope.down_share is None else float(scope.down_share)
+    if metric in SCOPE_METRICS:
+        return float(getattr(scope, metric))
     return None
 
 
-def evaluate_all(thresholds: list[Threshold], report: Mapping[str, Any]) -> list[dict[str, Any]]:
-    """The report's ``thresholds`` list: expr, observed value, ok."""
+def evaluate_all(
+    thresholds: Sequence[Threshold], sustain: PhaseSummary | None
+) -> list[ThresholdResult]:
+    """The report's ``thresholds``: each expression, its observed value and whether it held."""
     results = []
     for threshold in thresholds:
-        value, ok = evaluate(threshold, report)
-        results.append({"expr": threshold.expr, "value": value, "ok": ok})
+        value, ok = judge(threshold, sustain)
+        results.append(ThresholdResult(expr=threshold.expr, value=value, ok=ok))
     return results

@@ -44,6 +44,8 @@ LATENCY_COLUMNS = (
 """The latency columns every table shows (summary, monitor): report key and heading."""
 FRACTION_METRICS = ("error_rate", "late", "down")
 COUNT_METRICS = ("errors", "ok")
+SCOPE_METRICS = ("error_rate", "throughput", *COUNT_METRICS)
+"""The metrics read as they are from an op's (or the total's) figures."""
 
 
 @dataclass(frozen=True)

@@ -9,6 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from protobench.engine.report_model import NodeResourceSummary
 from protobench.engine.resource_log import peak
 
 
@@ -32,13 +33,13 @@ class NodeResources:
         self.workers_rss_peak = peak(self.workers_rss_peak, rss)
         self.host_cpu_sum += frame["host"]["cpu"]
 
-    def summary(self) -> dict[str, Any]:
+    def summary(self) -> NodeResourceSummary:
         """The figures as the report shows them (``None`` without a sample)."""
         count = self.samples
-        return {
-            "samples": count,
-            "workers_cpu_mean": round(self.workers_cpu_sum / count, 1) if count else None,
-            "workers_cpu_peak": self.workers_cpu_peak,
-            "workers_rss_peak": self.workers_rss_peak,
-            "host_cpu_mean": round(self.host_cpu_sum / count, 1) if count else None,
-        }
+        return NodeResourceSummary(
+            samples=count,
+            workers_cpu_mean=round(self.workers_cpu_sum / count, 1) if count else None,
+            workers_cpu_peak=self.workers_cpu_peak,
+            workers_rss_peak=self.workers_rss_peak,
+            host_cpu_mean=round(self.host_cpu_sum / count, 1) if count else None,
+        )

@@ -24,9 +24,10 @@ import contextlib
 import json
 import time
 from collections.abc import AsyncIterator
+from dataclasses import replace
 from pathlib import Path
 from types import TracebackType
-from typing import Any
+from typing import Any, cast
 
 import anyio
 from anyio.abc import TaskGroup
@@ -34,9 +35,11 @@ from anyio.abc import TaskGroup
 from protobench.engine.distributed.agent import AGENT
 from protobench.engine.distributed.cluster import Node, RayBackend, clock_warnings
 from protobench.engine.distributed.node_resources import NodeResources
+from protobench.engine.events import ProcessSample
 from protobench.engine.frames import FrameDecoder, FrameError
 from protobench.engine.plan import WorkerSlice
 from protobench.engine.pool import worker_summary
+from protobench.engine.report_model import NodeEntry, WorkerEntry
 
 SHUTDOWN_GRACE = 10.0
 STALE_INTERVALS = 2.5
@@ -149,18 +152,20 @@ class RayPool:
         """None: every worker is sampled by its node's agent (see :meth:`worker_samples`)."""
         return []
 
-    def worker_samples(self) -> list[dict[str, Any]]:
+    def worker_samples(self) -> list[ProcessSample]:
         """The latest sample of every worker of the nodes still heard from, marked with its node."""
         now = time.monotonic()
-        out: list[dict[str, Any]] = []
+        out: list[ProcessSample] = []
         for node in self.nodes_used:
             came, workers = self.latest.get(node.node_id, (0.0, []))
             if node.node_id in self.lost or now - came > STALE_INTERVALS * self.interval:
                 continue
-            mark: dict[str, Any] = {"node": node.node_id}
-            if node.address != self.here:
-                mark["off_host"] = True
-            out += [{**worker, **mark} for worker in workers]
+            for worker in workers:
+                sample = cast(ProcessSample, dict(worker))
+                sample["node"] = node.node_id
+                if node.address != self.here:
+                    sample["off_host"] = True
+                out.append(sample)
         return out
 
     def broadcast(self, kind: str, payload: Any) -> None:
@@ -259,17 +264,17 @@ class RayPool:
                 with contextlib.suppress(Exception):
                     await ref
 
-    def summary(self) -> list[dict[str, Any]]:
-        return [{**worker_summary(h, h.exit_code), "node": h.node.node_id} for h in self.handles]
+    def summary(self) -> list[WorkerEntry]:
+        return [replace(worker_summary(h, h.exit_code), node=h.node.node_id) for h in self.handles]
 
-    def nodes(self) -> list[dict[str, Any]]:
+    def nodes(self) -> list[NodeEntry]:
         """The nodes of the run for the report: identity, versions, clock, workers, resources."""
         return [
-            {
-                **node.describe(),
-                "lost": self.lost.get(node.node_id),
-                "resources": self.resources[node.node_id].summary(),
-            }
+            replace(
+                node.describe(),
+                lost=self.lost.get(node.node_id),
+                resources=self.resources[node.node_id].summary(),
+            )
             for node in self.nodes_used
         ]
 
