@@ -427,6 +427,26 @@ def _override(key: str) -> Any:
     return fact
 
 
+@dataclass(frozen=True)
+class _Side:
+    """One side of a comparison: its snapshots, each run's sustain intervals, its operations."""
+
+    snapshots: Sequence[dict[str, Any]]
+    runs: list[list[Interval]]
+    ops: list[str]
+    pooled: list[Interval]
+    """The intervals of every run together: the samples of the side's statistics."""
+
+    @classmethod
+    def of(cls, snapshots: Sequence[dict[str, Any]]) -> _Side:
+        runs = [intervals(s, "sustain", MIN_INTERVAL_FRACTION) for s in snapshots]
+        ops = [op for s in snapshots for op in operations(s)]
+        return cls(snapshots, runs, ops, [item for run in runs for item in run])
+
+    def infos(self) -> list[RunInfo]:
+        return [RunInfo.of(s, len(run)) for s, run in zip(self.snapshots, self.runs, strict=True)]
+
+
 def compare(
     base: Sequence[dict[str, Any]],
     new: Sequence[dict[str, Any]],
@@ -439,15 +459,12 @@ def compare(
     """Compare the sustain phases of ``base`` and ``new`` snapshots (each side non-empty)."""
     if not base or not new:
         raise ValueError("each side of a comparison needs at least one snapshot")
-    base_intervals = [intervals(s, "sustain", MIN_INTERVAL_FRACTION) for s in base]
-    new_intervals = [intervals(s, "sustain", MIN_INTERVAL_FRACTION) for s in new]
-    base_ops = [op for s in base for op in operations(s)]
-    new_ops = [op for s in new for op in operations(s)]
-    ops = [op for op in dict.fromkeys(base_ops) if op in new_ops]
-    wanted = tuple(dict.fromkeys([*metrics, *(g.metric for g in gates)]))
+    base_side, new_side = _Side.of(base), _Side.of(new)
+    ops = [op for op in dict.fromkeys(base_side.ops) if op in new_side.ops]
+    one_side = _one_side_ops(base_side.ops, new_side.ops)
     result = Diff(
-        base=[RunInfo.of(s, len(i)) for s, i in zip(base, base_intervals, strict=True)],
-        new=[RunInfo.of(s, len(i)) for s, i in zip(new, new_intervals, strict=True)],
+        base=base_side.infos(),
+        new=new_side.infos(),
         alpha=alpha,
         confidence=confidence,
         metrics=tuple(metrics),
@@ -455,72 +472,119 @@ def compare(
         warnings=comparability(base, new),
         accept_inconclusive=accept_inconclusive,
     )
-    one_side = {
+    result.warnings.extend(
+        f"operation {op!r} is only in the {side} runs" for op, side in one_side.items()
+    )
+    _check_gate_ops(gates, [*ops, *one_side])
+    n_base, n_new = len(base_side.pooled), len(new_side.pooled)
+    result.notes.extend(_sample_notes(n_base, n_new, alpha, confidence))
+    wanted = tuple(dict.fromkeys([*metrics, *(g.metric for g in gates)]))
+    protocols = {s["report"]["protocol"] for s in [*base, *new]}
+    result.rows = [
+        _row(
+            op,
+            metric,
+            base_side,
+            new_side,
+            alpha,
+            confidence,
+            _undecidable(op, protocols, one_side),
+        )
+        for op in [*ops, TOTAL]
+        for metric in wanted
+    ]
+    if len(ops) > 1:
+        result.geomeans = _geomeans(result.rows, wanted)
+    result.gates = [_gate_result(gate, result.rows, one_side) for gate in gates]
+    return result
+
+
+def _one_side_ops(base_ops: Sequence[str], new_ops: Sequence[str]) -> dict[str, str]:
+    """The operations only one side ran, each with that side (``base`` or ``new``)."""
+    return {
         op: side
         for side, names, other in (("base", base_ops, new_ops), ("new", new_ops, base_ops))
         for op in names
         if op not in other
     }
-    result.warnings.extend(
-        f"operation {op!r} is only in the {side} runs" for op, side in one_side.items()
-    )
+
+
+def _check_gate_ops(gates: Sequence[Gate], ops: Sequence[str]) -> None:
+    """``ValueError`` for a gate on an operation neither side ran."""
     for gate in gates:
-        if gate.op not in (TOTAL, "*", *ops, *one_side):
+        if gate.op not in (TOTAL, "*", *ops):
             raise ValueError(f"gate {gate.expr!r}: no operation {gate.op!r} in these runs")
-    protocols = {s["report"]["protocol"] for s in [*base, *new]}
-    everywhere = "the runs are of different protocols" if len(protocols) > 1 else None
-    mixed = "the runs do not have the same operations" if one_side else None
-    pooled_base = [item for run in base_intervals for item in run]
-    pooled_new = [item for run in new_intervals for item in run]
-    result.notes.extend(_sample_notes(len(pooled_base), len(pooled_new), alpha, confidence))
-    for op in [*ops, TOTAL]:
-        for metric in wanted:
-            base_samples = samples(pooled_base, op, metric)
-            new_samples = samples(pooled_new, op, metric)
-            base_est, new_est, change, p, significant = compare_samples(
-                op, metric, base_samples, new_samples, alpha, confidence
-            )
-            phase_base, base_count = whole_phase(base, op, metric)
-            phase_new, new_count = whole_phase(new, op, metric)
-            phase_change = _change(metric, phase_base, phase_new)
-            need = percentile_samples(metric)
-            phase_note = None
-            if phase_change is not None and min(base_count, new_count) < need:
-                phase_change = None
-                phase_note = f"need >= {need:,} samples, have {base_count:,} + {new_count:,}"
-            result.rows.append(
-                Row(
-                    op=op,
-                    metric=metric,
-                    base=base_est,
-                    new=new_est,
-                    change=change,
-                    p_value=p,
-                    significant=significant,
-                    phase_base=phase_base,
-                    phase_new=phase_new,
-                    phase_change=phase_change,
-                    inconclusive=everywhere
-                    or (mixed if op == TOTAL else None)
-                    or too_few(len(base_samples), len(new_samples), alpha, confidence),
-                    phase_note=phase_note,
-                )
-            )
-    if len(ops) > 1:
-        result.geomeans = _geomeans(result.rows, wanted)
-    for gate in gates:
-        matching = [
-            row for row in result.rows if row.metric == gate.metric and gate.op in ("*", row.op)
-        ]
-        undecided = [(row.op, why) for row in matching if (why := row.inconclusive)]
-        if gate.op in one_side:
-            undecided.append(
-                (gate.op, f"operation {gate.op!r} is only in the {one_side[gate.op]} runs")
-            )
-        result.gates.append(
-            GateResult(gate, [row for row in matching if gate.crossed(row)], undecided)
+
+
+def _undecidable(op: str, protocols: set[str], one_side: dict[str, str]) -> str | None:
+    """Why no gate can decide on ``op``: other protocols; for ``TOTAL``, other operations."""
+    if len(protocols) > 1:
+        return "the runs are of different protocols"
+    if op == TOTAL and one_side:
+        return "the runs do not have the same operations"
+    return None
+
+
+def _row(
+    op: str,
+    metric: str,
+    base: _Side,
+    new: _Side,
+    alpha: float,
+    confidence: float,
+    undecidable: str | None,
+) -> Row:
+    """``op``'s ``metric`` compared: interval statistics, then the whole phase.
+
+    ``undecidable`` is why no gate can decide on any row of ``op``, if anything.
+    """
+    base_samples = samples(base.pooled, op, metric)
+    new_samples = samples(new.pooled, op, metric)
+    base_est, new_est, change, p, significant = compare_samples(
+        op, metric, base_samples, new_samples, alpha, confidence
+    )
+    phase_base, phase_new, phase_change, phase_note = _phase_change(
+        base.snapshots, new.snapshots, op, metric
+    )
+    return Row(
+        op=op,
+        metric=metric,
+        base=base_est,
+        new=new_est,
+        change=change,
+        p_value=p,
+        significant=significant,
+        phase_base=phase_base,
+        phase_new=phase_new,
+        phase_change=phase_change,
+        inconclusive=undecidable or too_few(len(base_samples), len(new_samples), alpha, confidence),
+        phase_note=phase_note,
+    )
+
+
+def _phase_change(
+    base: Sequence[dict[str, Any]], new: Sequence[dict[str, Any]], op: str, metric: str
+) -> tuple[float | None, float | None, float | None, str | None]:
+    """(base, new, change, note) of the whole phase; no change when a side has too few samples."""
+    phase_base, base_count = whole_phase(base, op, metric)
+    phase_new, new_count = whole_phase(new, op, metric)
+    change = _change(metric, phase_base, phase_new)
+    need = percentile_samples(metric)
+    if change is not None and min(base_count, new_count) < need:
+        note = f"need >= {need:,} samples, have {base_count:,} + {new_count:,}"
+        return phase_base, phase_new, None, note
+    return phase_base, phase_new, change, None
+
+
+def _gate_result(gate: Gate, rows: Sequence[Row], one_side: dict[str, str]) -> GateResult:
+    """The rows of ``gate``'s metric and operation that crossed it, and those that cannot decide."""
+    matching = [row for row in rows if row.metric == gate.metric and gate.op in ("*", row.op)]
+    undecided = [(row.op, why) for row in matching if (why := row.inconclusive)]
+    if gate.op in one_side:
+        undecided.append(
+            (gate.op, f"operation {gate.op!r} is only in the {one_side[gate.op]} runs")
         )
-    return result
+    return GateResult(gate, [row for row in matching if gate.crossed(row)], undecided)
 
 
 def _sample_notes(n_base: int, n_new: int, alpha: float, confidence: float) -> list[str]:
