@@ -28,7 +28,7 @@ from protobench.cli.render import us
 from protobench.snapshots.store import SnapshotError, SnapshotStore
 
 if TYPE_CHECKING:  # numpy and hdrhistogram load in the command, not for --help
-    from protobench.snapshots.diff import Diff, GeomeanRow, Row
+    from protobench.snapshots.diff import Diff, GeomeanRow, Row, RunInfo
     from protobench.snapshots.stats import Estimate
 
 _NEW_SIDE = "protobench.diff.new"
@@ -127,7 +127,7 @@ def _tables(blocks: list[list[list[str]]]) -> list[str]:
     return out
 
 
-def _runs(label: str, runs: list[Any]) -> str:
+def _runs(label: str, runs: list[RunInfo]) -> str:
     samples = sum(run.intervals for run in runs)
     ids = ", ".join(run.id for run in runs)
     count = f"{len(runs)} runs: " if len(runs) > 1 else ""
