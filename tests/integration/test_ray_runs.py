@@ -29,6 +29,7 @@ from protobench.engine.distributed.pool import RayPoolFactory
 from protobench.engine.events import Event, IntervalUpdate
 from protobench.engine.plan import Overrides, RunPlan, resolve
 from protobench.engine.report import exit_code_for
+from protobench.engine.report_model import load_report, to_plain
 from protobench.profiles import loader
 from protobench.snapshots.store import SnapshotStore
 from tests.conftest import run_cli
@@ -64,10 +65,10 @@ def _plan(url: str, **overrides: Any) -> RunPlan:
 
 
 def _run(controller: Controller) -> dict[str, Any]:
-    report: dict[str, Any] = anyio.run(
-        controller.run, backend="asyncio", backend_options={"use_uvloop": True}
-    )
-    return report
+    """The report of the run, as its JSON has it."""
+    report = anyio.run(controller.run, backend="asyncio", backend_options={"use_uvloop": True})
+    plain: dict[str, Any] = to_plain(report)
+    return plain
 
 
 def _all_ok(report: dict[str, Any]) -> int:
@@ -257,6 +258,6 @@ def test_a_removed_node_makes_the_run_partial(backend: RayBackend, tmp_path: Pat
     assert [w["worker"] for w in gone] == lost[0]["workers"]
     assert any(n["kind"] == "node" for n in report["notices"])
     assert any(n["kind"] == "worker" for n in report["notices"])
-    assert exit_code_for(report) == 3
+    assert exit_code_for(load_report(report)) == 3
     assert Path(report["snapshot"]).exists()
     assert report["phases"]["sustain"]["total"]["ok"] > 0

@@ -50,6 +50,10 @@ COMMANDS = {
     "profiles": Lazy("protobench.cli.profiles_cmd", "List, show and create workload profiles."),
     "beckn": Lazy("protobench.cli.beckn_cmd", "Beckn helpers: keys for a registry."),
     "snapshots": Lazy("protobench.cli.snapshots_cmd", "List and inspect saved runs."),
+    "schema": Lazy(
+        "protobench.cli.schema_cmd",
+        "Print the JSON Schema of the report, an NDJSON event, a snapshot or a profile.",
+    ),
 }
 """Every command: its module and the summary ``protobench --help`` shows (its help's first line)."""
 

@@ -161,7 +161,7 @@ def build_report(
             resources, target_rss_baseline, target_rss_peak, plan, _connects(aggregator)
         ),
         workers=list(workers),
-        notices=[notice_entry(n) for n in notices],
+        notices=[NoticeEntry.of(n) for n in notices],
         verdicts=PENDING,
         labels=dict(labels) if labels else None,
         nodes=list(nodes) if nodes is not None else None,
@@ -178,18 +178,6 @@ def build_report(
             findings or [],
             passive,
         ),
-    )
-
-
-def notice_entry(notice: Mapping[str, NoticeValue]) -> NoticeEntry:
-    """A notice of the report from the controller's record of it (its details beside)."""
-    own = ("kind", "message", "elapsed")
-    elapsed = notice.get("elapsed", 0.0)
-    return NoticeEntry(
-        kind=str(notice["kind"]),
-        message=str(notice["message"]),
-        elapsed=float(elapsed) if isinstance(elapsed, int | float) else 0.0,
-        details={k: v for k, v in notice.items() if k not in own},
     )
 
 

@@ -113,6 +113,10 @@ class WorkerEntry:
     node: str | None = field(default=None, metadata=OMIT_NONE)
 
 
+NOTICE_KEYS = ("kind", "message", "elapsed")
+"""A notice's own keys; the others are its details."""
+
+
 @dataclass(frozen=True, slots=True, kw_only=True)
 class NoticeEntry:
     """Something the user should know, at ``elapsed`` seconds; ``details`` are its own keys."""
@@ -121,6 +125,17 @@ class NoticeEntry:
     message: str
     elapsed: float = 0.0
     details: dict[str, NoticeValue] = field(default_factory=dict, metadata=FLATTEN)
+
+    @classmethod
+    def of(cls, record: Mapping[str, NoticeValue]) -> NoticeEntry:
+        """The notice of a record with its details beside its own keys (as the JSON has it)."""
+        elapsed = record.get("elapsed", 0.0)
+        return cls(
+            kind=str(record["kind"]),
+            message=str(record["message"]),
+            elapsed=float(elapsed) if isinstance(elapsed, int | float) else 0.0,
+            details={k: v for k, v in record.items() if k not in NOTICE_KEYS},
+        )
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -315,13 +330,12 @@ def nested_notices(data: Mapping[str, Any]) -> dict[str, Any]:
     notices = data.get("notices")
     if not isinstance(notices, list):
         return dict(data)
-    own = ("kind", "message", "elapsed")
     return {
         **data,
         "notices": [
             {
-                **{k: v for k, v in n.items() if k in own},
-                "details": {k: v for k, v in n.items() if k not in own},
+                **{k: v for k, v in n.items() if k in NOTICE_KEYS},
+                "details": {k: v for k, v in n.items() if k not in NOTICE_KEYS},
             }
             if isinstance(n, dict)
             else n

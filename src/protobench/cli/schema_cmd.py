@@ -1,0 +1,47 @@
+"""``protobench schema report|event|snapshot|profile``: print a published JSON Schema.
+
+The schemas are generated from the typed models (:mod:`protobench.snapshots.schemas`),
+each with an ``$id`` naming its version. ``diff --json`` has no schema yet: its
+output is not typed.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from protobench.cli.common import fail
+from protobench.snapshots.schemas import NAMES, json_schema
+
+
+def register(app: typer.Typer) -> None:
+    @app.command("schema")
+    def schema(
+        name: Annotated[str, typer.Argument(help=f"Which schema: {', '.join(NAMES)}.")],
+        output: Annotated[
+            Path | None, typer.Option("--output", "-o", help="Write it to this file.")
+        ] = None,
+    ) -> None:
+        """Print the JSON Schema of the report, an NDJSON event, a snapshot or a profile.
+
+        \b
+        Examples:
+          protobench schema report
+          protobench schema profile -o protobench-profile.schema.json
+
+        \b
+        Exit codes: 0 printed, 2 bad input (an unknown name, a file that cannot be written).
+        """
+        if name not in NAMES:
+            fail(f"unknown schema {name!r} (expected one of {', '.join(NAMES)})")
+        text = json.dumps(json_schema(name), indent=2) + "\n"
+        if output is None:
+            typer.echo(text, nl=False)
+            return
+        try:
+            output.write_text(text, encoding="utf-8")
+        except OSError as exc:
+            fail(f"{output}: cannot write the schema ({exc.strerror or exc})")

@@ -1,0 +1,206 @@
+"""The published JSON Schemas: the report, the NDJSON events, the snapshot, the profile.
+
+Each is generated from the typed model it describes (pydantic's JSON Schema
+of the dataclasses of :mod:`protobench.engine.report_model` and
+:mod:`protobench.engine.events`, of the snapshot's typed dicts in
+:mod:`protobench.snapshots.schema`, of the profile's pydantic model), never
+written by hand, and carries an ``$id`` naming its version. The schemas
+describe what protobench writes and reads back: a key that a newer release
+added is optional, so older files still validate.
+
+The profile's schema is for editors (Taplo, Even Better TOML): draft 7 with
+``definitions``, and a duration or a rate may be a string (``"30s"``,
+``"5000/s"``) as well as a number of seconds or a rate per second.
+"""
+
+from __future__ import annotations
+
+from dataclasses import fields
+from typing import TYPE_CHECKING, Any
+
+from protobench.engine.events import (
+    IntervalUpdate,
+    Notice,
+    PhaseChanged,
+    ResourceSample,
+    RunStarted,
+)
+from protobench.engine.report_model import FLATTEN, SCHEMA, NoticeEntry, Report
+
+if TYPE_CHECKING:
+    from pydantic.json_schema import JsonSchemaMode, JsonSchemaValue
+
+VERSION = 1
+"""The version of every published schema (its ``$id`` ends with it)."""
+DRAFT = "https://json-schema.org/draft/2020-12/schema"
+NAMES = ("report", "event", "snapshot", "profile")
+"""The schemas ``protobench schema`` prints."""
+EVENT_TYPES: tuple[tuple[str, type], ...] = (
+    ("started", RunStarted),
+    ("phase", PhaseChanged),
+    ("interval", IntervalUpdate),
+    ("resources", ResourceSample),
+    ("notice", Notice),
+    ("report", Report),
+)
+"""Each NDJSON line's ``type`` and the dataclass of the rest of its keys."""
+TITLES = {
+    "report": f"protobench report ({SCHEMA})",
+    "event": "protobench NDJSON event",
+    "snapshot": "protobench snapshot (protobench.snapshot/1)",
+    "profile": "protobench profile",
+}
+
+
+def schema_id(name: str) -> str:
+    """The ``$id`` of schema ``name``: a URN with its version (protobench has no web home)."""
+    return f"urn:protobench:schema:{name}:{VERSION}"
+
+
+def json_schema(name: str) -> dict[str, Any]:
+    """The JSON Schema ``name`` (one of :data:`NAMES`); ``ValueError`` for another name."""
+    builders = {
+        "report": report_schema,
+        "event": event_schema,
+        "snapshot": snapshot_schema,
+        "profile": profile_schema,
+    }
+    if name not in builders:
+        raise ValueError(f"unknown schema {name!r} (expected one of {', '.join(NAMES)})")
+    return builders[name]()
+
+
+def _head(name: str, draft: str = DRAFT) -> dict[str, Any]:
+    return {"$schema": draft, "$id": schema_id(name), "title": TITLES[name]}
+
+
+def report_schema() -> dict[str, Any]:
+    """The report (``run --json``, the last NDJSON line, a snapshot's ``report``)."""
+    body = _dataclasses_schema({"Report": Report})
+    defs = body["$defs"]
+    return {**_head("report"), **defs.pop("Report"), "title": TITLES["report"], "$defs": defs}
+
+
+def event_schema() -> dict[str, Any]:
+    """One line of ``run --ndjson``: its ``type`` says which event, the other keys are its own."""
+    body = _dataclasses_schema({f"{kind}:{cls.__name__}": cls for kind, cls in EVENT_TYPES})
+    return {
+        **_head("event"),
+        "oneOf": [
+            {
+                "allOf": [
+                    {"$ref": f"#/$defs/{cls.__name__}"},
+                    {"properties": {"type": {"const": kind}}, "required": ["type"]},
+                ]
+            }
+            for kind, cls in EVENT_TYPES
+        ],
+        "$defs": body["$defs"],
+    }
+
+
+def snapshot_schema() -> dict[str, Any]:
+    """A snapshot file (gzip JSON): its keys as read back, its report as the report's schema."""
+    from pydantic import TypeAdapter  # noqa: PLC0415 - pydantic only when a schema is made
+
+    from protobench.snapshots.schema import Snapshot  # noqa: PLC0415
+
+    snapshot = TypeAdapter(Snapshot).json_schema()
+    defs = snapshot.pop("$defs", {})
+    report = _dataclasses_schema({"Report": Report})["$defs"]
+    ours = {name: f"Snapshot{name}" for name in defs if name in report}  # its partial report
+    defs = _renamed({ours.get(k, k): v for k, v in defs.items()}, ours)
+    defs.update(report)
+    snapshot["properties"]["report"] = {"$ref": "#/$defs/Report"}
+    return {
+        **_head("snapshot"),
+        **snapshot,
+        "title": TITLES["snapshot"],
+        "$defs": _used(snapshot, defs),
+    }
+
+
+def profile_schema() -> dict[str, Any]:
+    """A profile file (TOML), for editors: draft 7, durations and rates as strings too."""
+    from pydantic.json_schema import GenerateJsonSchema  # noqa: PLC0415
+
+    from protobench.profiles.model import Profile  # noqa: PLC0415
+
+    class Toml(GenerateJsonSchema):
+        """A value a validator parses first (``"30s"``, ``"5000/s"``) may be written as a string."""
+
+        def function_before_schema(self, schema: Any) -> JsonSchemaValue:
+            inner = super().function_before_schema(schema)
+            return {"anyOf": [inner, {"type": "string"}]}
+
+    body = Profile.model_json_schema(
+        ref_template="#/definitions/{model}", schema_generator=Toml, mode="validation"
+    )
+    definitions = body.pop("$defs", {})
+    return {
+        **_head("profile", "http://json-schema.org/draft-07/schema#"),
+        **body,
+        "title": TITLES["profile"],
+        "definitions": definitions,
+    }
+
+
+def _dataclasses_schema(types: dict[str, type]) -> dict[str, Any]:
+    """One schema with a ``$defs`` entry per dataclass of ``types`` (and of their parts)."""
+    from pydantic import TypeAdapter  # noqa: PLC0415 - pydantic only when a schema is made
+
+    adapters: list[tuple[str, JsonSchemaMode, TypeAdapter[Any]]] = [
+        (key, "validation", TypeAdapter(cls)) for key, cls in types.items()
+    ]
+    _, body = TypeAdapter.json_schemas(adapters)
+    defs: dict[str, Any] = body.get("$defs", {})
+    _flatten(defs)
+    return {"$defs": defs}
+
+
+def _flatten(defs: dict[str, Any]) -> None:
+    """A notice's details are keys of the notice itself in the JSON: say so in its schema."""
+    entry = defs.get(NoticeEntry.__name__)
+    if entry is None:
+        return
+    for field in fields(NoticeEntry):
+        if field.metadata.get("flatten") == FLATTEN["flatten"]:
+            inner = entry["properties"].pop(field.name)
+            entry["additionalProperties"] = inner.get("additionalProperties", True)
+
+
+def _used(schema: dict[str, Any], defs: dict[str, Any]) -> dict[str, Any]:
+    """The entries of ``defs`` that ``schema`` refers to, directly or through others."""
+    seen: set[str] = set()
+    todo = [schema]
+    while todo:
+        for ref in _refs(todo.pop()):
+            if ref not in seen and ref in defs:
+                seen.add(ref)
+                todo.append(defs[ref])
+    return {name: body for name, body in defs.items() if name in seen}
+
+
+def _refs(value: Any) -> list[str]:
+    """The names of the ``$defs`` that ``value`` refers to."""
+    if isinstance(value, dict):
+        ref = value.get("$ref")
+        own = [ref.removeprefix("#/$defs/")] if isinstance(ref, str) else []
+        return own + [r for v in value.values() for r in _refs(v)]
+    if isinstance(value, list):
+        return [r for v in value for r in _refs(v)]
+    return []
+
+
+def _renamed(value: Any, names: dict[str, str]) -> Any:
+    """``value`` with each ``$ref`` to ``#/$defs/OLD`` pointing at ``#/$defs/NEW``."""
+    if isinstance(value, dict):
+        out = {k: _renamed(v, names) for k, v in value.items()}
+        ref = out.get("$ref")
+        if isinstance(ref, str) and ref.startswith("#/$defs/"):
+            target = ref.removeprefix("#/$defs/")
+            out["$ref"] = f"#/$defs/{names.get(target, target)}"
+        return out
+    if isinstance(value, list):
+        return [_renamed(v, names) for v in value]
+    return value
