@@ -214,7 +214,7 @@ class Verdicts:
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
-class NodeResources:
+class NodeResourceSummary:
     samples: int = 0
     workers_cpu_mean: float | None = None
     workers_cpu_peak: float | None = None
@@ -236,7 +236,7 @@ class NodeEntry:
     clock_offset: float = 0.0
     workers: list[int] = field(default_factory=list)
     lost: str | None = None
-    resources: NodeResources = field(default_factory=NodeResources)
+    resources: NodeResourceSummary = field(default_factory=NodeResourceSummary)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

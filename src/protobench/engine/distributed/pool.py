@@ -30,7 +30,7 @@ from protobench.engine.distributed.cluster import Node, RayBackend, clock_warnin
 from protobench.engine.frames import FrameDecoder, FrameError
 from protobench.engine.plan import WorkerSlice
 from protobench.engine.pool import worker_summary
-from protobench.engine.report_model import NodeEntry, NodeResources, WorkerEntry
+from protobench.engine.report_model import NodeEntry, NodeResourceSummary, WorkerEntry
 
 SHUTDOWN_GRACE = 10.0
 
@@ -250,7 +250,7 @@ class RayPool:
                 replace(
                     node.describe(),
                     lost=self.lost.get(node.node_id),
-                    resources=NodeResources(
+                    resources=NodeResourceSummary(
                         samples=len(samples),
                         workers_cpu_mean=round(sum(cpu) / len(cpu), 1) if cpu else None,
                         workers_cpu_peak=max(cpu, default=None),
