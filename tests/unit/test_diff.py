@@ -4,11 +4,13 @@ from __future__ import annotations
 
 import json
 
+import orjson
 import pytest
 
 from protobench.engine.metrics import merge
 from protobench.snapshots.diff import (
     EXIT_INCONCLUSIVE,
+    DiffResult,
     compare,
     metric_name,
     parse_gate,
@@ -16,6 +18,7 @@ from protobench.snapshots.diff import (
 )
 from protobench.snapshots.series import TOTAL
 from protobench.snapshots.stats import estimate, geomean
+from protobench.snapshots.store import SnapshotError
 from tests.unit.conftest_snapshots import OpSpec, make_snapshot
 
 SLOWER = {"get": OpSpec(median_us=1500.0)}
@@ -323,6 +326,28 @@ def test_metric_names_and_json_output() -> None:
     assert set(p50) >= {"base", "new", "change", "change_kind", "p_value", "significant", "phase"}
     assert p50["inconclusive"] is None
     assert set(p50["base"]) == {"median", "ci_low", "ci_high", "n"}
+
+
+def test_the_typed_result_is_the_json() -> None:
+    # diff --json's schema is generated from DiffResult: orjson must give the same JSON.
+    diff = compare(
+        [make_snapshot({"get": OpSpec(), "put": OpSpec()}, seed=1)],
+        [make_snapshot({"get": OpSpec(), "del": OpSpec()}, seed=3, partial=True)],
+        metrics=("p50", "error_rate"),
+        gates=[parse_gate("p50:+10%"), parse_gate("del:p99:+1%")],
+    )
+    result = diff.result()
+    assert isinstance(result, DiffResult)
+    assert orjson.loads(orjson.dumps(result)) == json.loads(json.dumps(diff.to_dict()))
+    assert [g.status for g in result.gates] == ["inconclusive", "inconclusive"]
+    assert result.rows[0].phase.base == diff.row("get", "p50").phase_base
+
+
+def test_a_report_that_does_not_load_is_named_by_its_field() -> None:
+    bad = make_snapshot()
+    bad["report"]["verdicts"]["generator_bound"] = "yes"
+    with pytest.raises(SnapshotError, match=r"report\.verdicts\.generator_bound"):
+        compare([bad], [make_snapshot(seed=2)])
 
 
 def test_p95_is_compared_like_the_other_percentiles() -> None:

@@ -125,6 +125,22 @@ def test_report_command_writes_the_page(tmp_path: Path) -> None:
     assert f"wrote {out}" in done.stderr
 
 
+def test_report_command_on_a_report_that_does_not_load(tmp_path: Path) -> None:
+    store = SnapshotStore(tmp_path / "snaps")
+    snapshot = report_snapshot()
+    snapshot["report"]["phases"]["sustain"]["total"]["ok"] = "many"
+    store.write(snapshot["id"], snapshot)
+    out = tmp_path / "r.html"
+    done = run_cli(
+        ["report", "latest", "-o", str(out), "--snapshots-dir", str(store.directory)], tmp_path
+    )
+    assert done.returncode == 2
+    (line,) = done.stderr.strip().splitlines()
+    assert line.startswith("protobench: error: ")
+    assert line.endswith("report.phases.sustain.total.ok: expected a whole number")
+    assert not out.exists()
+
+
 def test_report_command_bad_reference(tmp_path: Path) -> None:
     done = run_cli(["report", "nope", "--snapshots-dir", str(tmp_path)], tmp_path)
     assert done.returncode == 2

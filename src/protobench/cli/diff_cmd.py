@@ -28,7 +28,7 @@ from protobench.cli.render import us
 from protobench.snapshots.store import SnapshotError, SnapshotStore
 
 if TYPE_CHECKING:  # numpy and hdrhistogram load in the command, not for --help
-    from protobench.snapshots.diff import Diff, GeomeanRow, Row
+    from protobench.snapshots.diff import Diff, GateResult, GeomeanRow, Row, RunInfo
     from protobench.snapshots.stats import Estimate
 
 _NEW_SIDE = "protobench.diff.new"
@@ -127,7 +127,7 @@ def _tables(blocks: list[list[list[str]]]) -> list[str]:
     return out
 
 
-def _runs(label: str, runs: list[Any]) -> str:
+def _runs(label: str, runs: list[RunInfo]) -> str:
     samples = sum(run.intervals for run in runs)
     ids = ", ".join(run.id for run in runs)
     count = f"{len(runs)} runs: " if len(runs) > 1 else ""
@@ -136,7 +136,6 @@ def _runs(label: str, runs: list[Any]) -> str:
 
 def render_text(diff: Diff) -> str:
     """The comparison as a terminal table, warnings first."""
-    from protobench.snapshots.diff import LABELS  # noqa: PLC0415
     from protobench.snapshots.series import TOTAL  # noqa: PLC0415
 
     out = [_runs("base:", diff.base), _runs("new: ", diff.new)]
@@ -149,30 +148,36 @@ def render_text(diff: Diff) -> str:
         f"alpha={diff.alpha:g}, '~' = no significant change; whole phase from merged histograms"
     )
     shown = [*diff.ops, TOTAL] if len(diff.ops) > 1 else diff.ops or [TOTAL]
-    blocks = []
-    for metric in diff.metrics:
-        lines = [[LABELS.get(metric, metric), "base", "new", "vs base", "whole phase"]]
-        for op in shown:
-            row = diff.row(op, metric)
-            lines.append(
-                [op, _side(metric, row.base), _side(metric, row.new), _verdict(row), _phase(row)]
-            )
-        lines.extend(_geomean_cells(g) for g in diff.geomeans if g.metric == metric)
-        blocks.append(lines)
-    out.extend(_tables(blocks))
+    out.extend(_tables([_metric_block(diff, metric, shown) for metric in diff.metrics]))
     if diff.gates:
         out.append("")
-    for result in diff.gates:
-        if result.status == "failed":
-            where = ", ".join(f"{r.op} {format_change(r.metric, r.change)}" for r in result.crossed)
-            out.append(f"gate FAILED: {result.gate.expr} ({where})")
-        elif result.status == "inconclusive":
-            why = "; ".join(f"{op}: {reason}" for op, reason in result.inconclusive)
-            accepted = " (accepted)" if diff.accept_inconclusive else ""
-            out.append(f"gate INCONCLUSIVE{accepted}: {result.gate.expr} ({why})")
-        else:
-            out.append(f"gate passed: {result.gate.expr}")
+    out.extend(_gate_line(result, diff.accept_inconclusive) for result in diff.gates)
     return "\n".join(out)
+
+
+def _metric_block(diff: Diff, metric: str, shown: list[str]) -> list[list[str]]:
+    """One metric's cells: a heading, a row per shown operation, the geomean."""
+    from protobench.snapshots.diff import LABELS  # noqa: PLC0415
+
+    lines = [[LABELS.get(metric, metric), "base", "new", "vs base", "whole phase"]]
+    for op in shown:
+        row = diff.row(op, metric)
+        lines.append(
+            [op, _side(metric, row.base), _side(metric, row.new), _verdict(row), _phase(row)]
+        )
+    lines.extend(_geomean_cells(g) for g in diff.geomeans if g.metric == metric)
+    return lines
+
+
+def _gate_line(result: GateResult, accept_inconclusive: bool) -> str:
+    if result.status == "failed":
+        where = ", ".join(f"{r.op} {format_change(r.metric, r.change)}" for r in result.crossed)
+        return f"gate FAILED: {result.gate.expr} ({where})"
+    if result.status == "inconclusive":
+        why = "; ".join(f"{op}: {reason}" for op, reason in result.inconclusive)
+        accepted = " (accepted)" if accept_inconclusive else ""
+        return f"gate INCONCLUSIVE{accepted}: {result.gate.expr} ({why})"
+    return f"gate passed: {result.gate.expr}"
 
 
 def _load(store: SnapshotStore, refs: list[str]) -> list[dict[str, Any]]:

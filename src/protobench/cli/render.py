@@ -5,7 +5,7 @@ from __future__ import annotations
 import contextlib
 import sys
 import time
-from typing import Any, TextIO
+from typing import TextIO
 
 from protobench.engine.events import (
     Event,
@@ -15,6 +15,14 @@ from protobench.engine.events import (
     ResourceSample,
     RunStarted,
 )
+from protobench.engine.report_model import (
+    LoadModel,
+    Report,
+    Resources,
+    ThresholdResult,
+    Verdicts,
+)
+from protobench.engine.summaries import LatencySummary, OpSummary
 from protobench.vocab.thresholds import LATENCY_COLUMNS, observed
 from protobench.vocab.units import format_duration
 
@@ -23,17 +31,17 @@ def us(value: float | None) -> str:
     return "-" if value is None else format_duration(value / 1e6)
 
 
-def describe_model(model: dict[str, Any]) -> str:
+def describe_model(model: LoadModel) -> str:
     """``closed model, 50 sessions`` or ``open model, 2000/s -> 5000/s over 40 sessions``."""
-    if model["type"] == "closed":
-        return f"closed model, {model['sessions']} sessions"
-    rate = f"{model['rate']:g}/s"
-    if "ramp_to" in model:
-        rate += f" -> {model['ramp_to']:g}/s"
-    return f"open model, {rate} over {model['sessions']} sessions"
+    if model.type == "closed":
+        return f"closed model, {model.sessions} sessions"
+    rate = f"{model.rate:g}/s"
+    if model.ramp_to is not None:
+        rate += f" -> {model.ramp_to:g}/s"
+    return f"open model, {rate} over {model.sessions} sessions"
 
 
-def summary_table(report: dict[str, Any]) -> str:
+def summary_table(report: Report) -> str:
     """The human summary of a report: one line per operation and a total, then the verdicts.
 
     Each op says what its latency measures; the total shows a latency only
@@ -41,94 +49,92 @@ def summary_table(report: dict[str, Any]) -> str:
     ``-`` (or ``absent`` in a sentence), never ``None``.
     """
     lines = [
-        f"protobench {report['tool']['version']}  profile {report['profile']}  "
-        f"protocol {report['protocol']}  target {report['target']} ({report['target_kind']})",
+        f"protobench {report.tool.version}  profile {report.profile}  "
+        f"protocol {report.protocol}  target {report.target} ({report.target_kind})",
     ]
-    sustain = report["phases"].get("sustain")
-    verdicts = report["verdicts"]
-    failing = {c["op"] for c in verdicts.get("checks", []) if not c["ok"] and c.get("op")}
+    sustain = report.sustain
+    verdicts = report.verdicts
+    failing = {c.op for c in verdicts.checks if not c.ok and c.op}
     if sustain is None:
         lines.append("no sustain phase was measured")
     else:
-        lines.append(f"sustain {sustain['duration_s']:.1f}s  {describe_model(report['model'])}")
+        lines.append(f"sustain {sustain.duration_s:.1f}s  {describe_model(report.model)}")
         header = f"{'op':24} {'ok':>10} {'err':>7} {'err%':>7} {'ops/s':>11} "
         header += " ".join(f"{label:>8}" for _, label in LATENCY_COLUMNS)
         lines.append(header + "  latency")
-        rows = [*sustain["ops"].items(), ("TOTAL", sustain["total"])]
-        for name, op in rows:
+        for name, op in [*sustain.ops.items(), ("TOTAL", sustain.total)]:
             lines.extend(_op_lines(name, op, name in failing))
-    for threshold in report["thresholds"]:
-        lines.append(_threshold_line(threshold))
-    for check in verdicts.get("checks", []):
-        if not check["ok"]:
-            lines.append(f"check FAIL: {check['expr']} ({check.get('reason')})")
-    if verdicts.get("incomplete_reason") and not report["partial"]:
-        lines.append(f"NOTHING MEASURED: {verdicts['incomplete_reason']}")
-    if verdicts["generator_bound"]:
-        lines.append(f"GENERATOR-BOUND: {verdicts['reason']}")
-    if verdicts.get("host_saturated"):
-        lines.append(f"HOST-SATURATED: {verdicts['host_reason']}")
-    for finding in verdicts.get("findings", []):
-        lines.append(f"finding: {finding}")
-    lines.append(_resources_line(report["resources"]))
-    for notice in report["notices"]:
-        lines.append(f"notice [{notice['kind']}]: {notice['message']}")
-    if report["partial"]:
-        lines.append(f"PARTIAL RUN ({report['stop_reason']})")
-    if report.get("snapshot_error"):
-        lines.append(f"SNAPSHOT NOT IN THE STORE: {report['snapshot_error']}")
-    elif report.get("snapshot"):
-        lines.append(f"snapshot {report['snapshot']}")
+    lines.extend(_threshold_line(threshold) for threshold in report.thresholds)
+    lines.extend(_verdict_lines(verdicts, report.partial))
+    lines.append(_resources_line(report.resources))
+    lines.extend(f"notice [{n.kind}]: {n.message}" for n in report.notices)
+    if report.partial:
+        lines.append(f"PARTIAL RUN ({report.stop_reason})")
+    if report.snapshot_error:
+        lines.append(f"SNAPSHOT NOT IN THE STORE: {report.snapshot_error}")
+    elif report.snapshot:
+        lines.append(f"snapshot {report.snapshot}")
     return "\n".join(lines)
 
 
-def _op_lines(name: str, op: dict[str, Any], failing: bool) -> list[str]:
-    lat = op["latency_us"]
-    cells = " ".join(f"{us(lat.get(k)):>8}" for k, _ in LATENCY_COLUMNS)
+def _verdict_lines(verdicts: Verdicts, partial: bool) -> list[str]:
+    """The failed checks, then what stopped or limited the run, then the findings."""
+    lines = [f"check FAIL: {c.expr} ({c.reason})" for c in verdicts.checks if not c.ok]
+    if verdicts.incomplete_reason and not partial:
+        lines.append(f"NOTHING MEASURED: {verdicts.incomplete_reason}")
+    if verdicts.generator_bound:
+        lines.append(f"GENERATOR-BOUND: {verdicts.reason}")
+    if verdicts.host_saturated:
+        lines.append(f"HOST-SATURATED: {verdicts.host_reason}")
+    lines.extend(f"finding: {finding}" for finding in verdicts.findings)
+    return lines
+
+
+def _latency_cells(latency: LatencySummary) -> str:
+    return " ".join(f"{us(latency.value(k)):>8}" for k, _ in LATENCY_COLUMNS)
+
+
+def _op_lines(name: str, op: OpSummary, failing: bool) -> list[str]:
     label = f"{name[:22]} !" if failing else name[:24]
     lines = [
-        f"{label:24} {op['ok']:>10} {op['errors']:>7} {op['error_rate']:>7.2%} "
-        f"{op['throughput']:>11,.1f} {cells}  {op.get('latency_kind', 'round_trip')}"
+        f"{label:24} {op.ok:>10} {op.errors:>7} {op.error_rate:>7.2%} "
+        f"{op.throughput:>11,.1f} {_latency_cells(op.latency_us)}  {op.latency_kind}"
     ]
-    if op.get("latency_by_kind"):
-        for kind, figures in op["latency_by_kind"].items():
-            cells = " ".join(f"{us(figures.get(k)):>8}" for k, _ in LATENCY_COLUMNS)
-            lines.append(f"{'':24} {'':>10} {'':>7} {'':>7} {'':>11} {cells}  {kind}")
-    if op.get("down_s"):
-        failed = op["counters"].get("connect_failed", 0)
+    for kind, figures in (op.latency_by_kind or {}).items():
+        cells = _latency_cells(figures)
+        lines.append(f"{'':24} {'':>10} {'':>7} {'':>7} {'':>11} {cells}  {kind}")
+    if op.down_s:
+        failed = op.counters.get("connect_failed", 0)
         lines.append(
-            f"{'':24}   down: {op['down_s']:g} session-s ({op['down_share']:.2%} of sustain), "
+            f"{'':24}   down: {op.down_s:g} session-s ({op.down_share:.2%} of sustain), "
             f"{failed} failed connects"
         )
-    if op["errors_by_class"]:
-        classes = ", ".join(f"{k}={v}" for k, v in op["errors_by_class"].items())
+    if op.errors_by_class:
+        classes = ", ".join(f"{k}={v}" for k, v in op.errors_by_class.items())
         lines.append(f"{'':24}   errors: {classes}")
-    if op["counters"]:
-        counters = ", ".join(f"{k}={v}" for k, v in op["counters"].items())
+    if op.counters:
+        counters = ", ".join(f"{k}={v}" for k, v in op.counters.items())
         lines.append(f"{'':24}   counters: {counters}")
     return lines
 
 
-def _threshold_line(threshold: dict[str, Any]) -> str:
-    mark = "PASS" if threshold["ok"] else "FAIL"
-    value = observed(threshold["expr"], threshold["value"])
-    return f"threshold {mark}: {threshold['expr']} (observed {value})"
+def _threshold_line(threshold: ThresholdResult) -> str:
+    mark = "PASS" if threshold.ok else "FAIL"
+    value = observed(threshold.expr, threshold.value)
+    return f"threshold {mark}: {threshold.expr} (observed {value})"
 
 
-def _resources_line(resources: dict[str, Any]) -> str:
-    gen, target, host = resources["generator"], resources["target"], resources["host"]
-    line = f"generator cpu peak {_pct(gen['worker_cpu_peak'])} rss {_mib(gen['rss_peak'])}"
-    if target:
-        line += f"  target cpu peak {_pct(target['cpu_peak'])} rss {_mib(target['rss_peak'])}"
-        if "rss_per_connection" in target:
-            line += f" ({target['rss_per_connection'] / 1024:.1f} KiB/connection)"
-        elif "rss_per_session" in target:
-            line += f" ({target['rss_per_session'] / 1024:.1f} KiB/session)"
-    if host.get("cpu_mean") is not None:
-        line += (
-            f"  host cpu mean {_pct(host['cpu_mean'])} "
-            f"(ours {_pct(host.get('workers_share_mean'))})"
-        )
+def _resources_line(resources: Resources) -> str:
+    gen, target, host = resources.generator, resources.target, resources.host
+    line = f"generator cpu peak {_pct(gen.worker_cpu_peak)} rss {_mib(gen.rss_peak)}"
+    if target is not None:
+        line += f"  target cpu peak {_pct(target.cpu_peak)} rss {_mib(target.rss_peak)}"
+        if target.rss_per_connection is not None:
+            line += f" ({target.rss_per_connection / 1024:.1f} KiB/connection)"
+        elif target.rss_per_session is not None:
+            line += f" ({target.rss_per_session / 1024:.1f} KiB/session)"
+    if host.cpu_mean is not None:
+        line += f"  host cpu mean {_pct(host.cpu_mean)} (ours {_pct(host.workers_share_mean)})"
     return line
 
 

@@ -18,7 +18,7 @@ from protobench.cli.baseline_opt import BaselineOption, load_baseline
 from protobench.cli.common import fail
 from protobench.cli.complete import SnapshotRef
 from protobench.cli.render import summary_table
-from protobench.snapshots.store import SnapshotError, SnapshotStore
+from protobench.snapshots.store import SnapshotError, SnapshotStore, report_of
 
 
 def register(app: typer.Typer) -> None:
@@ -48,11 +48,12 @@ def register(app: typer.Typer) -> None:
         store = SnapshotStore(snapshots_dir)
         try:
             data = store.load(snapshot)
+            report = report_of(data)
         except SnapshotError as exc:
             fail(str(exc))
         compared = load_baseline(store, baseline)
         if not sys.stdout.isatty():
-            typer.echo(summary_table(data["report"]))
+            typer.echo(summary_table(report))
             return
         from protobench.tui.live import run_replay  # noqa: PLC0415 - Textual loads only here
 

@@ -43,7 +43,7 @@ from protobench.cli.complete import ProfileArgument
 from protobench.cli.ndjson import NdjsonStream
 from protobench.cli.render import Progress, summary_table
 from protobench.engine.events import RunFinished
-from protobench.engine.report_model import Report, report_to_json, to_plain
+from protobench.engine.report_model import Report, report_to_json
 from protobench.protocols.registry import PluginError
 from protobench.snapshots.store import SnapshotStore, read
 
@@ -270,7 +270,7 @@ def _print_report(report: Report, as_json: bool) -> None:
             sys.stdout.write(report_to_json(report, indent=True).decode() + "\n")
             sys.stdout.flush()
         else:
-            typer.echo(summary_table(to_plain(report)))
+            typer.echo(summary_table(report))
 
 
 def _run_interactive(

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import io
 import sys
+from dataclasses import replace
 from pathlib import Path
 from typing import Annotated
 
@@ -19,7 +20,7 @@ from protobench.cli.common import StoreOption, fail, print_json
 from protobench.cli.complete import SnapshotRef
 from protobench.cli.render import summary_table, us
 from protobench.snapshots.prune import prune
-from protobench.snapshots.store import SnapshotError, SnapshotStore, redacted
+from protobench.snapshots.store import SnapshotError, SnapshotStore, redacted, report_of
 
 app = typer.Typer(help="List and inspect saved runs.", no_args_is_help=True)
 
@@ -102,10 +103,9 @@ def show(
         print_json(data)
         return
     try:
-        table = summary_table({**data["report"], "snapshot": str(path)})
-    except (KeyError, TypeError, ValueError, AttributeError) as exc:
-        # the schema checks what protobench reads back; the table reads more of the report
-        fail(f"{path}: the report cannot be shown ({type(exc).__name__}: {exc})")
+        table = summary_table(replace(report_of(data), snapshot=str(path)))
+    except SnapshotError as exc:
+        fail(f"{path}: the report cannot be shown ({exc})")
     prov = data["provenance"]
     typer.echo(f"snapshot {data['id']}  created {data['created_at']}")
     typer.echo(

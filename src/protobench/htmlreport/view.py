@@ -1,10 +1,11 @@
 """A snapshot, read once into the plain series and tables the HTML report draws.
 
-This is the only module of the report that knows the snapshot's and the
-report's keys (``protobench.snapshot/1``); the charts and the page take a
-:class:`RunView`. Counters, verdicts, thresholds and provenance are read
-generically (every key present is shown), so a field the engine adds later
-appears without a change here. Times are seconds since the run's start
+This is the only module of the report that reads a snapshot: its keys
+(``protobench.snapshot/1``) and its typed report (loaded once, by
+:func:`~protobench.snapshots.store.report_of`); the charts and the page take a
+:class:`RunView`. Counters and provenance are read generically and verdicts
+and thresholds field by field (every one is shown), so a field the engine adds
+later appears without a change here. Times are seconds since the run's start
 (interval ends), latencies microseconds, rates per second.
 """
 
@@ -18,8 +19,10 @@ from typing import Any
 from hdrh.histogram import HdrHistogram
 
 from protobench.engine.metrics import merge
+from protobench.engine.report_model import Report, ThresholdResult, Verdicts, to_plain
 from protobench.redaction import redact_value
 from protobench.snapshots.series import TOTAL, intervals, operations
+from protobench.snapshots.store import report_of
 
 PERCENTILES = ("p50", "p90", "p95", "p99", "p999", "max")
 SPECTRUM_STEPS = 10
@@ -168,7 +171,7 @@ def spectra(snapshot: dict[str, Any], phase: str = "sustain") -> list[Spectrum]:
     return out
 
 
-def marks(snapshot: dict[str, Any]) -> list[Mark]:
+def marks(snapshot: dict[str, Any], report: Report) -> list[Mark]:
     """Phases (spans), pauses (spans until the next resume), rate changes and other notices."""
     out: list[Mark] = []
     bounds: dict[str, list[float]] = {}
@@ -179,10 +182,8 @@ def marks(snapshot: dict[str, Any]) -> list[Mark]:
     out.extend(Mark("phase", start, end, phase) for phase, (start, end) in bounds.items())
     run_end = max((end for _, end in bounds.values()), default=0.0)
     paused: float | None = None
-    for notice in snapshot["report"].get("notices", []):
-        kind = str(notice.get("kind", ""))
-        at = float(notice.get("elapsed", 0.0))
-        message = text(notice.get("message", kind))
+    for notice in report.notices:
+        kind, at, message = notice.kind, notice.elapsed, text(notice.message)
         if kind == "pause":
             paused = at
         elif kind == "resume" and paused is not None:
@@ -231,23 +232,22 @@ def _us(value: float | None) -> str:
     return f"{value:.0f} µs"
 
 
-def summary(snapshot: dict[str, Any], phase: str = "sustain") -> list[dict[str, str]]:
+def summary(report: Report, phase: str = "sustain") -> list[dict[str, str]]:
     """The phase's whole figures per operation and ``TOTAL``, as table cells."""
-    section = snapshot["report"]["phases"].get(phase)
+    section = report.phases.get(phase)
     if section is None:
         return []
     rows = []
-    for name, figures in [(TOTAL, section["total"]), *section.get("ops", {}).items()]:
-        latency = figures.get("latency_us", {})
+    for name, figures in [(TOTAL, section.total), *section.ops.items()]:
         row = {
             "op": name,
-            "ok": f"{figures.get('ok', 0):,}",
-            "errors": f"{figures.get('errors', 0):,}",
-            "error rate": f"{figures.get('error_rate', 0.0):.2%}",
-            "throughput": f"{figures.get('throughput', 0.0):,.1f}/s",
+            "ok": f"{figures.ok:,}",
+            "errors": f"{figures.errors:,}",
+            "error rate": f"{figures.error_rate:.2%}",
+            "throughput": f"{figures.throughput:,.1f}/s",
         }
-        row.update({p: _us(latency.get(p)) for p in PERCENTILES})
-        row["counters"] = text(figures.get("counters") or None)
+        row.update({p: _us(figures.latency_us.value(p)) for p in PERCENTILES})
+        row["counters"] = text(figures.counters or None)
         rows.append(row)
     return rows
 
@@ -261,19 +261,18 @@ def _flatten(prefix: str, value: Any) -> list[tuple[str, str]]:
     return [(prefix, text(value))]
 
 
-def provenance(snapshot: dict[str, Any]) -> list[tuple[str, str]]:
+def provenance(snapshot: dict[str, Any], report: Report) -> list[tuple[str, str]]:
     """Identity, provenance (profile, overrides, host, versions), plan and labels, flattened."""
-    report = snapshot["report"]
     plan = snapshot.get("plan", {})
     rows = [
         ("snapshot", text(snapshot.get("id"))),
         ("created at", text(snapshot.get("created_at"))),
-        ("started at", text(report.get("started_at"))),
-        ("target", text(report.get("target"))),
-        ("target kind", text(report.get("target_kind"))),
-        ("stop reason", text(report.get("stop_reason"))),
-        ("model", text(report.get("model"))),
-        ("processes", text(report.get("processes"))),
+        ("started at", text(report.started_at)),
+        ("target", text(report.target)),
+        ("target kind", text(report.target_kind)),
+        ("stop reason", text(report.stop_reason)),
+        ("model", text(to_plain(report.model))),
+        ("processes", text(report.processes)),
     ]
     for key in ("warmup", "duration", "interval", "timeout", "options", "serve"):
         if key in plan:
@@ -285,24 +284,26 @@ def provenance(snapshot: dict[str, Any]) -> list[tuple[str, str]]:
 
 
 def run_view(snapshot: dict[str, Any]) -> RunView:
-    """The whole view of one snapshot."""
-    report = snapshot["report"]
+    """The whole view of one snapshot (:class:`SnapshotError` when its report does not load)."""
+    report = report_of(snapshot)
     partial = " (partial)" if snapshot.get("partial") else ""
-    title = f"{report.get('profile', '?')} · {report.get('protocol', '?')}{partial}"
     return RunView(
         id=str(snapshot["id"]),
-        title=text(title),
-        open_model=report.get("model", {}).get("type") == "open",
+        title=text(f"{report.profile} · {report.protocol}{partial}"),
+        open_model=report.model.type == "open",
         ops=op_series(snapshot),
         spectra=spectra(snapshot),
-        marks=marks(snapshot),
+        marks=marks(snapshot, report),
         resources=resources(snapshot),
-        summary=summary(snapshot),
-        verdicts=[(str(k), text(v)) for k, v in report.get("verdicts", {}).items()],
-        thresholds=[{str(k): text(v) for k, v in t.items()} for t in report.get("thresholds", [])],
-        provenance=provenance(snapshot),
-        notices=[
-            f"{float(n.get('elapsed', 0.0)):.1f} s {text(n.get('kind'))}: {text(n.get('message'))}"
-            for n in report.get("notices", [])
-        ],
+        summary=summary(report),
+        verdicts=_fields(report.verdicts),
+        thresholds=[dict(_fields(threshold)) for threshold in report.thresholds],
+        provenance=provenance(snapshot, report),
+        notices=[f"{n.elapsed:.1f} s {text(n.kind)}: {text(n.message)}" for n in report.notices],
     )
+
+
+def _fields(part: ThresholdResult | Verdicts) -> list[tuple[str, str]]:
+    """Every field of a part of the report as ``(key, text)``, in the JSON's order."""
+    plain: dict[str, Any] = to_plain(part)
+    return [(key, text(value)) for key, value in plain.items()]

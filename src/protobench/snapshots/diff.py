@@ -44,10 +44,11 @@ from __future__ import annotations
 import json
 import math
 import re
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Literal
 
+from protobench.engine.report_model import Report, to_plain
 from protobench.snapshots.series import (
     LATENCY_PERCENTILES,
     TOTAL,
@@ -67,6 +68,7 @@ from protobench.snapshots.stats import (
     min_samples_for_ci,
     smallest_p,
 )
+from protobench.snapshots.store import report_of
 
 METRICS = ("throughput", "p50", "p90", "p95", "p99", "p999", "error_rate")
 LATENCY_METRICS = ("p50", "p90", "p95", "p99", "p999")
@@ -78,6 +80,10 @@ EXIT_GATE_FAILED = 1
 EXIT_INCONCLUSIVE = 4
 """``diff``'s exit codes besides 2 (bad input): a gate was crossed / could not decide."""
 MIN_INTERVAL_FRACTION = 0.5
+DIFF_SCHEMA = "protobench.diff/1"
+type ChangeKind = Literal["relative", "points"]
+"""A relative change (``+0.12`` is +12%) or a difference of rates (the error rate)."""
+type GateStatus = Literal["passed", "failed", "inconclusive"]
 _PERCENTILE = LATENCY_PERCENTILES
 _GATE = re.compile(
     r"^\s*(?:(?P<op>.+):)?(?P<metric>[a-z_0-9.-]+)\s*:\s*(?P<sign>[+-])\s*"
@@ -152,24 +158,25 @@ class Row:
     inconclusive: str | None = None
     phase_note: str | None = None
 
-    def to_dict(self) -> dict[str, Any]:
-        return {
-            "op": self.op,
-            "metric": self.metric,
-            "base": self.base.to_dict() if self.base else None,
-            "new": self.new.to_dict() if self.new else None,
-            "change": self.change,
-            "change_kind": change_kind(self.metric),
-            "p_value": self.p_value,
-            "significant": self.significant,
-            "inconclusive": self.inconclusive,
-            "phase": {
-                "base": self.phase_base,
-                "new": self.phase_new,
-                "change": self.phase_change,
-                "note": self.phase_note,
-            },
-        }
+    def result(self) -> RowResult:
+        """The row as ``diff --json`` shows it."""
+        return RowResult(
+            op=self.op,
+            metric=self.metric,
+            base=MedianResult.of(self.base),
+            new=MedianResult.of(self.new),
+            change=self.change,
+            change_kind=change_kind(self.metric),
+            p_value=self.p_value,
+            significant=self.significant,
+            inconclusive=self.inconclusive,
+            phase=PhaseResult(
+                base=self.phase_base,
+                new=self.phase_new,
+                change=self.phase_change,
+                note=self.phase_note,
+            ),
+        )
 
 
 @dataclass(frozen=True)
@@ -181,20 +188,21 @@ class GateResult:
     inconclusive: list[tuple[str, str]]
 
     @property
-    def status(self) -> str:
+    def status(self) -> GateStatus:
         """``failed`` (a row crossed), else ``inconclusive`` (one cannot decide), or ``passed``."""
         if self.crossed:
             return "failed"
         return "inconclusive" if self.inconclusive else "passed"
 
-    def to_dict(self) -> dict[str, Any]:
-        return {
-            "expr": self.gate.expr,
-            "status": self.status,
-            "failed": self.status == "failed",
-            "crossed": [{"op": r.op, "change": r.change} for r in self.crossed],
-            "inconclusive": [{"op": op, "reason": why} for op, why in self.inconclusive],
-        }
+    def result(self) -> GateOutcome:
+        """The gate's result as ``diff --json`` shows it."""
+        return GateOutcome(
+            expr=self.gate.expr,
+            status=self.status,
+            failed=self.status == "failed",
+            crossed=[CrossedRow(op=r.op, change=r.change) for r in self.crossed],
+            inconclusive=[UndecidedRow(op=op, reason=why) for op, why in self.inconclusive],
+        )
 
 
 @dataclass(frozen=True)
@@ -206,15 +214,6 @@ class GeomeanRow:
     new: float
     change: float
     ops: int
-
-    def to_dict(self) -> dict[str, Any]:
-        return {
-            "metric": self.metric,
-            "base": self.base,
-            "new": self.new,
-            "change": self.change,
-            "ops": self.ops,
-        }
 
 
 @dataclass(frozen=True)
@@ -229,14 +228,14 @@ class RunInfo:
     generator_bound: bool
 
     @classmethod
-    def of(cls, snapshot: dict[str, Any], samples: int) -> RunInfo:
+    def of(cls, snapshot: dict[str, Any], report: Report, samples: int) -> RunInfo:
         return cls(
             id=snapshot["id"],
             created_at=snapshot["created_at"],
-            profile=snapshot["report"]["profile"],
+            profile=report.profile,
             intervals=samples,
             partial=bool(snapshot["partial"]),
-            generator_bound=bool(snapshot["report"]["verdicts"]["generator_bound"]),
+            generator_bound=report.verdicts.generator_bound,
         )
 
 
@@ -280,26 +279,119 @@ class Diff:
                 return row
         raise KeyError((op, metric))
 
+    def result(self) -> DiffResult:
+        """The comparison as ``diff --json`` shows it: the rows and geomeans of the chosen metrics.
+
+        (Gates may add metrics to the rows: those are left out.)
+        """
+        return DiffResult(
+            base=self.base,
+            new=self.new,
+            alpha=self.alpha,
+            confidence=self.confidence,
+            metrics=list(self.metrics),
+            ops=self.ops,
+            warnings=self.warnings,
+            notes=self.notes,
+            rows=[row.result() for row in self.rows if row.metric in self.metrics],
+            geomean=[g for g in self.geomeans if g.metric in self.metrics],
+            gates=[result.result() for result in self.gates],
+            accept_inconclusive=self.accept_inconclusive,
+            exit_code=self.exit_code,
+        )
+
     def to_dict(self) -> dict[str, Any]:
-        return {
-            "schema": "protobench.diff/1",
-            "base": [vars(run) for run in self.base],
-            "new": [vars(run) for run in self.new],
-            "alpha": self.alpha,
-            "confidence": self.confidence,
-            "metrics": list(self.metrics),
-            "ops": self.ops,
-            "warnings": self.warnings,
-            "notes": self.notes,
-            "rows": [row.to_dict() for row in self.rows if row.metric in self.metrics],
-            "geomean": [g.to_dict() for g in self.geomeans if g.metric in self.metrics],
-            "gates": [result.to_dict() for result in self.gates],
-            "accept_inconclusive": self.accept_inconclusive,
-            "exit_code": self.exit_code,
-        }
+        """The JSON of :meth:`result` as Python values."""
+        plain: dict[str, Any] = to_plain(self.result())
+        return plain
 
 
-def change_kind(metric: str) -> str:
+@dataclass(frozen=True, slots=True, kw_only=True)
+class MedianResult:
+    """A side's median over its intervals and the median's confidence interval."""
+
+    median: float
+    ci_low: float | None
+    ci_high: float | None
+    n: int
+
+    @classmethod
+    def of(cls, est: Estimate | None) -> MedianResult | None:
+        if est is None:
+            return None
+        return cls(median=est.center, ci_low=est.low, ci_high=est.high, n=est.n)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class PhaseResult:
+    """The whole-phase figure of each side, its change, and why there is none (``note``)."""
+
+    base: float | None
+    new: float | None
+    change: float | None
+    note: str | None
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class RowResult:
+    """One row of ``diff --json``: an operation (or ``TOTAL``) and a metric, compared."""
+
+    op: str
+    metric: str
+    base: MedianResult | None
+    new: MedianResult | None
+    change: float | None
+    change_kind: ChangeKind
+    p_value: float | None
+    significant: bool
+    inconclusive: str | None
+    phase: PhaseResult
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class CrossedRow:
+    op: str
+    change: float | None
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class UndecidedRow:
+    op: str
+    reason: str
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class GateOutcome:
+    """A gate in ``diff --json``: its status, the rows that crossed it, those that cannot decide."""
+
+    expr: str
+    status: GateStatus
+    failed: bool
+    crossed: list[CrossedRow]
+    inconclusive: list[UndecidedRow]
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class DiffResult:
+    """What ``diff --json`` prints (schema ``protobench.diff/1``); orjson serialises it as is."""
+
+    schema: str = DIFF_SCHEMA
+    base: list[RunInfo]
+    new: list[RunInfo]
+    alpha: float
+    confidence: float
+    metrics: list[str]
+    ops: list[str]
+    warnings: list[str]
+    notes: list[str]
+    rows: list[RowResult]
+    geomean: list[GeomeanRow]
+    gates: list[GateOutcome]
+    accept_inconclusive: bool
+    exit_code: int
+
+
+def change_kind(metric: str) -> ChangeKind:
     """``points`` for the error rate (a difference of rates), ``relative`` otherwise."""
     return "points" if metric == "error_rate" else "relative"
 
@@ -382,49 +474,99 @@ def compare_samples(
     return base_est, new_est, change, p, p < alpha
 
 
-def comparability(base: Sequence[dict[str, Any]], new: Sequence[dict[str, Any]]) -> list[str]:
+@dataclass(frozen=True)
+class Run:
+    """A snapshot read for a comparison: its typed report and its sustain intervals."""
+
+    snapshot: dict[str, Any]
+    report: Report
+    intervals: list[Interval]
+
+    @classmethod
+    def of(cls, snapshot: dict[str, Any]) -> Run:
+        """:class:`SnapshotError` when its report does not load."""
+        sustain = intervals(snapshot, "sustain", MIN_INTERVAL_FRACTION)
+        return cls(snapshot, report_of(snapshot), sustain)
+
+    @property
+    def id(self) -> str:
+        return str(self.snapshot["id"])
+
+    @property
+    def provenance(self) -> dict[str, Any]:
+        """Where and how the run was made (the snapshot's, not the report's)."""
+        provenance: dict[str, Any] = self.snapshot["provenance"]
+        return provenance
+
+    def info(self) -> RunInfo:
+        return RunInfo.of(self.snapshot, self.report, len(self.intervals))
+
+
+_FACTS: tuple[tuple[str, Callable[[Run], object]], ...] = (
+    ("host", lambda run: run.provenance.get("host")),
+    ("CPU", lambda run: f"{run.provenance.get('cpu_model')} x{run.provenance.get('cpu_count')}"),
+    ("protocol", lambda run: run.report.protocol),
+    ("profile", lambda run: run.report.profile),
+    ("profile hash", lambda run: str(run.provenance.get("profile_sha256"))[:12]),
+    ("tool version", lambda run: run.provenance["tool_version"]),
+)
+"""What two runs must share to be compared: each fact's name and how to read it."""
+
+
+def comparability(base: Sequence[Run], new: Sequence[Run]) -> list[str]:
     """Why these runs may not be comparable, one sentence each (empty when they are)."""
     warnings = []
-    facts: list[tuple[str, Any]] = [
-        ("host", lambda s: s["provenance"].get("host")),
-        (
-            "CPU",
-            lambda s: f"{s['provenance'].get('cpu_model')} x{s['provenance'].get('cpu_count')}",
-        ),
-        ("protocol", lambda s: s["report"]["protocol"]),
-        ("profile", lambda s: s["report"]["profile"]),
-        ("profile hash", lambda s: str(s["provenance"].get("profile_sha256"))[:12]),
-        ("tool version", lambda s: s["provenance"]["tool_version"]),
-    ]
-    keys = sorted({key for s in [*base, *new] for key in s["provenance"].get("overrides", {})})
-    for key in keys:
-        facts.append((f"{key} override", _override(key)))
-    for name, fact in facts:
-        base_values = sorted({str(fact(s)) for s in base})
-        new_values = sorted({str(fact(s)) for s in new})
+    keys = sorted({key for run in [*base, *new] for key in run.provenance.get("overrides", {})})
+    overrides = [(f"{key} override", _override(key)) for key in keys]
+    for name, fact in [*_FACTS, *overrides]:
+        base_values = sorted({str(fact(run)) for run in base})
+        new_values = sorted({str(fact(run)) for run in new})
         if len(set(base_values) | set(new_values)) > 1:
             warnings.append(
                 f"other {name}: base {' | '.join(base_values)}, new {' | '.join(new_values)}"
             )
-    for side, snapshots in (("base", base), ("new", new)):
-        for snapshot in snapshots:
-            verdicts = snapshot["report"]["verdicts"]
-            if verdicts["generator_bound"]:
-                warnings.append(
-                    f"{side} run {snapshot['id']} was generator-bound: {verdicts['reason']}"
-                )
-            if snapshot["partial"]:
-                reason = snapshot["report"].get("stop_reason", "stopped early")
-                warnings.append(f"{side} run {snapshot['id']} is partial ({reason})")
+    for side, runs in (("base", base), ("new", new)):
+        warnings.extend(warning for run in runs for warning in _run_warnings(side, run))
     return warnings
 
 
-def _override(key: str) -> Any:
-    def fact(snapshot: dict[str, Any]) -> str:
-        value = snapshot["provenance"].get("overrides", {}).get(key)
+def _run_warnings(side: str, run: Run) -> list[str]:
+    """A generator-bound run, a partial run."""
+    warnings = []
+    verdicts = run.report.verdicts
+    if verdicts.generator_bound:
+        warnings.append(f"{side} run {run.id} was generator-bound: {verdicts.reason}")
+    if run.snapshot["partial"]:
+        warnings.append(f"{side} run {run.id} is partial ({run.report.stop_reason})")
+    return warnings
+
+
+def _override(key: str) -> Callable[[Run], object]:
+    def fact(run: Run) -> str:
+        value = run.provenance.get("overrides", {}).get(key)
         return "(not given)" if value is None else json.dumps(value, sort_keys=True)
 
     return fact
+
+
+@dataclass(frozen=True)
+class _Side:
+    """One side of a comparison: its runs and their operations."""
+
+    runs: list[Run]
+    ops: list[str]
+    pooled: list[Interval]
+    """The intervals of every run together: the samples of the side's statistics."""
+
+    @classmethod
+    def of(cls, snapshots: Sequence[dict[str, Any]]) -> _Side:
+        runs = [Run.of(s) for s in snapshots]
+        ops = [op for s in snapshots for op in operations(s)]
+        return cls(runs, ops, [item for run in runs for item in run.intervals])
+
+    @property
+    def snapshots(self) -> list[dict[str, Any]]:
+        return [run.snapshot for run in self.runs]
 
 
 def compare(
@@ -439,88 +581,132 @@ def compare(
     """Compare the sustain phases of ``base`` and ``new`` snapshots (each side non-empty)."""
     if not base or not new:
         raise ValueError("each side of a comparison needs at least one snapshot")
-    base_intervals = [intervals(s, "sustain", MIN_INTERVAL_FRACTION) for s in base]
-    new_intervals = [intervals(s, "sustain", MIN_INTERVAL_FRACTION) for s in new]
-    base_ops = [op for s in base for op in operations(s)]
-    new_ops = [op for s in new for op in operations(s)]
-    ops = [op for op in dict.fromkeys(base_ops) if op in new_ops]
-    wanted = tuple(dict.fromkeys([*metrics, *(g.metric for g in gates)]))
+    base_side, new_side = _Side.of(base), _Side.of(new)
+    ops = [op for op in dict.fromkeys(base_side.ops) if op in new_side.ops]
+    one_side = _one_side_ops(base_side.ops, new_side.ops)
     result = Diff(
-        base=[RunInfo.of(s, len(i)) for s, i in zip(base, base_intervals, strict=True)],
-        new=[RunInfo.of(s, len(i)) for s, i in zip(new, new_intervals, strict=True)],
+        base=[run.info() for run in base_side.runs],
+        new=[run.info() for run in new_side.runs],
         alpha=alpha,
         confidence=confidence,
         metrics=tuple(metrics),
         ops=ops,
-        warnings=comparability(base, new),
+        warnings=comparability(base_side.runs, new_side.runs),
         accept_inconclusive=accept_inconclusive,
     )
-    one_side = {
+    result.warnings.extend(
+        f"operation {op!r} is only in the {side} runs" for op, side in one_side.items()
+    )
+    _check_gate_ops(gates, [*ops, *one_side])
+    n_base, n_new = len(base_side.pooled), len(new_side.pooled)
+    result.notes.extend(_sample_notes(n_base, n_new, alpha, confidence))
+    wanted = tuple(dict.fromkeys([*metrics, *(g.metric for g in gates)]))
+    protocols = {run.report.protocol for run in [*base_side.runs, *new_side.runs]}
+    result.rows = [
+        _row(
+            op,
+            metric,
+            base_side,
+            new_side,
+            alpha,
+            confidence,
+            _undecidable(op, protocols, one_side),
+        )
+        for op in [*ops, TOTAL]
+        for metric in wanted
+    ]
+    if len(ops) > 1:
+        result.geomeans = _geomeans(result.rows, wanted)
+    result.gates = [_gate_result(gate, result.rows, one_side) for gate in gates]
+    return result
+
+
+def _one_side_ops(base_ops: Sequence[str], new_ops: Sequence[str]) -> dict[str, str]:
+    """The operations only one side ran, each with that side (``base`` or ``new``)."""
+    return {
         op: side
         for side, names, other in (("base", base_ops, new_ops), ("new", new_ops, base_ops))
         for op in names
         if op not in other
     }
-    result.warnings.extend(
-        f"operation {op!r} is only in the {side} runs" for op, side in one_side.items()
-    )
+
+
+def _check_gate_ops(gates: Sequence[Gate], ops: Sequence[str]) -> None:
+    """``ValueError`` for a gate on an operation neither side ran."""
     for gate in gates:
-        if gate.op not in (TOTAL, "*", *ops, *one_side):
+        if gate.op not in (TOTAL, "*", *ops):
             raise ValueError(f"gate {gate.expr!r}: no operation {gate.op!r} in these runs")
-    protocols = {s["report"]["protocol"] for s in [*base, *new]}
-    everywhere = "the runs are of different protocols" if len(protocols) > 1 else None
-    mixed = "the runs do not have the same operations" if one_side else None
-    pooled_base = [item for run in base_intervals for item in run]
-    pooled_new = [item for run in new_intervals for item in run]
-    result.notes.extend(_sample_notes(len(pooled_base), len(pooled_new), alpha, confidence))
-    for op in [*ops, TOTAL]:
-        for metric in wanted:
-            base_samples = samples(pooled_base, op, metric)
-            new_samples = samples(pooled_new, op, metric)
-            base_est, new_est, change, p, significant = compare_samples(
-                op, metric, base_samples, new_samples, alpha, confidence
-            )
-            phase_base, base_count = whole_phase(base, op, metric)
-            phase_new, new_count = whole_phase(new, op, metric)
-            phase_change = _change(metric, phase_base, phase_new)
-            need = percentile_samples(metric)
-            phase_note = None
-            if phase_change is not None and min(base_count, new_count) < need:
-                phase_change = None
-                phase_note = f"need >= {need:,} samples, have {base_count:,} + {new_count:,}"
-            result.rows.append(
-                Row(
-                    op=op,
-                    metric=metric,
-                    base=base_est,
-                    new=new_est,
-                    change=change,
-                    p_value=p,
-                    significant=significant,
-                    phase_base=phase_base,
-                    phase_new=phase_new,
-                    phase_change=phase_change,
-                    inconclusive=everywhere
-                    or (mixed if op == TOTAL else None)
-                    or too_few(len(base_samples), len(new_samples), alpha, confidence),
-                    phase_note=phase_note,
-                )
-            )
-    if len(ops) > 1:
-        result.geomeans = _geomeans(result.rows, wanted)
-    for gate in gates:
-        matching = [
-            row for row in result.rows if row.metric == gate.metric and gate.op in ("*", row.op)
-        ]
-        undecided = [(row.op, why) for row in matching if (why := row.inconclusive)]
-        if gate.op in one_side:
-            undecided.append(
-                (gate.op, f"operation {gate.op!r} is only in the {one_side[gate.op]} runs")
-            )
-        result.gates.append(
-            GateResult(gate, [row for row in matching if gate.crossed(row)], undecided)
+
+
+def _undecidable(op: str, protocols: set[str], one_side: dict[str, str]) -> str | None:
+    """Why no gate can decide on ``op``: other protocols; for ``TOTAL``, other operations."""
+    if len(protocols) > 1:
+        return "the runs are of different protocols"
+    if op == TOTAL and one_side:
+        return "the runs do not have the same operations"
+    return None
+
+
+def _row(
+    op: str,
+    metric: str,
+    base: _Side,
+    new: _Side,
+    alpha: float,
+    confidence: float,
+    undecidable: str | None,
+) -> Row:
+    """``op``'s ``metric`` compared: interval statistics, then the whole phase.
+
+    ``undecidable`` is why no gate can decide on any row of ``op``, if anything.
+    """
+    base_samples = samples(base.pooled, op, metric)
+    new_samples = samples(new.pooled, op, metric)
+    base_est, new_est, change, p, significant = compare_samples(
+        op, metric, base_samples, new_samples, alpha, confidence
+    )
+    phase_base, phase_new, phase_change, phase_note = _phase_change(
+        base.snapshots, new.snapshots, op, metric
+    )
+    return Row(
+        op=op,
+        metric=metric,
+        base=base_est,
+        new=new_est,
+        change=change,
+        p_value=p,
+        significant=significant,
+        phase_base=phase_base,
+        phase_new=phase_new,
+        phase_change=phase_change,
+        inconclusive=undecidable or too_few(len(base_samples), len(new_samples), alpha, confidence),
+        phase_note=phase_note,
+    )
+
+
+def _phase_change(
+    base: Sequence[dict[str, Any]], new: Sequence[dict[str, Any]], op: str, metric: str
+) -> tuple[float | None, float | None, float | None, str | None]:
+    """(base, new, change, note) of the whole phase; no change when a side has too few samples."""
+    phase_base, base_count = whole_phase(base, op, metric)
+    phase_new, new_count = whole_phase(new, op, metric)
+    change = _change(metric, phase_base, phase_new)
+    need = percentile_samples(metric)
+    if change is not None and min(base_count, new_count) < need:
+        note = f"need >= {need:,} samples, have {base_count:,} + {new_count:,}"
+        return phase_base, phase_new, None, note
+    return phase_base, phase_new, change, None
+
+
+def _gate_result(gate: Gate, rows: Sequence[Row], one_side: dict[str, str]) -> GateResult:
+    """The rows of ``gate``'s metric and operation that crossed it, and those that cannot decide."""
+    matching = [row for row in rows if row.metric == gate.metric and gate.op in ("*", row.op)]
+    undecided = [(row.op, why) for row in matching if (why := row.inconclusive)]
+    if gate.op in one_side:
+        undecided.append(
+            (gate.op, f"operation {gate.op!r} is only in the {one_side[gate.op]} runs")
         )
-    return result
+    return GateResult(gate, [row for row in matching if gate.crossed(row)], undecided)
 
 
 def _sample_notes(n_base: int, n_new: int, alpha: float, confidence: float) -> list[str]:

@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import enum
 import struct
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Final
 
@@ -345,6 +346,8 @@ def encode_properties(props: Properties) -> bytes:
 
 def fixed_header(first: int, remaining: int) -> bytes:
     """The fixed header of a packet: type and flags, then the remaining length."""
+    if remaining < 0x80:
+        return bytes((first, remaining))
     return bytes((first,)) + encode_varint(remaining)
 
 
@@ -367,89 +370,126 @@ def encode(packet: Packet, version: int = V311) -> bytes:
     v5 = version == V5
     match packet:
         case Publish():
-            if packet.qos not in (0, 1, 2):
-                raise ValueError(f"invalid QoS {packet.qos}")
-            body = encode_str(packet.topic)
-            if packet.qos:
-                body += _U16.pack(packet.packet_id)
-            if v5:
-                body += encode_properties(packet.properties)
-            body += packet.payload
-            first = (
-                (PUBLISH << 4)
-                | (0x08 if packet.dup else 0)
-                | (packet.qos << 1)
-                | (1 if packet.retain else 0)
-            )
-            return _frame(first, body)
+            return _encode_publish(packet, v5)
         case Ack():
-            if packet.kind not in (PUBACK, PUBREC, PUBREL, PUBCOMP):
-                raise ValueError(f"not an acknowledgement type: {packet.kind}")
-            body = _U16.pack(packet.packet_id)
-            if v5 and (packet.reason or packet.properties):
-                body += bytes((packet.reason,))
-                if packet.properties:
-                    body += encode_properties(packet.properties)
-            return _frame((packet.kind << 4) | (0x02 if packet.kind == PUBREL else 0), body)
+            return _encode_ack(packet, v5)
         case Connect():
-            flags = 0x02 if packet.clean else 0
-            if packet.username is not None:
-                flags |= 0x80
-            if packet.password is not None:
-                flags |= 0x40
-            body = encode_str("MQTT") + bytes((version, flags)) + _U16.pack(packet.keepalive)
-            if v5:
-                body += encode_properties(packet.properties)
-            body += encode_str(packet.client_id)
-            if packet.username is not None:
-                body += encode_str(packet.username)
-            if packet.password is not None:
-                body += encode_bin(packet.password)
-            return _frame(CONNECT << 4, body)
+            return _encode_connect(packet, version)
         case Connack():
-            body = bytes((1 if packet.session_present else 0, packet.reason))
-            if v5:
-                body += encode_properties(packet.properties)
-            return _frame(CONNACK << 4, body)
+            return _encode_connack(packet, v5)
         case Subscribe():
-            body = _U16.pack(packet.packet_id)
-            if v5:
-                body += encode_properties(packet.properties)
-            for topic, options in packet.topics:
-                body += encode_str(topic) + bytes((options,))
-            return _frame((SUBSCRIBE << 4) | 0x02, body)
+            return _encode_subscribe(packet, v5)
         case Suback():
-            body = _U16.pack(packet.packet_id)
-            if v5:
-                body += encode_properties(packet.properties)
-            return _frame(SUBACK << 4, body + bytes(packet.reasons))
+            return _encode_suback(packet, v5)
         case Unsubscribe():
-            body = _U16.pack(packet.packet_id)
-            if v5:
-                body += encode_properties(packet.properties)
-            for topic in packet.topics:
-                body += encode_str(topic)
-            return _frame((UNSUBSCRIBE << 4) | 0x02, body)
+            return _encode_unsubscribe(packet, v5)
         case Unsuback():
-            body = _U16.pack(packet.packet_id)
-            if v5:
-                body += encode_properties(packet.properties) + bytes(packet.reasons)
-            return _frame(UNSUBACK << 4, body)
+            return _encode_unsuback(packet, v5)
         case PingReq():
             return PINGREQ_BYTES
         case PingResp():
             return PINGRESP_BYTES
         case Disconnect():
-            if v5 and (packet.reason or packet.properties):
-                body = bytes((packet.reason,))
-                if packet.properties:
-                    body += encode_properties(packet.properties)
-                return _frame(DISCONNECT << 4, body)
-            return DISCONNECT_BYTES
+            return _encode_disconnect(packet, v5)
     raise TypeError(f"not an MQTT packet: {packet!r}")
 
 
+def _encode_publish(packet: Publish, v5: bool) -> bytes:
+    qos = packet.qos
+    if qos not in (0, 1, 2):
+        raise ValueError(f"invalid QoS {qos}")
+    body = encode_str(packet.topic)
+    if qos:
+        body += _U16.pack(packet.packet_id)
+    if v5:
+        body += encode_properties(packet.properties)
+    body += packet.payload
+    first = (PUBLISH << 4) | (0x08 if packet.dup else 0) | (qos << 1) | (1 if packet.retain else 0)
+    return _frame(first, body)
+
+
+def _encode_ack(packet: Ack, v5: bool) -> bytes:
+    """PUBACK, PUBREC, PUBREL or PUBCOMP; MQTT 5 omits a success without properties."""
+    kind = packet.kind
+    if kind not in (PUBACK, PUBREC, PUBREL, PUBCOMP):
+        raise ValueError(f"not an acknowledgement type: {kind}")
+    body = _U16.pack(packet.packet_id)
+    if v5 and (packet.reason or packet.properties):
+        body += _reason_and_properties(packet.reason, packet.properties)
+    return _frame((kind << 4) | (0x02 if kind == PUBREL else 0), body)
+
+
+def _reason_and_properties(reason: int, props: Properties) -> bytes:
+    """An MQTT 5 reason code, then the property block unless there is none."""
+    return bytes((reason,)) + encode_properties(props) if props else bytes((reason,))
+
+
+def _encode_connect(packet: Connect, version: int) -> bytes:
+    flags = 0x02 if packet.clean else 0
+    if packet.username is not None:
+        flags |= 0x80
+    if packet.password is not None:
+        flags |= 0x40
+    body = encode_str("MQTT") + bytes((version, flags)) + _U16.pack(packet.keepalive)
+    if version == V5:
+        body += encode_properties(packet.properties)
+    body += encode_str(packet.client_id)
+    if packet.username is not None:
+        body += encode_str(packet.username)
+    if packet.password is not None:
+        body += encode_bin(packet.password)
+    return _frame(CONNECT << 4, body)
+
+
+def _encode_connack(packet: Connack, v5: bool) -> bytes:
+    body = bytes((1 if packet.session_present else 0, packet.reason))
+    if v5:
+        body += encode_properties(packet.properties)
+    return _frame(CONNACK << 4, body)
+
+
+def _id_and_properties(packet_id: int, props: Properties, v5: bool) -> bytes:
+    """The variable header of SUBSCRIBE, SUBACK, UNSUBSCRIBE and UNSUBACK."""
+    head = _U16.pack(packet_id)
+    return head + encode_properties(props) if v5 else head
+
+
+def _encode_subscribe(packet: Subscribe, v5: bool) -> bytes:
+    body = _id_and_properties(packet.packet_id, packet.properties, v5)
+    for topic, options in packet.topics:
+        body += encode_str(topic) + bytes((options,))
+    return _frame((SUBSCRIBE << 4) | 0x02, body)
+
+
+def _encode_suback(packet: Suback, v5: bool) -> bytes:
+    body = _id_and_properties(packet.packet_id, packet.properties, v5)
+    return _frame(SUBACK << 4, body + bytes(packet.reasons))
+
+
+def _encode_unsubscribe(packet: Unsubscribe, v5: bool) -> bytes:
+    body = _id_and_properties(packet.packet_id, packet.properties, v5)
+    for topic in packet.topics:
+        body += encode_str(topic)
+    return _frame((UNSUBSCRIBE << 4) | 0x02, body)
+
+
+def _encode_unsuback(packet: Unsuback, v5: bool) -> bytes:
+    """MQTT 3.1.1's UNSUBACK has no reason codes."""
+    body = _id_and_properties(packet.packet_id, packet.properties, v5)
+    return _frame(UNSUBACK << 4, body + bytes(packet.reasons) if v5 else body)
+
+
+def _encode_disconnect(packet: Disconnect, v5: bool) -> bytes:
+    """Two bytes, unless an MQTT 5 one carries a reason or properties."""
+    if v5 and (packet.reason or packet.properties):
+        return _frame(DISCONNECT << 4, _reason_and_properties(packet.reason, packet.properties))
+    return DISCONNECT_BYTES
+
+
 # --------------------------------------------------------------------------- decoding
+
+
+_SHORT: Final = "packet shorter than its contents"
 
 
 class _Reader:
@@ -464,7 +504,7 @@ class _Reader:
 
     def need(self, n: int) -> None:
         if self.pos + n > self.end:
-            raise MalformedPacket("packet shorter than its contents")
+            raise MalformedPacket(_SHORT)
 
     def byte(self) -> int:
         self.need(1)
@@ -473,10 +513,11 @@ class _Reader:
         return value
 
     def u16(self) -> int:
-        self.need(2)
-        value: int = _U16.unpack_from(self.data, self.pos)[0]
-        self.pos += 2
-        return value
+        pos = self.pos
+        if pos + 2 > self.end:
+            raise MalformedPacket(_SHORT)
+        self.pos = pos + 2
+        return self.data[pos] << 8 | self.data[pos + 1]
 
     def u32(self) -> int:
         self.need(4)
@@ -495,11 +536,16 @@ class _Reader:
         raise MalformedPacket("variable byte integer longer than 4 bytes")
 
     def bin(self) -> bytes:
-        n = self.u16()
-        self.need(n)
-        value = self.data[self.pos : self.pos + n]
-        self.pos += n
-        return bytes(value)
+        """Two bytes of length, then as many bytes (the checks of ``u16`` and ``need`` inlined)."""
+        data = self.data
+        pos = self.pos + 2
+        if pos > self.end:
+            raise MalformedPacket(_SHORT)
+        end = pos + (data[pos - 2] << 8 | data[pos - 1])
+        if end > self.end:
+            raise MalformedPacket(_SHORT)
+        self.pos = end
+        return bytes(data[pos:end])
 
     def str(self) -> str:
         try:
@@ -553,73 +599,67 @@ class _Reader:
 def _decode_body(first: int, data: bytes, start: int, end: int, version: int) -> Packet:
     kind = first >> 4
     flags = first & 0x0F
-    v5 = version == V5
     r = _Reader(data, start, end)
     if kind == PUBLISH:
-        qos = (flags >> 1) & 0x03
-        if qos == 3:
-            raise MalformedPacket("PUBLISH with QoS 3")
-        topic = r.str()
-        packet_id = r.u16() if qos else 0
-        props = r.properties() if v5 else ()
-        return Publish(topic, r.rest(), qos, bool(flags & 1), bool(flags & 8), packet_id, props)
-    expected_flags = 0x02 if kind in (PUBREL, SUBSCRIBE, UNSUBSCRIBE) else 0
-    if flags != expected_flags:
+        return _decode_publish(r, flags, version == V5)
+    if flags != _FLAGS.get(kind, 0):
         raise MalformedPacket(f"packet type {kind} with reserved flags 0x{flags:x}")
-    packet: Packet
-    if kind in (PUBACK, PUBREC, PUBREL, PUBCOMP):
-        packet_id = r.u16()
-        reason = r.byte() if v5 and r.left else 0
-        props = r.properties() if v5 and r.left else ()
-        packet = Ack(kind, packet_id, reason, props)
-    elif kind == CONNACK:
-        ack_flags = r.byte()
-        if ack_flags & 0xFE:
-            raise MalformedPacket("CONNACK with reserved flags set")
-        reason = r.byte()
-        props = r.properties() if v5 and r.left else ()
-        packet = Connack(bool(ack_flags & 1), reason, props)
-    elif kind == SUBACK:
-        packet_id = r.u16()
-        props = r.properties() if v5 else ()
-        packet = Suback(packet_id, tuple(r.rest()), props)
-    elif kind == UNSUBACK:
-        packet_id = r.u16()
-        props = r.properties() if v5 else ()
-        packet = Unsuback(packet_id, tuple(r.rest()) if v5 else (), props)
-    elif kind in (PINGREQ, PINGRESP):
-        packet = PingReq() if kind == PINGREQ else PingResp()
-    elif kind == DISCONNECT:
-        reason = r.byte() if v5 and r.left else 0
-        props = r.properties() if v5 and r.left else ()
-        packet = Disconnect(reason, props)
-    elif kind == CONNECT:
-        packet = _decode_connect(r)
-    elif kind == SUBSCRIBE:
-        packet_id = r.u16()
-        props = r.properties() if v5 else ()
-        topics: list[tuple[str, int]] = []
-        while r.left:
-            topics.append((r.str(), r.byte()))
-        if not topics:
-            raise MalformedPacket("SUBSCRIBE without a topic filter")
-        packet = Subscribe(packet_id, tuple(topics), props)
-    elif kind == UNSUBSCRIBE:
-        packet_id = r.u16()
-        props = r.properties() if v5 else ()
-        names: list[str] = []
-        while r.left:
-            names.append(r.str())
-        if not names:
-            raise MalformedPacket("UNSUBSCRIBE without a topic filter")
-        packet = Unsubscribe(packet_id, tuple(names), props)
-    else:
+    decode = _DECODERS.get(kind)
+    if decode is None:
         raise MalformedPacket(f"unsupported packet type {kind}")
+    packet = decode(r, kind, version == V5)
     r.done()
     return packet
 
 
-def _decode_connect(r: _Reader) -> Connect:
+def _decode_publish(r: _Reader, flags: int, v5: bool) -> Publish:
+    qos = (flags >> 1) & 0x03
+    if qos == 3:
+        raise MalformedPacket("PUBLISH with QoS 3")
+    topic = r.str()
+    packet_id = r.u16() if qos else 0
+    props = r.properties() if v5 else ()
+    return Publish(topic, r.rest(), qos, bool(flags & 1), bool(flags & 8), packet_id, props)
+
+
+def _decode_ack(r: _Reader, kind: int, v5: bool) -> Ack:
+    packet_id = r.u16()
+    reason = r.byte() if v5 and r.left else 0
+    return Ack(kind, packet_id, reason, r.properties() if v5 and r.left else ())
+
+
+def _decode_connack(r: _Reader, kind: int, v5: bool) -> Connack:
+    ack_flags = r.byte()
+    if ack_flags & 0xFE:
+        raise MalformedPacket("CONNACK with reserved flags set")
+    reason = r.byte()
+    return Connack(bool(ack_flags & 1), reason, r.properties() if v5 and r.left else ())
+
+
+def _decode_suback(r: _Reader, kind: int, v5: bool) -> Suback:
+    packet_id = r.u16()
+    props = r.properties() if v5 else ()
+    return Suback(packet_id, tuple(r.rest()), props)
+
+
+def _decode_unsuback(r: _Reader, kind: int, v5: bool) -> Unsuback:
+    """MQTT 3.1.1's UNSUBACK has no reason codes."""
+    packet_id = r.u16()
+    props = r.properties() if v5 else ()
+    return Unsuback(packet_id, tuple(r.rest()) if v5 else (), props)
+
+
+def _decode_ping(r: _Reader, kind: int, v5: bool) -> PingReq | PingResp:
+    return PingReq() if kind == PINGREQ else PingResp()
+
+
+def _decode_disconnect(r: _Reader, kind: int, v5: bool) -> Disconnect:
+    reason = r.byte() if v5 and r.left else 0
+    return Disconnect(reason, r.properties() if v5 and r.left else ())
+
+
+def _decode_connect(r: _Reader, kind: int, v5: bool) -> Connect:
+    """The CONNECT's own protocol level decides its properties, not the decoder's version."""
     if r.str() != "MQTT":
         raise MalformedPacket("CONNECT with a protocol name other than MQTT")
     level = r.byte()
@@ -634,6 +674,49 @@ def _decode_connect(r: _Reader) -> Connect:
     username = r.str() if flags & 0x80 else None
     password = r.bin() if flags & 0x40 else None
     return Connect(client_id, keepalive, bool(flags & 0x02), username, password, props)
+
+
+def _decode_subscribe(r: _Reader, kind: int, v5: bool) -> Subscribe:
+    packet_id = r.u16()
+    props = r.properties() if v5 else ()
+    topics: list[tuple[str, int]] = []
+    while r.left:
+        topics.append((r.str(), r.byte()))
+    if not topics:
+        raise MalformedPacket("SUBSCRIBE without a topic filter")
+    return Subscribe(packet_id, tuple(topics), props)
+
+
+def _decode_unsubscribe(r: _Reader, kind: int, v5: bool) -> Unsubscribe:
+    packet_id = r.u16()
+    props = r.properties() if v5 else ()
+    names: list[str] = []
+    while r.left:
+        names.append(r.str())
+    if not names:
+        raise MalformedPacket("UNSUBSCRIBE without a topic filter")
+    return Unsubscribe(packet_id, tuple(names), props)
+
+
+_FLAGS: Final = {PUBREL: 0x02, SUBSCRIBE: 0x02, UNSUBSCRIBE: 0x02}
+"""The fixed header flags of every packet type but PUBLISH (0 when not here)."""
+
+_DECODERS: Final[dict[int, Callable[[_Reader, int, bool], Packet]]] = {
+    CONNECT: _decode_connect,
+    CONNACK: _decode_connack,
+    PUBACK: _decode_ack,
+    PUBREC: _decode_ack,
+    PUBREL: _decode_ack,
+    PUBCOMP: _decode_ack,
+    SUBSCRIBE: _decode_subscribe,
+    SUBACK: _decode_suback,
+    UNSUBSCRIBE: _decode_unsubscribe,
+    UNSUBACK: _decode_unsuback,
+    PINGREQ: _decode_ping,
+    PINGRESP: _decode_ping,
+    DISCONNECT: _decode_disconnect,
+}
+"""The body decoder of each packet type but PUBLISH: ``(reader, type, v5) -> packet``."""
 
 
 _NO_SPANS: Final[list[int]] = []
