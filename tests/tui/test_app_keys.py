@@ -17,9 +17,9 @@ from protobench.tui.screens.confirm import ConfirmScreen
 from protobench.tui.screens.help import HelpScreen
 from protobench.tui.screens.logs import LogsScreen
 from protobench.tui.screens.monitor import throughput_series
-from protobench.tui.script import Script, scripted_snapshot
 from protobench.tui.source import ReplaySource
 from tests.tui.helpers import of_type, panel_text, scripted_app, settle, wait_for
+from tests.tui.script import Script, scripted_snapshot
 
 pytestmark = pytest.mark.anyio
 

@@ -16,9 +16,9 @@ from protobench.tui.feed import Feed
 from protobench.tui.latency import Window, counts_of, distribution
 from protobench.tui.messages import NoticeShown, RunEnded, ViewUpdated
 from protobench.tui.model import NoticeItem, RunModel
-from protobench.tui.script import Script, scripted_run
 from protobench.tui.widgets.verdict_banner import VerdictBanner
 from tests.tui.helpers import text_of
+from tests.tui.script import Script, scripted_run
 
 
 def fold_all(script: Script, upto: type | None = RunFinished) -> tuple[RunModel, list[NoticeItem]]:

@@ -15,11 +15,11 @@ from protobench.tui.baseline import Baseline
 from protobench.tui.screens.help import HelpScreen
 from protobench.tui.screens.monitor import ERROR_STYLE, OP_STYLES, throughput_series
 from protobench.tui.screens.op_filter import OpFilter
-from protobench.tui.script import Script, scripted_snapshot
 from protobench.tui.source import ReplaySource
 from protobench.tui.widgets.latency_table import delta_text
 from protobench.tui.widgets.line_chart import LineChart, Series, coarsen, legend
 from tests.tui.helpers import panel_text, scripted_app, settle, wait_for
+from tests.tui.script import Script, scripted_snapshot
 
 pytestmark = pytest.mark.anyio
 

@@ -16,8 +16,8 @@ from protobench.engine.events import (
 )
 from protobench.tui.baseline import Baseline
 from protobench.tui.model import RunModel
-from protobench.tui.script import Script, scripted_run, scripted_snapshot
 from protobench.tui.source import ReplaySource, replay_timeline
+from tests.tui.script import Script, scripted_run, scripted_snapshot
 
 SCRIPT = Script(rate=800.0, crash_at=6.0)
 
