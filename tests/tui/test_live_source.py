@@ -11,7 +11,8 @@ from pathlib import Path
 import pytest
 
 from protobench.engine.events import Event, IntervalUpdate, Notice, RunFinished, RunStarted
-from protobench.engine.plan import Overrides, resolve
+from protobench.engine.plan import Overrides, WorkerSlice, resolve
+from protobench.engine.pool import WorkerPool
 from protobench.profiles import loader
 from protobench.snapshots.store import SnapshotStore
 from protobench.tui.source import LiveSource
@@ -59,3 +60,21 @@ def test_commands_from_another_thread_reach_the_engine(tmp_path: Path) -> None:
     assert (source.log_dir / "worker-0.log").is_file()
     assert not source.running
     assert source.join(0)
+
+
+def test_the_pool_comes_from_the_given_factory(tmp_path: Path) -> None:
+    """As ``--ray`` does: the live source hands its pool factory to the controller."""
+    plan = resolve(loader.load("http-get"), Overrides(duration=1.0, warmup=0.0, processes=1))
+    made: list[tuple[int, Path]] = []
+
+    def factory(slices: list[WorkerSlice], log_dir: Path) -> WorkerPool:
+        made.append((len(slices), log_dir))
+        return WorkerPool(slices, log_dir)
+
+    source = LiveSource(plan, SnapshotStore(tmp_path / "snapshots"), pool_factory=factory)
+    events: list[Event] = []
+    asyncio.run(source.run(events.append))
+    assert made == [(1, source.log_dir)]
+    assert isinstance(events[-1], RunFinished)
+    assert source.report is not None
+    assert source.report["stop_reason"] == "completed"

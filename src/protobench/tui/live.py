@@ -25,7 +25,7 @@ import threading
 from types import FrameType
 from typing import Any
 
-from protobench.engine.controller import describe_failure
+from protobench.engine.controller import PoolFactory, describe_failure
 from protobench.engine.plan import RunPlan
 from protobench.engine.report import EXIT_INCOMPLETE, exit_code_for
 from protobench.snapshots.store import SnapshotStore
@@ -44,13 +44,15 @@ def run_live(
     store: SnapshotStore,
     target_pid: int | None = None,
     baseline: Baseline | None = None,
+    pool_factory: PoolFactory | None = None,
 ) -> int:
     """Run ``plan`` under the monitor (compared with ``baseline``); return the exit code.
 
-    The run starts before Textual is imported: the workers and the target come
-    up while the monitor loads.
+    ``pool_factory`` makes the worker pool (the Ray pool of ``--ray``; default
+    the local processes). The run starts before Textual is imported: the
+    workers and the target come up while the monitor loads.
     """
-    source = LiveSource(plan, store, target_pid)
+    source = LiveSource(plan, store, target_pid, pool_factory)
 
     def hangup(signum: int, frame: FrameType | None) -> None:
         del signum, frame

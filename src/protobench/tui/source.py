@@ -33,7 +33,7 @@ from typing import Any, Protocol
 import anyio
 
 from protobench.engine.aggregate import interval_of, total_summary
-from protobench.engine.controller import Controller
+from protobench.engine.controller import Controller, PoolFactory
 from protobench.engine.events import (
     Event,
     IntervalUpdate,
@@ -86,8 +86,14 @@ class LiveSource:
 
     kind = "live"
 
-    def __init__(self, plan: RunPlan, store: SnapshotStore, target_pid: int | None = None):
-        self.controller = Controller(plan, store, target_pid=target_pid)
+    def __init__(
+        self,
+        plan: RunPlan,
+        store: SnapshotStore,
+        target_pid: int | None = None,
+        pool_factory: PoolFactory | None = None,
+    ):
+        self.controller = Controller(plan, store, target_pid=target_pid, pool_factory=pool_factory)
         self.log_dir: Path | None = self.controller.log_dir
         self.controls = frozenset({"pause", "stop", *(["rate"] if plan.rate is not None else [])})
         self.report: dict[str, Any] | None = None
