@@ -2,17 +2,18 @@
 
 The monitor never reaches into the engine. It reads one :class:`MetricsSource`:
 ``await source.run(emit)`` calls ``emit(event)`` with the engine's events
-(:mod:`protobench.engine.events`) until the run is over, and the command
+(:mod:`protobench.engine.events`) until the run is over, always on the
+running (the UI's) loop, in the source's task, and the command
 methods (``pause``, ``resume``, ``set_rate_factor``, ``set_speed``, ``seek``,
 ``stop``) may be called at any time from the UI's thread; ``controls`` says
 which of them mean something for this source.
 
 * :class:`LiveSource` runs a :class:`Controller` in its own thread with its
   own event loop (uvloop), so aggregation, resource sampling and the
-  snapshot write never stall the screen, and a failure of the UI cannot lose
-  the run: commands cross to the engine's loop as tasks
-  (``run_coroutine_threadsafe``).
-  ``emit`` is called in the engine's thread.
+  snapshot write never stall for the screen, and a UI whose terminal is gone
+  (its loop blocked) cannot lose the run: events cross to the UI's loop
+  through a bounded :class:`~protobench.tui.handover.Handover`, commands to
+  the engine's loop as tasks (``run_coroutine_threadsafe``).
 * :class:`ReplaySource` plays a snapshot's intervals, resource samples and
   notices at their recorded pace divided by ``speed``, with pause and seek.
 
@@ -22,7 +23,6 @@ The tests' double, a scripted source, is ``tests.tui.fake_source.FakeSource``.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import threading
 import time
 from collections.abc import Callable
@@ -47,6 +47,7 @@ from protobench.engine.metrics import OpAccumulator
 from protobench.engine.plan import RunPlan
 from protobench.engine.report import exit_code_for
 from protobench.snapshots.store import SnapshotStore
+from protobench.tui.handover import Handover
 
 Emit = Callable[[Event], None]
 
@@ -82,7 +83,11 @@ class MetricsSource(Protocol):
 
 
 class LiveSource:
-    """A real run: the engine's controller in a thread of its own."""
+    """A real run: the engine's controller on a thread and loop of its own.
+
+    Its events cross to the UI's loop through a :class:`Handover`; commands
+    cross the other way as tasks of the engine's loop.
+    """
 
     kind = "live"
 
@@ -98,14 +103,12 @@ class LiveSource:
         self.controls = frozenset({"pause", "stop", *(["rate"] if plan.rate is not None else [])})
         self.report: dict[str, Any] | None = None
         self.error: BaseException | None = None
+        self.handover = Handover()
         self._loop: asyncio.AbstractEventLoop | None = None
         self._pending: list[Callable[[], None]] = []
         self._lock = threading.Lock()
         self._done = threading.Event()
         self._thread: threading.Thread | None = None
-        self._emit: Emit | None = None
-        self._early: list[Event] = []
-        self._ended: Callable[[], None] | None = None
 
     def start(self) -> None:
         """Start the run now, before the monitor is up: its events wait for :meth:`run`.
@@ -115,17 +118,9 @@ class LiveSource:
         """
         if self._thread is not None:
             return
-        self.controller.subscribe(self._deliver)
+        self.controller.subscribe(self.handover.offer)
         self._thread = threading.Thread(target=self._engine, name="protobench-engine", daemon=True)
         self._thread.start()
-
-    def _deliver(self, event: Event) -> None:
-        with self._lock:
-            if self._emit is None:
-                self._early.append(event)
-                return
-            emit = self._emit
-        emit(event)
 
     def _engine(self) -> None:
         try:
@@ -134,33 +129,12 @@ class LiveSource:
             self.error = exc
         finally:
             self._done.set()
-            with self._lock:
-                ended = self._ended
-            if ended is not None:
-                ended()
+            self.handover.close()
 
     async def run(self, emit: Emit) -> None:
-        ui_loop = asyncio.get_running_loop()
-        finished: asyncio.Future[None] = ui_loop.create_future()
-
-        def resolve() -> None:
-            if not finished.done():
-                finished.set_result(None)
-
-        def ended() -> None:
-            with contextlib.suppress(RuntimeError):  # a closed UI loop: nobody waits
-                ui_loop.call_soon_threadsafe(resolve)
-
-        with self._lock:  # the early events first, in order, then the engine's own
-            for event in self._early:
-                emit(event)
-            self._early = []
-            self._emit = emit
-            self._ended = ended
         self.start()
-        if self._done.is_set():
-            resolve()
-        await finished
+        async for event in self.handover.events():
+            emit(event)
         if self.error is not None:
             raise self.error
 
