@@ -14,12 +14,13 @@ stream quietly (stdout then goes to ``/dev/null``, so nothing fails later).
 from __future__ import annotations
 
 import dataclasses
-import json
 import os
 import sys
 import threading
 from collections import deque
 from typing import Any, TextIO
+
+import orjson
 
 from protobench.engine.events import (
     Event,
@@ -29,6 +30,7 @@ from protobench.engine.events import (
     ResourceSample,
     RunStarted,
 )
+from protobench.engine.report_model import Report, to_plain
 from protobench.redaction import redact_url, redact_value
 
 NDJSON_TYPES: dict[type, str] = {
@@ -48,15 +50,28 @@ def event_line(event: Event) -> str | None:
     kind = NDJSON_TYPES.get(type(event))
     if kind is None:
         return None
-    data = dataclasses.asdict(event)
     if isinstance(event, IntervalUpdate):
-        for op in data["ops"].values():
-            op.pop("hist", None)
-            op.pop("hist_uncorrected", None)
+        event = dataclasses.replace(
+            event,
+            ops={
+                name: dataclasses.replace(op, hist=None, hist_uncorrected=None)
+                for name, op in event.ops.items()
+            },
+        )
+    data = to_plain(event)
     if isinstance(event, RunStarted):
         data["target"] = redact_url(event.target)
         data["plan"] = redact_value(data["plan"])
-    return json.dumps({"type": kind, **data}, default=str) + "\n"
+    return _line({"type": kind, **data})
+
+
+def report_line(report: Report) -> str:
+    """The report as the stream's last line."""
+    return _line({"type": "report", **to_plain(report)})
+
+
+def _line(data: dict[str, Any]) -> str:
+    return orjson.dumps(data, option=orjson.OPT_NON_STR_KEYS, default=str).decode() + "\n"
 
 
 class NdjsonStream:
@@ -93,7 +108,7 @@ class NdjsonStream:
                 self.dropped += 1
                 return
 
-    def close(self, report: dict[str, Any]) -> None:
+    def close(self, report: Report) -> None:
         """Queue the report as the last line and wait until the writer has written it all."""
         with self._ready:
             if self.dropped:
@@ -104,7 +119,7 @@ class NdjsonStream:
                     0.0,
                 )
                 self._queue.append(event_line(notice) or "")
-            self._queue.append(json.dumps({"type": "report", **report}, default=str) + "\n")
+            self._queue.append(report_line(report))
             self._closed = True
             self._ready.notify()
         self._thread.join()

@@ -164,11 +164,11 @@ class Progress:
             self.cpu = f" gen cpu {max(cpus, default=0):.0f}%"
         elif isinstance(event, IntervalUpdate) and event.phase != "drain":
             total = event.total
-            lat = total["latency_us"]
+            lat = total.latency_us
             text = (
                 f"[{event.phase} {event.elapsed:5.1f}/{self.total:.0f}s] "
-                f"{total['throughput']:>10,.0f} ok/s  p50 {us(lat.get('p50'))} "
-                f"p99 {us(lat.get('p99'))}  err {total['error_rate']:.2%}{self.cpu}"
+                f"{total.throughput:>10,.0f} ok/s  p50 {us(lat.p50)} "
+                f"p99 {us(lat.p99)}  err {total.error_rate:.2%}{self.cpu}"
             )
             now = time.monotonic()
             if self.tty or now - self.last_print >= 5.0:

@@ -38,12 +38,12 @@ from protobench.cli.common import (
     WarmupOption,
     build_overrides,
     fail,
-    print_json,
 )
 from protobench.cli.complete import ProfileArgument
 from protobench.cli.ndjson import NdjsonStream
 from protobench.cli.render import Progress, summary_table
 from protobench.engine.events import RunFinished
+from protobench.engine.report_model import Report, report_to_json, to_plain
 from protobench.protocols.registry import PluginError
 from protobench.snapshots.store import SnapshotStore, read
 
@@ -56,7 +56,7 @@ STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
 """Signals that stop a run cleanly (SIGHUP: the terminal was closed)."""
 
 
-async def execute(controller: Controller) -> dict[str, Any]:
+async def execute(controller: Controller) -> Report:
     """Run the controller, turning SIGINT, SIGTERM and SIGHUP into a clean stop."""
     import anyio  # noqa: PLC0415
 
@@ -83,7 +83,7 @@ def run_plan(
     target_pid: int | None = None,
     labels: dict[str, Any] | None = None,
     pool_factory: PoolFactory | None = None,
-) -> dict[str, Any]:
+) -> Report:
     """Run a plan to the end on uvloop and return its report.
 
     ``labels`` (e.g. a sweep's group and level) are stored in the report and
@@ -242,34 +242,35 @@ def register(app: typer.Typer) -> None:
             stream.close(report)
         else:
             _print_report(report, as_json)
-        if report_file is not None and report.get("snapshot"):
-            report_cmd.write_run_report(read(Path(report["snapshot"])), report_file)
+        if report_file is not None and report.snapshot:
+            report_cmd.write_run_report(read(Path(report.snapshot)), report_file)
         raise typer.Exit(code)
 
 
-def say_snapshot_error(report: dict[str, Any]) -> None:
+def say_snapshot_error(report: Report) -> None:
     """One line on stderr each when the run could not start (the target's own words)
     and when the snapshot is not in the store (where it went, or nowhere)."""
     lines = []
-    if report.get("stop_reason") == "error" and "sustain" not in report.get("phases", {}):
-        start = [n["message"] for n in report.get("notices", []) if n.get("kind") == "target"]
+    if report.stop_reason == "error" and report.sustain is None:
+        start = [n.message for n in report.notices if n.kind == "target"]
         if start:
             lines.append("error: " + " ".join(start[0].split()))
-    if report.get("snapshot_error"):
-        lines.append(str(report["snapshot_error"]))
+    if report.snapshot_error:
+        lines.append(report.snapshot_error)
     with contextlib.suppress(OSError):  # a closed terminal (SIGHUP) has no stderr
         for line in lines:
             sys.stderr.write(f"protobench: {line}\n")
         sys.stderr.flush()
 
 
-def _print_report(report: dict[str, Any], as_json: bool) -> None:
+def _print_report(report: Report, as_json: bool) -> None:
     """The report on stdout, unless stdout is gone (a closed terminal, a closed pipe)."""
     with contextlib.suppress(OSError):
         if as_json:
-            print_json(report)
+            sys.stdout.write(report_to_json(report, indent=True).decode() + "\n")
+            sys.stdout.flush()
         else:
-            typer.echo(summary_table(report))
+            typer.echo(summary_table(to_plain(report)))
 
 
 def _run_interactive(

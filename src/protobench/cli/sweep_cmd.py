@@ -41,6 +41,7 @@ from protobench.snapshots.store import SUFFIX, SnapshotStore
 
 if TYPE_CHECKING:  # the engine and pydantic load in the command, not for --help
     from protobench.engine.plan import RunPlan
+    from protobench.engine.report_model import Report
     from protobench.engine.sweep import Point, SweepResult
 
 DEFAULT_STOP = "error_rate > 5%"
@@ -186,7 +187,7 @@ def register(app: typer.Typer) -> None:
         total = len(plans)
         done: list[Point] = []
 
-        def runner(level: dict[str, Any], labels: dict[str, Any]) -> dict[str, Any]:
+        def runner(level: dict[str, Any], labels: dict[str, Any]) -> Report:
             plan = plans[_key(level)]
             subscribers: list[Any] = []
             progress = None

@@ -29,13 +29,17 @@ stopped early starts at the stop, not at the planned end of sustain.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from dataclasses import dataclass, field
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field, replace
 from typing import Any
+
+from hdrh.histogram import HdrHistogram
 
 from protobench.engine.bounds import Tally, lagging
 from protobench.engine.events import IntervalUpdate
 from protobench.engine.metrics import OpAccumulator, OpInterval, encode, summary
+from protobench.engine.report_model import LiveVerdicts, to_plain
+from protobench.engine.summaries import LatencySummary, OpSummary, PhaseSummary
 
 PHASES = ("warmup", "sustain", "drain")
 SERIES_LIMIT = 3600
@@ -44,16 +48,35 @@ DOWN_US = "down_us"
 """The workers' counter of session-microseconds spent without a connection while wanted."""
 MIXED = "mixed"
 """The ``latency_kind`` of a total over ops whose latencies measure different things."""
+Judge = Callable[[Mapping[str, PhaseSummary], Tally], LiveVerdicts | None]
+"""The verdicts of a run so far: its phases so far and its lagging intervals in sustain."""
 
 
-def down_figures(acc: OpAccumulator, sessions: int, seconds: float) -> dict[str, float]:
+def down_figures(acc: OpAccumulator, sessions: int, seconds: float) -> tuple[float, float]:
     """``down_s`` (session-seconds without a connection) and its share of ``sessions × seconds``."""
     down_s = acc.counters.get(DOWN_US, 0) / 1e6
     capacity = sessions * seconds
-    return {
-        "down_s": round(down_s, 3),
-        "down_share": round(min(down_s / capacity, 1.0), 6) if capacity > 0 else 0.0,
-    }
+    share = round(min(down_s / capacity, 1.0), 6) if capacity > 0 else 0.0
+    return round(down_s, 3), share
+
+
+def latency_summary(hist: HdrHistogram) -> LatencySummary:
+    """The :class:`LatencySummary` of a histogram (only ``count`` when it is empty)."""
+    figures = summary(hist)
+    if not figures["count"]:
+        return LatencySummary(count=0)
+    return LatencySummary(
+        count=int(figures["count"]),
+        p50=figures["p50"],
+        p90=figures["p90"],
+        p95=figures["p95"],
+        p99=figures["p99"],
+        p999=figures["p999"],
+        min=figures["min"],
+        max=figures["max"],
+        mean=figures["mean"],
+        stddev=figures["stddev"],
+    )
 
 
 def op_summary(
@@ -62,7 +85,7 @@ def op_summary(
     corrected: bool,
     sessions: int = 0,
     kind: str = "round_trip",
-) -> dict[str, Any]:
+) -> OpSummary:
     """The report's figures for one operation (or the total) over ``seconds``.
 
     ``sessions`` (the op's sessions) scales ``down_share``; ``kind`` is what its
@@ -70,31 +93,37 @@ def op_summary(
     """
     errors = acc.error_count
     attempts = acc.ok + errors
-    data: dict[str, Any] = {
-        "ok": acc.ok,
-        "errors": errors,
-        "error_rate": round(errors / attempts, 6) if attempts else 0.0,
-        "throughput": round(acc.ok / seconds, 3) if seconds > 0 else 0.0,
-        "bytes_in": acc.bytes_in,
-        "errors_by_class": dict(sorted(acc.errors.items())),
-        "error_codes": dict(sorted(acc.error_codes.items())),
-        "last_errors": dict(acc.last_errors),
-        "late": acc.late,
-        "out_of_range": acc.out_of_range,
-        "counters": dict(sorted(acc.counters.items())),
-        "counter_rates": {
+    down_s, down_share = down_figures(acc, sessions, seconds)
+    counters = dict(sorted(acc.counters.items()))
+    return OpSummary(
+        ok=acc.ok,
+        errors=errors,
+        error_rate=round(errors / attempts, 6) if attempts else 0.0,
+        throughput=round(acc.ok / seconds, 3) if seconds > 0 else 0.0,
+        bytes_in=acc.bytes_in,
+        errors_by_class=dict(sorted(acc.errors.items())),
+        error_codes=dict(sorted(acc.error_codes.items())),
+        last_errors=dict(acc.last_errors),
+        late=acc.late,
+        out_of_range=acc.out_of_range,
+        counters=counters,
+        counter_rates={
             name: round(value / seconds, 3) if seconds > 0 else 0.0
-            for name, value in sorted(acc.counters.items())
+            for name, value in counters.items()
         },
-        **down_figures(acc, sessions, seconds),
-        "latency_kind": kind,
-        "latency_us": summary(acc.hist) if kind != MIXED else {},
-    }
-    if corrected:
-        data["latency_uncorrected_us"] = summary(acc.hist_uncorrected) if kind != MIXED else {}
-    if acc.hist_lateness.get_total_count():
-        data["send_lateness_us"] = summary(acc.hist_lateness)
-    return data
+        down_s=down_s,
+        down_share=down_share,
+        latency_kind=kind,
+        latency_us=latency_summary(acc.hist) if kind != MIXED else LatencySummary(),
+        latency_uncorrected_us=(
+            (latency_summary(acc.hist_uncorrected) if kind != MIXED else LatencySummary())
+            if corrected
+            else None
+        ),
+        send_lateness_us=(
+            latency_summary(acc.hist_lateness) if acc.hist_lateness.get_total_count() else None
+        ),
+    )
 
 
 def total_summary(
@@ -103,7 +132,7 @@ def total_summary(
     sessions: Mapping[str, int],
     seconds: float,
     corrected: bool,
-) -> dict[str, Any]:
+) -> OpSummary:
     """The figures of all ops merged; latencies only across ops of one kind."""
     total = OpAccumulator()
     by_kind: dict[str, OpAccumulator] = {}
@@ -113,9 +142,43 @@ def total_summary(
     named = {kinds.get(name, "round_trip") for name in sessions} | set(by_kind)
     kind = named.pop() if len(named) == 1 else MIXED
     data = op_summary(total, seconds, corrected, sum(sessions.values()), kind)
-    if kind == MIXED:
-        data["latency_by_kind"] = {k: summary(acc.hist) for k, acc in sorted(by_kind.items())}
-    return data
+    if kind != MIXED:
+        return data
+    by = {k: latency_summary(acc.hist) for k, acc in sorted(by_kind.items())}
+    return replace(data, latency_by_kind=by)
+
+
+def phase_summary(
+    accs: Mapping[str, OpAccumulator],
+    op_names: Sequence[str],
+    seconds: float,
+    start: float,
+    corrected: bool,
+    sessions: Mapping[str, int],
+    kinds: Mapping[str, str],
+) -> PhaseSummary:
+    """A phase's figures from its accumulators: its start and end in the run, total and ops.
+
+    The one computation of a phase, for the report, each interval's phase so
+    far, and a replay (which rebuilds the accumulators from a snapshot's series).
+    """
+    ops = {
+        name: op_summary(
+            accs.get(name, OpAccumulator()),
+            seconds,
+            corrected,
+            sessions.get(name, 0),
+            kinds.get(name, "round_trip"),
+        )
+        for name in op_names
+    }
+    return PhaseSummary(
+        duration_s=round(seconds, 3),
+        start_s=round(start, 3),
+        end_s=round(start + seconds, 3),
+        total=total_summary(accs, kinds, sessions, seconds, corrected),
+        ops=ops,
+    )
 
 
 def interval_of(summary: dict[str, Any]) -> OpInterval:
@@ -141,8 +204,8 @@ def series_ops(
     corrected: bool,
     sessions: Mapping[str, int] | None = None,
     kinds: Mapping[str, str] | None = None,
-) -> dict[str, dict[str, Any]]:
-    """The ``ops`` of a series record: each op's summary with its encoded histograms."""
+) -> dict[str, OpSummary]:
+    """The ``ops`` of an interval: each op's summary with its encoded histograms."""
     ops = {}
     for name in names:
         acc = accs.get(name, OpAccumulator())
@@ -153,14 +216,35 @@ def series_ops(
             (sessions or {}).get(name, 0),
             (kinds or {}).get(name, "round_trip"),
         )
-        if not op["last_errors"]:
-            del op["last_errors"]
-        op["hist"] = encode(acc.hist) if acc.ok else ""
-        if corrected:
-            unc = acc.hist_uncorrected
-            op["hist_uncorrected"] = encode(unc) if unc.get_total_count() else ""
-        ops[name] = op
+        unc = acc.hist_uncorrected
+        ops[name] = replace(
+            op,
+            last_errors=op.last_errors or None,
+            hist=encode(acc.hist) if acc.ok else "",
+            hist_uncorrected=(encode(unc) if unc.get_total_count() else "") if corrected else None,
+        )
     return ops
+
+
+def series_record(
+    phase: str,
+    index: int,
+    elapsed: float,
+    duration: float,
+    lag_ms: float,
+    inflight: int,
+    ops: Mapping[str, OpSummary],
+) -> dict[str, Any]:
+    """A record of the snapshot's interval series (its JSON: the snapshot is read as JSON)."""
+    return {
+        "phase": phase,
+        "index": index,
+        "elapsed": elapsed,
+        "duration": duration,
+        "lag_ms": lag_ms,
+        "inflight": inflight,
+        "ops": {name: to_plain(op) for name, op in ops.items()},
+    }
 
 
 def merge_records(
@@ -180,15 +264,15 @@ def merge_records(
             if name in record["ops"]:
                 acc.add(interval_of(record["ops"][name]))
                 kinds[name] = record["ops"][name].get("latency_kind", "round_trip")
-    return {
-        "phase": first["phase"],
-        "index": first["index"],
-        "elapsed": second["elapsed"],
-        "duration": round(seconds, 6),
-        "lag_ms": max(first["lag_ms"], second["lag_ms"]),
-        "inflight": second["inflight"],
-        "ops": series_ops(accs, names, seconds, corrected, sessions, kinds),
-    }
+    return series_record(
+        first["phase"],
+        first["index"],
+        second["elapsed"],
+        round(seconds, 6),
+        max(first["lag_ms"], second["lag_ms"]),
+        second["inflight"],
+        series_ops(accs, names, seconds, corrected, sessions, kinds),
+    )
 
 
 def pair_to_merge(
@@ -236,6 +320,7 @@ class Aggregator:
         phase_offsets: dict[str, float],
         sessions: Mapping[str, int] | None = None,
         kinds: Mapping[str, str] | None = None,
+        judge: Judge | None = None,
     ):
         self.op_names = op_names
         self.corrected = corrected
@@ -252,6 +337,9 @@ class Aggregator:
         self.series_limit = SERIES_LIMIT
         self.lagging: dict[str, Tally] = {}
         """Per phase: intervals, and those whose event-loop lag reached the bound."""
+        self.judge = judge
+        """Judges each interval's run so far (the thresholds, checks and CPU verdict)."""
+        self._so_far: dict[str, PhaseSummary] = {}
 
     def add(self, report: dict[str, Any]) -> list[IntervalUpdate]:
         """Take one STATS frame; return the intervals it completed."""
@@ -262,11 +350,8 @@ class Aggregator:
         bucket.lag_ms = max(bucket.lag_ms, report.get("lag_ms", 0.0))
         bucket.worker_lag_ms[report["worker"]] = report.get("lag_ms", 0.0)
         bucket.inflight += report.get("inflight", 0)
-        totals = self.totals.setdefault(phase, {})
         for name, wire in report["ops"].items():
-            item = OpInterval.from_wire(wire)
-            bucket.ops.setdefault(name, OpAccumulator()).add(item)
-            totals.setdefault(name, OpAccumulator()).add(item)
+            bucket.ops.setdefault(name, OpAccumulator()).add(OpInterval.from_wire(wire))
         return self._complete(force=False)
 
     def worker_gone(self, worker: int) -> list[IntervalUpdate]:
@@ -296,34 +381,43 @@ class Aggregator:
         phase, index = key
         seconds = max(bucket.t1 - bucket.t0, 1e-9)
         self.durations[phase] = max(self.durations.get(phase, 0.0), bucket.t1)
+        totals = self.totals.setdefault(phase, {})
+        for name, acc in bucket.ops.items():
+            totals.setdefault(name, OpAccumulator()).absorb(acc)
+        self.lagging.setdefault(phase, Tally()).add(lagging(bucket.lag_ms))
         ops = series_ops(
             bucket.ops, self.op_names, seconds, self.corrected, self.sessions, self.kinds
         )
-        total = total_summary(bucket.ops, self.kinds, self.sessions, seconds, self.corrected)
+        so_far = self._so_far[phase] = self._phase(phase, totals)
         update = IntervalUpdate(
             phase=phase,
             index=index,
             elapsed=round(self.phase_start(phase) + bucket.t1, 6),
             duration=round(seconds, 6),
             ops=ops,
-            total=total,
+            total=total_summary(bucket.ops, self.kinds, self.sessions, seconds, self.corrected),
             lag_ms=bucket.lag_ms,
             inflight=bucket.inflight,
             worker_lag_ms=dict(sorted(bucket.worker_lag_ms.items())),
+            phase_summary=so_far,
+            verdicts=(
+                self.judge(self._so_far, self.lagging.get("sustain", Tally()))
+                if self.judge is not None
+                else None
+            ),
         )
         self.series.append(
-            {
-                "phase": phase,
-                "index": index,
-                "elapsed": update.elapsed,
-                "duration": update.duration,
-                "lag_ms": bucket.lag_ms,
-                "inflight": bucket.inflight,
-                "ops": {name: dict(op) for name, op in ops.items()},
-            }
+            series_record(
+                phase,
+                index,
+                update.elapsed,
+                update.duration,
+                bucket.lag_ms,
+                bucket.inflight,
+                ops,
+            )
         )
         self._weights.append(1)
-        self.lagging.setdefault(phase, Tally()).add(lagging(bucket.lag_ms))
         at = pair_to_merge(self.series, self._weights, phase, self.series_limit)
         if at is not None:
             self.series[at : at + 2] = [
@@ -332,29 +426,26 @@ class Aggregator:
             self._weights[at : at + 2] = [self._weights[at] + self._weights[at + 1]]
         return update
 
-    def phase_report(self, phase: str) -> dict[str, Any] | None:
+    def _phase(self, phase: str, accs: Mapping[str, OpAccumulator]) -> PhaseSummary:
+        return phase_summary(
+            accs,
+            self.op_names,
+            self.durations.get(phase, 0.0),
+            self.phase_start(phase),
+            self.corrected,
+            self.sessions,
+            self.kinds,
+        )
+
+    def phase_report(self, phase: str) -> PhaseSummary | None:
         """The report section of a phase: its real start and end, total and per-op figures."""
         accs = self.totals.get(phase)
-        if accs is None:
-            return None
-        seconds = self.durations.get(phase, 0.0)
-        start = self.phase_start(phase)
-        ops = {
-            name: op_summary(
-                accs.get(name, OpAccumulator()),
-                seconds,
-                self.corrected,
-                self.sessions[name],
-                self.kinds[name],
-            )
-            for name in self.op_names
-        }
+        return None if accs is None else self._phase(phase, accs)
+
+    def phases(self) -> dict[str, PhaseSummary]:
+        """The report's phases, in run order (those that measured something)."""
         return {
-            "duration_s": round(seconds, 3),
-            "start_s": round(start, 3),
-            "end_s": round(start + seconds, 3),
-            "total": total_summary(accs, self.kinds, self.sessions, seconds, self.corrected),
-            "ops": ops,
+            phase: summary for phase in PHASES if (summary := self.phase_report(phase)) is not None
         }
 
     def counter_totals(self) -> dict[str, dict[str, int]]:

@@ -30,6 +30,7 @@ import shutil
 import tempfile
 import time
 from collections.abc import AsyncIterator, Callable
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -47,7 +48,8 @@ from protobench.engine.events import (
 )
 from protobench.engine.plan import RunPlan, WorkerSlice, worker_slices
 from protobench.engine.pool import WorkerHandle, WorkerPool
-from protobench.engine.report import build_report, exit_code_for
+from protobench.engine.report import RunJudge, build_report, exit_code_for
+from protobench.engine.report_model import Report
 from protobench.engine.resource_log import ResourceLog
 from protobench.engine.resources import Sampler, find_listener, target_rss
 from protobench.protocols import registry
@@ -121,6 +123,7 @@ class Controller:
             offsets,
             sessions={g.name: g.count for g in plan.groups},
             kinds={g.name: self.plugin.latency_kind(g.op, g.params) for g in plan.groups},
+            judge=RunJudge.of(plan, self.resources, self._passive()),
         )
 
     def _make_log_dir(self) -> Path:
@@ -197,7 +200,11 @@ class Controller:
         if abort is not None:
             abort()
 
-    async def run(self) -> dict[str, Any]:
+    def _passive(self) -> frozenset[str]:
+        """The groups whose op exchanges nothing by design."""
+        return frozenset(g.name for g in self.plan.groups if g.op in self.plugin.passive_ops)
+
+    async def run(self) -> Report:
         """Do the whole run; return the final report (also emitted as RunFinished)."""
         announcement: Announcement | None = None
         baseline_rss: int | None = None
@@ -235,13 +242,11 @@ class Controller:
             target_rss_baseline=baseline_rss,
             target_rss_peak=peak,
             findings=self._diagnose(),
-            passive=frozenset(g.name for g in self.plan.groups if g.op in self.plugin.passive_ops),
+            passive=self._passive(),
+            labels=self.labels,
+            nodes=nodes() if (nodes := getattr(self.pool, "nodes", None)) is not None else None,
         )
-        if self.labels:
-            report["labels"] = self.labels
-        if (nodes := getattr(self.pool, "nodes", None)) is not None:
-            report["nodes"] = nodes()
-        self._save(report)
+        report = self._save(report)
         code = exit_code_for(report)
         self.emit(RunFinished(report, code))
         return report
@@ -259,11 +264,11 @@ class Controller:
         except Exception as exc:  # a plugin's bug must not lose the run
             return [f"the {self.plan.protocol} plugin's diagnosis failed: {exc!r}"]
 
-    def _save(self, report: dict[str, Any]) -> None:
+    def _save(self, report: Report) -> Report:
         """Save the snapshot in the store, else in a temporary directory; say which in the report.
 
-        ``report["snapshot"]`` is where it was written (None: nowhere) and
-        ``report["snapshot_error"]`` one line naming the store's path and the error.
+        The report's ``snapshot`` is where it was written (None: nowhere) and
+        its ``snapshot_error`` one line naming the store's path and the error.
         """
         args = (self.run_id, self.plan, report, self.aggregator, self.resources.series)
         try:
@@ -271,19 +276,22 @@ class Controller:
         except (OSError, TypeError, ValueError) as exc:
             where = getattr(exc, "filename", None) or self.store.directory
             error = f"cannot save the snapshot in {where}: {getattr(exc, 'strerror', None) or exc}"
-            report["snapshot"] = None
-            report["snapshot_error"] = error
+            report = replace(report, snapshot=None, snapshot_error=error)
             fallback: Path | None = None
             try:
                 fallback = Path(tempfile.mkdtemp(prefix="protobench-snapshot-"))
-                path = SnapshotStore(fallback).save(*args)
+                path = SnapshotStore(fallback).save(
+                    self.run_id, self.plan, report, self.aggregator, self.resources.series
+                )
             except (OSError, TypeError, ValueError) as again:
                 if fallback is not None:
                     shutil.rmtree(fallback, ignore_errors=True)
-                report["snapshot_error"] = f"{error}; nothing could be written ({again})"
-                return
-            report["snapshot_error"] = f"{error}; saved in {path.resolve()} instead"
-        report["snapshot"] = str(path.resolve())
+                return replace(
+                    report, snapshot_error=f"{error}; nothing could be written ({again})"
+                )
+            error = f"{error}; saved in {path.resolve()} instead"
+            return replace(report, snapshot=str(path.resolve()), snapshot_error=error)
+        return replace(report, snapshot=str(path.resolve()))
 
     @contextlib.asynccontextmanager
     async def _target(self) -> AsyncIterator[StartingTarget]:

@@ -9,14 +9,18 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import NotRequired, TypedDict
+
+from protobench.engine.report_model import JsonValue, LiveVerdicts, NoticeValue, Report
+from protobench.engine.summaries import OpSummary, PhaseSummary
 
 
 @dataclass(frozen=True)
 class RunStarted:
     """Workers are up and sessions are open; the clock starts."""
 
-    plan: dict[str, Any]
+    plan: dict[str, JsonValue]
+    """The plan as :meth:`protobench.engine.plan.RunPlan.to_dict` gives it."""
     target: str
     target_kind: str
     workers: int
@@ -35,24 +39,49 @@ class PhaseChanged:
 
 @dataclass(frozen=True)
 class IntervalUpdate:
-    """One merged interval of all workers.
+    """One merged interval of all workers, and the run so far.
 
-    ``ops`` maps each operation to its summary (ok, errors, throughput,
-    ``latency_us`` percentiles, ``hist`` the encoded histogram and, in the open
-    model, ``hist_uncorrected`` ...); ``total`` merges all operations.
-    ``elapsed`` is the run time at the interval's end.
+    ``ops`` maps each operation to its summary over the interval (with
+    ``hist``, its encoded histogram and, in the open model, ``hist_uncorrected``);
+    ``total`` merges all operations. ``elapsed`` is the run time at the
+    interval's end. ``phase_summary`` is the interval's phase so far (what the
+    report's phase will be if the phase ends now) and ``verdicts`` the
+    thresholds, built-in checks and CPU verdict so far, judged like the
+    report's (``None`` when the run has no judge: a scripted one).
     """
 
     phase: str
     index: int
     elapsed: float
     duration: float
-    ops: dict[str, dict[str, Any]]
-    total: dict[str, Any]
+    ops: dict[str, OpSummary]
+    total: OpSummary
     lag_ms: float
     inflight: int
     worker_lag_ms: dict[int, float] = field(default_factory=dict)
     """Each worker's event-loop lag in the interval (``lag_ms`` is the largest)."""
+    phase_summary: PhaseSummary | None = None
+    verdicts: LiveVerdicts | None = None
+
+
+class ProcessSample(TypedDict):
+    """A process's resources (:func:`protobench.engine.resources.sample_process`)."""
+
+    pid: int
+    cpu: float
+    rss: int
+    threads: int
+    fds: NotRequired[int]
+    fd_limit: NotRequired[int]
+
+
+class HostSample(TypedDict):
+    """The host's CPU (% of all its cores), cores and memory (bytes)."""
+
+    cpu: float
+    cpus: int
+    mem_used: int
+    mem_total: int
 
 
 @dataclass(frozen=True)
@@ -60,9 +89,9 @@ class ResourceSample:
     """CPU and memory of the workers, the target process and the host."""
 
     elapsed: float
-    workers: list[dict[str, Any]]
-    target: dict[str, Any] | None
-    host: dict[str, Any]
+    workers: list[ProcessSample]
+    target: ProcessSample | None
+    host: HostSample
 
 
 @dataclass(frozen=True)
@@ -72,14 +101,14 @@ class Notice:
     kind: str
     message: str
     elapsed: float
-    details: dict[str, Any] = field(default_factory=dict)
+    details: dict[str, NoticeValue] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
 class RunFinished:
     """The final report (the ``--json`` output) and where the snapshot was saved."""
 
-    report: dict[str, Any]
+    report: Report
     exit_code: int
 
 

@@ -39,6 +39,7 @@ from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStre
 
 from protobench.engine.frames import FrameDecoder, FrameError, encode_frame
 from protobench.engine.plan import WorkerSlice
+from protobench.engine.report_model import WorkerEntry
 from protobench.hostutil import tail
 from protobench.lifeline import child_env
 
@@ -91,19 +92,19 @@ class WorkerHandle:
             return
 
 
-def worker_summary(handle: Any, exit_code: int | None) -> dict[str, Any]:
+def worker_summary(handle: Any, exit_code: int | None) -> WorkerEntry:
     """One worker's entry in the report's ``workers`` (a local or a remote handle)."""
     hello = handle.hello or {}
-    return {
-        "worker": handle.index,
-        "pid": handle.pid,
-        "exit_code": exit_code,
-        "completed": handle.said_bye,
-        "error": handle.error,
-        "sessions_opened": hello.get("opened", 0),
-        "sessions_failed": hello.get("failed", 0),
-        "log": str(handle.log_path),
-    }
+    return WorkerEntry(
+        worker=handle.index,
+        pid=handle.pid,
+        exit_code=exit_code,
+        completed=handle.said_bye,
+        error=handle.error,
+        sessions_opened=hello.get("opened", 0),
+        sessions_failed=hello.get("failed", 0),
+        log=str(handle.log_path),
+    )
 
 
 class WorkerPool:
@@ -289,5 +290,5 @@ class WorkerPool:
         for handle in self.handles:
             handle.kill(reason)
 
-    def summary(self) -> list[dict[str, Any]]:
+    def summary(self) -> list[WorkerEntry]:
         return [worker_summary(h, h.process.returncode) for h in self.handles]

@@ -13,14 +13,34 @@ to the store (it went to a temporary location, or nowhere).
 from __future__ import annotations
 
 import datetime as dt
-from typing import Any
+from collections.abc import Collection, Mapping, Sequence
+from dataclasses import dataclass, replace
 
 from protobench import __version__
 from protobench.engine.aggregate import Aggregator
 from protobench.engine.bounds import Tally
 from protobench.engine.plan import RunPlan
-from protobench.engine.resource_log import ResourceLog
-from protobench.engine.thresholds import evaluate_all, parse_threshold
+from protobench.engine.report_model import (
+    CheckResult,
+    CpuVerdict,
+    GeneratorResources,
+    HostResources,
+    JsonValue,
+    LiveVerdicts,
+    LoadModel,
+    NodeEntry,
+    NoticeEntry,
+    NoticeValue,
+    Report,
+    Resources,
+    TargetResources,
+    Tool,
+    Verdicts,
+    WorkerEntry,
+)
+from protobench.engine.resource_log import ResourceFigures, ResourceLog
+from protobench.engine.summaries import PhaseSummary
+from protobench.engine.thresholds import Threshold, evaluate_all, parse_threshold
 from protobench.engine.verdicts import (
     builtin_checks,
     cpu_verdicts,
@@ -29,8 +49,6 @@ from protobench.engine.verdicts import (
 )
 from protobench.redaction import redact_url
 from protobench.targets.base import Announcement
-
-SCHEMA = "protobench.report/1"
 
 EXIT_OK = 0
 EXIT_THRESHOLDS = 1
@@ -45,73 +63,134 @@ def _iso(timestamp: float) -> str:
     return dt.datetime.fromtimestamp(timestamp, dt.UTC).isoformat(timespec="seconds")
 
 
+@dataclass(frozen=True)
+class RunJudge:
+    """Judges a run, so far or whole, the one way: thresholds, built-in checks, CPU verdict.
+
+    The aggregator calls it with each interval's phases so far (the live
+    verdicts of :class:`~protobench.engine.events.IntervalUpdate`);
+    :func:`build_report` with the final phases.
+    """
+
+    thresholds: list[Threshold]
+    checks: list[Threshold]
+    open_model: bool
+    resources: ResourceLog
+
+    @classmethod
+    def of(
+        cls, plan: RunPlan, resources: ResourceLog, passive: Collection[str] = frozenset()
+    ) -> RunJudge:
+        """The judge of ``plan``'s run; ``passive`` ops are not expected to exchange anything."""
+        thresholds = [parse_threshold(expr) for expr in plan.thresholds]
+        active = [g.name for g in plan.groups if g.name not in passive]
+        return cls(thresholds, builtin_checks(thresholds, active), plan.model == "open", resources)
+
+    def cpu(self, sustain: PhaseSummary | None, lagging: Tally) -> CpuVerdict:
+        figures = self.resources.figures.get("sustain")
+        return cpu_verdicts(
+            self.open_model,
+            sustain,
+            host_resources(self.resources.phase("sustain")),
+            figures.busy if figures else Tally(),
+            lagging,
+            figures.host_busy if figures else Tally(),
+        )
+
+    def __call__(self, phases: Mapping[str, PhaseSummary], lagging: Tally) -> LiveVerdicts:
+        """The verdicts so far: none of the thresholds and checks before sustain has figures."""
+        sustain = phases.get("sustain")
+        measured = sustain is not None
+        return LiveVerdicts(
+            thresholds=evaluate_all(self.thresholds, sustain) if measured else [],
+            checks=evaluate_checks(self.checks, phases) if measured else [],
+            cpu=self.cpu(sustain, lagging),
+        )
+
+
+PENDING = Verdicts(generator_bound=False)
+"""The verdicts of a report being built, before they are judged."""
+
+
 def build_report(
     *,
     plan: RunPlan,
     aggregator: Aggregator,
     announcement: Announcement | None,
     resources: ResourceLog,
-    notices: list[dict[str, Any]],
-    workers: list[dict[str, Any]],
+    notices: Sequence[Mapping[str, NoticeValue]],
+    workers: Sequence[WorkerEntry],
     stop_reason: str,
     started: float,
     target_rss_baseline: int | None,
     target_rss_peak: int | None,
     findings: list[str] | None = None,
     passive: frozenset[str] = frozenset(),
-) -> dict[str, Any]:
+    labels: Mapping[str, JsonValue] | None = None,
+    nodes: Sequence[NodeEntry] | None = None,
+) -> Report:
     """The report of a run.
 
-    ``findings`` are the protocol plugin's diagnosis; ``passive`` the groups
-    whose op exchanges nothing by design (no exchange is expected of them).
+    ``notices`` are the run's notices as the controller keeps them (kind,
+    message, elapsed and details); ``findings`` the protocol plugin's
+    diagnosis; ``passive`` the groups whose op exchanges nothing by design (no
+    exchange is expected of them); ``labels`` (a sweep's) and ``nodes`` (a
+    Ray run's) are in the report when given.
     """
-    phases = {}
-    for phase in ("warmup", "sustain", "drain"):
-        section = aggregator.phase_report(phase)
-        if section is not None:
-            phases[phase] = section
-    model: dict[str, Any] = {"type": plan.model, "sessions": plan.sessions}
-    if plan.rate is not None:
-        model["rate"] = plan.rate
-        if plan.ramp_to is not None:
-            model["ramp_to"] = plan.ramp_to
-    report: dict[str, Any] = {
-        "schema": SCHEMA,
-        "tool": {"name": "protobench", "version": __version__},
-        "profile": plan.profile,
-        "protocol": plan.protocol,
-        "description": plan.description,
-        "target": redact_url(announcement.url) if announcement else redact_url(plan.target or ""),
-        "target_kind": announcement.kind if announcement else None,
-        "model": model,
-        "processes": len(workers),
-        "warmup_s": plan.warmup,
-        "duration_s": plan.duration,
-        "started_at": _iso(started),
-        "partial": stop_reason != "completed",
-        "stop_reason": stop_reason,
-        "phases": phases,
-        "resources": resource_summary(
+    report = Report(
+        tool=Tool(name="protobench", version=__version__),
+        profile=plan.profile,
+        protocol=plan.protocol,
+        description=plan.description,
+        target=redact_url(announcement.url) if announcement else redact_url(plan.target or ""),
+        target_kind=announcement.kind if announcement else None,
+        model=LoadModel(
+            type=plan.model,
+            sessions=plan.sessions,
+            rate=plan.rate,
+            ramp_to=plan.ramp_to if plan.rate is not None else None,
+        ),
+        processes=len(workers),
+        warmup_s=plan.warmup,
+        duration_s=plan.duration,
+        started_at=_iso(started),
+        partial=stop_reason != "completed",
+        stop_reason=stop_reason,
+        phases=aggregator.phases(),
+        resources=resource_summary(
             resources, target_rss_baseline, target_rss_peak, plan, _connects(aggregator)
         ),
-        "workers": workers,
-        "notices": notices,
-    }
-    thresholds = [parse_threshold(expr) for expr in plan.thresholds]
-    report["thresholds"] = evaluate_all(thresholds, report)
-    active = [name for name in aggregator.op_names if name not in passive]
-    checks = builtin_checks(thresholds, active)
-    sustain = resources.figures.get("sustain")
-    report["verdicts"] = verdicts(
-        report,
-        sustain.busy if sustain else Tally(),
-        aggregator.lagging.get("sustain", Tally()),
-        sustain.host_busy if sustain else Tally(),
-        evaluate_checks(checks, report),
-        findings or [],
-        passive,
+        workers=list(workers),
+        notices=[notice_entry(n) for n in notices],
+        verdicts=PENDING,
+        labels=dict(labels) if labels else None,
+        nodes=list(nodes) if nodes is not None else None,
     )
-    return report
+    judge = RunJudge.of(plan, resources, passive)
+    thresholds = evaluate_all(judge.thresholds, report.sustain)
+    report = replace(report, thresholds=thresholds)
+    return replace(
+        report,
+        verdicts=verdicts(
+            report,
+            judge.cpu(report.sustain, aggregator.lagging.get("sustain", Tally())),
+            evaluate_checks(judge.checks, report.phases),
+            findings or [],
+            passive,
+        ),
+    )
+
+
+def notice_entry(notice: Mapping[str, NoticeValue]) -> NoticeEntry:
+    """A notice of the report from the controller's record of it (its details beside)."""
+    own = ("kind", "message", "elapsed")
+    elapsed = notice.get("elapsed", 0.0)
+    return NoticeEntry(
+        kind=str(notice["kind"]),
+        message=str(notice["message"]),
+        elapsed=float(elapsed) if isinstance(elapsed, int | float) else 0.0,
+        details={k: v for k, v in notice.items() if k not in own},
+    )
 
 
 def _connects(aggregator: Aggregator) -> int:
@@ -123,13 +202,27 @@ def _connects(aggregator: Aggregator) -> int:
     )
 
 
+def host_resources(figures: ResourceFigures) -> HostResources:
+    """The host's figures over the samples of ``figures``."""
+    shares = figures.host_shares()
+    return HostResources(
+        cpu_peak=figures.host_cpu_peak,
+        cpu_mean=shares["cpu_mean"],
+        workers_share_mean=shares["workers_share_mean"],
+        target_share_mean=shares["target_share_mean"],
+        others_share_mean=shares["others_share_mean"],
+        cpus=figures.host_cpus,
+        mem_used_peak=figures.host_mem_used_peak,
+    )
+
+
 def resource_summary(
     resources: ResourceLog,
     target_rss_baseline: int | None,
     target_rss_peak: int | None,
     plan: RunPlan,
     connects: int = 0,
-) -> dict[str, Any]:
+) -> Resources:
     """Peaks and means of the generator, the target and the host over sustain.
 
     The target's RSS growth is divided by the connections opened
@@ -137,70 +230,68 @@ def resource_summary(
     sessions (``rss_per_session``).
     """
     figures = resources.phase("sustain")
-    generator = {
-        "worker_cpu_peak": figures.worker_cpu_peak,
-        "worker_cpu_mean": figures.worker_cpu_mean,
-        "rss_peak": figures.worker_rss_peak,
-    }
-    target: dict[str, Any] | None = None
+    generator = GeneratorResources(
+        worker_cpu_peak=figures.worker_cpu_peak,
+        worker_cpu_mean=figures.worker_cpu_mean,
+        rss_peak=figures.worker_rss_peak,
+    )
+    target: TargetResources | None = None
     if figures.target_samples or target_rss_baseline is not None:
-        target = {
-            "pid": figures.target_pid,
-            "cpu_peak": figures.target_cpu_peak,
-            "cpu_mean": figures.target_cpu_mean,
-            "rss_baseline": target_rss_baseline,
-            "rss_peak": target_rss_peak,
-            "fds_peak": figures.target_fds_peak,
-            "threads_peak": figures.target_threads_peak,
-        }
+        target = TargetResources(
+            pid=figures.target_pid,
+            cpu_peak=figures.target_cpu_peak,
+            cpu_mean=figures.target_cpu_mean,
+            rss_baseline=target_rss_baseline,
+            rss_peak=target_rss_peak,
+            fds_peak=figures.target_fds_peak,
+            threads_peak=figures.target_threads_peak,
+        )
         if target_rss_baseline is not None and target_rss_peak is not None and plan.sessions:
             growth = target_rss_peak - target_rss_baseline
             if connects:
-                target["connections"] = connects
-                target["rss_per_connection"] = round(growth / connects, 1)
+                target = replace(
+                    target, connections=connects, rss_per_connection=round(growth / connects, 1)
+                )
             else:
-                target["rss_per_session"] = round(growth / plan.sessions, 1)
-    host = {
-        "cpu_peak": figures.host_cpu_peak,
-        **figures.host_shares(),
-        "cpus": figures.host_cpus,
-        "mem_used_peak": figures.host_mem_used_peak,
-    }
-    return {"generator": generator, "target": target, "host": host}
+                target = replace(target, rss_per_session=round(growth / plan.sessions, 1))
+    return Resources(generator=generator, target=target, host=host_resources(figures))
 
 
 def verdicts(
-    report: dict[str, Any],
-    busy_samples: Tally,
-    lagging_intervals: Tally,
-    host_busy: Tally | None = None,
-    checks: list[dict[str, Any]] | None = None,
-    findings: list[str] | None = None,
+    report: Report,
+    cpu: CpuVerdict,
+    checks: list[CheckResult],
+    findings: list[str],
     passive: frozenset[str] = frozenset(),
-) -> dict[str, Any]:
-    """The run's verdicts (see :mod:`engine.verdicts`), judged on the sustain tallies."""
+) -> Verdicts:
+    """The run's verdicts (see :mod:`engine.verdicts`): ``cpu`` judged on the sustain tallies."""
     incomplete = incomplete_reason(report, passive)
     if incomplete is not None:  # nothing measured: nothing to check
         checks = []
-    return {
-        **cpu_verdicts(report, busy_samples, lagging_intervals, host_busy or Tally()),
-        "thresholds_passed": all(t["ok"] for t in report["thresholds"]),
-        "checks": checks or [],
-        "checks_passed": all(c["ok"] for c in checks or []),
-        "findings": list(findings or []),
-        "complete": incomplete is None,
-        "incomplete_reason": incomplete,
-    }
+    return Verdicts(
+        generator_bound=cpu.generator_bound,
+        reason=cpu.reason,
+        host_saturated=cpu.host_saturated,
+        host_reason=cpu.host_reason,
+        host_saturated_share=cpu.host_saturated_share,
+        late_fraction=cpu.late_fraction,
+        thresholds_passed=all(t.ok for t in report.thresholds),
+        checks=checks,
+        checks_passed=all(c.ok for c in checks),
+        findings=list(findings),
+        complete=incomplete is None,
+        incomplete_reason=incomplete,
+    )
 
 
-def exit_code_for(report: dict[str, Any]) -> int:
+def exit_code_for(report: Report) -> int:
     """The exit code of a run (see the module's docstring).
 
     A ``snapshot_error`` in the report means the snapshot is not in the store.
     """
-    verdict = report["verdicts"]
-    if report["partial"] or "sustain" not in report["phases"] or not verdict.get("complete", True):
+    verdict = report.verdicts
+    if report.partial or report.sustain is None or not verdict.complete:
         return EXIT_INCOMPLETE
-    if not verdict["thresholds_passed"] or not verdict.get("checks_passed", True):
+    if not verdict.thresholds_passed or not verdict.checks_passed:
         return EXIT_THRESHOLDS
-    return EXIT_NOT_SAVED if report.get("snapshot_error") else EXIT_OK
+    return EXIT_NOT_SAVED if report.snapshot_error else EXIT_OK

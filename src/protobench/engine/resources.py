@@ -10,11 +10,11 @@ from __future__ import annotations
 
 import contextlib
 import socket
-from typing import Any
 from urllib.parse import urlsplit
 
 import psutil
 
+from protobench.engine.events import HostSample, ProcessSample
 from protobench.hostutil import is_loopback_host
 
 
@@ -29,11 +29,11 @@ def _process(pid: int | None) -> psutil.Process | None:
     return process
 
 
-def sample_process(process: psutil.Process) -> dict[str, Any] | None:
+def sample_process(process: psutil.Process) -> ProcessSample | None:
     """CPU (% of one core since the last sample), RSS, threads, fds and their limit."""
     try:
         with process.oneshot():
-            data: dict[str, Any] = {
+            data: ProcessSample = {
                 "pid": process.pid,
                 "cpu": round(process.cpu_percent(None), 1),
                 "rss": process.memory_info().rss,
@@ -55,11 +55,11 @@ class Sampler:
         self.target = _process(target_pid)
         psutil.cpu_percent(None)
 
-    def sample(self) -> tuple[list[dict[str, Any]], dict[str, Any] | None, dict[str, Any]]:
+    def sample(self) -> tuple[list[ProcessSample], ProcessSample | None, HostSample]:
         workers = [s for s in (sample_process(p) for p in self.workers) if s is not None]
         target = sample_process(self.target) if self.target is not None else None
         memory = psutil.virtual_memory()
-        host = {
+        host: HostSample = {
             "cpu": round(psutil.cpu_percent(None), 1),
             "cpus": psutil.cpu_count() or 1,
             "mem_used": memory.total - memory.available,

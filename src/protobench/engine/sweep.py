@@ -33,7 +33,8 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from protobench.engine.plan import Overrides
-from protobench.engine.thresholds import Threshold, parse_threshold
+from protobench.engine.report_model import Report
+from protobench.engine.thresholds import Threshold, judge, parse_threshold
 from protobench.profiles.units import parse_duration, parse_rate, parse_scalar
 
 KNEE_MIN_EFFICIENCY = 0.5
@@ -127,11 +128,6 @@ def new_group_id() -> str:
     return f"sweep-{stamp}-{secrets.token_hex(2)}"
 
 
-def _figure(scope: dict[str, Any], key: str) -> float | None:
-    value = scope.get("latency_us", {}).get(key) if key.startswith("p") else scope.get(key)
-    return None if value is None else float(value)
-
-
 @dataclass(frozen=True)
 class Point:
     """One run of a sweep, summarised from its report."""
@@ -148,27 +144,24 @@ class Point:
     snapshot: str | None
 
     @classmethod
-    def from_report(cls, assignment: dict[str, Any], report: dict[str, Any]) -> Point:
-        total = report.get("phases", {}).get("sustain", {}).get("total", {})
-        resources = report.get("resources", {})
-        generator = resources.get("generator") or {}
-        target = resources.get("target") or {}
-        worker_mean = generator.get("worker_cpu_mean")
+    def from_report(cls, assignment: dict[str, Any], report: Report) -> Point:
+        sustain = report.sustain
+        total = sustain.total if sustain is not None else None
+        target = report.resources.target
+        worker_mean = report.resources.generator.worker_cpu_mean
         return cls(
             assignment=dict(assignment),
-            throughput=_figure(total, "throughput"),
-            p50=_figure(total, "p50"),
-            p99=_figure(total, "p99"),
-            error_rate=_figure(total, "error_rate"),
+            throughput=total.throughput if total is not None else None,
+            p50=total.latency_us.value("p50") if total is not None else None,
+            p99=total.latency_us.value("p99") if total is not None else None,
+            error_rate=total.error_rate if total is not None else None,
             generator_cpu=(
-                round(worker_mean * report.get("processes", 1), 1)
-                if worker_mean is not None
-                else None
+                round(worker_mean * report.processes, 1) if worker_mean is not None else None
             ),
-            target_cpu=target.get("cpu_mean"),
-            generator_bound=bool(report.get("verdicts", {}).get("generator_bound")),
-            partial=bool(report.get("partial")),
-            snapshot=report.get("snapshot"),
+            target_cpu=target.cpu_mean if target is not None else None,
+            generator_bound=report.verdicts.generator_bound,
+            partial=report.partial,
+            snapshot=report.snapshot,
         )
 
     def to_dict(self) -> dict[str, Any]:
@@ -226,7 +219,7 @@ class SweepResult:
         }
 
 
-Runner = Callable[[dict[str, Any], dict[str, Any]], dict[str, Any]]
+Runner = Callable[[dict[str, Any], dict[str, Any]], Report]
 
 
 class Sweep:
@@ -269,7 +262,7 @@ class Sweep:
                 series.append(len(result.points) - 1)
                 if on_point is not None:
                     on_point(point)
-                if report.get("stop_reason") == "interrupted":
+                if report.stop_reason == "interrupted":
                     result.interrupted = True
                     result.stops.append(f"{describe(assignment)}: interrupted")
                     continue
@@ -282,11 +275,11 @@ class Sweep:
                 result.knees.append(series[knee])
         return result
 
-    def _stop_reason(self, report: dict[str, Any]) -> str | None:
-        if "sustain" not in report.get("phases", {}):
-            return f"no sustain phase was measured ({report.get('stop_reason', 'error')})"
+    def _stop_reason(self, report: Report) -> str | None:
+        if report.sustain is None:
+            return f"no sustain phase was measured ({report.stop_reason})"
         for threshold in self.stop_on:
-            value, holds = threshold.evaluate(report)
+            value, holds = judge(threshold, report.sustain)
             if holds:
                 return f"{threshold.expr} (observed {value:g})"
         return None

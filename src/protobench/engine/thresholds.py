@@ -1,4 +1,4 @@
-"""Threshold expressions: parsing (at load time) and evaluation against a report.
+"""Threshold expressions: parsing (at load time) and evaluation against a phase's figures.
 
 Grammar: ``METRIC[op] CMP VALUE`` where ``[op]`` is optional (default: the
 total over all operations). Metrics: ``error_rate`` (a fraction, ``0.5%``),
@@ -16,10 +16,11 @@ from __future__ import annotations
 
 import operator
 import re
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any
 
+from protobench.engine.report_model import ThresholdResult
+from protobench.engine.summaries import OpSummary, PhaseSummary
 from protobench.profiles.units import format_duration, parse_duration, parse_fraction, parse_rate
 
 _EXPR = re.compile(
@@ -44,6 +45,8 @@ LATENCY_COLUMNS = (
 """The latency columns every table shows (summary, monitor): report key and heading."""
 FRACTION_METRICS = ("error_rate", "late", "down")
 COUNT_METRICS = ("errors", "ok")
+SCOPE_METRICS = ("error_rate", "throughput", *COUNT_METRICS)
+"""The metrics read as they are from an op's (or the total's) figures."""
 
 
 @dataclass(frozen=True)
@@ -56,29 +59,33 @@ class Threshold:
     comparator: str
     limit: float
 
-    def evaluate(self, report: Mapping[str, Any]) -> tuple[float | None, bool]:
-        """(observed value, passed) against ``report['phases']['sustain']``."""
-        sustain = report.get("phases", {}).get("sustain", {})
-        scope = sustain.get("ops", {}).get(self.op, {}) if self.op else sustain.get("total", {})
-        value = _observe(scope, self.metric)
-        if value is None:
-            return None, False
-        return value, _COMPARATORS[self.comparator](value, self.limit)
+
+def judge(threshold: Threshold, sustain: PhaseSummary | None) -> tuple[float | None, bool]:
+    """(observed value, passed) of ``threshold`` on the sustain phase (``None``: not measured)."""
+    scope = sustain.scope(threshold.op) if sustain is not None else None
+    value = _observe(scope, threshold.metric) if scope is not None else _unmeasured(threshold)
+    if value is None:
+        return None, False
+    return value, _COMPARATORS[threshold.comparator](value, threshold.limit)
 
 
-def _observe(scope: Mapping[str, Any], metric: str) -> float | None:
+def _unmeasured(threshold: Threshold) -> float | None:
+    """What a metric reads as without figures: a count of late arrivals or of a counter is 0."""
+    metric = threshold.metric
+    return 0.0 if metric == "late" or metric.startswith("counters.") else None
+
+
+def _observe(scope: OpSummary, metric: str) -> float | None:
     if metric in LATENCY_METRICS:
-        latency = scope.get("latency_us", {})
-        return float(latency[metric]) if metric in latency else None
+        return scope.latency_us.value(metric)
     if metric.startswith("counters."):
-        return float(scope.get("counters", {}).get(metric.removeprefix("counters."), 0))
+        return float(scope.counters.get(metric.removeprefix("counters."), 0))
     if metric == "late":
-        scheduled = scope.get("ok", 0) + scope.get("errors", 0)
-        return scope.get("late", 0) / scheduled if scheduled else 0.0
+        return scope.late / scope.attempts if scope.attempts else 0.0
     if metric == "down":
-        return float(scope["down_share"]) if "down_share" in scope else None
-    if metric in scope:
-        return float(scope[metric])
+        return None if scope.down_share is None else float(scope.down_share)
+    if metric in SCOPE_METRICS:
+        return float(getattr(scope, metric))
     return None
 
 
@@ -137,10 +144,12 @@ def observed(expr: str, value: float | None) -> str:
     return format_value(metric, value)
 
 
-def evaluate_all(thresholds: list[Threshold], report: Mapping[str, Any]) -> list[dict[str, Any]]:
-    """The report's ``thresholds`` list: expr, observed value, ok."""
+def evaluate_all(
+    thresholds: Sequence[Threshold], sustain: PhaseSummary | None
+) -> list[ThresholdResult]:
+    """The report's ``thresholds``: each expression, its observed value and whether it held."""
     results = []
     for threshold in thresholds:
-        value, ok = threshold.evaluate(report)
-        results.append({"expr": threshold.expr, "value": value, "ok": ok})
+        value, ok = judge(threshold, sustain)
+        results.append(ThresholdResult(expr=threshold.expr, value=value, ok=ok))
     return results

@@ -28,7 +28,6 @@ and intervals), in this order:
 from __future__ import annotations
 
 from collections.abc import Collection, Mapping, Sequence
-from typing import Any
 
 from protobench.engine.bounds import (
     BEHIND,
@@ -45,6 +44,8 @@ from protobench.engine.bounds import (
     LATE_BOUND_SHARE,
     Tally,
 )
+from protobench.engine.report_model import CheckResult, CpuVerdict, HostResources, Report
+from protobench.engine.summaries import EMPTY_OP, OpSummary, PhaseSummary
 from protobench.engine.thresholds import Threshold, evaluate_all, format_value, parse_threshold
 
 DOWN_BOUND = 0.05
@@ -54,45 +55,40 @@ REPLY_CLASSES = ("protocol", "validation", "auth")
 """Error classes of an exchange the peer did answer (the others never completed)."""
 
 
-def incomplete_reason(
-    report: Mapping[str, Any], passive: Collection[str] = frozenset()
-) -> str | None:
+def incomplete_reason(report: Report, passive: Collection[str] = frozenset()) -> str | None:
     """Why the run measured nothing that can be judged (exit 3), or None.
 
     ``passive`` names the ops that exchange nothing by design: a run of only
     those is judged by its sessions, not by exchanges.
     """
-    if report.get("partial"):
-        return f"the run did not complete ({report.get('stop_reason')})"
-    workers = report.get("workers") or []
-    opened = sum(int(w.get("sessions_opened", 0)) for w in workers)
-    failed = sum(int(w.get("sessions_failed", 0)) for w in workers)
-    sustain = report.get("phases", {}).get("sustain")
-    if workers and opened == 0 and failed:
+    if report.partial:
+        return f"the run did not complete ({report.stop_reason})"
+    opened = sum(w.sessions_opened for w in report.workers)
+    failed = sum(w.sessions_failed for w in report.workers)
+    sustain = report.sustain
+    if report.workers and opened == 0 and failed:
         return f"no session could open ({failed} failed){_last_error(sustain)}"
     if sustain is None:
         return "no sustain phase was measured"
-    total = sustain["total"]
-    active = [op for name, op in sustain.get("ops", {}).items() if name not in passive]
+    total = sustain.total
+    active = [op for name, op in sustain.ops.items() if name not in passive]
     if active and sum(completed(op) for op in active) == 0:
-        errors = total.get("errors", 0)
-        if errors:
-            classes = ", ".join(f"{k}={v}" for k, v in total.get("errors_by_class", {}).items())
-            what = f"{errors} errors: {classes}{_last_error(sustain)}"
+        if total.errors:
+            classes = ", ".join(f"{k}={v}" for k, v in total.errors_by_class.items())
+            what = f"{total.errors} errors: {classes}{_last_error(sustain)}"
         else:
             what = "no reply and no error: every exchange was still pending at its end"
         return f"the sustain phase completed no exchange ({what})"
     return None
 
 
-def completed(scope: Mapping[str, Any]) -> int:
+def completed(scope: OpSummary) -> int:
     """Exchanges that got a reply: successes and failures the peer answered (a 503, a NACK)."""
-    by_class = scope.get("errors_by_class", {})
-    return int(scope.get("ok", 0)) + sum(int(by_class.get(c, 0)) for c in REPLY_CLASSES)
+    return scope.ok + sum(scope.errors_by_class.get(c, 0) for c in REPLY_CLASSES)
 
 
-def _last_error(section: Mapping[str, Any] | None) -> str:
-    last = (section or {}).get("total", {}).get("last_errors", {})
+def _last_error(section: PhaseSummary | None) -> str:
+    last = section.total.last_errors if section is not None else None
     return f"; last error: {next(iter(last.values()))}" if last else ""
 
 
@@ -121,56 +117,71 @@ def builtin_checks(thresholds: Sequence[Threshold], ops: Sequence[str]) -> list[
     return checks
 
 
-def evaluate_checks(checks: Sequence[Threshold], report: Mapping[str, Any]) -> list[dict[str, Any]]:
-    """The checks' results, each failed one with the reason in a sentence."""
-    results = evaluate_all(list(checks), report)
-    phases = report.get("phases", {})
-    sustain = phases.get("sustain") or {}
-    for check, result in zip(checks, results, strict=True):
+def evaluate_checks(
+    checks: Sequence[Threshold], phases: Mapping[str, PhaseSummary]
+) -> list[CheckResult]:
+    """The checks' results on the run's phases, each failed one with the reason in a sentence."""
+    sustain = phases.get("sustain")
+    results = []
+    for check, found in zip(checks, evaluate_all(checks, sustain), strict=True):
+        value, ok = found.value, found.ok
         if check.metric == "ok" and check.op:  # once in the whole run (a periodic op may
             # have renewed its subscription in warmup only), not necessarily in sustain
-            value = sum(p.get("ops", {}).get(check.op, {}).get("ok", 0) for p in phases.values())
-            result.update(value=float(value), ok=value > check.limit)
-        result["op"] = check.op
-        result["observed"] = format_value(check.metric, result["value"])
-        if not result["ok"]:
-            result["reason"] = _check_reason(check, result, sustain)
+            ran = sum(op.ok for p in phases.values() if (op := p.ops.get(check.op)) is not None)
+            value, ok = float(ran), ran > check.limit
+        observed = format_value(check.metric, value)
+        results.append(
+            CheckResult(
+                expr=check.expr,
+                value=value,
+                ok=ok,
+                op=check.op,
+                observed=observed,
+                reason=None if ok else _check_reason(check, observed, sustain),
+            )
+        )
     return results
 
 
-def _check_reason(check: Threshold, result: Mapping[str, Any], sustain: Mapping[str, Any]) -> str:
-    scope = sustain.get("ops", {}).get(check.op, {}) if check.op else sustain.get("total", {})
+def _check_reason(check: Threshold, observed: str, sustain: PhaseSummary | None) -> str:
+    scope = (sustain.scope(check.op) if sustain is not None else None) or EMPTY_OP
     if check.metric == "ok":
-        last = scope.get("last_errors", {})
+        last = scope.last_errors
         why = f"; last error: {next(iter(last.values()))}" if last else ""
         return (
-            f"op {check.op} never succeeded ({scope.get('errors', 0)} errors in sustain{why}); "
+            f"op {check.op} never succeeded ({scope.errors} errors in sustain{why}); "
             f"relax with a threshold on ok[{check.op}]"
         )
     if check.metric == "down":
-        failed = scope.get("counters", {}).get("connect_failed", 0)
+        failed = scope.counters.get("connect_failed", 0)
         return (
-            f"the sessions were without a connection for {result['observed']} of sustain "
-            f"({scope.get('down_s', 0.0):g} session-seconds, {failed} failed connects); "
+            f"the sessions were without a connection for {observed} of sustain "
+            f"({scope.down_s:g} session-seconds, {failed} failed connects); "
             f"relax with a threshold on down, e.g. 'down < 20%'"
         )
     return (
-        f"op {check.op}: error rate {result['observed']} against the profile's "
+        f"op {check.op}: error rate {observed} against the profile's "
         f"error_rate {check.comparator} {format_value(check.metric, check.limit)}; "
         f"relax with a threshold on error_rate[{check.op}]"
     )
 
 
 def cpu_verdicts(
-    report: Mapping[str, Any], busy_samples: Tally, lagging_intervals: Tally, host_busy: Tally
-) -> dict[str, Any]:
-    """``generator_bound`` and ``host_saturated`` with their reasons and figures."""
-    sustain_phase = report["phases"].get("sustain")
-    open_model = report["model"]["type"] == "open"
-    total = sustain_phase["total"] if sustain_phase else {}
-    arrivals = total.get("ok", 0) + total.get("errors", 0)
-    late_fraction = total.get("late", 0) / arrivals if open_model and arrivals else 0.0
-    behind_count = total.get("counters", {}).get(BEHIND, 0)
+    open_model: bool,
+    sustain: PhaseSummary | None,
+    host: HostResources,
+    busy_samples: Tally,
+    lagging_intervals: Tally,
+    host_busy: Tally,
+) -> CpuVerdict:
+    """``generator_bound`` and ``host_saturated`` with their reasons and figures.
+
+    ``host`` gives the means named in the host's reason.
+    """
+    total = sustain.total if sustain is not None else EMPTY_OP
+    arrivals = total.attempts
+    late_fraction = total.late / arrivals if open_model and arrivals else 0.0
+    behind_count = total.counters.get(BEHIND, 0)
     behind = behind_count / arrivals if open_model and arrivals else 0.0
     found: list[tuple[bool, str]] = []
     """(a symptom the host can cause, the reason) in the order they are judged."""
@@ -203,13 +214,12 @@ def cpu_verdicts(
     ours = [text for symptom, text in found if not (saturated and symptom)]
     host_reasons: list[str] = []
     if saturated:
-        host = report.get("resources", {}).get("host", {})
         host_reasons.append(
             f"the host's CPU was >= {HOST_BUSY_PERCENT:.0f}% busy, >= {HOST_OTHERS_PERCENT:.0f}% "
             f"of it other processes', in {host_busy.share:.0%} of the sustain samples "
-            f"(mean: host {_pct(host.get('cpu_mean'))}, our workers "
-            f"{_pct(host.get('workers_share_mean'))}, target {_pct(host.get('target_share_mean'))},"
-            f" others {_pct(host.get('others_share_mean'))} of its {host.get('cpus')} cores)"
+            f"(mean: host {_pct(host.cpu_mean)}, our workers "
+            f"{_pct(host.workers_share_mean)}, target {_pct(host.target_share_mean)},"
+            f" others {_pct(host.others_share_mean)} of its {host.cpus} cores)"
         )
         host_reasons.extend(text for symptom, text in found if symptom)
     if late_fraction > LATE_BOUND_SHARE and (ours or host_reasons):
@@ -220,14 +230,14 @@ def cpu_verdicts(
         ours[-1] += " (add --processes or cores)"
     if host_reasons:
         host_reasons[-1] += " (stop the other load or run on a quieter host)"
-    return {
-        "generator_bound": bool(ours),
-        "reason": "; ".join(ours) or None,
-        "host_saturated": saturated,
-        "host_reason": "; ".join(host_reasons) or None,
-        "host_saturated_share": round(host_busy.share, 3),
-        "late_fraction": round(late_fraction, 6),
-    }
+    return CpuVerdict(
+        generator_bound=bool(ours),
+        reason="; ".join(ours) or None,
+        host_saturated=saturated,
+        host_reason="; ".join(host_reasons) or None,
+        host_saturated_share=round(host_busy.share, 3),
+        late_fraction=round(late_fraction, 6),
+    )
 
 
 def _pct(value: float | None) -> str:

@@ -23,8 +23,9 @@ from hdrh.histogram import HdrHistogram
 
 from protobench.engine.aggregate import interval_of, op_summary
 from protobench.engine.metrics import OpAccumulator, decode, encode, merge
+from protobench.engine.report_model import to_plain
 from protobench.snapshots.schema import decoded
-from protobench.snapshots.store import SnapshotError
+from protobench.snapshots.store import SnapshotError, report_of
 
 TOTAL = "TOTAL"
 LATENCY_PERCENTILES = {"p50": 50.0, "p90": 90.0, "p95": 95.0, "p99": 99.0, "p999": 99.9}
@@ -66,7 +67,7 @@ def total_of(ops: dict[str, dict[str, Any]], seconds: float) -> dict[str, Any]:
     for summary in ops.values():
         acc.add(interval_of(summary))
     corrected = any(summary.get("hist_uncorrected") for summary in ops.values())
-    total = op_summary(acc, seconds, corrected=corrected)
+    total: dict[str, Any] = to_plain(op_summary(acc, seconds, corrected=corrected))
     total["hist"] = encode(acc.hist) if acc.ok else ""
     if corrected:
         total["hist_uncorrected"] = encode(acc.hist_uncorrected)
@@ -145,13 +146,13 @@ def phase_counts(
     ok = errors = 0
     seconds = 0.0
     for snapshot in snapshots:
-        section = snapshot["report"]["phases"].get(phase)
+        section = report_of(snapshot).phases.get(phase)
         if section is None:
             continue
-        figures = section["total"] if op == TOTAL else section["ops"].get(op)
+        figures = section.scope(None if op == TOTAL else op)
         if figures is None:
             continue
-        ok += figures["ok"]
-        errors += figures["errors"]
-        seconds += section["duration_s"]
+        ok += figures.ok
+        errors += figures.errors
+        seconds += section.duration_s
     return ok, errors, seconds

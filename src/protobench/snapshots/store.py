@@ -38,10 +38,13 @@ import socket
 import subprocess
 import tempfile
 import zlib
+from collections.abc import Mapping
+from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from protobench import __version__
+from protobench.engine.report_model import Report, ReportError, load_report, to_plain
 from protobench.home import home
 from protobench.redaction import redact_url, redact_value
 
@@ -217,7 +220,7 @@ class SnapshotStore:
         self,
         run_id: str,
         plan: RunPlan,
-        report: dict[str, Any],
+        report: Report,
         aggregator: Aggregator,
         resources: list[dict[str, Any]],
     ) -> Path:
@@ -226,11 +229,11 @@ class SnapshotStore:
             "schema": SCHEMA,
             "id": run_id,
             "created_at": dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
-            "partial": report["partial"],
-            "labels": report.get("labels", {}),
+            "partial": report.partial,
+            "labels": report.labels or {},
             "provenance": provenance(plan),
             "plan": redact_value(plan.redacted()),
-            "report": {**report, "target": redact_url(str(report.get("target", "")))},
+            "report": to_plain(replace(report, target=redact_url(report.target))),
             "series": aggregator.series,
             "histograms": aggregator.phase_histograms(),
             "resources": resources,
@@ -328,6 +331,14 @@ def read(path: Path) -> dict[str, Any]:
         raise SnapshotError(f"{path}: not a valid snapshot: {_one_line(why)}")
     snapshot: dict[str, Any] = data
     return snapshot
+
+
+def report_of(snapshot: Mapping[str, Any]) -> Report:
+    """The typed report of a snapshot read back; :class:`SnapshotError` naming the bad field."""
+    try:
+        return load_report(snapshot.get("report"), where="report")
+    except ReportError as exc:
+        raise SnapshotError(f"snapshot {snapshot.get('id')}: {exc}") from None
 
 
 def _one_line(value: object) -> str:

@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from protobench.engine.distributed.agent import NodeAgent
+from protobench.engine.report_model import NodeEntry
 from protobench.hostutil import is_loopback_host
 
 MISSING = "--ray needs `pip install 'protobench[ray]'`"
@@ -158,18 +159,18 @@ class Node:
     def cpus(self) -> int:
         return int(self.info.get("cpus", 1))
 
-    def describe(self) -> dict[str, Any]:
-        return {
-            "id": self.node_id,
-            "host": self.info.get("host"),
-            "address": self.address,
-            "cpus": self.cpus,
-            "python": self.info.get("python"),
-            "ray": self.info.get("ray"),
-            "protobench": self.info.get("protobench"),
-            "clock_offset": round(self.clock_offset, 6),
-            "workers": list(self.workers),
-        }
+    def describe(self) -> NodeEntry:
+        return NodeEntry(
+            id=self.node_id,
+            host=self.info.get("host"),
+            address=self.address,
+            cpus=self.cpus,
+            python=self.info.get("python"),
+            ray=self.info.get("ray"),
+            protobench=self.info.get("protobench"),
+            clock_offset=round(self.clock_offset, 6),
+            workers=list(self.workers),
+        )
 
 
 class RayBackend:

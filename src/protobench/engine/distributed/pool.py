@@ -17,6 +17,7 @@ import contextlib
 import json
 import time
 from collections.abc import AsyncIterator
+from dataclasses import replace
 from pathlib import Path
 from types import TracebackType
 from typing import Any
@@ -29,6 +30,7 @@ from protobench.engine.distributed.cluster import Node, RayBackend, clock_warnin
 from protobench.engine.frames import FrameDecoder, FrameError
 from protobench.engine.plan import WorkerSlice
 from protobench.engine.pool import worker_summary
+from protobench.engine.report_model import NodeEntry, NodeResources, WorkerEntry
 
 SHUTDOWN_GRACE = 10.0
 
@@ -233,10 +235,10 @@ class RayPool:
                 with contextlib.suppress(Exception):
                     await ref
 
-    def summary(self) -> list[dict[str, Any]]:
-        return [{**worker_summary(h, h.exit_code), "node": h.node.node_id} for h in self.handles]
+    def summary(self) -> list[WorkerEntry]:
+        return [replace(worker_summary(h, h.exit_code), node=h.node.node_id) for h in self.handles]
 
-    def nodes(self) -> list[dict[str, Any]]:
+    def nodes(self) -> list[NodeEntry]:
         """The nodes of the run for the report: identity, versions, clock, workers, resources."""
         out = []
         for node in self.nodes_used:
@@ -245,17 +247,17 @@ class RayPool:
             rss = [sum(w["rss"] for w in s["workers"]) for s in samples]
             host = [s["host"]["cpu"] for s in samples]
             out.append(
-                {
-                    **node.describe(),
-                    "lost": self.lost.get(node.node_id),
-                    "resources": {
-                        "samples": len(samples),
-                        "workers_cpu_mean": round(sum(cpu) / len(cpu), 1) if cpu else None,
-                        "workers_cpu_peak": max(cpu, default=None),
-                        "workers_rss_peak": max(rss, default=None),
-                        "host_cpu_mean": round(sum(host) / len(host), 1) if host else None,
-                    },
-                }
+                replace(
+                    node.describe(),
+                    lost=self.lost.get(node.node_id),
+                    resources=NodeResources(
+                        samples=len(samples),
+                        workers_cpu_mean=round(sum(cpu) / len(cpu), 1) if cpu else None,
+                        workers_cpu_peak=max(cpu, default=None),
+                        workers_rss_peak=max(rss, default=None),
+                        host_cpu_mean=round(sum(host) / len(host), 1) if host else None,
+                    ),
+                )
             )
         return out
 

@@ -1,0 +1,363 @@
+"""The typed report of a run (schema ``protobench.report/1``): its parts, JSON and loader.
+
+:class:`Report` is what ``--json`` prints, the ``report`` line of ``--ndjson``
+and what a snapshot keeps; the engine builds it once
+(:func:`protobench.engine.report.build_report`). Its JSON is its
+serialisation (:func:`report_to_json`, :func:`to_plain`): each field is a key
+in the order declared; a field whose metadata is
+:data:`~protobench.engine.summaries.OMIT_NONE` is left out while ``None``, and a
+notice's ``details`` are keys of the notice itself. :func:`load_report` reads a
+report back (a snapshot's, ``diff``'s, ``report``'s, a replay's) with pydantic,
+imported only then; a bad field is a :class:`ReportError` of one line naming
+its path (``phases.sustain.total.ok: expected a whole number``).
+
+Defaults are those of reports written before a field existed, so an old
+snapshot loads.
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Mapping
+from dataclasses import dataclass, field, fields, is_dataclass
+from typing import TYPE_CHECKING, Any
+
+import orjson
+
+from protobench.engine.summaries import OMIT_NONE, PhaseSummary
+
+if TYPE_CHECKING:
+    from pydantic import TypeAdapter
+
+type JsonValue = str | int | float | bool | list[JsonValue] | dict[str, JsonValue] | None
+"""A JSON value (the plan, labels: free-form data of their own schema)."""
+
+SCHEMA = "protobench.report/1"
+FLATTEN: dict[str, Any] = {"flatten": True}
+"""Field metadata: the field's mapping is merged into its object's keys."""
+NoticeValue = str | int | float | bool | None
+"""A notice's detail: a worker's index, an exit code, a pid, a log's tail..."""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Tool:
+    name: str = "protobench"
+    version: str = ""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class LoadModel:
+    """``closed`` (sessions back to back) or ``open`` (a rate of arrivals, maybe ramped)."""
+
+    type: str
+    sessions: int = 0
+    rate: float | None = field(default=None, metadata=OMIT_NONE)
+    ramp_to: float | None = field(default=None, metadata=OMIT_NONE)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class GeneratorResources:
+    """The workers' CPU (% of a core) peak and mean over sustain, and their RSS peak (bytes)."""
+
+    worker_cpu_peak: float | None = None
+    worker_cpu_mean: float | None = None
+    rss_peak: int | None = None
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class TargetResources:
+    """The target process over sustain; its RSS growth per connection (or per session)."""
+
+    pid: int | None = None
+    cpu_peak: float | None = None
+    cpu_mean: float | None = None
+    rss_baseline: int | None = None
+    rss_peak: int | None = None
+    fds_peak: int | None = None
+    threads_peak: int | None = None
+    connections: int | None = field(default=None, metadata=OMIT_NONE)
+    rss_per_connection: float | None = field(default=None, metadata=OMIT_NONE)
+    rss_per_session: float | None = field(default=None, metadata=OMIT_NONE)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class HostResources:
+    """The host over sustain: CPU peak and means (% of its cores, split by who), memory."""
+
+    cpu_peak: float | None = None
+    cpu_mean: float | None = None
+    workers_share_mean: float | None = None
+    target_share_mean: float | None = None
+    others_share_mean: float | None = None
+    cpus: int | None = None
+    mem_used_peak: int | None = None
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Resources:
+    generator: GeneratorResources = field(default_factory=GeneratorResources)
+    target: TargetResources | None = None
+    host: HostResources = field(default_factory=HostResources)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class WorkerEntry:
+    """One worker process: how it ended, its sessions, its log (and its Ray node)."""
+
+    worker: int
+    pid: int | None = None
+    exit_code: int | None = None
+    completed: bool = False
+    error: str | None = None
+    sessions_opened: int = 0
+    sessions_failed: int = 0
+    log: str = ""
+    node: str | None = field(default=None, metadata=OMIT_NONE)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class NoticeEntry:
+    """Something the user should know, at ``elapsed`` seconds; ``details`` are its own keys."""
+
+    kind: str
+    message: str
+    elapsed: float = 0.0
+    details: dict[str, NoticeValue] = field(default_factory=dict, metadata=FLATTEN)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ThresholdResult:
+    """A threshold judged on sustain: the observed value (``None``: absent) and whether it held."""
+
+    expr: str
+    value: float | None
+    ok: bool
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class CheckResult:
+    """A built-in check judged on the run; a failed one says why in a sentence."""
+
+    expr: str
+    value: float | None
+    ok: bool
+    op: str | None = None
+    observed: str = ""
+    reason: str | None = field(default=None, metadata=OMIT_NONE)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class CpuVerdict:
+    """What limited the run: our processes (``generator_bound``) or the busy host."""
+
+    generator_bound: bool
+    reason: str | None = None
+    host_saturated: bool = False
+    host_reason: str | None = None
+    host_saturated_share: float = 0.0
+    late_fraction: float = 0.0
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class LiveVerdicts:
+    """The verdicts of a run so far (in each interval event), judged like the report's.
+
+    ``thresholds`` and ``checks`` on the sustain phase so far (``[]`` before
+    it has figures), ``cpu`` on its resource samples and intervals so far.
+    """
+
+    thresholds: list[ThresholdResult]
+    checks: list[CheckResult]
+    cpu: CpuVerdict
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Verdicts:
+    """The run's verdicts (:mod:`protobench.engine.verdicts`): the CPU's, then the rest."""
+
+    generator_bound: bool
+    reason: str | None = None
+    host_saturated: bool = False
+    host_reason: str | None = None
+    host_saturated_share: float = 0.0
+    late_fraction: float = 0.0
+    thresholds_passed: bool = True
+    checks: list[CheckResult] = field(default_factory=list)
+    checks_passed: bool = True
+    findings: list[str] = field(default_factory=list)
+    complete: bool = True
+    incomplete_reason: str | None = None
+
+    @property
+    def cpu(self) -> CpuVerdict:
+        return CpuVerdict(
+            generator_bound=self.generator_bound,
+            reason=self.reason,
+            host_saturated=self.host_saturated,
+            host_reason=self.host_reason,
+            host_saturated_share=self.host_saturated_share,
+            late_fraction=self.late_fraction,
+        )
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class NodeResources:
+    samples: int = 0
+    workers_cpu_mean: float | None = None
+    workers_cpu_peak: float | None = None
+    workers_rss_peak: int | None = None
+    host_cpu_mean: float | None = None
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class NodeEntry:
+    """A Ray node of a distributed run: identity, versions, clock offset, workers, resources."""
+
+    id: str
+    host: str | None = None
+    address: str | None = None
+    cpus: int | None = None
+    python: str | None = None
+    ray: str | None = None
+    protobench: str | None = None
+    clock_offset: float = 0.0
+    workers: list[int] = field(default_factory=list)
+    lost: str | None = None
+    resources: NodeResources = field(default_factory=NodeResources)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Report:
+    """The final report of a run (see the README's "The report")."""
+
+    schema: str = SCHEMA
+    tool: Tool = field(default_factory=Tool)
+    profile: str
+    protocol: str
+    description: str = ""
+    target: str = ""
+    target_kind: str | None = None
+    model: LoadModel = field(default_factory=lambda: LoadModel(type="closed"))
+    processes: int = 0
+    warmup_s: float = 0.0
+    duration_s: float = 0.0
+    started_at: str
+    partial: bool
+    stop_reason: str = "completed"
+    phases: dict[str, PhaseSummary]
+    resources: Resources = field(default_factory=Resources)
+    workers: list[WorkerEntry] = field(default_factory=list)
+    notices: list[NoticeEntry] = field(default_factory=list)
+    thresholds: list[ThresholdResult] = field(default_factory=list)
+    verdicts: Verdicts
+    labels: dict[str, JsonValue] | None = field(default=None, metadata=OMIT_NONE)
+    nodes: list[NodeEntry] | None = field(default=None, metadata=OMIT_NONE)
+    snapshot: str | None = field(default=None, metadata=OMIT_NONE)
+    """Where the snapshot was written; ``null`` beside a ``snapshot_error`` when nowhere."""
+    snapshot_error: str | None = field(default=None, metadata=OMIT_NONE)
+
+    @property
+    def sustain(self) -> PhaseSummary | None:
+        return self.phases.get("sustain")
+
+
+class ReportError(ValueError):
+    """A report that cannot be read: one line naming the bad field's path."""
+
+
+@functools.cache
+def _fields(cls: type) -> tuple[tuple[str, bool, bool], ...]:
+    """(name, omitted while None, flattened) of each field of a dataclass, in order."""
+    return tuple(
+        (f.name, bool(f.metadata.get("omit_none")), bool(f.metadata.get("flatten")))
+        for f in fields(cls)
+    )
+
+
+def to_plain(value: Any) -> Any:
+    """``value`` (a report, a part of one, an event) as JSON values: dicts, lists, scalars."""
+    if is_dataclass(value) and not isinstance(value, type):
+        out: dict[str, Any] = {}
+        for name, omit, flatten in _fields(type(value)):
+            item = getattr(value, name)
+            if flatten:
+                out.update((k, to_plain(v)) for k, v in item.items())
+            elif not (omit and item is None and _omitted(value, name)):
+                out[name] = to_plain(item)
+        return out
+    if isinstance(value, Mapping):
+        return {k: to_plain(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [to_plain(v) for v in value]
+    return value
+
+
+def _omitted(owner: object, name: str) -> bool:
+    """A ``None`` field left out; a report's ``snapshot`` stays (``null``) beside its error."""
+    return not (name == "snapshot" and isinstance(owner, Report) and owner.snapshot_error)
+
+
+def report_to_json(report: Report, indent: bool = False) -> bytes:
+    """The report's JSON (``--json`` indents it by two spaces)."""
+    option = orjson.OPT_NON_STR_KEYS | (orjson.OPT_INDENT_2 if indent else 0)
+    return orjson.dumps(to_plain(report), option=option, default=str)
+
+
+@functools.cache
+def _adapter() -> TypeAdapter[Report]:
+    from pydantic import TypeAdapter  # noqa: PLC0415 - pydantic only when a report is read
+
+    return TypeAdapter(Report)
+
+
+def nested_notices(data: Mapping[str, Any]) -> dict[str, Any]:
+    """``data`` with each notice's keys beyond kind, message and elapsed moved into details."""
+    notices = data.get("notices")
+    if not isinstance(notices, list):
+        return dict(data)
+    own = ("kind", "message", "elapsed")
+    return {
+        **data,
+        "notices": [
+            {
+                **{k: v for k, v in n.items() if k in own},
+                "details": {k: v for k, v in n.items() if k not in own},
+            }
+            if isinstance(n, dict)
+            else n
+            for n in notices
+        ],
+    }
+
+
+def load_report(data: object, where: str = "") -> Report:
+    """The typed report of parsed JSON ``data``; :class:`ReportError` naming a bad field.
+
+    Validated strictly as JSON (a count is a whole number, not ``"5"``). ``where``
+    is the report's own path, put before the field's (``report`` in a snapshot).
+    """
+    from pydantic import ValidationError  # noqa: PLC0415 - pydantic only when a report is read
+
+    if not isinstance(data, Mapping):
+        kind = "null" if data is None else f"a JSON {type(data).__name__}"
+        raise ReportError(f"{where or 'a report'}: expected a JSON object, found {kind}")
+    try:
+        text = orjson.dumps(nested_notices(data), option=orjson.OPT_NON_STR_KEYS, default=str)
+        return _adapter().validate_json(text, strict=True)
+    except ValidationError as exc:
+        errors = exc.errors()
+        first = errors[0]
+        path = ".".join(str(part) for part in (where, *first["loc"]) if part != "") or "(top)"
+        more = f" (and {len(errors) - 1} more)" if len(errors) > 1 else ""
+        raise ReportError(f"{path}: {_message(first)}{more}") from None
+
+
+def _message(error: Any) -> str:
+    kind = error["type"]
+    if kind == "missing":
+        return "missing"
+    if kind in ("int_type", "int_from_float", "int_parsing"):
+        return "expected a whole number"
+    if kind in ("dict_type", "dataclass_type", "model_type"):
+        return "expected an object"
+    return str(error["msg"]).replace("Input should be", "expected")
