@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Sequence
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -60,7 +61,7 @@ class FakeSource:
         if self.hold and self._stop_reason is None:
             await self._release.wait()
         if self._stop_reason is not None:
-            report = {**finished.report, "partial": True, "stop_reason": self._stop_reason}
+            report = replace(finished.report, partial=True, stop_reason=self._stop_reason)
             finished = RunFinished(report, EXIT_INCOMPLETE)
         emit(finished)
         self.emitted += 1

@@ -53,10 +53,11 @@ def test_commands_from_another_thread_reach_the_engine(tmp_path: Path) -> None:
     assert notices == [("pause", None), ("rate", 1.5), ("resume", None)]
     report = source.report
     assert report is not None
-    assert report["stop_reason"] == "stopped"
-    assert report["phases"]["sustain"]["duration_s"] < 5.0  # the workers did stop early
-    assert [n["kind"] for n in report["notices"]] == ["pause", "rate", "resume"]
-    assert Path(report["snapshot"]).is_file()
+    assert report.stop_reason == "stopped"
+    assert report.phases["sustain"].duration_s < 5.0  # the workers did stop early
+    assert [n.kind for n in report.notices] == ["pause", "rate", "resume"]
+    assert report.snapshot is not None
+    assert Path(report.snapshot).is_file()
     assert source.log_dir is not None
     assert (source.log_dir / "worker-0.log").is_file()
     assert not source.running
@@ -78,4 +79,4 @@ def test_the_pool_comes_from_the_given_factory(tmp_path: Path) -> None:
     assert made == [(1, source.log_dir)]
     assert isinstance(events[-1], RunFinished)
     assert source.report is not None
-    assert source.report["stop_reason"] == "completed"
+    assert source.report.stop_reason == "completed"

@@ -28,6 +28,7 @@ from typing import Any
 from protobench.engine.controller import PoolFactory, describe_failure
 from protobench.engine.plan import RunPlan
 from protobench.engine.report import EXIT_INCOMPLETE, exit_code_for
+from protobench.engine.report_model import Report
 from protobench.snapshots.store import SnapshotStore
 from protobench.tui.baseline import Baseline
 from protobench.tui.source import LiveSource, ReplaySource
@@ -72,12 +73,12 @@ def run_live(
     report = source.report
     with contextlib.suppress(OSError):  # a closed terminal (SIGHUP) has no stdout
         if report is not None:
-            partial = f" (partial: {report.get('stop_reason')})" if report.get("partial") else ""
-            sys.stdout.write(f"protobench: run {report.get('profile')} ended{partial}\n")
-            if report.get("snapshot_error"):
-                sys.stderr.write(f"protobench: {report['snapshot_error']}\n")
+            partial = f" (partial: {report.stop_reason})" if report.partial else ""
+            sys.stdout.write(f"protobench: run {report.profile} ended{partial}\n")
+            if report.snapshot_error:
+                sys.stderr.write(f"protobench: {report.snapshot_error}\n")
             else:
-                sys.stdout.write(f"snapshot {report.get('snapshot')}\n")
+                sys.stdout.write(f"snapshot {report.snapshot}\n")
         if source.error is not None:
             sys.stderr.write(f"protobench: error: {describe_failure(source.error)}\n")
     if code is not None:
@@ -96,7 +97,7 @@ def _end_after_hangup(source: LiveSource) -> None:
     os._exit(EXIT_INCOMPLETE)
 
 
-def _exit_code(report: dict[str, Any] | None) -> int:
+def _exit_code(report: Report | None) -> int:
     return exit_code_for(report) if report is not None else EXIT_INCOMPLETE
 
 

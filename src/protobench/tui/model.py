@@ -59,7 +59,9 @@ class _Track:
             "p99": deque[float](maxlen=HISTORY),
         }
 
-    def add(self, phase: str, op: OpSummary, seconds: float, counts: tuple[Counts | None, ...]):
+    def add(
+        self, phase: str, op: OpSummary, seconds: float, counts: tuple[Counts | None, ...]
+    ) -> None:
         self.window.push(counts[0])
         if self.window_uncorrected is not None:
             self.window_uncorrected.push(counts[1])

@@ -32,22 +32,16 @@ from typing import Any, Protocol
 
 import anyio
 
-from protobench.engine.aggregate import interval_of, total_summary
 from protobench.engine.controller import Controller, PoolFactory
 from protobench.engine.events import (
     Event,
-    IntervalUpdate,
-    Notice,
-    PhaseChanged,
-    ResourceSample,
     RunFinished,
-    RunStarted,
 )
-from protobench.engine.metrics import OpAccumulator
 from protobench.engine.plan import RunPlan
-from protobench.engine.report import exit_code_for
+from protobench.engine.report_model import Report
 from protobench.snapshots.store import SnapshotStore
 from protobench.tui.handover import Handover
+from protobench.tui.timeline import replay_timeline
 
 Emit = Callable[[Event], None]
 
@@ -101,7 +95,7 @@ class LiveSource:
         self.controller = Controller(plan, store, target_pid=target_pid, pool_factory=pool_factory)
         self.log_dir: Path | None = self.controller.log_dir
         self.controls = frozenset({"pause", "stop", *(["rate"] if plan.rate is not None else [])})
-        self.report: dict[str, Any] | None = None
+        self.report: Report | None = None
         self.error: BaseException | None = None
         self.handover = Handover()
         self._loop: asyncio.AbstractEventLoop | None = None
@@ -190,90 +184,6 @@ async def _invoke(command: Callable[..., None], *args: Any) -> None:
     command(*args)
 
 
-_ORDER = {RunStarted: 0, IntervalUpdate: 1, ResourceSample: 2, PhaseChanged: 3, Notice: 4}
-
-
-def replay_timeline(snapshot: dict[str, Any]) -> list[tuple[float, Event]]:
-    """A snapshot's events in run-time order, from ``RunStarted`` to ``RunFinished``."""
-    plan, report = snapshot["plan"], snapshot["report"]
-    corrected = plan.get("model") == "open"
-    sessions = {str(g["name"]): int(g.get("count", 0)) for g in plan.get("groups", [])}
-    workers = report.get("workers") or []
-    timed: list[tuple[float, Event]] = [
-        (
-            0.0,
-            RunStarted(
-                plan=plan,
-                target=report.get("target", ""),
-                target_kind=report.get("target_kind") or "",
-                workers=int(report.get("processes", len(workers))),
-                sessions_opened=sum(w.get("sessions_opened", 0) for w in workers),
-                sessions_failed=sum(w.get("sessions_failed", 0) for w in workers),
-                log_dir="",
-            ),
-        )
-    ]
-    starts = {
-        "warmup": 0.0,
-        "sustain": float(plan.get("warmup", 0.0)),
-        "drain": float(plan.get("warmup", 0.0)) + float(plan.get("duration", 0.0)),
-    }
-    seen: set[str] = set()
-    for item in snapshot.get("series", []):
-        phase = item["phase"]
-        if phase not in seen:
-            seen.add(phase)
-            timed.append((starts.get(phase, 0.0), PhaseChanged(phase, starts.get(phase, 0.0))))
-        ops = item["ops"]
-        timed.append(
-            (
-                item["elapsed"],
-                IntervalUpdate(
-                    phase=phase,
-                    index=item["index"],
-                    elapsed=item["elapsed"],
-                    duration=item["duration"],
-                    ops=ops,
-                    total=_total(ops, item["duration"], corrected, sessions),
-                    lag_ms=item.get("lag_ms", 0.0),
-                    inflight=item.get("inflight", 0),
-                ),
-            )
-        )
-    for sample in snapshot.get("resources", []):
-        timed.append(
-            (
-                sample["elapsed"],
-                ResourceSample(
-                    sample["elapsed"], sample["workers"], sample.get("target"), sample["host"]
-                ),
-            )
-        )
-    for notice in report.get("notices", []):
-        details = {k: v for k, v in notice.items() if k not in ("kind", "message", "elapsed")}
-        elapsed = float(notice.get("elapsed", 0.0))
-        timed.append((elapsed, Notice(notice["kind"], notice["message"], elapsed, details)))
-    timed.sort(key=lambda pair: (pair[0], _ORDER[type(pair[1])]))
-    end = timed[-1][0] if timed else 0.0
-    timed.append((end, RunFinished(report, exit_code_for(report))))
-    return timed
-
-
-def _total(
-    ops: dict[str, dict[str, Any]], seconds: float, corrected: bool, sessions: dict[str, int]
-) -> dict[str, Any]:
-    """The ``total`` of an interval, merged exactly from its stored operations.
-
-    As the engine's: a latency only across ops of one kind.
-    """
-    accs: dict[str, OpAccumulator] = {}
-    for name, data in ops.items():
-        accs[name] = OpAccumulator()
-        accs[name].add(interval_of(data))
-    kinds = {name: str(data.get("latency_kind", "round_trip")) for name, data in ops.items()}
-    return total_summary(accs, kinds, sessions, seconds, corrected)
-
-
 class ReplaySource:
     """A saved run played back at ``speed`` times its recorded pace."""
 
@@ -290,7 +200,13 @@ class ReplaySource:
         self.speed = speed
         self.position = 0.0
         self.paused = False
-        self.log_dir = log_dir if log_dir is not None and log_dir.is_dir() else _log_dir(snapshot)
+        finished = self.timeline[-1][1]
+        assert isinstance(finished, RunFinished)
+        self.report = finished.report
+        """The replayed run's report."""
+        self.log_dir = (
+            log_dir if log_dir is not None and log_dir.is_dir() else _log_dir(self.report)
+        )
         self._index = 0
         self._seeks = 0
         self._wake: asyncio.Event | None = None
@@ -350,9 +266,8 @@ class ReplaySource:
         del reason
 
 
-def _log_dir(snapshot: dict[str, Any]) -> Path | None:
-    for worker in snapshot["report"].get("workers") or []:
-        log = worker.get("log")
-        if log and Path(log).parent.is_dir():
-            return Path(log).parent
+def _log_dir(report: Report) -> Path | None:
+    for worker in report.workers:
+        if worker.log and Path(worker.log).parent.is_dir():
+            return Path(worker.log).parent
     return None

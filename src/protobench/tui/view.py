@@ -12,7 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from protobench.engine.events import RunStarted
+from protobench.engine.events import HostSample, ProcessSample, RunStarted
 from protobench.engine.report_model import Report
 
 ALERT_KINDS = frozenset({"worker", "workers", "target"})
@@ -121,10 +121,10 @@ class Resources:
     """The newest resource sample; ``target_gone`` once a watched target vanished."""
 
     elapsed: float
-    workers: tuple[dict[str, Any], ...]
-    target: dict[str, Any] | None
+    workers: tuple[ProcessSample, ...]
+    target: ProcessSample | None
     target_gone: bool
-    host: dict[str, Any]
+    host: HostSample
 
 
 @dataclass(frozen=True)

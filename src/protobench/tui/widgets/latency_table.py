@@ -11,7 +11,7 @@ from protobench.engine.thresholds import LATENCY_COLUMNS
 from protobench.tui import formatting
 from protobench.tui.baseline import Baseline
 from protobench.tui.display import Display
-from protobench.tui.model import OpStats
+from protobench.tui.view import OpStats
 from protobench.tui.widgets.panel import Panel
 
 COLUMNS = LATENCY_COLUMNS
