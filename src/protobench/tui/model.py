@@ -14,7 +14,7 @@ A ``RunStarted`` resets the model (a replay seeking backwards).
 
 from __future__ import annotations
 
-from collections import Counter, deque
+from collections import deque
 
 from protobench.engine.events import (
     Event,
@@ -26,9 +26,9 @@ from protobench.engine.events import (
     RunStarted,
 )
 from protobench.engine.metrics import Counts, counts_summary
-from protobench.engine.report_model import LiveVerdicts, Report, to_plain
-from protobench.engine.summaries import EMPTY_OP, LatencySummary, OpSummary, PhaseSummary
-from protobench.tui.latency import Window, counts_of, distribution
+from protobench.engine.report_model import LiveVerdicts, Report
+from protobench.engine.summaries import OpSummary, PhaseSummary
+from protobench.tui.latency import Window, add_counts, counts_of, distribution
 from protobench.tui.view import (
     NoticeItem,
     OpStats,
@@ -73,53 +73,14 @@ class _Track:
             if op.latency_us.p99 is not None:
                 self.samples["p99"].append(op.latency_us.p99)
 
-    def stats(self, name: str, op: OpSummary, seconds: float, errors: _Errors) -> OpStats:
-        """The op's figures: the engine's phase so far, the window's, the run's errors."""
-        window_seconds = sum(s for _, s in self.recent)
-        latency = {"window": counts_summary(self.window.counts), "phase": _plain(op.latency_us)}
+    def stats(self, op: str | None, phases: dict[str, PhaseSummary], measured: str) -> OpStats:
+        seconds = sum(s for _, s in self.recent)
+        latency = {"window": counts_summary(self.window.counts)}
         if self.window_uncorrected is not None:
             latency["window_uncorrected"] = counts_summary(self.window_uncorrected.counts)
-            latency["phase_uncorrected"] = _plain(op.latency_uncorrected_us)
-        return OpStats(
-            name=name,
-            throughput=sum(n for n, _ in self.recent) / window_seconds if window_seconds else 0.0,
-            phase_throughput=op.throughput,
-            ok=op.ok,
-            errors=op.errors,
-            error_rate=op.error_rate,
-            late=op.late,
-            latency=latency,
-            errors_by_class=dict(errors[0]),
-            last_errors=errors[2],
-            latency_kind=op.latency_kind,
-            error_codes=dict(errors[1]),
-            counters=dict(op.counters),
-            bytes_in=op.bytes_in,
-            seconds=seconds,
-            samples={metric: tuple(values) for metric, values in self.samples.items()},
-        )
-
-
-_Errors = tuple[Counter[str], Counter[str], dict[str, str]]
-"""An op's errors over the run: by class, by code, the last message of each class."""
-
-
-def _plain(latency: LatencySummary | None) -> dict[str, float]:
-    figures: dict[str, float] = to_plain(latency or LatencySummary(count=0))
-    return figures
-
-
-def run_errors(phases: dict[str, PhaseSummary], name: str | None) -> _Errors:
-    """The errors of ``name`` (None: the total) over the phases so far."""
-    by_class: Counter[str] = Counter()
-    codes: Counter[str] = Counter()
-    last: dict[str, str] = {}
-    for phase in phases.values():
-        op = phase.scope(name) or EMPTY_OP
-        by_class.update(op.errors_by_class)
-        codes.update(op.error_codes)
-        last.update(op.last_errors or {})
-    return by_class, codes, last
+        throughput = sum(n for n, _ in self.recent) / seconds if seconds else 0.0
+        samples = {metric: tuple(values) for metric, values in self.samples.items()}
+        return OpStats.of(op, phases, measured, (throughput, latency), samples)
 
 
 class RunModel:
@@ -198,7 +159,7 @@ class RunModel:
             if name in self.tracks:
                 self.tracks[name].add(event.phase, op, event.duration, counts)
             if same_kind:  # a total latency only across ops that measure the same thing
-                total = [_sum(into, c) for into, c in zip(total, counts, strict=True)]
+                total = [add_counts(into, c) for into, c in zip(total, counts, strict=True)]
         self.total.add(event.phase, event.total, event.duration, tuple(total))
 
     def _resources(self, event: ResourceSample) -> None:
@@ -227,24 +188,14 @@ class RunModel:
 
     def view(self) -> RunView:
         """Compute the immutable picture of the run now."""
-        phase = self.phases.get(self.measured_phase)
-        seconds = phase.duration_s if phase else 0.0
-        ops = tuple(
-            track.stats(
-                name,
-                (phase.ops.get(name) if phase else None) or EMPTY_OP,
-                seconds,
-                run_errors(self.phases, name),
-            )
-            for name, track in self.tracks.items()
-        )
+        measured = self.measured_phase
+        ops = tuple(t.stats(name, self.phases, measured) for name, t in self.tracks.items())
         total = None
         throughput = {name: tuple(t.history) for name, t in self.tracks.items()}
         errors = {name: tuple(t.error_history) for name, t in self.tracks.items()}
         distributions: dict[str, tuple[tuple[float, float, int], ...]] = {}
         if self.total is not None:
-            summary = phase.total if phase else EMPTY_OP
-            total = self.total.stats("total", summary, seconds, run_errors(self.phases, None))
+            total = self.total.stats(None, self.phases, measured)
             throughput["total"] = tuple(self.total.history)
             errors["total"] = tuple(self.total.error_history)
             windows = {"corrected": self.total.window, "uncorrected": self.total.window_uncorrected}
@@ -300,12 +251,3 @@ class RunModel:
 def empty_view() -> RunView:
     """The view before anything happened."""
     return RunModel().view()
-
-
-def _sum(into: Counts | None, counts: Counts | None) -> Counts | None:
-    if counts is None:
-        return into
-    if into is None:
-        return counts.copy()
-    into += counts
-    return into

@@ -9,11 +9,14 @@ with the model.
 
 from __future__ import annotations
 
+from collections import Counter
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
 from protobench.engine.events import HostSample, ProcessSample, RunStarted
-from protobench.engine.report_model import Report
+from protobench.engine.report_model import Report, to_plain
+from protobench.engine.summaries import EMPTY_OP, LatencySummary, PhaseSummary
 
 ALERT_KINDS = frozenset({"worker", "workers", "target"})
 
@@ -102,6 +105,56 @@ class OpStats:
     """The measured phase's seconds so far."""
     samples: dict[str, tuple[float, ...]] = field(default_factory=dict)
     """``throughput`` and ``p99`` of each sustain interval (for a baseline's test)."""
+
+    @classmethod
+    def of(
+        cls,
+        scope: str | None,
+        phases: Mapping[str, PhaseSummary],
+        measured: str,
+        window: tuple[float, dict[str, dict[str, float]]],
+        samples: dict[str, tuple[float, ...]],
+    ) -> OpStats:
+        """Op ``scope``'s (None: the ``total``'s) figures: the engine's, of the ``measured``
+        phase so far and its errors over every phase so far; the monitor's last
+        ``window`` (throughput and latencies) and ``samples``."""
+        phase = phases.get(measured)
+        op = (phase.scope(scope) if phase else None) or EMPTY_OP
+        by_class: Counter[str] = Counter()
+        codes: Counter[str] = Counter()
+        last: dict[str, str] = {}
+        for each in phases.values():
+            figures = each.scope(scope) or EMPTY_OP
+            by_class.update(figures.errors_by_class)
+            codes.update(figures.error_codes)
+            last.update(figures.last_errors or {})
+        latency = {**window[1], "phase": _plain(op.latency_us)}
+        if "window_uncorrected" in latency:
+            latency["phase_uncorrected"] = _plain(op.latency_uncorrected_us)
+        return cls(
+            name=scope or "total",
+            throughput=window[0],
+            phase_throughput=op.throughput,
+            ok=op.ok,
+            errors=op.errors,
+            error_rate=op.error_rate,
+            late=op.late,
+            latency=latency,
+            errors_by_class=dict(by_class),
+            last_errors=last,
+            latency_kind=op.latency_kind,
+            error_codes=dict(codes),
+            counters=dict(op.counters),
+            bytes_in=op.bytes_in,
+            seconds=phase.duration_s if phase else 0.0,
+            samples=samples,
+        )
+
+
+def _plain(latency: LatencySummary | None) -> dict[str, float]:
+    """A latency as the tables read it: the report's keys (only ``count`` when empty)."""
+    figures: dict[str, float] = to_plain(latency or LatencySummary(count=0))
+    return figures
 
 
 @dataclass(frozen=True)
