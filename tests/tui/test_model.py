@@ -17,10 +17,11 @@ from protobench.tui.feed import Feed
 from protobench.tui.latency import Window, counts_of, distribution
 from protobench.tui.messages import NoticeShown, RunEnded, ViewUpdated
 from protobench.tui.model import RunModel
+from protobench.tui.timeline import replay_timeline
 from protobench.tui.view import NoticeItem
 from protobench.tui.widgets.verdict_banner import VerdictBanner
 from tests.tui.helpers import text_of
-from tests.tui.script import Script, scripted_run
+from tests.tui.script import Script, scripted_run, scripted_snapshot
 
 
 def fold_all(script: Script, upto: type | None = RunFinished) -> tuple[RunModel, list[NoticeItem]]:
@@ -204,3 +205,21 @@ def test_a_host_busy_with_other_processes_is_shown_with_its_figures() -> None:
     assert "our workers 8%, target 36%, others 55% of its 2 cores" in view.host_reason
     banner = text_of(VerdictBanner().render_display(Display(view)))
     assert "HOST-SATURATED" in banner
+
+
+def test_a_gone_target_is_the_engines_notice_alone_once_live_and_in_replay() -> None:
+    script = Script(target_dies_at=9.0)
+    _, alerts = fold_all(script)
+    assert [(a.kind, a.details) for a in alerts] == [("target", {"pid": 4000})]
+    replayed = RunModel()
+    alerts = []
+    for _, event in replay_timeline(scripted_snapshot(script)):
+        alerts.extend(replayed.apply(event))
+    assert [(a.kind, a.details) for a in alerts] == [("target", {"pid": 4000})]
+    view = replayed.view()
+    assert view.resources is not None
+    assert view.resources.target_gone
+    silent = RunModel()  # samples without the target but no notice: the monitor adds none
+    for event in scripted_run(script).events:
+        if not isinstance(event, Notice):
+            assert silent.apply(event) == []
