@@ -223,3 +223,20 @@ def test_a_gone_target_is_the_engines_notice_alone_once_live_and_in_replay() -> 
     for event in scripted_run(script).events:
         if not isinstance(event, Notice):
             assert silent.apply(event) == []
+
+
+def test_the_first_interval_is_shown_at_once_even_right_after_the_start() -> None:
+    """An early-started run hands the monitor its start and first interval together."""
+    run = scripted_run(Script())
+    first = next(i for i, e in enumerate(run.events) if isinstance(e, IntervalUpdate))
+    posted: list[object] = []
+
+    async def feed_until_the_first_interval() -> None:
+        feed = Feed(posted.append, refresh=60.0)
+        for event in run.events[: first + 2]:  # the next interval waits for the refresh
+            feed(event)
+
+    asyncio.run(feed_until_the_first_interval())
+    views = [m.view for m in posted if isinstance(m, ViewUpdated)]
+    assert [v.measured_phase for v in views][-1] == "warmup"
+    assert len(views[-1].times) == 1
