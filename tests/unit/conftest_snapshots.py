@@ -18,6 +18,7 @@ from typing import Any
 
 from protobench.engine.aggregate import Aggregator
 from protobench.engine.metrics import OpRecorder
+from protobench.engine.report_model import to_plain
 from protobench.protocols.base import ErrorClass, OpError
 
 
@@ -100,10 +101,10 @@ def _build(
             aggregator.add(frame)
     aggregator.finish()
     sustain = aggregator.phase_report("sustain")
-    phases: dict[str, Any] = {"sustain": sustain} if sustain else {}
+    phases: dict[str, Any] = {"sustain": to_plain(sustain)} if sustain else {}
     warmup = aggregator.phase_report("warmup")
     if warmup:
-        phases["warmup"] = warmup
+        phases["warmup"] = to_plain(warmup)
     report = {
         "schema": "protobench.report/1",
         "tool": {"name": "protobench", "version": tool_version},

@@ -14,7 +14,7 @@ from typing import Any
 from tests.unit.conftest_snapshots import OpSpec, make_snapshot
 
 NEW_COUNTERS = {"down_us": 2500, "connect_failed": 1}
-NEW_VERDICTS = {"host_saturated": True, "findings": [{"kind": "host", "reason": "host CPU at 97%"}]}
+NEW_VERDICTS = {"host_saturated": True, "findings": ["host CPU at 97%"]}
 SECRET = "hunter2-secret"
 
 

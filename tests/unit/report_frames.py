@@ -9,6 +9,7 @@ from protobench.engine.aggregate import Aggregator
 from protobench.engine.metrics import OpRecorder
 from protobench.engine.plan import Overrides, RunPlan, resolve
 from protobench.engine.report import build_report
+from protobench.engine.report_model import Report, WorkerEntry
 from protobench.engine.resource_log import ResourceLog
 from protobench.profiles import loader
 from protobench.protocols.base import ErrorClass, OpError
@@ -53,7 +54,7 @@ def report_of(
     stop_reason: str = "completed",
     passive: frozenset[str] = frozenset(),
     findings: list[str] | None = None,
-) -> dict[str, Any]:
+) -> Report:
     offsets = {"warmup": 0.0, "sustain": plan.warmup, "drain": plan.warmup + plan.duration}
     aggregator = Aggregator(
         [g.name for g in plan.groups],
@@ -66,7 +67,7 @@ def report_of(
     for frame in frames:
         aggregator.add(frame)
     aggregator.finish()
-    workers = [{"worker": 0, "sessions_opened": opened, "sessions_failed": failed}]
+    workers = [WorkerEntry(worker=0, sessions_opened=opened, sessions_failed=failed)]
     return build_report(
         plan=plan,
         aggregator=aggregator,

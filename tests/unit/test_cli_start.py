@@ -49,6 +49,8 @@ HEAVY = {
 LIGHT = {
     "protobench.engine",
     "protobench.engine.events",
+    "protobench.engine.report_model",
+    "protobench.engine.summaries",
     "protobench.engine.thresholds",
     "protobench.protocols",
     "protobench.protocols.registry",

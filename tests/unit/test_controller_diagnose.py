@@ -10,6 +10,7 @@ import pytest
 from protobench.cli.render import summary_table
 from protobench.engine.controller import Controller
 from protobench.engine.plan import Overrides, resolve
+from protobench.engine.report_model import to_plain
 from protobench.profiles import loader
 from protobench.snapshots.store import SnapshotStore
 from tests.unit.report_frames import frame, plan_of, report_of
@@ -59,5 +60,5 @@ def test_findings_are_in_the_verdicts_and_the_summary() -> None:
         [frame("sustain", 0, 0.0, 1.0, {"get": {"ok": 5}})],
         findings=["the broker dropped 12 messages"],
     )
-    assert report["verdicts"]["findings"] == ["the broker dropped 12 messages"]
-    assert "finding: the broker dropped 12 messages" in summary_table(report)
+    assert report.verdicts.findings == ["the broker dropped 12 messages"]
+    assert "finding: the broker dropped 12 messages" in summary_table(to_plain(report))

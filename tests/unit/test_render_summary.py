@@ -4,6 +4,7 @@ each op's latency kind, down time, the verdicts' reasons."""
 from __future__ import annotations
 
 from protobench.cli.render import summary_table
+from protobench.engine.report_model import to_plain
 from tests.unit.report_frames import frame, plan_of, report_of
 
 
@@ -13,7 +14,7 @@ def test_a_run_stopped_before_sustain_prints_no_none() -> None:
         [frame("warmup", 0, 0.0, 0.5, {"get": {"ok": 3}})],
         stop_reason="interrupted",
     )
-    text = summary_table(report)
+    text = summary_table(to_plain(report))
     assert "None" not in text
     assert "no sustain phase was measured" in text
     assert "threshold FAIL: p99 < 5ms (observed absent)" in text
@@ -26,7 +27,7 @@ def test_threshold_values_are_printed_with_their_units() -> None:
         plan_of({"get": 2}, ("p99 < 5ms", "error_rate < 0.5%", "throughput > 10/s")),
         [frame("sustain", 0, 0.0, 1.0, {"get": {"ok": 10, "latency_ns": 6_007_000}})],
     )
-    text = summary_table(report)
+    text = summary_table(to_plain(report))
     assert "threshold FAIL: p99 < 5ms (observed 6.01ms)" in text
     assert "threshold PASS: error_rate < 0.5% (observed 0.00%)" in text
     assert "threshold PASS: throughput > 10/s (observed 10.0/s)" not in text  # 10 is not > 10
@@ -48,7 +49,7 @@ def test_the_failing_op_is_marked_and_each_op_says_what_its_latency_measures() -
         ],
         kinds={"read": "round_trip", "write": "to_ack"},
     )
-    lines = summary_table(report).splitlines()
+    lines = summary_table(to_plain(report)).splitlines()
     write = next(line for line in lines if line.startswith("write"))
     assert write.startswith("write !")
     assert write.endswith("to_ack")

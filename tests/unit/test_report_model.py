@@ -154,5 +154,5 @@ def test_a_missing_field_and_a_non_object_are_named() -> None:
     del data["phases"]["sustain"]["total"]["errors"]
     with pytest.raises(ReportError, match=r"^phases\.sustain\.total\.errors: missing$"):
         load_report(data)
-    with pytest.raises(ReportError, match="must be a JSON object, found a JSON list"):
+    with pytest.raises(ReportError, match=r"^a report: expected a JSON object, found a JSON list$"):
         load_report([])

@@ -11,6 +11,7 @@ import pytest
 from protobench.engine.controller import Controller
 from protobench.engine.plan import Overrides, resolve
 from protobench.engine.report import EXIT_NOT_SAVED, exit_code_for
+from protobench.engine.report_model import Report
 from protobench.profiles import loader
 from protobench.snapshots.store import SnapshotStore
 from tests.unit.report_frames import frame, plan_of, report_of
@@ -25,7 +26,7 @@ def _controller(tmp_path: Path) -> Controller:
     return Controller(plan, SnapshotStore(tmp_path / "snaps"))
 
 
-def _report() -> dict[str, Any]:
+def _report() -> Report:
     return report_of(plan_of({"get": 1}), [frame("sustain", 0, 0.0, 1.0, {"get": {"ok": 5}})])
 
 
@@ -34,11 +35,11 @@ def test_a_store_that_cannot_be_written_falls_back_to_a_temporary_directory(
 ) -> None:
     controller = _controller(tmp_path)
     monkeypatch.setattr(controller.store, "save", _refuse)
-    report = _report()
-    controller._save(report)
-    saved = Path(report["snapshot"])
+    report = controller._save(_report())
+    assert report.snapshot is not None
+    saved = Path(report.snapshot)
     assert saved.is_file()
-    assert report["snapshot_error"] == (
+    assert report.snapshot_error == (
         "cannot save the snapshot in /full/snaps: No space left on device; "
         f"saved in {saved} instead"
     )
@@ -54,11 +55,10 @@ def test_when_nothing_can_be_written_the_report_says_so(
     monkeypatch.setattr(SnapshotStore, "save", _refuse)
     monkeypatch.setenv("TMPDIR", str(tmp_path))
     monkeypatch.setattr("tempfile.tempdir", None)
-    report = _report()
-    controller._save(report)
+    report = controller._save(_report())
     assert not list(tmp_path.glob("protobench-snapshot-*"))  # no empty directory left behind
-    assert report["snapshot"] is None
-    assert report["snapshot_error"].endswith(
+    assert report.snapshot is None
+    assert str(report.snapshot_error).endswith(
         "; nothing could be written ([Errno 28] No space left on device: '/full/snaps')"
     )
     assert exit_code_for(report) == EXIT_NOT_SAVED

@@ -13,6 +13,7 @@ import pytest
 
 from protobench.engine.aggregate import Aggregator
 from protobench.engine.plan import Overrides, resolve
+from protobench.engine.report_model import load_report
 from protobench.profiles import loader
 from protobench.snapshots.store import (
     DEFAULT_LOGS,
@@ -144,7 +145,7 @@ def test_a_saved_snapshot_and_its_exports_hold_no_url_password(tmp_path: Path) -
     url = "ws://alice:hunter2@127.0.0.1:9/echo?token=tok3n&room=1"
     plan = resolve(loader.load("ws-echo"), Overrides(target=url))
     aggregator = Aggregator([g.name for g in plan.groups], False, {"warmup": 0.0})
-    report = {**make_snapshot(seed=1)["report"], "target": url}
+    report = load_report({**make_snapshot(seed=1)["report"], "target": url})
     store = SnapshotStore(tmp_path)
     path = store.save("run-1", plan, report, aggregator, [])
     with gzip.open(path, "rt") as raw:

@@ -7,6 +7,7 @@ from typing import Any
 import pytest
 
 from protobench.engine.plan import Overrides
+from protobench.engine.report_model import Report, load_report
 from protobench.engine.sweep import (
     Axis,
     Point,
@@ -21,24 +22,36 @@ CAPACITY = 10_000.0  # requests per second the modelled server can do
 SERVICE_US = 1_000.0  # its latency when idle
 
 
+MINIMAL = {
+    "profile": "model",
+    "protocol": "http",
+    "started_at": "2026-01-01T00:00:00+00:00",
+    "verdicts": {"generator_bound": False},
+}
+"""The keys a report needs besides those the sweep reads."""
+
+
 def closed_model(connections: int, errors_from: int = 10**9) -> dict[str, Any]:
     """A report of a closed-model run (Little's law: throughput = connections / latency)."""
     latency_us = max(SERVICE_US, connections / CAPACITY * 1e6)
     throughput = connections / (latency_us / 1e6)
     error_rate = 0.2 if connections >= errors_from else 0.0
     return {
+        **MINIMAL,
         "stop_reason": "completed",
         "partial": False,
         "processes": 2,
         "phases": {
             "sustain": {
+                "duration_s": 10.0,
+                "ops": {},
                 "total": {
                     "ok": int(throughput * 10),
                     "errors": int(throughput * 10 * error_rate),
                     "error_rate": error_rate,
                     "throughput": throughput,
                     "latency_us": {"p50": latency_us, "p99": latency_us * 3},
-                }
+                },
             }
         },
         "resources": {
@@ -58,13 +71,13 @@ class Recorder:
         self.errors_from = errors_from
         self.interrupt_at = interrupt_at
 
-    def __call__(self, level: dict[str, Any], labels: dict[str, Any]) -> dict[str, Any]:
+    def __call__(self, level: dict[str, Any], labels: dict[str, Any]) -> Report:
         self.calls.append((level, labels))
         report = closed_model(level["connections"], self.errors_from)
         if level["connections"] == self.interrupt_at:
             report["stop_reason"] = "interrupted"
             report["partial"] = True
-        return report
+        return load_report(report)
 
 
 def test_axes_parse_units_and_options() -> None:
@@ -200,8 +213,8 @@ def test_an_interrupted_run_ends_the_sweep() -> None:
 
 
 def test_a_run_without_a_sustain_phase_stops_its_series() -> None:
-    def failing(level: dict[str, Any], labels: dict[str, Any]) -> dict[str, Any]:
-        return {"stop_reason": "error", "partial": True, "phases": {}}
+    def failing(level: dict[str, Any], labels: dict[str, Any]) -> Report:
+        return load_report({**MINIMAL, "stop_reason": "error", "partial": True, "phases": {}})
 
     result = Sweep([parse_axis("connections=1,2")]).run(failing)
     assert result.stops == ["connections=1: no sustain phase was measured (error)"]

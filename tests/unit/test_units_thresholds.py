@@ -2,9 +2,13 @@
 
 from __future__ import annotations
 
+import dataclasses
+from typing import Any
+
 import pytest
 
-from protobench.engine.thresholds import parse_threshold
+from protobench.engine.summaries import EMPTY_OP, LatencySummary, OpSummary, PhaseSummary
+from protobench.engine.thresholds import judge, parse_threshold
 from protobench.profiles.units import parse_duration, parse_fraction, parse_rate
 
 
@@ -31,19 +35,21 @@ def test_rates_and_fractions() -> None:
         parse_rate("0/s")
 
 
+def _op(**figures: Any) -> OpSummary:
+    """An op's figures: nothing done, but for ``figures``."""
+    return dataclasses.replace(EMPTY_OP, **figures)
+
+
 def test_threshold_parsing_and_evaluation() -> None:
-    report = {
-        "phases": {
-            "sustain": {
-                "total": {"error_rate": 0.001, "throughput": 900.0, "latency_us": {"p99": 4000}},
-                "ops": {"get": {"error_rate": 0.02, "latency_us": {"p99": 6000}}},
-            }
-        }
-    }
-    assert parse_threshold("p99 < 5ms").evaluate(report) == (4000.0, True)
-    assert parse_threshold("p99[get] < 5ms").evaluate(report) == (6000.0, False)
-    assert parse_threshold("error_rate<0.5%").evaluate(report) == (0.001, True)
-    assert parse_threshold("throughput >= 1000/s").evaluate(report) == (900.0, False)
+    sustain = PhaseSummary(
+        duration_s=1.0,
+        total=_op(error_rate=0.001, throughput=900.0, latency_us=LatencySummary(p99=4000)),
+        ops={"get": _op(error_rate=0.02, latency_us=LatencySummary(p99=6000))},
+    )
+    assert judge(parse_threshold("p99 < 5ms"), sustain) == (4000.0, True)
+    assert judge(parse_threshold("p99[get] < 5ms"), sustain) == (6000.0, False)
+    assert judge(parse_threshold("error_rate<0.5%"), sustain) == (0.001, True)
+    assert judge(parse_threshold("throughput >= 1000/s"), sustain) == (900.0, False)
 
 
 @pytest.mark.parametrize("expr", ["p98 < 5ms", "p99 5ms", "throughput > fast"])
@@ -53,17 +59,14 @@ def test_bad_thresholds(expr: str) -> None:
 
 
 def test_thresholds_on_counters_and_error_counts() -> None:
-    report = {
-        "phases": {
-            "sustain": {
-                "total": {"errors": 3, "counters": {"lost": 0}},
-                "ops": {"sub": {"errors": 0, "counters": {"lost": 2, "received": 10}}},
-            }
-        }
-    }
-    assert parse_threshold("counters.lost == 0").evaluate(report) == (0.0, True)
-    assert parse_threshold("counters.lost[sub] == 0").evaluate(report) == (2.0, False)
-    assert parse_threshold("counters.received[sub] >= 10").evaluate(report) == (10.0, True)
-    assert parse_threshold("errors < 1").evaluate(report) == (3.0, False)
+    sustain = PhaseSummary(
+        duration_s=1.0,
+        total=_op(errors=3, counters={"lost": 0}),
+        ops={"sub": _op(errors=0, counters={"lost": 2, "received": 10})},
+    )
+    assert judge(parse_threshold("counters.lost == 0"), sustain) == (0.0, True)
+    assert judge(parse_threshold("counters.lost[sub] == 0"), sustain) == (2.0, False)
+    assert judge(parse_threshold("counters.received[sub] >= 10"), sustain) == (10.0, True)
+    assert judge(parse_threshold("errors < 1"), sustain) == (3.0, False)
     with pytest.raises(ValueError, match="expected a number"):
         parse_threshold("counters.lost == none")

@@ -20,8 +20,6 @@ import threading
 from collections import deque
 from typing import Any, TextIO
 
-import orjson
-
 from protobench.engine.events import (
     Event,
     IntervalUpdate,
@@ -71,6 +69,8 @@ def report_line(report: Report) -> str:
 
 
 def _line(data: dict[str, Any]) -> str:
+    import orjson  # noqa: PLC0415 - not on the --help path
+
     return orjson.dumps(data, option=orjson.OPT_NON_STR_KEYS, default=str).decode() + "\n"
 
 

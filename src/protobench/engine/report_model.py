@@ -22,8 +22,6 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field, fields, is_dataclass
 from typing import TYPE_CHECKING, Any
 
-import orjson
-
 from protobench.engine.summaries import OMIT_NONE, PhaseSummary
 
 if TYPE_CHECKING:
@@ -299,6 +297,8 @@ def _omitted(owner: object, name: str) -> bool:
 
 def report_to_json(report: Report, indent: bool = False) -> bytes:
     """The report's JSON (``--json`` indents it by two spaces)."""
+    import orjson  # noqa: PLC0415 - not on the --help path
+
     option = orjson.OPT_NON_STR_KEYS | (orjson.OPT_INDENT_2 if indent else 0)
     return orjson.dumps(to_plain(report), option=option, default=str)
 
@@ -336,6 +336,7 @@ def load_report(data: object, where: str = "") -> Report:
     Validated strictly as JSON (a count is a whole number, not ``"5"``). ``where``
     is the report's own path, put before the field's (``report`` in a snapshot).
     """
+    import orjson  # noqa: PLC0415 - not on the --help path
     from pydantic import ValidationError  # noqa: PLC0415 - pydantic only when a report is read
 
     if not isinstance(data, Mapping):
