@@ -1,4 +1,4 @@
-"""Where the monitor's events come from: the live engine, a snapshot, or a script.
+"""Where the monitor's events come from: the live engine or a snapshot.
 
 The monitor never reaches into the engine. It reads one :class:`MetricsSource`:
 ``await source.run(emit)`` calls ``emit(event)`` with the engine's events
@@ -14,8 +14,9 @@ which of them mean something for this source.
   (its loop blocked) cannot lose the run: events cross to the UI's loop
   through a bounded :class:`~protobench.tui.handover.Handover`, commands to
   the engine's loop as tasks (``run_coroutine_threadsafe``).
-* :class:`ReplaySource` plays a snapshot's intervals, resource samples and
-  notices at their recorded pace divided by ``speed``, with pause and seek.
+* :class:`ReplaySource` plays a snapshot's events (:mod:`protobench.tui.timeline`:
+  those the engine sent, recomputed by its own code) at their recorded pace
+  divided by ``speed``, with pause and seek.
 
 The tests' double, a scripted source, is ``tests.tui.fake_source.FakeSource``.
 """
@@ -33,10 +34,7 @@ from typing import Any, Protocol
 import anyio
 
 from protobench.engine.controller import Controller, PoolFactory
-from protobench.engine.events import (
-    Event,
-    RunFinished,
-)
+from protobench.engine.events import Event, RunFinished
 from protobench.engine.plan import RunPlan
 from protobench.engine.report_model import Report
 from protobench.snapshots.store import SnapshotStore
