@@ -6,8 +6,9 @@ the event and wakes the reader. The buffer is bounded like every sink's
 (:data:`LIMIT`): past that many queued ``interval`` and ``resources``
 events the oldest is dropped, so the newest figures win (each interval
 carries its phase so far, so a dropped one loses only a chart point); the
-start, phase changes, notices and the end are never dropped. Events offered
-before the reader comes wait for it. :meth:`Handover.events` yields them, in
+start, phase changes, notices and the end are never dropped; just before
+the end comes one ``monitor`` notice saying how many were left out. Events
+offered before the reader comes wait for it. :meth:`Handover.events` yields them, in
 order, on the reader's loop, until :meth:`Handover.close` and the buffer
 is empty.
 """
@@ -20,7 +21,7 @@ import threading
 from collections import deque
 from collections.abc import AsyncIterator
 
-from protobench.engine.events import Event, IntervalUpdate, ResourceSample
+from protobench.engine.events import Event, IntervalUpdate, Notice, ResourceSample, RunFinished
 
 LIMIT = 64
 """Queued interval and resource events kept for a reader that falls behind."""
@@ -86,6 +87,14 @@ class Handover:
                 self._queue.clear()
                 self._lossy = 0
             for event in batch:
+                if isinstance(event, RunFinished) and self.lost:
+                    yield Notice(
+                        "monitor",
+                        f"{self.lost} interval and resource events were left out: "
+                        "the screen did not keep up",
+                        0.0,
+                        {"lost": self.lost},
+                    )
                 yield event
             if closed and not batch:
                 return
