@@ -12,9 +12,9 @@ from textual.pilot import Pilot
 
 from protobench.snapshots.store import SnapshotStore
 from protobench.tui.app import MonitorApp
-from protobench.tui.script import Script, scripted_run
-from protobench.tui.source import FakeSource
 from protobench.tui.widgets.panel import Panel
+from tests.tui.fake_source import FakeSource
+from tests.tui.script import Script, scripted_run
 
 WAIT_LIMIT = 20.0
 

@@ -13,9 +13,9 @@ from protobench.snapshots.store import SnapshotStore
 from protobench.tui.app import MonitorApp
 from protobench.tui.baseline import Baseline
 from protobench.tui.screens.baseline_picker import BaselinePicker, date_of, profile_of
-from protobench.tui.script import Script, scripted_run, scripted_snapshot
-from protobench.tui.source import FakeSource
+from tests.tui.fake_source import FakeSource
 from tests.tui.helpers import panel_text, settle, wait_for
+from tests.tui.script import Script, scripted_run, scripted_snapshot
 
 pytestmark = pytest.mark.anyio
 

@@ -19,7 +19,7 @@ def test_events_sent_before_the_monitor_attaches_are_delivered_in_order(tmp_path
     source = LiveSource(plan, SnapshotStore(tmp_path / "snapshots"))
     source.start()
     deadline = time.monotonic() + 60
-    while not any(isinstance(e, IntervalUpdate) for e in source._early):
+    while not any(isinstance(e, IntervalUpdate) for e in source.handover.pending):
         assert time.monotonic() < deadline, "no interval within 60 s"
         time.sleep(0.05)
     seen: list[Event] = []

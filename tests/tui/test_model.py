@@ -11,14 +11,17 @@ import pytest
 from protobench.engine.aggregate import Aggregator
 from protobench.engine.events import IntervalUpdate, Notice, ResourceSample, RunFinished
 from protobench.engine.metrics import OpRecorder, counts_view, merge, summary
+from protobench.engine.report_model import to_plain
 from protobench.tui.display import Display
 from protobench.tui.feed import Feed
 from protobench.tui.latency import Window, counts_of, distribution
 from protobench.tui.messages import NoticeShown, RunEnded, ViewUpdated
-from protobench.tui.model import NoticeItem, RunModel
-from protobench.tui.script import Script, scripted_run
+from protobench.tui.model import RunModel
+from protobench.tui.timeline import replay_timeline
+from protobench.tui.view import NoticeItem
 from protobench.tui.widgets.verdict_banner import VerdictBanner
 from tests.tui.helpers import text_of
+from tests.tui.script import Script, scripted_run, scripted_snapshot
 
 
 def fold_all(script: Script, upto: type | None = RunFinished) -> tuple[RunModel, list[NoticeItem]]:
@@ -37,18 +40,18 @@ def test_phase_percentiles_equal_the_reports(script: Script) -> None:
     run = scripted_run(script)
     model, _ = fold_all(script)
     view = model.view()
-    sustain = run.report["phases"]["sustain"]
+    sustain = run.report.phases["sustain"]
     assert view.measured_phase == "sustain"
     for op in view.ops:
-        expected = sustain["ops"][op.name]["latency_us"]
+        expected = to_plain(sustain.ops[op.name].latency_us)
         assert op.latency["phase"] == expected
-        assert op.ok == sustain["ops"][op.name]["ok"]
-        assert op.errors == sustain["ops"][op.name]["errors"]
+        assert op.ok == sustain.ops[op.name].ok
+        assert op.errors == sustain.ops[op.name].errors
         if script.rate is not None:
-            unc = sustain["ops"][op.name]["latency_uncorrected_us"]
+            unc = to_plain(sustain.ops[op.name].latency_uncorrected_us)
             assert op.latency["phase_uncorrected"] == unc
     assert view.total is not None
-    assert view.total.latency["phase"] == (sustain["total"]["latency_us"])
+    assert view.total.latency["phase"] == to_plain(sustain.total.latency_us)
 
 
 def test_window_percentiles_are_the_merge_of_the_last_ten_intervals() -> None:
@@ -58,10 +61,10 @@ def test_window_percentiles_are_the_merge_of_the_last_ten_intervals() -> None:
     intervals = [e for e in run.events if isinstance(e, IntervalUpdate) and e.phase != "drain"]
     last = intervals[-10:]
     for name in script.ops:
-        expected = summary(merge([e.ops[name]["hist"] for e in last]))
+        expected = summary(merge([e.ops[name].hist or "" for e in last]))
         got = next(op for op in model.view().ops if op.name == name)
         assert got.latency["window"] == (expected)
-        ok = sum(e.ops[name]["ok"] for e in last)
+        ok = sum(e.ops[name].ok for e in last)
         assert got.throughput == pytest.approx(ok / sum(e.duration for e in last))
 
 
@@ -70,11 +73,11 @@ def test_live_thresholds_and_verdict_match_the_final_report() -> None:
     run = scripted_run(script)
     model, _ = fold_all(script)
     live = model.view().thresholds
-    final = run.report["thresholds"]
-    assert [(t.expr, t.ok) for t in live] == [(t["expr"], t["ok"]) for t in final]
+    final = run.report.thresholds
+    assert [(t.expr, t.ok) for t in live] == [(t.expr, t.ok) for t in final]
     for state, expected in zip(live, final, strict=True):
-        assert state.value == pytest.approx(expected["value"], rel=1e-5, abs=1e-6)  # rounded
-    assert model.view().generator_bound == run.report["verdicts"]["generator_bound"]
+        assert state.value == pytest.approx(expected.value, rel=1e-5, abs=1e-6)  # rounded
+    assert model.view().generator_bound == run.report.verdicts.generator_bound
 
 
 def test_thresholds_wait_for_the_sustain_phase() -> None:
@@ -113,7 +116,7 @@ def test_the_end_brings_the_report_and_its_verdicts() -> None:
 
 def test_window_adds_and_subtracts_exactly() -> None:
     run = scripted_run(Script())
-    hists = [e.ops["get"]["hist"] for e in run.events if isinstance(e, IntervalUpdate)][:6]
+    hists = [e.ops["get"].hist or "" for e in run.events if isinstance(e, IntervalUpdate)][:6]
     window = Window(3)
     for encoded in hists:
         window.push(counts_of(encoded))
@@ -123,7 +126,7 @@ def test_window_adds_and_subtracts_exactly() -> None:
 
 def test_distribution_covers_every_value() -> None:
     run = scripted_run(Script())
-    encoded = [e.ops["get"]["hist"] for e in run.events if isinstance(e, IntervalUpdate)][2]
+    encoded = [e.ops["get"].hist or "" for e in run.events if isinstance(e, IntervalUpdate)][2]
     counts = counts_of(encoded)
     assert counts is not None
     bins = distribution(counts, bins=10)
@@ -193,15 +196,8 @@ def test_the_total_shows_no_latency_across_ops_of_different_kinds() -> None:
 
 
 def test_a_host_busy_with_other_processes_is_shown_with_its_figures() -> None:
-    run = scripted_run(Script(duration=4.0, worker_cpu=3.0))
-    model = RunModel()
-    for event in run.events[:-1]:
-        busy_host = (
-            ResourceSample(event.elapsed, event.workers, event.target, {**event.host, "cpu": 99.0})
-            if isinstance(event, ResourceSample)
-            else event
-        )  # the host full: our workers 8% and the target 36% of its two cores
-        model.apply(busy_host)
+    # The host full: our workers 8% and the target 36% of its two cores.
+    model, _ = fold_all(Script(duration=4.0, worker_cpu=3.0, host_cpu=99.0))
     view = model.view()
     assert view.host_saturated
     assert not view.generator_bound
@@ -209,3 +205,38 @@ def test_a_host_busy_with_other_processes_is_shown_with_its_figures() -> None:
     assert "our workers 8%, target 36%, others 55% of its 2 cores" in view.host_reason
     banner = text_of(VerdictBanner().render_display(Display(view)))
     assert "HOST-SATURATED" in banner
+
+
+def test_a_gone_target_is_the_engines_notice_alone_once_live_and_in_replay() -> None:
+    script = Script(target_dies_at=9.0)
+    _, alerts = fold_all(script)
+    assert [(a.kind, a.details) for a in alerts] == [("target", {"pid": 4000})]
+    replayed = RunModel()
+    alerts = []
+    for _, event in replay_timeline(scripted_snapshot(script)):
+        alerts.extend(replayed.apply(event))
+    assert [(a.kind, a.details) for a in alerts] == [("target", {"pid": 4000})]
+    view = replayed.view()
+    assert view.resources is not None
+    assert view.resources.target_gone
+    silent = RunModel()  # samples without the target but no notice: the monitor adds none
+    for event in scripted_run(script).events:
+        if not isinstance(event, Notice):
+            assert silent.apply(event) == []
+
+
+def test_the_first_interval_is_shown_at_once_even_right_after_the_start() -> None:
+    """An early-started run hands the monitor its start and first interval together."""
+    run = scripted_run(Script())
+    first = next(i for i, e in enumerate(run.events) if isinstance(e, IntervalUpdate))
+    posted: list[object] = []
+
+    async def feed_until_the_first_interval() -> None:
+        feed = Feed(posted.append, refresh=60.0)
+        for event in run.events[: first + 2]:  # the next interval waits for the refresh
+            feed(event)
+
+    asyncio.run(feed_until_the_first_interval())
+    views = [m.view for m in posted if isinstance(m, ViewUpdated)]
+    assert [v.measured_phase for v in views][-1] == "warmup"
+    assert len(views[-1].times) == 1

@@ -15,11 +15,13 @@ from protobench.tui.baseline import Baseline
 from protobench.tui.screens.help import HelpScreen
 from protobench.tui.screens.monitor import ERROR_STYLE, OP_STYLES, throughput_series
 from protobench.tui.screens.op_filter import OpFilter
-from protobench.tui.script import Script, scripted_snapshot
 from protobench.tui.source import ReplaySource
+from protobench.tui.widgets.counter_table import CounterTable
 from protobench.tui.widgets.latency_table import delta_text
 from protobench.tui.widgets.line_chart import LineChart, Series, coarsen, legend
+from tests.tui.fake_source import FakeSource
 from tests.tui.helpers import panel_text, scripted_app, settle, wait_for
+from tests.tui.script import Script, scripted_run, scripted_snapshot
 
 pytestmark = pytest.mark.anyio
 
@@ -217,3 +219,16 @@ async def test_help_names_the_new_keys() -> None:
         assert "[ ]" in text
         assert "focus it" in text
         assert "whose name contains" in text
+
+
+async def test_the_counters_panel_grows_when_a_line_folds() -> None:
+    """At 100 columns the get line folds once reconnects are counted: the panel is a row taller."""
+    fake = FakeSource(scripted_run(Script(rate=800.0)).events, step=0.02)  # a frame each
+    app = MonitorApp(fake, refresh=0.0, chart_refresh=0.0)
+    async with app.run_test(size=(100, 30)) as pilot:
+        await settle(pilot, app, fake)
+        panel = app.monitor.query_one("#counters-now", CounterTable)
+        text = panel.render_display(app.display_now())
+        rows = text.wrap(app.console, panel.content_size.width)
+        assert len(rows) == 3  # get folds onto a second row, then post
+        assert panel.content_size.height == len(rows)

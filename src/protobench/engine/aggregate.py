@@ -234,8 +234,12 @@ def series_record(
     lag_ms: float,
     inflight: int,
     ops: Mapping[str, OpSummary],
+    worker_lag_ms: Mapping[int, float] | None = None,
 ) -> dict[str, Any]:
-    """A record of the snapshot's interval series (its JSON: the snapshot is read as JSON)."""
+    """A record of the snapshot's interval series (its JSON: the snapshot is read as JSON).
+
+    ``worker_lag_ms`` is each worker's event-loop lag, keyed by the worker's
+    number as a string (a JSON key)."""
     return {
         "phase": phase,
         "index": index,
@@ -243,6 +247,7 @@ def series_record(
         "duration": duration,
         "lag_ms": lag_ms,
         "inflight": inflight,
+        "worker_lag_ms": {str(w): lag for w, lag in sorted((worker_lag_ms or {}).items())},
         "ops": {name: to_plain(op) for name, op in ops.items()},
     }
 
@@ -272,7 +277,13 @@ def merge_records(
         max(first["lag_ms"], second["lag_ms"]),
         second["inflight"],
         series_ops(accs, names, seconds, corrected, sessions, kinds),
+        _worst_lags(first.get("worker_lag_ms", {}), second.get("worker_lag_ms", {})),
     )
+
+
+def _worst_lags(first: Mapping[str, float], second: Mapping[str, float]) -> dict[int, float]:
+    """Each worker's larger lag of two records (a worker in one only keeps its own)."""
+    return {int(w): max(first.get(w, 0.0), second.get(w, 0.0)) for w in {**first, **second}}
 
 
 def pair_to_merge(
@@ -415,6 +426,7 @@ class Aggregator:
                 bucket.lag_ms,
                 bucket.inflight,
                 ops,
+                bucket.worker_lag_ms,
             )
         )
         self._weights.append(1)

@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from protobench.engine.aggregate import DOWN_US
+from protobench.engine.report_model import Report
 
 
 @dataclass(frozen=True)
@@ -75,10 +76,9 @@ def counter_figures(
     return out
 
 
-def run_seconds(report: Mapping[str, Any]) -> float:
+def run_seconds(report: Report) -> float:
     """How long the run really went (its last phase's ``end_s``), stopped early or not."""
-    phases = report.get("phases", {}).values()
-    return max((float(p.get("end_s", 0.0)) for p in phases), default=0.0)
+    return max((p.end_s or 0.0 for p in report.phases.values()), default=0.0)
 
 
 def fds_nearest_limit(processes: Sequence[Mapping[str, Any]]) -> tuple[int, int] | None:

@@ -17,7 +17,6 @@ terminal closed, is handled by :mod:`tui.live` without the screen).
 from __future__ import annotations
 
 import contextlib
-import json
 import signal
 import time
 from pathlib import Path
@@ -30,12 +29,13 @@ from textual.worker import Worker, WorkerState
 
 from protobench.engine.controller import describe_failure
 from protobench.engine.report import EXIT_INCOMPLETE
+from protobench.engine.report_model import Report, report_to_json
 from protobench.snapshots.store import SUFFIX, SnapshotError, SnapshotStore
 from protobench.tui.baseline import Baseline
 from protobench.tui.display import Display, Playback
 from protobench.tui.feed import REFRESH, Feed
 from protobench.tui.messages import BaselineChosen, CommandSent, NoticeShown, RunEnded, ViewUpdated
-from protobench.tui.model import RunView, empty_view
+from protobench.tui.model import empty_view
 from protobench.tui.screens.baseline_picker import CLEAR, BaselinePicker
 from protobench.tui.screens.confirm import ConfirmScreen
 from protobench.tui.screens.help import HelpScreen
@@ -43,6 +43,7 @@ from protobench.tui.screens.logs import LogsScreen
 from protobench.tui.screens.monitor import MonitorScreen
 from protobench.tui.screens.op_filter import OpFilter
 from protobench.tui.source import MetricsSource, ReplaySource
+from protobench.tui.view import RunView
 from protobench.tui.widgets.line_chart import REDRAW
 
 RATE_STEP = 0.1
@@ -382,7 +383,7 @@ class MonitorApp(App[int]):
             return
         path = Path.cwd() / f"{self.report_name(report)}.report.json"
         try:
-            path.write_text(json.dumps(report, indent=2, default=str) + "\n")
+            path.write_bytes(report_to_json(report, indent=True) + b"\n")
         except OSError as exc:
             self.notify(f"cannot write {path}: {exc}", severity="error")
             return
@@ -427,11 +428,11 @@ class MonitorApp(App[int]):
         self.notify(f"chart: {self.span} interval(s) per point", timeout=2)
         self.render_view()
 
-    def report_name(self, report: dict[str, Any]) -> str:
+    def report_name(self, report: Report) -> str:
         """The snapshot's id: the replayed one's, else the one this run saved."""
         if isinstance(self.source, ReplaySource) and self.source.snapshot_id:
             return self.source.snapshot_id
-        snapshot = Path(str(report.get("snapshot") or "protobench"))
+        snapshot = Path(report.snapshot or "protobench")
         return snapshot.name.removesuffix(SUFFIX)
 
     def action_help(self) -> None:

@@ -6,9 +6,11 @@ import bisect
 from dataclasses import dataclass, field
 from typing import Any
 
+from protobench.engine.report_model import to_plain
+from protobench.engine.summaries import LatencySummary
 from protobench.snapshots.diff import ALPHA, compare_samples
 from protobench.snapshots.stats import CONFIDENCE
-from protobench.snapshots.store import SnapshotError, SnapshotStore
+from protobench.snapshots.store import SnapshotError, SnapshotStore, report_of
 
 SAMPLED = ("throughput", "p99")
 """The metrics compared interval by interval (``diff``'s test) in the live tables."""
@@ -30,9 +32,9 @@ class Baseline:
 
     @classmethod
     def from_snapshot(cls, snapshot: dict[str, Any]) -> Baseline:
-        report = snapshot["report"]
-        sustain = report.get("phases", {}).get("sustain") or {"ops": {}, "total": {}}
-        scopes = {**sustain["ops"], "total": sustain["total"]}
+        report = report_of(snapshot)
+        sustain = report.sustain
+        scopes = {**sustain.ops, "total": sustain.total} if sustain else {}
         curve = tuple(
             (float(item["elapsed"]), sum(op.get("throughput", 0.0) for op in item["ops"].values()))
             for item in snapshot.get("series", [])
@@ -40,11 +42,12 @@ class Baseline:
         )
         return cls(
             id=str(snapshot.get("id", "")),
-            profile=str(report.get("profile", "")),
-            throughput={name: float(s.get("throughput", 0.0)) for name, s in scopes.items()},
-            latency={name: dict(s.get("latency_us", {})) for name, s in scopes.items()},
+            profile=report.profile,
+            throughput={name: s.throughput for name, s in scopes.items()},
+            latency={name: to_plain(s.latency_us) for name, s in scopes.items()},
             latency_uncorrected={
-                name: dict(s.get("latency_uncorrected_us", {})) for name, s in scopes.items()
+                name: to_plain(s.latency_uncorrected_us or LatencySummary())
+                for name, s in scopes.items()
             },
             curve=curve,
             samples=_samples(snapshot.get("series", [])),

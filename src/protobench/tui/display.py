@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from protobench.tui.baseline import Baseline
-from protobench.tui.model import RunView
+from protobench.tui.view import RunView
 
 
 @dataclass(frozen=True)

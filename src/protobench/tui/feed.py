@@ -4,7 +4,9 @@ A :class:`Feed` is the ``emit`` callback given to a source. It folds each
 event into its :class:`RunModel` at once (in the source's thread), and posts
 a fresh :class:`ViewUpdated` at most once per ``refresh`` seconds (a trailing
 timer makes sure the newest state is always shown); a phase change, a
-notice, the start and the end are posted without delay, and a resource
+notice, the start, the run's first interval (the first figures on screen:
+an early-started run delivers it right after the start) and the end are
+posted without delay, and a resource
 sample waits for the next interval (at most one interval), so a run redraws
 about once per interval. Percentiles are
 computed when a view is built, so at most ``1 / refresh`` times a second
@@ -22,6 +24,7 @@ from textual.message import Message
 
 from protobench.engine.events import (
     Event,
+    IntervalUpdate,
     Notice,
     PhaseChanged,
     ResourceSample,
@@ -48,12 +51,16 @@ class Feed:
         self._last = -math.inf
         self._timer: asyncio.TimerHandle | None = None
         self._due = 0.0
+        self._figures = False
+        """An interval was shown already (the first one is posted at once)."""
 
     def __call__(self, event: Event) -> None:
         alerts = self.model.apply(event)
         for alert in alerts:
             self.post(NoticeShown(alert))
-        if alerts or isinstance(event, RunStarted | PhaseChanged | Notice | RunFinished):
+        first = isinstance(event, IntervalUpdate) and not self._figures
+        self._figures = first or (self._figures and not isinstance(event, RunStarted))
+        if first or alerts or isinstance(event, RunStarted | PhaseChanged | Notice | RunFinished):
             self.flush()
         elif isinstance(event, ResourceSample):
             info = self.model.info

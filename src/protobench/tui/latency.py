@@ -28,6 +28,16 @@ def counts_of(encoded: str) -> Counts | None:
     return counts_view(decode(encoded)).copy()
 
 
+def add_counts(into: Counts | None, counts: Counts | None) -> Counts | None:
+    """``into`` plus ``counts`` (added in place; ``None`` is no histogram)."""
+    if counts is None:
+        return into
+    if into is None:
+        return counts.copy()
+    into += counts
+    return into
+
+
 def distribution(counts: Counts, bins: int = 12) -> list[tuple[float, float, int]]:
     """``(low, high, count)`` over log-spaced latency ranges (µs) spanning the data."""
     nonzero = np.flatnonzero(counts)

@@ -25,9 +25,10 @@ import threading
 from types import FrameType
 from typing import Any
 
-from protobench.engine.controller import describe_failure
+from protobench.engine.controller import PoolFactory, describe_failure
 from protobench.engine.plan import RunPlan
 from protobench.engine.report import EXIT_INCOMPLETE, exit_code_for
+from protobench.engine.report_model import Report
 from protobench.snapshots.store import SnapshotStore
 from protobench.tui.baseline import Baseline
 from protobench.tui.source import LiveSource, ReplaySource
@@ -44,13 +45,15 @@ def run_live(
     store: SnapshotStore,
     target_pid: int | None = None,
     baseline: Baseline | None = None,
+    pool_factory: PoolFactory | None = None,
 ) -> int:
     """Run ``plan`` under the monitor (compared with ``baseline``); return the exit code.
 
-    The run starts before Textual is imported: the workers and the target come
-    up while the monitor loads.
+    ``pool_factory`` makes the worker pool (the Ray pool of ``--ray``; default
+    the local processes). The run starts before Textual is imported: the
+    workers and the target come up while the monitor loads.
     """
-    source = LiveSource(plan, store, target_pid)
+    source = LiveSource(plan, store, target_pid, pool_factory)
 
     def hangup(signum: int, frame: FrameType | None) -> None:
         del signum, frame
@@ -70,12 +73,12 @@ def run_live(
     report = source.report
     with contextlib.suppress(OSError):  # a closed terminal (SIGHUP) has no stdout
         if report is not None:
-            partial = f" (partial: {report.get('stop_reason')})" if report.get("partial") else ""
-            sys.stdout.write(f"protobench: run {report.get('profile')} ended{partial}\n")
-            if report.get("snapshot_error"):
-                sys.stderr.write(f"protobench: {report['snapshot_error']}\n")
+            partial = f" (partial: {report.stop_reason})" if report.partial else ""
+            sys.stdout.write(f"protobench: run {report.profile} ended{partial}\n")
+            if report.snapshot_error:
+                sys.stderr.write(f"protobench: {report.snapshot_error}\n")
             else:
-                sys.stdout.write(f"snapshot {report.get('snapshot')}\n")
+                sys.stdout.write(f"snapshot {report.snapshot}\n")
         if source.error is not None:
             sys.stderr.write(f"protobench: error: {describe_failure(source.error)}\n")
     if code is not None:
@@ -94,7 +97,7 @@ def _end_after_hangup(source: LiveSource) -> None:
     os._exit(EXIT_INCOMPLETE)
 
 
-def _exit_code(report: dict[str, Any] | None) -> int:
+def _exit_code(report: Report | None) -> int:
     return exit_code_for(report) if report is not None else EXIT_INCOMPLETE
 
 

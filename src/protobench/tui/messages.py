@@ -13,8 +13,9 @@ from typing import Any
 
 from textual.message import Message
 
+from protobench.engine.report_model import Report
 from protobench.tui.baseline import Baseline
-from protobench.tui.model import NoticeItem, RunView
+from protobench.tui.view import NoticeItem, RunView
 
 
 @dataclass
@@ -38,7 +39,7 @@ class NoticeShown(Message):
 class RunEnded(Message):
     """The run is over: the final report (``None`` when the engine failed)."""
 
-    report: dict[str, Any] | None
+    report: Report | None
     exit_code: int | None
 
 

@@ -1,56 +1,45 @@
-"""Where the monitor's events come from: the live engine, a snapshot, or a script.
+"""Where the monitor's events come from: the live engine or a snapshot.
 
 The monitor never reaches into the engine. It reads one :class:`MetricsSource`:
 ``await source.run(emit)`` calls ``emit(event)`` with the engine's events
-(:mod:`protobench.engine.events`) until the run is over, and the command
+(:mod:`protobench.engine.events`) until the run is over, always on the
+running (the UI's) loop, in the source's task, and the command
 methods (``pause``, ``resume``, ``set_rate_factor``, ``set_speed``, ``seek``,
 ``stop``) may be called at any time from the UI's thread; ``controls`` says
 which of them mean something for this source.
 
 * :class:`LiveSource` runs a :class:`Controller` in its own thread with its
   own event loop (uvloop), so aggregation, resource sampling and the
-  snapshot write never stall the screen, and a failure of the UI cannot lose
-  the run: commands cross to the engine's loop as tasks
-  (``run_coroutine_threadsafe``).
-  ``emit`` is called in the engine's thread.
-* :class:`ReplaySource` plays a snapshot's intervals, resource samples and
-  notices at their recorded pace divided by ``speed``, with pause and seek.
-* :class:`FakeSource` emits a scripted list of events (see
-  :mod:`protobench.tui.script`) and records every command in ``commands``,
-  like ``httpx.MockTransport``: the double that the monitor's tests use. It
-  answers commands as the controller does (a ``pause`` notice, a ``rate``
-  notice) and holds ``RunFinished`` back until it is stopped or
-  :meth:`FakeSource.finish` is called.
+  snapshot write never stall for the screen, and a UI whose terminal is gone
+  (its loop blocked) cannot lose the run: events cross to the UI's loop
+  through a bounded :class:`~protobench.tui.handover.Handover`, commands to
+  the engine's loop as tasks (``run_coroutine_threadsafe``).
+* :class:`ReplaySource` plays a snapshot's events (:mod:`protobench.tui.timeline`:
+  those the engine sent, recomputed by its own code) at their recorded pace
+  divided by ``speed``, with pause and seek.
+
+The tests' double, a scripted source, is ``tests.tui.fake_source.FakeSource``.
 """
 
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import threading
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from functools import partial
 from pathlib import Path
 from typing import Any, Protocol
 
 import anyio
 
-from protobench.engine.aggregate import interval_of, total_summary
-from protobench.engine.controller import Controller
-from protobench.engine.events import (
-    Event,
-    IntervalUpdate,
-    Notice,
-    PhaseChanged,
-    ResourceSample,
-    RunFinished,
-    RunStarted,
-)
-from protobench.engine.metrics import OpAccumulator
+from protobench.engine.controller import Controller, PoolFactory
+from protobench.engine.events import Event, RunFinished
 from protobench.engine.plan import RunPlan
-from protobench.engine.report import EXIT_INCOMPLETE, exit_code_for
+from protobench.engine.report_model import Report
 from protobench.snapshots.store import SnapshotStore
+from protobench.tui.handover import Handover
+from protobench.tui.timeline import replay_timeline
 
 Emit = Callable[[Event], None]
 
@@ -86,24 +75,32 @@ class MetricsSource(Protocol):
 
 
 class LiveSource:
-    """A real run: the engine's controller in a thread of its own."""
+    """A real run: the engine's controller on a thread and loop of its own.
+
+    Its events cross to the UI's loop through a :class:`Handover`; commands
+    cross the other way as tasks of the engine's loop.
+    """
 
     kind = "live"
 
-    def __init__(self, plan: RunPlan, store: SnapshotStore, target_pid: int | None = None):
-        self.controller = Controller(plan, store, target_pid=target_pid)
+    def __init__(
+        self,
+        plan: RunPlan,
+        store: SnapshotStore,
+        target_pid: int | None = None,
+        pool_factory: PoolFactory | None = None,
+    ):
+        self.controller = Controller(plan, store, target_pid=target_pid, pool_factory=pool_factory)
         self.log_dir: Path | None = self.controller.log_dir
         self.controls = frozenset({"pause", "stop", *(["rate"] if plan.rate is not None else [])})
-        self.report: dict[str, Any] | None = None
+        self.report: Report | None = None
         self.error: BaseException | None = None
+        self.handover = Handover()
         self._loop: asyncio.AbstractEventLoop | None = None
         self._pending: list[Callable[[], None]] = []
         self._lock = threading.Lock()
         self._done = threading.Event()
         self._thread: threading.Thread | None = None
-        self._emit: Emit | None = None
-        self._early: list[Event] = []
-        self._ended: Callable[[], None] | None = None
 
     def start(self) -> None:
         """Start the run now, before the monitor is up: its events wait for :meth:`run`.
@@ -113,17 +110,9 @@ class LiveSource:
         """
         if self._thread is not None:
             return
-        self.controller.subscribe(self._deliver)
+        self.controller.subscribe(self.handover.offer)
         self._thread = threading.Thread(target=self._engine, name="protobench-engine", daemon=True)
         self._thread.start()
-
-    def _deliver(self, event: Event) -> None:
-        with self._lock:
-            if self._emit is None:
-                self._early.append(event)
-                return
-            emit = self._emit
-        emit(event)
 
     def _engine(self) -> None:
         try:
@@ -132,33 +121,12 @@ class LiveSource:
             self.error = exc
         finally:
             self._done.set()
-            with self._lock:
-                ended = self._ended
-            if ended is not None:
-                ended()
+            self.handover.close()
 
     async def run(self, emit: Emit) -> None:
-        ui_loop = asyncio.get_running_loop()
-        finished: asyncio.Future[None] = ui_loop.create_future()
-
-        def resolve() -> None:
-            if not finished.done():
-                finished.set_result(None)
-
-        def ended() -> None:
-            with contextlib.suppress(RuntimeError):  # a closed UI loop: nobody waits
-                ui_loop.call_soon_threadsafe(resolve)
-
-        with self._lock:  # the early events first, in order, then the engine's own
-            for event in self._early:
-                emit(event)
-            self._early = []
-            self._emit = emit
-            self._ended = ended
         self.start()
-        if self._done.is_set():
-            resolve()
-        await finished
+        async for event in self.handover.events():
+            emit(event)
         if self.error is not None:
             raise self.error
 
@@ -214,90 +182,6 @@ async def _invoke(command: Callable[..., None], *args: Any) -> None:
     command(*args)
 
 
-_ORDER = {RunStarted: 0, IntervalUpdate: 1, ResourceSample: 2, PhaseChanged: 3, Notice: 4}
-
-
-def replay_timeline(snapshot: dict[str, Any]) -> list[tuple[float, Event]]:
-    """A snapshot's events in run-time order, from ``RunStarted`` to ``RunFinished``."""
-    plan, report = snapshot["plan"], snapshot["report"]
-    corrected = plan.get("model") == "open"
-    sessions = {str(g["name"]): int(g.get("count", 0)) for g in plan.get("groups", [])}
-    workers = report.get("workers") or []
-    timed: list[tuple[float, Event]] = [
-        (
-            0.0,
-            RunStarted(
-                plan=plan,
-                target=report.get("target", ""),
-                target_kind=report.get("target_kind") or "",
-                workers=int(report.get("processes", len(workers))),
-                sessions_opened=sum(w.get("sessions_opened", 0) for w in workers),
-                sessions_failed=sum(w.get("sessions_failed", 0) for w in workers),
-                log_dir="",
-            ),
-        )
-    ]
-    starts = {
-        "warmup": 0.0,
-        "sustain": float(plan.get("warmup", 0.0)),
-        "drain": float(plan.get("warmup", 0.0)) + float(plan.get("duration", 0.0)),
-    }
-    seen: set[str] = set()
-    for item in snapshot.get("series", []):
-        phase = item["phase"]
-        if phase not in seen:
-            seen.add(phase)
-            timed.append((starts.get(phase, 0.0), PhaseChanged(phase, starts.get(phase, 0.0))))
-        ops = item["ops"]
-        timed.append(
-            (
-                item["elapsed"],
-                IntervalUpdate(
-                    phase=phase,
-                    index=item["index"],
-                    elapsed=item["elapsed"],
-                    duration=item["duration"],
-                    ops=ops,
-                    total=_total(ops, item["duration"], corrected, sessions),
-                    lag_ms=item.get("lag_ms", 0.0),
-                    inflight=item.get("inflight", 0),
-                ),
-            )
-        )
-    for sample in snapshot.get("resources", []):
-        timed.append(
-            (
-                sample["elapsed"],
-                ResourceSample(
-                    sample["elapsed"], sample["workers"], sample.get("target"), sample["host"]
-                ),
-            )
-        )
-    for notice in report.get("notices", []):
-        details = {k: v for k, v in notice.items() if k not in ("kind", "message", "elapsed")}
-        elapsed = float(notice.get("elapsed", 0.0))
-        timed.append((elapsed, Notice(notice["kind"], notice["message"], elapsed, details)))
-    timed.sort(key=lambda pair: (pair[0], _ORDER[type(pair[1])]))
-    end = timed[-1][0] if timed else 0.0
-    timed.append((end, RunFinished(report, exit_code_for(report))))
-    return timed
-
-
-def _total(
-    ops: dict[str, dict[str, Any]], seconds: float, corrected: bool, sessions: dict[str, int]
-) -> dict[str, Any]:
-    """The ``total`` of an interval, merged exactly from its stored operations.
-
-    As the engine's: a latency only across ops of one kind.
-    """
-    accs: dict[str, OpAccumulator] = {}
-    for name, data in ops.items():
-        accs[name] = OpAccumulator()
-        accs[name].add(interval_of(data))
-    kinds = {name: str(data.get("latency_kind", "round_trip")) for name, data in ops.items()}
-    return total_summary(accs, kinds, sessions, seconds, corrected)
-
-
 class ReplaySource:
     """A saved run played back at ``speed`` times its recorded pace."""
 
@@ -314,7 +198,13 @@ class ReplaySource:
         self.speed = speed
         self.position = 0.0
         self.paused = False
-        self.log_dir = log_dir if log_dir is not None and log_dir.is_dir() else _log_dir(snapshot)
+        finished = self.timeline[-1][1]
+        assert isinstance(finished, RunFinished)
+        self.report = finished.report
+        """The replayed run's report."""
+        self.log_dir = (
+            log_dir if log_dir is not None and log_dir.is_dir() else _log_dir(self.report)
+        )
         self._index = 0
         self._seeks = 0
         self._wake: asyncio.Event | None = None
@@ -374,88 +264,8 @@ class ReplaySource:
         del reason
 
 
-def _log_dir(snapshot: dict[str, Any]) -> Path | None:
-    for worker in snapshot["report"].get("workers") or []:
-        log = worker.get("log")
-        if log and Path(log).parent.is_dir():
-            return Path(log).parent
+def _log_dir(report: Report) -> Path | None:
+    for worker in report.workers:
+        if worker.log and Path(worker.log).parent.is_dir():
+            return Path(worker.log).parent
     return None
-
-
-class FakeSource:
-    """Scripted events for tests; every command is recorded in ``commands``."""
-
-    kind = "fake"
-
-    def __init__(
-        self,
-        events: Sequence[Event],
-        *,
-        step: float = 0.0,
-        hold: bool = True,
-        log_dir: Path | None = None,
-        controls: frozenset[str] = frozenset({"pause", "rate", "stop"}),
-    ) -> None:
-        self.events = list(events)
-        self.step = step
-        self.hold = hold
-        self.log_dir = log_dir
-        self.controls = controls
-        self.commands: list[tuple[str, Any]] = []
-        self.emitted = 0
-        self._emit: Emit | None = None
-        self._release: asyncio.Event | None = None
-        self._stop_reason: str | None = None
-
-    async def run(self, emit: Emit) -> None:
-        self._emit = emit
-        self._release = asyncio.Event()
-        finished = self.events[-1] if isinstance(self.events[-1], RunFinished) else None
-        body = self.events[:-1] if finished else self.events
-        for event in body:
-            if self._stop_reason is not None:
-                break
-            emit(event)
-            self.emitted += 1
-            await asyncio.sleep(self.step)
-        if finished is None:
-            return
-        if self.hold and self._stop_reason is None:
-            await self._release.wait()
-        if self._stop_reason is not None:
-            report = {**finished.report, "partial": True, "stop_reason": self._stop_reason}
-            finished = RunFinished(report, EXIT_INCOMPLETE)
-        emit(finished)
-        self.emitted += 1
-
-    def finish(self) -> None:
-        """Let the held ``RunFinished`` go (the run completed)."""
-        if self._release is not None:
-            self._release.set()
-
-    def _notice(self, kind: str, message: str, **details: Any) -> None:
-        if self._emit is not None:
-            self._emit(Notice(kind, message, 0.0, details))
-
-    def pause(self) -> None:
-        self.commands.append(("pause", None))
-        self._notice("pause", "load paused")
-
-    def resume(self) -> None:
-        self.commands.append(("resume", None))
-        self._notice("resume", "load resumed")
-
-    def set_rate_factor(self, factor: float) -> None:
-        self.commands.append(("rate", factor))
-        self._notice("rate", f"rate factor {factor:.2f}", factor=factor)
-
-    def set_speed(self, speed: float) -> None:
-        self.commands.append(("speed", speed))
-
-    def seek(self, seconds: float) -> None:
-        self.commands.append(("seek", seconds))
-
-    def stop(self, reason: str) -> None:
-        self.commands.append(("stop", reason))
-        self._stop_reason = reason
-        self.finish()

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from rich.console import RenderableType
 from rich.text import Text
 
 from protobench.engine.figures import BYTES, counter_figures
@@ -41,9 +40,12 @@ class CounterTable(Panel):
         )
 
     def shape(self, display: Display) -> object:
-        return sum(display.shows(op.name) for op in display.view.ops)
+        """The rows the counters take at the panel's width (a long line folds)."""
+        width = self.content_size.width
+        text = self.render_display(display)
+        return len(text.wrap(self.app.console, width)) if width > 0 else text.plain.count("\n")
 
-    def render_display(self, display: Display) -> RenderableType:
+    def render_display(self, display: Display) -> Text:
         view = display.view
         self.border_title = f"counters · whole {view.measured_phase or 'phase'}"
         out = Text(overflow="fold")

@@ -10,7 +10,7 @@ from rich.text import Text
 from protobench.engine.figures import error_shares
 from protobench.tui import formatting
 from protobench.tui.display import Display
-from protobench.tui.model import OpStats
+from protobench.tui.view import OpStats
 from protobench.tui.widgets.panel import Panel
 
 

@@ -10,7 +10,7 @@ from rich.text import Text
 from protobench.tui import formatting
 from protobench.tui.baseline import Baseline
 from protobench.tui.display import Display
-from protobench.tui.model import OpStats
+from protobench.tui.view import OpStats
 from protobench.tui.widgets.panel import Panel
 from protobench.vocab.thresholds import LATENCY_COLUMNS
 

@@ -2,12 +2,11 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 from rich.console import RenderableType
 from rich.text import Text
 
 from protobench.engine.bounds import LAG_BOUND_MS
+from protobench.engine.events import ProcessSample
 from protobench.engine.figures import fds_nearest_limit
 from protobench.tui import formatting
 from protobench.tui.display import Display
@@ -95,7 +94,7 @@ class ResourceMeters(Panel):
         out.append(f" · in flight {formatting.count(view.inflight)}", "dim")
         return out
 
-    def _target(self, target: dict[str, Any] | None, gone: bool, width: int) -> Text:
+    def _target(self, target: ProcessSample | None, gone: bool, width: int) -> Text:
         out = Text()
         out.append("target ", "bold")
         if gone:

@@ -41,7 +41,6 @@ class RunHeader(Panel):
 
     def key(self, display: Display) -> object:
         view = display.view
-        report = view.report or {}
         return (
             view.info,
             view.state,
@@ -51,7 +50,7 @@ class RunHeader(Panel):
             view.rate_factor,
             view.generator_bound,
             view.host_saturated,
-            report.get("stop_reason"),
+            view.report.stop_reason if view.report else None,
             display.stopping,
             display.playback,
             display.baseline.id if display.baseline else None,
@@ -114,8 +113,8 @@ class RunHeader(Panel):
             badges.append(("GENERATOR-BOUND", "reverse bold red"))
         if view.host_saturated:
             badges.append(("HOST-SATURATED", "reverse bold red"))
-        if view.report is not None and view.report.get("partial"):
-            badges.append((f"PARTIAL: {view.report.get('stop_reason')}", "reverse red"))
+        if view.report is not None and view.report.partial:
+            badges.append((f"PARTIAL: {view.report.stop_reason}", "reverse red"))
         if display.baseline is not None:
             badges.append((f"vs {display.baseline.id[:24]}", "reverse grey50"))
         return badges

@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 from rich import box
 from rich.console import Group, RenderableType
 from rich.table import Table
 from rich.text import Text
 
+from protobench.engine.report_model import Report, ThresholdResult
+from protobench.engine.summaries import PhaseSummary
 from protobench.tui import formatting
 from protobench.tui.display import Display
 from protobench.tui.widgets.latency_table import delta_text
@@ -19,24 +19,24 @@ from protobench.vocab.thresholds import LATENCY_COLUMNS
 PERCENTILES = LATENCY_COLUMNS
 
 
-def outcome(report: dict[str, Any], exit_code: int | None) -> Text:
+def outcome(report: Report, exit_code: int | None) -> Text:
     """One line: completed, failed (thresholds, checks), nothing measured, or partial."""
     code = f" · exit code {exit_code}" if exit_code is not None else ""
-    verdicts = report.get("verdicts", {})
-    if report.get("partial"):
-        return Text(f"⚠ PARTIAL RUN: {report.get('stop_reason')}{code}", "bold yellow")
-    if verdicts.get("incomplete_reason"):
-        return Text(f"✘ NOTHING MEASURED: {verdicts['incomplete_reason']}{code}", "bold red")
-    if not verdicts.get("thresholds_passed", True):
+    verdicts = report.verdicts
+    if report.partial:
+        return Text(f"⚠ PARTIAL RUN: {report.stop_reason}{code}", "bold yellow")
+    if verdicts.incomplete_reason:
+        return Text(f"✘ NOTHING MEASURED: {verdicts.incomplete_reason}{code}", "bold red")
+    if not verdicts.thresholds_passed:
         return Text(f"✘ THRESHOLDS FAILED{code}", "bold red")
-    if not verdicts.get("checks_passed", True):
+    if not verdicts.checks_passed:
         return Text(f"✘ CHECKS FAILED{code}", "bold red")
     return Text(f"✔ COMPLETED{code}", "bold green")
 
 
-def snapshot_line(report: dict[str, Any], source: str) -> Text:
+def snapshot_line(report: Report, source: str) -> Text:
     """Where the snapshot is; a replay reads one (nothing to save), a live run may fail to."""
-    snapshot = report.get("snapshot")
+    snapshot = report.snapshot
     line = Text("snapshot ", "bold")
     if source == "replay":
         line.append(f"replayed from {snapshot}" if snapshot else "replayed", "cyan")
@@ -70,47 +70,44 @@ class RunSummary(Panel):
                 )
             return Text("The summary appears here when the run ends.", "dim")
         parts: list[RenderableType] = [outcome(report, view.exit_code)]
-        sustain = report.get("phases", {}).get("sustain")
-        model = report.get("model", {})
-        head = f"{report.get('profile')} · {report.get('protocol')} → {report.get('target')}"
-        parts.append(Text(head))
+        sustain = report.sustain
+        model = report.model
+        parts.append(Text(f"{report.profile} · {report.protocol} → {report.target}"))
         if sustain is None:
             parts.append(Text("no sustain phase was measured", "yellow"))
         else:
-            load = f"{model.get('type')} model · {model.get('sessions')} sessions"
-            if model.get("rate"):
-                load += f" · rate {formatting.rate(float(model['rate']))}/s"
+            load = f"{model.type} model · {model.sessions} sessions"
+            if model.rate:
+                load += f" · rate {formatting.rate(model.rate)}/s"
             parts.append(
                 Text(
-                    f"sustain {sustain['duration_s']:.1f}s · {load} · "
-                    f"{report.get('processes')} workers",
+                    f"sustain {sustain.duration_s:.1f}s · {load} · {report.processes} workers",
                     "dim",
                 )
             )
             parts.append(self._table(sustain, display))
-        parts.extend(self._thresholds(report))
-        verdicts = report.get("verdicts", {})
-        for check in verdicts.get("checks", []):
-            if not check["ok"]:
-                parts.append(Text(f"✘ {check['expr']}: {check.get('reason')}", "red"))
-        if verdicts.get("generator_bound"):
-            parts.append(Text(f"⚠ GENERATOR-BOUND: {verdicts.get('reason')}", "bold red"))
-        if verdicts.get("host_saturated"):
-            parts.append(Text(f"⚠ HOST-SATURATED: {verdicts.get('host_reason')}", "bold red"))
-        for finding in verdicts.get("findings", []):
+        parts.extend(self._thresholds(report.thresholds))
+        verdicts = report.verdicts
+        for check in verdicts.checks:
+            if not check.ok:
+                parts.append(Text(f"✘ {check.expr}: {check.reason}", "red"))
+        if verdicts.generator_bound:
+            parts.append(Text(f"⚠ GENERATOR-BOUND: {verdicts.reason}", "bold red"))
+        if verdicts.host_saturated:
+            parts.append(Text(f"⚠ HOST-SATURATED: {verdicts.host_reason}", "bold red"))
+        for finding in verdicts.findings:
             parts.append(Text(f"finding: {finding}", "yellow"))
         parts.append(self._resources(report))
         for notice in view.notices:
             if notice.alert:
                 parts.append(Text(f"{notice.kind}: {notice.message}", "red"))
         parts.append(snapshot_line(report, display.source))
-        if report.get("snapshot_error"):
-            parts.append(Text(str(report["snapshot_error"]), "bold red"))
+        if report.snapshot_error:
+            parts.append(Text(report.snapshot_error, "bold red"))
         parts.append(Text("s write the JSON report · q quit · 1-4 the run's views", "dim"))
         return Group(*parts)
 
-    def _table(self, sustain: dict[str, Any], display: Display) -> Table:
-        key = "latency_uncorrected_us" if display.latency_key else "latency_us"
+    def _table(self, sustain: PhaseSummary, display: Display) -> Table:
         baseline = display.baseline
         table = Table(
             box=box.SIMPLE_HEAD, expand=True, pad_edge=False, padding=(0, 1), show_edge=False
@@ -123,31 +120,29 @@ class RunSummary(Panel):
         if baseline is not None:
             table.add_column("Δops/s", justify="right", no_wrap=True)
             table.add_column("Δp99", justify="right", no_wrap=True)
-        ops = sustain.get("ops", {})
-        rows = [*ops.items(), *([("total", sustain["total"])] if len(ops) > 1 else [])]
-        checks = (display.view.report or {}).get("verdicts", {}).get("checks", [])
-        failing = {c.get("op") for c in checks if not c["ok"]}
+        ops = sustain.ops
+        rows = [*ops.items(), *([("total", sustain.total)] if len(ops) > 1 else [])]
+        checks = display.view.report.verdicts.checks if display.view.report else []
+        failing = {c.op for c in checks if not c.ok}
         live_samples = {op.name: op.samples for op in display.view.ops}
         for name, scope in rows:
-            latency = scope.get(key) or scope.get("latency_us", {})
+            uncorrected = scope.latency_uncorrected_us if display.latency_key else None
+            latency = uncorrected or scope.latency_us
             style = "bold" if name == "total" else ""
             cells = [
                 Text(f"{name} ✘", "bold red") if name in failing else Text(name, style),
-                Text(formatting.count(scope.get("ok", 0)), style),
-                Text(
-                    formatting.count(scope.get("errors", 0)),
-                    "red" if scope.get("errors") else style,
-                ),
-                Text(f"{scope.get('error_rate', 0.0):.2%}", style),
-                Text(formatting.per_second(float(scope.get("throughput", 0.0))), style),
-                *(Text(formatting.latency(latency.get(k)), style) for k, _ in PERCENTILES),
+                Text(formatting.count(scope.ok), style),
+                Text(formatting.count(scope.errors), "red" if scope.errors else style),
+                Text(f"{scope.error_rate:.2%}", style),
+                Text(formatting.per_second(scope.throughput), style),
+                *(Text(formatting.latency(latency.value(k)), style) for k, _ in PERCENTILES),
             ]
             if baseline is not None:
                 base = baseline.figures(name, corrected=not display.latency_key)
                 samples = live_samples.get(name, {})
                 cells.append(
                     delta_text(
-                        scope.get("throughput"),
+                        scope.throughput,
                         baseline.throughput.get(name),
                         baseline.significant(name, "throughput", samples.get("throughput", ())),
                         higher_is_better=True,
@@ -155,7 +150,7 @@ class RunSummary(Panel):
                 )
                 cells.append(
                     delta_text(
-                        latency.get("p99"),
+                        latency.p99,
                         base.get("p99"),
                         baseline.significant(name, "p99", samples.get("p99", ())),
                         higher_is_better=False,
@@ -164,32 +159,29 @@ class RunSummary(Panel):
             table.add_row(*cells)
         return table
 
-    def _thresholds(self, report: dict[str, Any]) -> list[Text]:
+    def _thresholds(self, thresholds: list[ThresholdResult]) -> list[Text]:
         lines = []
-        for item in report.get("thresholds", []):
-            ok = item["ok"]
-            line = Text("✔ " if ok else "✘ ", "bold green" if ok else "bold red")
-            line.append(f"{item['expr']}  observed {observed(item['expr'], item['value'])}")
+        for item in thresholds:
+            line = Text("✔ " if item.ok else "✘ ", "bold green" if item.ok else "bold red")
+            line.append(f"{item.expr}  observed {observed(item.expr, item.value)}")
             lines.append(line)
         return lines
 
-    def _resources(self, report: dict[str, Any]) -> Text:
-        resources = report.get("resources", {})
-        generator = resources.get("generator") or {}
-        target = resources.get("target")
+    def _resources(self, report: Report) -> Text:
+        generator, target = report.resources.generator, report.resources.target
         text = Text("generator cpu peak ", "dim")
-        text.append(_percent(generator.get("worker_cpu_peak")))
+        text.append(_percent(generator.worker_cpu_peak))
         text.append(" rss ", "dim")
-        text.append(formatting.size(generator.get("rss_peak")))
+        text.append(formatting.size(generator.rss_peak))
         if target:
             text.append(" · target cpu peak ", "dim")
-            text.append(_percent(target.get("cpu_peak")))
+            text.append(_percent(target.cpu_peak))
             text.append(" rss ", "dim")
-            text.append(formatting.size(target.get("rss_peak")))
-            if target.get("rss_per_connection") is not None:
-                text.append(f" ({formatting.size(target['rss_per_connection'])}/connection)")
-            elif target.get("rss_per_session") is not None:
-                text.append(f" ({formatting.size(target['rss_per_session'])}/session)")
+            text.append(formatting.size(target.rss_peak))
+            if target.rss_per_connection is not None:
+                text.append(f" ({formatting.size(target.rss_per_connection)}/connection)")
+            elif target.rss_per_session is not None:
+                text.append(f" ({formatting.size(target.rss_per_session)}/session)")
         return text
 
 

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import math
 from array import array
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 import numpy as np
@@ -21,15 +21,18 @@ import numpy as np
 from protobench.engine.aggregate import Aggregator
 from protobench.engine.events import (
     Event,
+    HostSample,
     Notice,
     PhaseChanged,
+    ProcessSample,
     ResourceSample,
     RunFinished,
     RunStarted,
 )
 from protobench.engine.metrics import OpRecorder
 from protobench.engine.plan import GroupPlan, RunPlan
-from protobench.engine.report import build_report, exit_code_for
+from protobench.engine.report import RunJudge, build_report, exit_code_for
+from protobench.engine.report_model import Report, WorkerEntry, to_plain
 from protobench.engine.resource_log import ResourceLog
 from protobench.snapshots.store import SCHEMA
 from protobench.targets.base import Announcement
@@ -51,6 +54,7 @@ class Script:
     rate: float | None = None
     per_second: int = 400
     worker_cpu: float = 35.0
+    host_cpu: float = 81.0
     thresholds: tuple[str, ...] = ("p99 < 20ms", "error_rate < 1%")
     crash_at: float | None = None
     target_dies_at: float | None = None
@@ -99,9 +103,15 @@ class _Run:
             "sustain": script.warmup,
             "drain": script.warmup + script.duration,
         }
-        self.aggregator = Aggregator(list(script.ops), script.rate is not None, offsets)
-        self.aggregator.live = set(range(script.workers))
         self.resources = ResourceLog()
+        self.aggregator = Aggregator(
+            list(script.ops),
+            script.rate is not None,
+            offsets,
+            sessions={g.name: g.count for g in self.plan.groups},
+            judge=RunJudge.of(self.plan, self.resources),
+        )
+        self.aggregator.live = set(range(script.workers))
         self.notices: list[dict[str, Any]] = []
         self.events: list[Event] = []
         self.alive = set(range(script.workers))
@@ -152,7 +162,7 @@ class _Run:
         self.events.extend(self.aggregator.add(report))
 
     def sample(self, elapsed: float, phase: str) -> None:
-        workers = [
+        workers: list[ProcessSample] = [
             {
                 "pid": 4100 + w,
                 "cpu": self.script.worker_cpu + 10 * w,
@@ -163,7 +173,7 @@ class _Run:
             }
             for w in sorted(self.alive)
         ]
-        target = (
+        target: ProcessSample | None = (
             {"pid": 4000, "cpu": 72.5, "rss": 48 * MiB, "threads": 9, "fds": 70}
             if self.target_alive
             else None
@@ -171,7 +181,12 @@ class _Run:
         if not self.target_alive and not self.target_noticed:
             self.target_noticed = True  # as the controller: the notice, then the sample
             self.notice("target", "the target process (pid 4000) is gone", elapsed, pid=4000)
-        host = {"cpu": 81.0, "cpus": 2, "mem_used": 3 * 1024 * MiB, "mem_total": 8 * 1024 * MiB}
+        host: HostSample = {
+            "cpu": self.script.host_cpu,
+            "cpus": 2,
+            "mem_used": 3 * 1024 * MiB,
+            "mem_total": 8 * 1024 * MiB,
+        }
         self.resources.add(
             {"elapsed": elapsed, "phase": phase, "workers": workers, "target": target, "host": host}
         )
@@ -200,7 +215,7 @@ class ScriptedRun:
     resources: list[dict[str, Any]]
 
     @property
-    def report(self) -> dict[str, Any]:
+    def report(self) -> Report:
         finished = self.events[-1]
         assert isinstance(finished, RunFinished)
         return finished.report
@@ -256,16 +271,16 @@ def scripted_run(script: Script | None = None) -> ScriptedRun:
         resources=run.resources,
         notices=run.notices,
         workers=[
-            {
-                "worker": w,
-                "pid": 4100 + w,
-                "exit_code": 0 if w in run.alive else 1,
-                "completed": w in run.alive,
-                "error": None if w in run.alive else "exited with code 1",
-                "sessions_opened": plan.sessions // script.workers,
-                "sessions_failed": 0,
-                "log": "",
-            }
+            WorkerEntry(
+                worker=w,
+                pid=4100 + w,
+                exit_code=0 if w in run.alive else 1,
+                completed=w in run.alive,
+                error=None if w in run.alive else "exited with code 1",
+                sessions_opened=plan.sessions // script.workers,
+                sessions_failed=0,
+                log="",
+            )
             for w in range(script.workers)
         ],
         stop_reason=stop_reason,
@@ -273,7 +288,7 @@ def scripted_run(script: Script | None = None) -> ScriptedRun:
         target_rss_baseline=40 * MiB,
         target_rss_peak=48 * MiB,
     )
-    report["snapshot"] = ".protobench/snapshots/scripted.json.gz"
+    report = replace(report, snapshot=".protobench/snapshots/scripted.json.gz")
     run.events.append(RunFinished(report, exit_code_for(report)))
     return ScriptedRun(run.events, plan, run.aggregator, run.resources.series)
 
@@ -286,11 +301,11 @@ def scripted_snapshot(script: Script | None = None) -> dict[str, Any]:
         "schema": SCHEMA,
         "id": "20231114-221320-scripted-0000",
         "created_at": "2023-11-14T22:13:20+00:00",
-        "partial": report["partial"],
+        "partial": report.partial,
         "labels": {},
-        "provenance": {"tool_version": report["tool"]["version"], "profile": run.plan.profile},
+        "provenance": {"tool_version": report.tool.version, "profile": run.plan.profile},
         "plan": run.plan.to_dict(),
-        "report": report,
+        "report": to_plain(report),
         "series": run.aggregator.series,
         "histograms": run.aggregator.phase_histograms(),
         "resources": run.resources,
