@@ -7,6 +7,7 @@ import os
 import socket
 import subprocess
 import sys
+from dataclasses import replace
 from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
@@ -28,8 +29,10 @@ from protobench.engine.distributed.cluster import (
 from protobench.engine.distributed.pool import STALE_INTERVALS, RayPool, assign
 from protobench.engine.frames import encode_frame
 from protobench.engine.plan import Overrides, resolve, worker_slices
+from protobench.engine.report_model import HostResources, NodeResourceSummary
 from protobench.engine.resource_log import ResourceLog, merge_samples
 from protobench.engine.resources import Sampler
+from protobench.engine.summaries import EMPTY_OP, PhaseSummary
 from protobench.engine.verdicts import cpu_verdicts
 from protobench.profiles import loader
 
@@ -135,8 +138,8 @@ async def _feed(pool: RayPool, node: Node, data: bytes) -> None:
     await pool._agent_frames(node, data)
 
 
-def _closed_sustain() -> dict[str, Any]:
-    return {"model": {"type": "closed"}, "phases": {"sustain": {"total": {"ok": 100}}}}
+def _closed_sustain() -> PhaseSummary:
+    return PhaseSummary(duration_s=3.0, total=replace(EMPTY_OP, ok=100), ops={})
 
 
 def test_agent_resource_frames_make_a_remote_busy_worker_generator_bound() -> None:
@@ -166,9 +169,12 @@ def test_agent_resource_frames_make_a_remote_busy_worker_generator_bound() -> No
     assert figures.worker_rss_peak == 3000
     # Only the head's worker is this host's CPU: the other node's is not in its shares.
     assert figures.host_shares()["workers_share_mean"] == round(20.0 / host["cpus"], 1)
-    verdict = cpu_verdicts(_closed_sustain(), figures.busy, Tally(), figures.host_busy)
-    assert verdict["generator_bound"] is True
-    assert "a worker process used >= 90% of a core in 100%" in verdict["reason"]
+    verdict = cpu_verdicts(
+        False, _closed_sustain(), HostResources(), figures.busy, Tally(), figures.host_busy
+    )
+    assert verdict.generator_bound is True
+    assert verdict.reason is not None
+    assert "a worker process used >= 90% of a core in 100%" in verdict.reason
 
 
 def test_late_or_lost_nodes_add_no_worker_samples() -> None:
@@ -202,18 +208,12 @@ def test_each_node_s_resources_are_running_figures_of_its_agent_s_frames() -> No
     two = {"pid": 2, "cpu": 30.0, "rss": 50, "threads": 1}
     anyio.run(_feed, pool, node, _resources(one, two))
     anyio.run(_feed, pool, node, _resources({**one, "cpu": 10.0, "rss": 300}))
-    busy, idle = (n["resources"] for n in pool.nodes())
-    assert busy == {
-        "samples": 2,
-        "workers_cpu_mean": 40.0,
-        "workers_cpu_peak": 70.0,
-        "workers_rss_peak": 300,
-        "host_cpu_mean": 50.0,
-    }
-    assert idle == {
-        "samples": 0,
-        "workers_cpu_mean": None,
-        "workers_cpu_peak": None,
-        "workers_rss_peak": None,
-        "host_cpu_mean": None,
-    }
+    busy, idle = (n.resources for n in pool.nodes())
+    assert busy == NodeResourceSummary(
+        samples=2,
+        workers_cpu_mean=40.0,
+        workers_cpu_peak=70.0,
+        workers_rss_peak=300,
+        host_cpu_mean=50.0,
+    )
+    assert idle == NodeResourceSummary(samples=0)
