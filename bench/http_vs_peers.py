@@ -35,7 +35,10 @@ rounds instead: ``protobench run http-get --rate R/s`` and wrk2 (``-R R``, one t
 at each rate, interleaved, and prints per rate and generator the CPU per request (for
 protobench: the worker's, and the worker's plus the controller's), nginx's CPU, the
 latency's p50 and p99 (both from the intended send time), protobench's send lateness
-(intended -> sent, ``send_lateness_us``) and each generator's CPU ratio to wrk2. wrk2
+(intended -> sent, ``send_lateness_us``), each generator's sleeps per request (voluntary
+context switches: protobench's worker over the sustain window, wrk2 over its run) and
+each generator's CPU ratio to wrk2. ``--precision 100us 1ms`` runs protobench once per
+``--pacing-precision`` (named ``protobench/100us``...). wrk2
 calibrates for its first 10 s, so its runs last ``--duration`` + 11 s and its CPU per
 request is over the whole run. wrk2 is not packaged: it is used when ``wrk2`` is on PATH
 or built at ``~/wrk2/wrk`` (``git clone https://github.com/giltene/wrk2 ~/wrk2 && make -C
