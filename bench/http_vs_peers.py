@@ -35,7 +35,10 @@ rounds instead: ``protobench run http-get --rate R/s`` and wrk2 (``-R R``, one t
 at each rate, interleaved, and prints per rate and generator the CPU per request (for
 protobench: the worker's, and the worker's plus the controller's), nginx's CPU, the
 latency's p50 and p99 (both from the intended send time), protobench's send lateness
-(intended -> sent, ``send_lateness_us``) and each generator's CPU ratio to wrk2. wrk2
+(intended -> sent, ``send_lateness_us``), each generator's sleeps per request (voluntary
+context switches: protobench's worker over the sustain window, wrk2 over its run) and
+each generator's CPU ratio to wrk2. ``--precision 100us 1ms`` runs protobench once per
+``--pacing-precision`` (named ``protobench/100us``...). wrk2
 calibrates for its first 10 s, so its runs last ``--duration`` + 11 s and its CPU per
 request is over the whole run. wrk2 is not packaged: it is used when ``wrk2`` is on PATH
 or built at ``~/wrk2/wrk`` (``git clone https://github.com/giltene/wrk2 ~/wrk2 && make -C
@@ -51,6 +54,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import json
 import math
 import os
@@ -103,6 +107,14 @@ class Result:
     p99_us: float = float("nan")
     lateness_p50_us: float = float("nan")
     lateness_p99_us: float = float("nan")
+    sleeps: float = float("nan")
+    """Times the generator (protobench: its worker) blocked and was woken (voluntary
+    context switches), over the same window as its CPU: the wake-ups that cost a paced
+    generator most of its CPU at low rates."""
+
+    @property
+    def sleeps_per_request(self) -> float:
+        return self.sleeps / self.requests if self.requests else float("nan")
 
     @property
     def rps(self) -> float:
@@ -211,6 +223,19 @@ def tree_cpu(pid: int) -> float:
     return sum(tree_cpu_split(pid))
 
 
+def descendants_sleeps(pid: int) -> int:
+    """Voluntary context switches of all the live descendants of a process."""
+    try:
+        procs = psutil.Process(pid).children(recursive=True)
+    except psutil.NoSuchProcess:
+        return 0
+    total = 0
+    for proc in procs:
+        with contextlib.suppress(psutil.NoSuchProcess):
+            total += proc.num_ctx_switches().voluntary
+    return total
+
+
 def tree_cpu_split(pid: int) -> tuple[float, float]:
     """CPU seconds of a process, and of all its live descendants."""
     try:
@@ -248,6 +273,11 @@ def run_pinned(settings: Settings, command: list[str], **kwargs: Any) -> str:
         **kwargs,
     )
     return str(done.stdout)
+
+
+def children_sleeps() -> int:
+    """Voluntary context switches of every child this process has reaped."""
+    return resource.getrusage(resource.RUSAGE_CHILDREN).ru_nvcsw
 
 
 def children_cpu() -> float:
@@ -388,9 +418,11 @@ def run_wrk2(settings: Settings, rate: float, binary: str) -> Result:
     """wrk2 at ``rate`` (one thread); latency from the intended times, after its calibration."""
     d, c = settings.duration + WRK2_CALIBRATION, settings.connections
     command = [binary, "-t1", f"-c{c}", f"-d{d:g}s", f"-R{rate:g}", "--latency", settings.url]
+    sleeps_before = children_sleeps()
     out, cpu = timed_peer(settings, command)
     result = _wrk_result("wrk2", out, cpu)
     result.rate = rate
+    result.sleeps = float(children_sleeps() - sleeps_before)
     distribution = out.split("Latency Distribution", 1)[-1]
     for name, percent in (("p50_us", "50.000"), ("p99_us", "99.000")):
         found = re.search(rf"^\s*{percent}%\s+(\S+)", distribution, re.MULTILINE)
@@ -402,15 +434,20 @@ def run_wrk2(settings: Settings, rate: float, binary: str) -> Result:
 # -- protobench -------------------------------------------------------------------
 
 
-def run_protobench(settings: Settings, profile: str = "http-get", rate: float = 0.0) -> Result:
+def run_protobench(
+    settings: Settings, profile: str = "http-get", rate: float = 0.0, precision: str = ""
+) -> Result:
     """``protobench run PROFILE`` in one worker process; CPU over the sustain intervals only.
 
-    With ``rate``, the open model at that rate (latency and send lateness recorded).
+    With ``rate``, the open model at that rate (latency and send lateness recorded), with
+    ``precision`` as its ``--pacing-precision`` if given.
     """
     command = ["taskset", "-c", str(settings.client_core), str(PROTOBENCH), "run", profile]
     command += ["--target", settings.url, "--processes", "1"]
     if rate:
         command += ["--rate", f"{rate:g}/s"]
+    if precision:
+        command += ["--pacing-precision", precision]
     command += ["--connections", str(settings.connections)]
     command += ["--duration", f"{settings.duration:g}s", "--warmup", f"{settings.warmup:g}s"]
     command += ["--ndjson", "--no-tui", "--quiet"]
@@ -424,14 +461,14 @@ def run_protobench(settings: Settings, profile: str = "http-get", rate: float = 
         start_new_session=True,
     )
     assert process.stdout is not None
-    marks: list[tuple[float, float, int]] = []
+    marks: list[tuple[float, float, int, int]] = []
     report: dict[str, Any] = {}
     for line in process.stdout:
         item = json.loads(line)
         if item.get("type") == "interval" and item.get("phase") == "sustain":
             ok = sum(op["ok"] for op in item["ops"].values())
             own, workers = tree_cpu_split(process.pid)
-            marks.append((own + workers, workers, ok))
+            marks.append((own + workers, workers, ok, descendants_sleeps(process.pid)))
         elif item.get("type") == "report":
             report = item
     stderr = process.stderr.read() if process.stderr else ""
@@ -445,13 +482,14 @@ def run_protobench(settings: Settings, profile: str = "http-get", rate: float = 
     if len(marks) >= 3:
         cpu = marks[-1][0] - marks[0][0]
         worker_cpu = marks[-1][1] - marks[0][1]
-        requests_in_window = sum(ok for _, _, ok in marks[1:])
+        sleeps = float(marks[-1][3] - marks[0][3])
+        requests_in_window = sum(mark[2] for mark in marks[1:])
     else:
-        cpu = worker_cpu = float("nan")
+        cpu = worker_cpu = sleeps = float("nan")
         requests_in_window = 1
     share = int(total["ok"]) / requests_in_window
     result = Result(
-        "protobench",
+        f"protobench/{precision}" if precision else "protobench",
         int(total["ok"]),
         int(total["ok"]) / float(total["throughput"]) if total["throughput"] else 0.0,
         cpu * share,
@@ -459,6 +497,7 @@ def run_protobench(settings: Settings, profile: str = "http-get", rate: float = 
         note=note,
         rate=rate,
         worker_cpu_seconds=worker_cpu * share,
+        sleeps=sleeps * share,
     )
     latency = total.get("latency_us", {})
     result.p50_us, result.p99_us = latency.get("p50", math.nan), latency.get("p99", math.nan)
@@ -659,8 +698,13 @@ def settings_from(args: argparse.Namespace, workdir: Path) -> Settings:
     )
 
 
-def open_generators(rates: list[float], selected: list[str] | None) -> dict[str, Any]:
-    """The open-model runs of one round: protobench and wrk2 (when built) at every rate."""
+def open_generators(
+    rates: list[float], selected: list[str] | None, precisions: list[str] | None = None
+) -> dict[str, Any]:
+    """The open-model runs of one round: protobench and wrk2 (when built) at every rate.
+
+    With ``precisions``, protobench runs once per pacing precision (``protobench/1ms``).
+    """
     wrk2 = find_wrk2()
     if wrk2 is None:
         print(
@@ -671,11 +715,17 @@ def open_generators(rates: list[float], selected: list[str] | None) -> dict[str,
         )
     found: dict[str, Any] = {}
     for rate in rates:
-        found[f"protobench@{rate:g}"] = partial(run_protobench, rate=rate)
+        if precisions:
+            for precision in precisions:
+                found[f"protobench/{precision}@{rate:g}"] = partial(
+                    run_protobench, rate=rate, precision=precision
+                )
+        else:
+            found[f"protobench@{rate:g}"] = partial(run_protobench, rate=rate)
         if wrk2 is not None:
             found[f"wrk2@{rate:g}"] = partial(run_wrk2, rate=rate, binary=wrk2)
     if selected:
-        found = {k: v for k, v in found.items() if k.split("@")[0] in selected}
+        found = {k: v for k, v in found.items() if k.split("@")[0].split("/")[0] in selected}
     return found
 
 
@@ -701,7 +751,8 @@ def run_rounds(
             extra = ""
             if result.rate:
                 extra = (
-                    f"  worker {result.worker_cpu_us_per_request:.2f} µs  p50/p99"
+                    f"  worker {result.worker_cpu_us_per_request:.2f} µs"
+                    f"  sleeps/req {result.sleeps_per_request:.2f}  p50/p99"
                     f" {result.p50_us:.0f}/{result.p99_us:.0f} µs  send lateness p50/p99"
                     f" {result.lateness_p50_us:.0f}/{result.lateness_p99_us:.0f} µs"
                 )
@@ -737,6 +788,7 @@ def summarize_open(results: list[Result]) -> list[dict[str, Any]]:
                         r.worker_cpu_us_per_request for r in runs
                     ),
                     "cpu_ratio_to_wrk2": statistics.median(paired) if paired else None,
+                    "sleeps_per_op": statistics.median(r.sleeps_per_request for r in runs),
                     "server_cpu_median": statistics.median(r.server_cpu for r in runs),
                     "p50_us": statistics.median(r.p50_us for r in runs),
                     "p99_us": statistics.median(r.p99_us for r in runs),
@@ -755,16 +807,18 @@ def _us(value: float) -> str:
 
 def print_open_table(rows: list[dict[str, Any]], rounds: int) -> None:
     print(
-        f"\n{'rate/s':>7} {'generator':<11} {'req/s':>8} {'CPU µs/req':>10} {'(worker)':>8}"
-        f" {'x wrk2':>6} {'nginx':>6} {'p50 µs':>7} {'p99 µs':>8} {'lateness p50/p99 µs':>19}"
+        f"\n{'rate/s':>7} {'generator':<17} {'req/s':>8} {'CPU µs/req':>10} {'(worker)':>8}"
+        f" {'x wrk2':>6} {'sleeps/req':>10} {'nginx':>6} {'p50 µs':>7} {'p99 µs':>8}"
+        f" {'lateness p50/p99 µs':>19}"
     )
     for row in rows:
         ratio = row["cpu_ratio_to_wrk2"]
         lateness = f"{_us(row['lateness_p50_us'])}/{_us(row['lateness_p99_us'])}"
         print(
-            f"{row['rate']:>7,.0f} {row['generator']:<11} {row['rate_median']:>8,.0f}"
+            f"{row['rate']:>7,.0f} {row['generator']:<17} {row['rate_median']:>8,.0f}"
             f" {row['cpu_us_per_op']:>10.2f} {row['worker_cpu_us_per_op']:>8.2f}"
             f" {ratio if ratio is None else format(ratio, '.2f'):>6}"
+            f" {row['sleeps_per_op']:>10.2f}"
             f" {row['server_cpu_median']:>6.0%} {_us(row['p50_us']):>7} {_us(row['p99_us']):>8}"
             f" {lateness:>19}"
         )
@@ -773,7 +827,8 @@ def print_open_table(rows: list[dict[str, Any]], rounds: int) -> None:
     print(
         f"({rounds} rounds, medians; CPU = user+system per request, protobench's with its"
         " controller and (worker) alone; x wrk2 = the worker's CPU over wrk2's, median of the"
-        " per-round ratios; p50/p99 from the intended send times; lateness = intended -> sent)"
+        " per-round ratios; sleeps/req = the generator's (worker's) voluntary context switches"
+        " per request; p50/p99 from the intended send times; lateness = intended -> sent)"
     )
 
 
@@ -788,6 +843,12 @@ def main() -> int:
         type=float,
         metavar="RATE",
         help="open-model rounds (protobench and wrk2) at these rates (2000 8000 20000)",
+    )
+    parser.add_argument(
+        "--precision",
+        nargs="+",
+        metavar="D",
+        help="open model: run protobench once per --pacing-precision (default: its default)",
     )
     parser.add_argument("--driver", metavar="URL", help=argparse.SUPPRESS)
     args = parser.parse_args()
@@ -806,7 +867,8 @@ def main() -> int:
             nginx = start_nginx(settings)
         try:
             if args.open is not None:
-                chosen = open_generators(args.open or [2000.0, 8000.0, 20000.0], args.only)
+                rates = args.open or [2000.0, 8000.0, 20000.0]
+                chosen = open_generators(rates, args.only, args.precision)
             else:
                 chosen = generators(args.only)
             print(

@@ -206,3 +206,66 @@ async def _arrive_late(driver: ArrivalDriver, lateness_ns: int) -> None:
     now = time.perf_counter_ns()
     driver._next = now + 1_000_000_000  # nothing else due: the completion takes up nothing
     driver._arrive(now - lateness_ns, now)
+
+
+class _Keeping(CallbackSession):
+    """Keeps every completion callback it is given; completes each one ``delay`` later."""
+
+    def __init__(self, delay: float) -> None:
+        self.delay = delay
+        self.callbacks: list[Done] = []
+
+    def submit(self, done: Done) -> None:
+        self.callbacks.append(done)
+        asyncio.get_running_loop().call_later(self.delay, done, None, 0)
+
+    async def close(self) -> None:
+        return None
+
+
+def test_a_session_gets_one_completion_callback_for_all_its_sends() -> None:
+    """No closure per send: the driver binds one callback per session and reuses it."""
+    session = _Keeping(0.001)
+
+    async def main() -> None:
+        recorder, state = OpRecorder("op"), RunState()
+        slot = Slot(cast(Any, None), cast(Any, None), recorder)
+        slot.session = session
+        driver = ArrivalDriver([slot], recorder, state, 200.0, None, 1.0)
+        task = asyncio.create_task(driver.run(time.perf_counter_ns()))
+        await asyncio.sleep(0.1)
+        state.stop()
+        await task
+
+    uvloop.run(main())
+    assert len(session.callbacks) >= 10
+    assert all(done is session.callbacks[0] for done in session.callbacks)
+
+
+def test_a_completion_from_an_abandoned_session_is_not_counted() -> None:
+    """The engine gave up on a session (its exchange already counted as a timeout): a late
+    completion of it changes nothing, while the slot's new session goes on."""
+    old = _Keeping(10.0)
+    counts: dict[str, int] = {}
+
+    async def main() -> None:
+        recorder, state = OpRecorder("op"), RunState()
+        slot = Slot(cast(Any, None), cast(Any, None), recorder)
+        slot.session = old
+        driver = ArrivalDriver([slot], recorder, state, 1_000.0, None, 1.0)
+        with patch.object(Slot, "reopen"):
+            task = asyncio.create_task(driver.run(time.perf_counter_ns()))
+            await asyncio.sleep(0.01)
+            assert len(old.callbacks) == 1
+            assert driver.inflight == 1
+            driver.sweep(time.perf_counter_ns() + 10**10, timeout=1.0)  # abandoned
+            assert slot.session is None
+            assert driver.inflight == 0
+            old.callbacks[0](None, 0)  # the abandoned exchange completes late
+            counts["ok"] = len(recorder.latencies)
+            counts["inflight"] = driver.inflight
+            state.stop()
+            await task
+
+    uvloop.run(main())
+    assert counts == {"ok": 0, "inflight": 0}

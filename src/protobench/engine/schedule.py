@@ -12,7 +12,8 @@
   same mechanism with one session per driver and a rate of ``1 / every``.
   While a session is free the driver sleeps until each intended time on a
   :class:`~engine.waker.Timer` and issues the arrivals due from the timer's
-  callback (no task, no future). Arrivals closer together than the pacing
+  callback (no task, no future; a session's completion callback is bound once,
+  not made per send). Arrivals closer together than the pacing
   precision (:data:`PACING_PRECISION_NS`) leave in batches: the timer is armed
   for the last arrival due within the precision after the next one, and that
   wake-up sends every arrival due by then. How late each arrival that found a
@@ -180,6 +181,7 @@ class Slot:
         "down_since",
         "expired",
         "on_open",
+        "paced",
         "pending_since",
         "plugin",
         "recorder",
@@ -200,6 +202,8 @@ class Slot:
         self.task: asyncio.Task[None] | None = None
         """The task of an awaitable exchange in flight (cancelled if it is abandoned)."""
         self.down_since = 0
+        self.paced: _Paced | None = None
+        """The open model's completion callback for the current session."""
 
     async def open(self) -> bool:
         """Open the session once; count a failure on the recorder."""
@@ -510,6 +514,9 @@ class ArrivalDriver(ExchangeDriver):
         self._next = 0
         """The next arrival's intended time on the run's clock less the time spent paused."""
         self._timer: Timer | None = None
+        self._steady_gap = 0
+        self._steady_factor = -1.0
+        """The gap after the ramp, and the rate factor it was computed for (-1: none yet)."""
         self._stopped: asyncio.Future[None] | None = None
 
     def current_rate(self, elapsed: float) -> float:
@@ -569,8 +576,8 @@ class ArrivalDriver(ExchangeDriver):
         if not self._free:
             timer.arm(max(due, now + BUSY_WAIT_NS))
             return
-        gap = int(1e9 / self.current_rate((self._next - self._start_ns) / 1e9))
-        timer.arm(due + self.precision_ns // max(gap, 1) * gap)
+        gap = self._gap()
+        timer.arm(due + self.precision_ns // gap * gap)
 
     def _catch_up(self, now: int) -> None:
         """Take up every arrival due by ``now``, in order.
@@ -579,9 +586,23 @@ class ArrivalDriver(ExchangeDriver):
         completes inside ``submit`` (and catches up itself) cannot take it twice.
         """
         while self.state.active and (intended := self.due) <= now:
-            elapsed = (self._next - self._start_ns) / 1e9
-            self._next += int(1e9 / self.current_rate(elapsed))
+            self._next += self._gap()
             self._arrive(intended, now)
+
+    def _gap(self) -> int:
+        """Nanoseconds from the next arrival to the one after it.
+
+        Once the ramp is over the gap only changes with the live rate factor, so
+        it is kept until the factor changes.
+        """
+        factor = self.state.rate_factor
+        if factor == self._steady_factor:
+            return self._steady_gap
+        elapsed = (self._next - self._start_ns) / 1e9
+        gap = max(1, int(1e9 / self.current_rate(elapsed)))
+        if elapsed >= self.ramp_seconds or self.ramp_to == self.rate:
+            self._steady_gap, self._steady_factor = gap, factor
+        return gap
 
     def _arrive(self, intended: int, now: int) -> None:
         while self._free:
@@ -632,13 +653,15 @@ class ArrivalDriver(ExchangeDriver):
     def _issue(self, slot: Slot, intended: int) -> int:
         """Send the arrival due at ``intended`` on ``slot``; return when it was sent."""
         session = slot.session
+        paced = slot.paced
+        if paced is None or paced.session is not session:
+            paced = slot.paced = _Paced(self, slot, session)
         self.inflight += 1
         sent = slot.pending_since = perf_ns()
-        if isinstance(session, CallbackSession):
+        if paced.callback is not None:
+            paced.intended = intended
             try:
-                session.submit(
-                    lambda error, nbytes: self._done(slot, intended, sent, error, nbytes)
-                )
+                session.submit(paced.callback)  # type: ignore[union-attr]
             except Exception as exc:
                 if slot.pending_since == sent:
                     self.inflight -= 1
@@ -690,6 +713,31 @@ class ArrivalDriver(ExchangeDriver):
                 slot.lost(self.state)
                 return
         self._release(slot, now)
+
+
+class _Paced:
+    """The open model's completion callback for one session of a slot (no closure per send).
+
+    ``callback`` (``None`` for a session that is not a :class:`CallbackSession`) is
+    bound once; the arrival in flight's intended time is kept here and its send
+    time in the slot's ``pending_since``, which a completion of an exchange the
+    engine abandoned no longer matches.
+    """
+
+    __slots__ = ("callback", "driver", "intended", "session", "slot")
+
+    def __init__(self, driver: ArrivalDriver, slot: Slot, session: Session | None) -> None:
+        self.driver = driver
+        self.slot = slot
+        self.session = session
+        self.intended = 0
+        self.callback = self.done if isinstance(session, CallbackSession) else None
+
+    def done(self, error: OpError | None, nbytes: int) -> None:
+        slot = self.slot
+        sent = slot.pending_since
+        if sent and slot.session is self.session:  # else abandoned: already counted
+            self.driver._done(slot, self.intended, sent, error, nbytes)
 
 
 class StreamDriver:
