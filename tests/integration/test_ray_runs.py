@@ -29,7 +29,9 @@ from protobench.engine.distributed.pool import RayPoolFactory
 from protobench.engine.events import Event, IntervalUpdate
 from protobench.engine.plan import Overrides, RunPlan, resolve
 from protobench.engine.report import exit_code_for
+from protobench.engine.sinks import Each
 from protobench.profiles import loader
+from protobench.snapshots.archive import stored_controller
 from protobench.snapshots.store import SnapshotStore
 from tests.conftest import run_cli
 from tests.integration.http_server import http_target
@@ -139,7 +141,9 @@ def test_cli_run_on_local_2_prints_clean_json(tmp_path: Path) -> None:
 def test_http_run_served_count_equals_merged_ok(backend: RayBackend, tmp_path: Path) -> None:
     store = SnapshotStore(tmp_path / "snapshots")
     with http_target() as target:
-        controller = Controller(_plan(target.url), store, pool_factory=RayPoolFactory(backend))
+        controller = stored_controller(
+            _plan(target.url), store, pool_factory=RayPoolFactory(backend)
+        )
         report = _run(controller)
         served = target.served()
     assert report["stop_reason"] == "completed", report["notices"]
@@ -165,8 +169,8 @@ def test_diff_of_a_ray_run_against_a_local_run(backend: RayBackend, tmp_path: Pa
     store = SnapshotStore(tmp_path / "snapshots")
     with http_target() as target:
         plan = _plan(target.url, warmup=0.0, duration=2.0, connections=4)
-        local = _run(Controller(plan, store))
-        distributed = _run(Controller(plan, store, pool_factory=RayPoolFactory(backend)))
+        local = _run(stored_controller(plan, store))
+        distributed = _run(stored_controller(plan, store, pool_factory=RayPoolFactory(backend)))
     refs = [Path(r["snapshot"]).name.removesuffix(".json.gz") for r in (local, distributed)]
     done = run_cli(["diff", *refs, "--snapshots-dir", str(store.directory), "--json"], tmp_path)
     assert done.returncode == 0, done.stderr
@@ -179,7 +183,7 @@ def test_mqtt_fanout_across_nodes_counts_exactly(backend: RayBackend, tmp_path: 
     profile.write_text(FANOUT)
     plan = resolve(loader.load(str(profile)), Overrides(warmup=1.0, duration=3.0, processes=2))
     report = _run(
-        Controller(plan, SnapshotStore(tmp_path / "s"), pool_factory=RayPoolFactory(backend))
+        stored_controller(plan, SnapshotStore(tmp_path / "s"), pool_factory=RayPoolFactory(backend))
     )
     assert report["stop_reason"] == "completed", report["notices"]
     published = _phases_sum(report, "pub", "ok")
@@ -209,10 +213,10 @@ def test_stop_reaches_the_workers_of_every_node(backend: RayBackend, tmp_path: P
     with http_target() as target:
         plan = _plan(target.url, warmup=0.0, duration=60.0)
         controllers.append(
-            Controller(
+            stored_controller(
                 plan,
                 store,
-                subscribers=[stop_after_two_intervals],
+                sinks=[Each("test", stop_after_two_intervals)],
                 pool_factory=RayPoolFactory(backend),
             )
         )
@@ -237,8 +241,8 @@ def test_a_removed_node_makes_the_run_partial(backend: RayBackend, tmp_path: Pat
                     running.set()
 
         plan = _plan(target.url, duration=8.0, warmup=0.0)
-        controller = Controller(
-            plan, store, subscribers=[count], pool_factory=RayPoolFactory(backend)
+        controller = stored_controller(
+            plan, store, sinks=[Each("test", count)], pool_factory=RayPoolFactory(backend)
         )
 
         def remove_when_running() -> None:

@@ -37,7 +37,6 @@ from typing import Any, Protocol
 import anyio
 
 from protobench.engine.aggregate import interval_of, total_summary
-from protobench.engine.controller import Controller
 from protobench.engine.events import (
     Event,
     IntervalUpdate,
@@ -50,6 +49,8 @@ from protobench.engine.events import (
 from protobench.engine.metrics import OpAccumulator
 from protobench.engine.plan import RunPlan
 from protobench.engine.report import EXIT_INCOMPLETE, exit_code_for
+from protobench.engine.sinks import Each
+from protobench.snapshots.archive import stored_controller
 from protobench.snapshots.store import SnapshotStore
 
 Emit = Callable[[Event], None]
@@ -91,7 +92,7 @@ class LiveSource:
     kind = "live"
 
     def __init__(self, plan: RunPlan, store: SnapshotStore, target_pid: int | None = None):
-        self.controller = Controller(plan, store, target_pid=target_pid)
+        self.controller = stored_controller(plan, store, target_pid=target_pid)
         self.log_dir: Path | None = self.controller.log_dir
         self.controls = frozenset({"pause", "stop", *(["rate"] if plan.rate is not None else [])})
         self.report: dict[str, Any] | None = None
@@ -113,7 +114,7 @@ class LiveSource:
         """
         if self._thread is not None:
             return
-        self.controller.subscribe(self._deliver)
+        self.controller.attach(Each("monitor", self._deliver))
         self._thread = threading.Thread(target=self._engine, name="protobench-engine", daemon=True)
         self._thread.start()
 
