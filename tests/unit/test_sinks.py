@@ -6,6 +6,7 @@ import subprocess
 import sys
 
 import anyio
+import anyio.lowlevel
 import pytest
 
 from protobench.engine.events import Event, IntervalUpdate, Notice, PhaseChanged, RunFinished
@@ -52,7 +53,7 @@ async def test_a_sink_that_keeps_up_gets_everything_and_no_lost_notice() -> None
         group.start_soon(Each("progress", received.append).consume, subscription)
         for index in range(10):
             subscription.offer(_interval(index))
-            await anyio.sleep(0)
+            await anyio.lowlevel.checkpoint()
         subscription.offer(FINISHED)
         subscription.close()
     assert [e.index for e in received if isinstance(e, IntervalUpdate)] == list(range(10))
@@ -67,11 +68,13 @@ class Stuck:
 
     def __init__(self) -> None:
         self.go = anyio.Event()
+        self.reading = anyio.Event()
         self.received: list[Event] = []
 
     async def consume(self, events: Subscription) -> None:
         async for event in events:
             self.received.append(event)
+            self.reading.set()
             await self.go.wait()
 
 
@@ -94,7 +97,7 @@ async def test_a_stuck_sink_never_stalls_the_others_and_a_broken_one_is_reported
     async with fanout.running():
         for index in range(50):
             fanout.publish(_interval(index))  # never waits, however stuck a sink is
-            await anyio.sleep(0)
+            await anyio.lowlevel.checkpoint()
         assert len(fast) == 50
         assert len(stuck.received) == 1
         fanout.publish(FINISHED)
@@ -119,8 +122,7 @@ async def test_abandon_stops_waiting_for_a_sink_stuck_after_the_run() -> None:
                     fanout.publish(FINISHED)
 
             group.start_soon(run)
-            while not stuck.received:
-                await anyio.sleep(0.01)
+            await stuck.reading.wait()
             fanout.abandon()  # the run is over, the sink is stuck: a repeated Ctrl-C
     assert stuck.received == [FINISHED]
 
