@@ -59,7 +59,8 @@ from protobench.redaction import redact_text, redact_url, redact_value
 from protobench.targets.base import Announcement
 from protobench.targets.launcher import StartingTarget, TargetError, embedded_target
 
-START_DELAY = 0.3
+START_DELAY = 0.1
+"""Seconds between the GO frame and the common start (every worker reads it by then)."""
 HELLO_GRACE = 30.0
 BYE_GRACE = 10.0
 
