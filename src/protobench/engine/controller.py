@@ -214,9 +214,9 @@ class Controller:
         peak: int | None = None
         started_wall = time.time()
         try:
-            async with (
-                self._target() as starting,
+            async with (  # the workers first: their imports are the longest wait of the start
                 self.pool_factory(worker_slices(self.plan), self.log_dir) as pool,
+                self._target() as starting,
             ):
                 self.pool = pool
                 announcement = await starting.ready()
