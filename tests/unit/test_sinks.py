@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import subprocess
 import sys
+import threading
 
 import anyio
 import anyio.lowlevel
@@ -133,3 +134,15 @@ def test_the_controller_imports_no_snapshot_store() -> None:
         [sys.executable, "-c", code], check=True, capture_output=True, text=True
     ).stdout
     assert "protobench.snapshots" not in modules
+
+
+async def test_a_blocking_callback_runs_off_the_event_loop_thread() -> None:
+    threads: list[int] = []
+    subscription = Subscription("progress")
+    subscription.offer(FINISHED)
+    subscription.close()
+    await Each("progress", lambda _: threads.append(threading.get_ident()), blocking=True).consume(
+        subscription
+    )
+    assert len(threads) == 1
+    assert threads[0] != threading.get_ident()

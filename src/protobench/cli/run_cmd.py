@@ -245,7 +245,7 @@ def _run_headless(
     sinks: list[Sink] = []
     progress = None if quiet else Progress(plan.duration, plan.warmup)
     if progress is not None:
-        sinks.append(Each("progress", progress))
+        sinks.append(Each("progress", progress, blocking=True))
     if ndjson:
         sinks.append(NdjsonSink())
     try:

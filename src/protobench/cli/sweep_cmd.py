@@ -211,7 +211,7 @@ class LevelRunner:
         if not self.quiet:
             typer.echo(f"[{len(self.done) + 1}/{len(self.plans)}] {describe(level)}", err=True)
             progress = Progress(plan.duration, plan.warmup)
-            sinks.append(Each("progress", progress))
+            sinks.append(Each("progress", progress, blocking=True))
         report = run_plan(plan, self.store, sinks, labels=labels)
         if progress is not None:
             progress.close()

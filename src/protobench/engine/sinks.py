@@ -19,7 +19,7 @@ many events were left out. The final report always arrives, last.
 :class:`Fanout` runs the sinks: :meth:`Fanout.running` starts their tasks,
 and on leaving it closes the subscriptions and waits until every sink has
 read its last event; :meth:`Fanout.abandon` stops waiting for sinks that are
-stuck (a second Ctrl-C). A sink that raises is detached and reported
+stuck once the run is over (a repeated Ctrl-C). A sink that raises is detached and reported
 through ``on_error``; the others go on.
 """
 
@@ -117,15 +117,22 @@ class Sink(Protocol):
 
 
 class Each:
-    """A sink that calls a plain function with each event (in the sink's own task)."""
+    """A sink that calls a plain function with each event, in the sink's own task; with
+    ``blocking`` (it writes to a pipe that may fill up) in a worker thread."""
 
-    def __init__(self, name: str, callback: Callable[[Event], None]) -> None:
+    def __init__(
+        self, name: str, callback: Callable[[Event], None], *, blocking: bool = False
+    ) -> None:
         self.name = name
         self.callback = callback
+        self.blocking = blocking
 
     async def consume(self, events: Subscription) -> None:
         async for event in events:
-            self.callback(event)
+            if self.blocking:
+                await anyio.to_thread.run_sync(self.callback, event, abandon_on_cancel=True)
+            else:
+                self.callback(event)
 
 
 class Fanout:
