@@ -49,7 +49,8 @@ GOAL = 5.0
 FIRST_FRAME_GOAL = 1.5
 DATA_DRAWN = (b"whole warmup", b"whole sustain")
 """Drawn with the first interval only: the counters panel's title names its phase."""
-WORKER = "protobench.engine.worker"
+FORKSERVER = "protobench.engine.forkserver"
+"""The workers are the fork server's children (and carry its command line)."""
 
 
 @dataclass
@@ -79,11 +80,20 @@ def wait_for_workers(process: psutil.Process, count: int, limit: float = 120.0) 
             children = process.children(recursive=True)
         except psutil.Error:
             break
-        workers = [c for c in children if WORKER in " ".join(_cmdline(c))]
+        workers = [
+            c for c in children if FORKSERVER in " ".join(_cmdline(c)) and _ppid(c) != process.pid
+        ]
         if len(workers) >= count:
             return
         time.sleep(0.1)
     raise SystemExit(f"the {count} worker processes did not start within {limit:.0f}s")
+
+
+def _ppid(process: psutil.Process) -> int | None:
+    try:
+        return process.ppid()
+    except psutil.Error:
+        return None
 
 
 def _cmdline(process: psutil.Process) -> list[str]:

@@ -24,6 +24,7 @@ import pytest
 from protobench.targets.launcher import embedded_target
 from tests.conftest import CliResult
 from tests.integration.http_server import http_target
+from tests.integration.processes import workers_of
 
 
 @contextmanager
@@ -98,11 +99,7 @@ def test_a_hung_worker_is_killed_and_the_run_goes_on_partial(tmp_path: Path) -> 
     with http_target() as target:
         args = ["http-get", "--target", target.url, "-c", "4", "-p", "2", "--interval", "500ms"]
         process = _run_until_sustain([*args, "--warmup", "0s", "--duration", "5s"], tmp_path)
-        workers = [
-            child
-            for child in psutil.Process(process.pid).children(recursive=True)
-            if "protobench.engine.worker" in " ".join(child.cmdline())
-        ]
+        workers = workers_of(process.pid)
         assert len(workers) == 2
         workers[0].send_signal(signal.SIGSTOP)
         stdout, stderr = process.communicate(timeout=60)
@@ -122,7 +119,7 @@ def test_kill_9_of_the_controller_leaves_no_process(tmp_path: Path) -> None:
     children = psutil.Process(process.pid).children(recursive=True)
     try:
         lines = [" ".join(child.cmdline()) for child in children]
-        assert sum("protobench.engine.worker" in line for line in lines) == 2
+        assert len(workers_of(process.pid)) == 2
         assert sum("protobench.targets.serve" in line for line in lines) == 1
         process.kill()
         process.communicate(timeout=30)

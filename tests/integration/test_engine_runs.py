@@ -17,11 +17,11 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-import psutil
 import pytest
 
 from tests.conftest import CliResult
 from tests.integration.http_server import http_target
+from tests.integration.processes import workers_of
 
 SHORT = ("--warmup", "1s", "--duration", "3s", "--json", "--quiet")
 
@@ -208,11 +208,7 @@ def test_worker_killed_is_reported_and_run_ends() -> None:
     with http_target() as target:
         args = ["http-get", "--target", target.url, "-c", "4", "-p", "2", "--interval", "500ms"]
         process = _run_until_sustain([*args, "--warmup", "1s", "--duration", "4s"])
-        workers = [
-            child
-            for child in psutil.Process(process.pid).children(recursive=True)
-            if "protobench.engine.worker" in " ".join(child.cmdline())
-        ]
+        workers = workers_of(process.pid)
         assert len(workers) == 2
         workers[0].kill()
         report, stderr = _final_report(process)

@@ -31,7 +31,9 @@ from protobench.engine.events import Event, IntervalUpdate
 from protobench.engine.plan import Overrides, RunPlan, resolve
 from protobench.engine.report import exit_code_for
 from protobench.engine.report_model import load_report, to_plain
+from protobench.engine.sinks import Each
 from protobench.profiles import loader
+from protobench.snapshots.archive import stored_controller
 from protobench.snapshots.store import SnapshotStore
 from tests.conftest import run_cli
 from tests.integration.http_server import http_target
@@ -141,7 +143,9 @@ def test_cli_run_on_local_2_prints_clean_json(tmp_path: Path) -> None:
 def test_http_run_served_count_equals_merged_ok(backend: RayBackend, tmp_path: Path) -> None:
     store = SnapshotStore(tmp_path / "snapshots")
     with http_target() as target:
-        controller = Controller(_plan(target.url), store, pool_factory=RayPoolFactory(backend))
+        controller = stored_controller(
+            _plan(target.url), store, pool_factory=RayPoolFactory(backend)
+        )
         report = _run(controller)
         served = target.served()
     assert report["stop_reason"] == "completed", report["notices"]
@@ -167,8 +171,8 @@ def test_diff_of_a_ray_run_against_a_local_run(backend: RayBackend, tmp_path: Pa
     store = SnapshotStore(tmp_path / "snapshots")
     with http_target() as target:
         plan = _plan(target.url, warmup=0.0, duration=2.0, connections=4)
-        local = _run(Controller(plan, store))
-        distributed = _run(Controller(plan, store, pool_factory=RayPoolFactory(backend)))
+        local = _run(stored_controller(plan, store))
+        distributed = _run(stored_controller(plan, store, pool_factory=RayPoolFactory(backend)))
     refs = [Path(r["snapshot"]).name.removesuffix(".json.gz") for r in (local, distributed)]
     done = run_cli(["diff", *refs, "--snapshots-dir", str(store.directory), "--json"], tmp_path)
     assert done.returncode == 0, done.stderr
@@ -181,7 +185,7 @@ def test_mqtt_fanout_across_nodes_counts_exactly(backend: RayBackend, tmp_path: 
     profile.write_text(FANOUT)
     plan = resolve(loader.load(str(profile)), Overrides(warmup=1.0, duration=3.0, processes=2))
     report = _run(
-        Controller(plan, SnapshotStore(tmp_path / "s"), pool_factory=RayPoolFactory(backend))
+        stored_controller(plan, SnapshotStore(tmp_path / "s"), pool_factory=RayPoolFactory(backend))
     )
     assert report["stop_reason"] == "completed", report["notices"]
     published = _phases_sum(report, "pub", "ok")
@@ -211,10 +215,10 @@ def test_stop_reaches_the_workers_of_every_node(backend: RayBackend, tmp_path: P
     with http_target() as target:
         plan = _plan(target.url, warmup=0.0, duration=60.0)
         controllers.append(
-            Controller(
+            stored_controller(
                 plan,
                 store,
-                subscribers=[stop_after_two_intervals],
+                sinks=[Each("test", stop_after_two_intervals)],
                 pool_factory=RayPoolFactory(backend),
             )
         )
@@ -232,7 +236,7 @@ def test_every_worker_is_sampled_by_the_agent_of_its_node(
     every worker of every node as its agent sampled it."""
     with http_target() as target:
         plan = _plan(target.url, warmup=0.0, duration=3.0)
-        controller = Controller(
+        controller = stored_controller(
             plan, SnapshotStore(tmp_path / "s"), pool_factory=RayPoolFactory(backend)
         )
         report = _run(controller)
@@ -259,7 +263,7 @@ def test_pause_resume_and_rate_reach_the_workers_of_every_node(
     def drive(event: Event) -> None:
         if not isinstance(event, IntervalUpdate):
             return
-        ok.append(event.total["ok"])
+        ok.append(event.total.ok)
         commands = {2: controllers[0].pause, 5: controllers[0].resume}
         commands[7] = lambda: controllers[0].set_rate_factor(0.2)
         if len(ok) in commands:
@@ -268,10 +272,10 @@ def test_pause_resume_and_rate_reach_the_workers_of_every_node(
     with http_target() as target:
         plan = _plan(target.url, warmup=0.0, duration=11.0, rate=100.0)
         controllers.append(
-            Controller(
+            stored_controller(
                 plan,
                 SnapshotStore(tmp_path / "s"),
-                subscribers=[drive],
+                sinks=[Each("test", drive)],
                 pool_factory=RayPoolFactory(backend),
             )
         )
@@ -297,7 +301,7 @@ def test_a_killed_worker_is_gone_and_the_other_node_goes_on(
         if not isinstance(event, IntervalUpdate):
             return
         if killed:
-            after.append(event.total["ok"])
+            after.append(event.total.ok)
         elif event.index >= 1:
             pool = controllers[0].pool
             assert pool is not None
@@ -309,10 +313,10 @@ def test_a_killed_worker_is_gone_and_the_other_node_goes_on(
     with http_target() as target:
         plan = _plan(target.url, warmup=0.0, duration=5.0)
         controllers.append(
-            Controller(
+            stored_controller(
                 plan,
                 SnapshotStore(tmp_path / "s"),
-                subscribers=[kill_one],
+                sinks=[Each("test", kill_one)],
                 pool_factory=RayPoolFactory(backend),
             )
         )
@@ -342,8 +346,8 @@ def test_a_removed_node_makes_the_run_partial(backend: RayBackend, tmp_path: Pat
                     running.set()
 
         plan = _plan(target.url, duration=8.0, warmup=0.0)
-        controller = Controller(
-            plan, store, subscribers=[count], pool_factory=RayPoolFactory(backend)
+        controller = stored_controller(
+            plan, store, sinks=[Each("test", count)], pool_factory=RayPoolFactory(backend)
         )
 
         def remove_when_running() -> None:

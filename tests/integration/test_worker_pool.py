@@ -18,6 +18,7 @@ from typing import Any
 import anyio
 import pytest
 
+from protobench.engine import pool as pool_module
 from protobench.engine.plan import GroupPlan, RunPlan, worker_slices
 from protobench.engine.pool import Frame, WorkerPool
 from tests.integration.http_server import http_target
@@ -117,22 +118,30 @@ async def test_abort_kills_every_worker_at_once(tmp_path: Path) -> None:
             assert all("killed" in str(e) for e in errors)
 
 
-async def test_a_failed_spawn_stops_the_workers_already_started(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+@pytest.mark.parametrize("failing", ["pipe", "spawn"])
+async def test_a_failed_start_leaves_no_pipe_open_and_no_process(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, failing: str
 ) -> None:
-    real = anyio.open_process
-    started: list[Any] = []
+    real_pipe, real_spawn = os.pipe, anyio.open_process
+    pipes: list[tuple[int, int]] = []
+
+    def pipe() -> tuple[int, int]:
+        if failing == "pipe" and len(pipes) == 3:  # the second worker's stdout
+            raise OSError(24, "Too many open files")
+        pipes.append(real_pipe())
+        return pipes[-1]
 
     async def open_process(*args: Any, **kwargs: Any) -> Any:
-        if started:
+        if failing == "spawn":
             raise OSError(24, "Too many open files")
-        started.append(await real(*args, **kwargs))
-        return started[-1]
+        return await real_spawn(*args, **kwargs)
 
+    monkeypatch.setattr(pool_module.os, "pipe", pipe)
     monkeypatch.setattr(anyio, "open_process", open_process)
+    before = set(os.listdir("/proc/self/fd"))
     slices = worker_slices(_plan("http://127.0.0.1:1/", 3, 30.0))
     with anyio.fail_after(30), pytest.raises(OSError, match="Too many open files"):
-        async with WorkerPool(slices, tmp_path):
-            pass
-    assert len(started) == 1
-    assert started[0].returncode is not None
+        async with WorkerPool(slices, tmp_path) as pool:
+            del pool
+    assert pipes
+    assert set(os.listdir("/proc/self/fd")) <= before

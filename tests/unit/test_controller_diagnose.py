@@ -11,13 +11,12 @@ from protobench.cli.render import summary_table
 from protobench.engine.controller import Controller
 from protobench.engine.plan import Overrides, resolve
 from protobench.profiles import loader
-from protobench.snapshots.store import SnapshotStore
 from tests.unit.report_frames import frame, plan_of, report_of
 
 
 def _controller(tmp_path: Path) -> Controller:
     plan = resolve(loader.load("http-get"), Overrides(duration=1.0))
-    controller = Controller(plan, SnapshotStore(tmp_path / "snaps"))
+    controller = Controller(plan, tmp_path)
     controller.aggregator.live = {0}
     sustain = {"get": {"ok": 3, "counters": {"lost": 7, "received": 93}}}
     controller.aggregator.add(frame("sustain", 0, 0.0, 1.0, sustain))

@@ -8,7 +8,6 @@ from typing import Any
 from protobench.engine.controller import Controller
 from protobench.engine.plan import Overrides, resolve
 from protobench.profiles import loader
-from protobench.snapshots.store import SnapshotStore
 
 
 class FakePool:
@@ -26,7 +25,7 @@ class FakePool:
 
 def test_stop_is_asked_once_and_abort_kills_the_workers(tmp_path: Path) -> None:
     plan = resolve(loader.load("http-get"), Overrides(duration=1.0))
-    controller = Controller(plan, SnapshotStore(tmp_path / "snaps"))
+    controller = Controller(plan, tmp_path)
     pool = FakePool()
     controller.pool = pool  # type: ignore[assignment]
     controller.stop()

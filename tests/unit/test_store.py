@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 
 from protobench.engine.aggregate import Aggregator
+from protobench.engine.archive import RunRecord
 from protobench.engine.plan import Overrides, resolve
 from protobench.engine.report_model import load_report
 from protobench.profiles import loader
@@ -147,7 +148,8 @@ def test_a_saved_snapshot_and_its_exports_hold_no_url_password(tmp_path: Path) -
     aggregator = Aggregator([g.name for g in plan.groups], False, {"warmup": 0.0})
     report = load_report({**make_snapshot(seed=1)["report"], "target": url})
     store = SnapshotStore(tmp_path)
-    path = store.save("run-1", plan, report, aggregator, [])
+    record = RunRecord(plan, report, aggregator.series, aggregator.phase_histograms(), [])
+    path = store.save("run-1", record)
     with gzip.open(path, "rt") as raw:
         text = raw.read()
     assert "hunter2" not in text

@@ -3,7 +3,8 @@
 ``protobench --help`` reads each command's one-line summary from the table, so
 it imports no command module; ``protobench run ...`` (or ``run --help``, or a
 completion under ``run``) imports ``run``'s module alone. A command module
-either has ``register(app)`` (one command) or ``app`` (a group of them).
+either has ``register(app)`` (which adds its one command, a module-level
+function) or ``app`` (a group of them).
 
 Help is Click's plain formatting (Typer's rich help imports rich and costs
 about 0.2 s more CPU than the rest of ``--help``): each loaded command is set to

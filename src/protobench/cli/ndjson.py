@@ -1,14 +1,14 @@
-"""The ``--ndjson`` stream: one JSON line per event, written by a thread of its own.
+"""The ``--ndjson`` stream: one JSON line per event, then the report.
 
-The controller hands each event to :class:`NdjsonStream` and never waits: the
-events wait in a bounded queue that a writer thread empties onto stdout. A
-consumer that stops reading blocks only that thread; past :data:`LOSSY_LIMIT`
-queued ``interval`` and ``resources`` events the oldest of them is dropped
-(the newest wins), while ``started``, ``phase`` and ``notice`` events are
-never dropped (a run has few). :meth:`NdjsonStream.close` queues a notice of
-how many were dropped, then the report, and waits for the writer: the
-report is always the last line. A consumer that closes the pipe ends the
-stream quietly (stdout then goes to ``/dev/null``, so nothing fails later).
+:class:`NdjsonSink` is a sink of the controller (:mod:`protobench.engine.sinks`):
+it reads its own bounded buffer and writes each line in a worker thread, so
+a consumer that stops reading blocks only that write; meanwhile the oldest
+queued ``interval`` and ``resources`` events are dropped (the newest win),
+while ``started``, ``phase`` and ``notice`` events never are (a run has
+few). Before the report comes one ``ndjson`` notice of how many were left
+out; the report is always the last line. A consumer that closes the pipe
+ends the stream quietly (stdout then goes to ``/dev/null``, so nothing fails
+later).
 """
 
 from __future__ import annotations
@@ -17,9 +17,9 @@ import dataclasses
 import json
 import os
 import sys
-import threading
-from collections import deque
 from typing import Any, TextIO
+
+import anyio
 
 from protobench.engine.events import (
     Event,
@@ -27,9 +27,11 @@ from protobench.engine.events import (
     Notice,
     PhaseChanged,
     ResourceSample,
+    RunFinished,
     RunStarted,
 )
 from protobench.engine.report_model import Report, to_plain
+from protobench.engine.sinks import Subscription
 from protobench.redaction import redact_url, redact_value
 
 NDJSON_TYPES: dict[type, str] = {
@@ -39,9 +41,6 @@ NDJSON_TYPES: dict[type, str] = {
     ResourceSample: "resources",
     Notice: "notice",
 }
-LOSSY = frozenset({IntervalUpdate, ResourceSample})
-LOSSY_LIMIT = 64
-"""Queued interval and resource events kept for a slow consumer (a minute of 1 s intervals)."""
 
 
 def event_line(event: Event) -> str | None:
@@ -74,71 +73,25 @@ def _line(data: dict[str, Any]) -> str:
     return json.dumps(data, default=str) + "\n"
 
 
-class NdjsonStream:
-    """A subscriber that writes events as NDJSON lines without ever blocking the run."""
+class NdjsonSink:
+    """The sink that writes events as NDJSON lines; the blocking writes run in a thread."""
 
-    def __init__(self, stream: TextIO | None = None, limit: int = LOSSY_LIMIT) -> None:
+    name = "ndjson"
+
+    def __init__(self, stream: TextIO | None = None) -> None:
         self.stream = stream or sys.stdout
-        self.limit = limit
-        self.dropped = 0
         self.broken = False
-        self._queue: deque[Event | str] = deque()
-        self._lossy = 0
-        self._closed = False
-        self._ready = threading.Condition()
-        self._thread = threading.Thread(target=self._write, name="protobench-ndjson", daemon=True)
-        self._thread.start()
 
-    def __call__(self, event: Event) -> None:
-        if type(event) not in NDJSON_TYPES:
+    async def consume(self, events: Subscription) -> None:
+        async for event in events:
+            if not self.broken:
+                await anyio.to_thread.run_sync(self._emit, event, abandon_on_cancel=True)
+
+    def _emit(self, event: Event) -> None:
+        """Serialise and write one event (in a worker thread: both take time off the loop)."""
+        line = report_line(event.report) if isinstance(event, RunFinished) else event_line(event)
+        if line is None:
             return
-        with self._ready:
-            if type(event) in LOSSY:
-                if self._lossy >= self.limit:
-                    self._drop_oldest_lossy()
-                self._lossy += 1
-            self._queue.append(event)
-            self._ready.notify()
-
-    def _drop_oldest_lossy(self) -> None:
-        for i, queued in enumerate(self._queue):
-            if type(queued) in LOSSY:
-                del self._queue[i]
-                self._lossy -= 1
-                self.dropped += 1
-                return
-
-    def close(self, report: Report) -> None:
-        """Queue the report as the last line and wait until the writer has written it all."""
-        with self._ready:
-            if self.dropped:
-                notice = Notice(
-                    "ndjson",
-                    f"{self.dropped} interval and resource events were left out: "
-                    "the consumer did not keep up",
-                    0.0,
-                )
-                self._queue.append(event_line(notice) or "")
-            self._queue.append(report_line(report))
-            self._closed = True
-            self._ready.notify()
-        self._thread.join()
-
-    def _write(self) -> None:
-        while True:
-            with self._ready:
-                while not self._queue and not self._closed:
-                    self._ready.wait()
-                if not self._queue:
-                    return
-                item = self._queue.popleft()
-                if type(item) in LOSSY:
-                    self._lossy -= 1
-            line = item if isinstance(item, str) else event_line(item)
-            if line and not self.broken:
-                self._emit(line)
-
-    def _emit(self, line: str) -> None:
         try:
             self.stream.write(line)
             self.stream.flush()

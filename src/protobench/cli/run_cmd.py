@@ -16,6 +16,7 @@ from __future__ import annotations
 import contextlib
 import signal
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
 
@@ -40,16 +41,15 @@ from protobench.cli.common import (
     fail,
 )
 from protobench.cli.complete import ProfileArgument
-from protobench.cli.ndjson import NdjsonStream
 from protobench.cli.render import Progress, summary_table
-from protobench.engine.events import RunFinished
 from protobench.engine.report_model import Report, report_to_json
 from protobench.protocols.registry import PluginError
 from protobench.snapshots.store import SnapshotStore, read
 
 if TYPE_CHECKING:  # the engine, pydantic and numpy load in the command, not for --help
     from protobench.engine.controller import Controller, PoolFactory
-    from protobench.engine.plan import RunPlan
+    from protobench.engine.plan import Overrides, RunPlan
+    from protobench.engine.sinks import Sink
     from protobench.tui.baseline import Baseline
 
 STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
@@ -61,43 +61,46 @@ async def execute(controller: Controller) -> Report:
     import anyio  # noqa: PLC0415
 
     async with anyio.create_task_group() as group:
-
-        async def watch_signals() -> None:
-            with anyio.open_signal_receiver(*STOP_SIGNALS) as signals:
-                async for _ in signals:
-                    if controller.stop_requested:
-                        controller.abort()  # a second Ctrl-C: kill what is left at once
-                    else:
-                        controller.stop("interrupted")
-
-        group.start_soon(watch_signals)
+        group.start_soon(_watch_signals, controller)
         report = await controller.run()
         group.cancel_scope.cancel()
     return report
 
 
+async def _watch_signals(controller: Controller) -> None:
+    import anyio  # noqa: PLC0415
+
+    with anyio.open_signal_receiver(*STOP_SIGNALS) as signals:
+        async for _ in signals:
+            if controller.stop_requested:
+                controller.abort()  # a second Ctrl-C: kill what is left at once
+            else:
+                controller.stop("interrupted")
+
+
 def run_plan(
     plan: RunPlan,
     store: SnapshotStore,
-    subscribers: list[Any],
+    sinks: list[Sink],
     target_pid: int | None = None,
     labels: dict[str, Any] | None = None,
     pool_factory: PoolFactory | None = None,
 ) -> Report:
-    """Run a plan to the end on uvloop and return its report.
+    """Run a plan to the end on uvloop, kept in ``store``; return its report.
 
-    ``labels`` (e.g. a sweep's group and level) are stored in the report and
-    the snapshot.
+    ``sinks`` read the run's events; ``labels`` (e.g. a sweep's group and
+    level) are stored in the report and the snapshot.
     """
     import anyio  # noqa: PLC0415
 
-    from protobench.engine.controller import Controller, describe_failure  # noqa: PLC0415
+    from protobench.engine.controller import describe_failure  # noqa: PLC0415
+    from protobench.snapshots.archive import stored_controller  # noqa: PLC0415
 
-    controller = Controller(
+    controller = stored_controller(
         plan,
         store,
+        sinks=sinks,
         target_pid=target_pid,
-        subscribers=subscribers,
         labels=labels,
         pool_factory=pool_factory,
     )
@@ -111,140 +114,169 @@ def run_plan(
         raise typer.Exit(EXIT_INCOMPLETE) from None
 
 
-def register(app: typer.Typer) -> None:
-    @app.command("run")
-    def run_command(
-        profile: ProfileArgument,
-        target: TargetOption = None,
-        duration: DurationOption = None,
-        warmup: WarmupOption = None,
-        connections: ConnectionsOption = None,
-        rate: RateOption = None,
-        ramp_to: Annotated[
-            str | None, typer.Option("--ramp-to", help="Open model: ramp linearly to this rate.")
-        ] = None,
-        processes: ProcessesOption = None,
-        interval: IntervalOption = None,
-        timeout: Annotated[str | None, typer.Option(help="Per-operation timeout.")] = None,
-        pacing_precision: Annotated[
-            str | None,
-            typer.Option(help="Open model: sends may batch this late (default 100us)."),
-        ] = None,
-        threshold: Annotated[
-            list[str] | None,
-            typer.Option("--threshold", help="Extra threshold, e.g. 'p99<5ms' (repeatable)."),
-        ] = None,
-        opt: OptOption = None,
-        serve_opt: ServeOptOption = None,
-        target_pid: Annotated[
-            int | None,
-            typer.Option("--target-pid", min=1, help="PID of the target, for its resources."),
-        ] = None,
-        as_json: Annotated[
-            bool, typer.Option("--json", help="Print the final report as JSON.")
-        ] = False,
-        ndjson: Annotated[
-            bool,
-            typer.Option("--ndjson", help="Stream one JSON line per interval, then the report."),
-        ] = False,
-        no_tui: Annotated[bool, typer.Option("--no-tui", help="Never open the monitor.")] = False,
-        quiet: QuietOption = False,
-        snapshots_dir: SnapshotsDirOption = None,
-        report_file: Annotated[
-            Path | None,
-            typer.Option("--report", help="Also write the run as one HTML page (report extra)."),
-        ] = None,
-        ray: Annotated[
-            str | None,
-            typer.Option(
-                "--ray", help="Run the workers on a Ray cluster: auto, HOST:PORT, local:N."
-            ),
-        ] = None,
-        baseline: BaselineOption = None,
-    ) -> None:
-        """Run a profile: warmup, sustain, report, thresholds, snapshot.
+def run_command(
+    profile: ProfileArgument,
+    target: TargetOption = None,
+    duration: DurationOption = None,
+    warmup: WarmupOption = None,
+    connections: ConnectionsOption = None,
+    rate: RateOption = None,
+    ramp_to: Annotated[
+        str | None, typer.Option("--ramp-to", help="Open model: ramp linearly to this rate.")
+    ] = None,
+    processes: ProcessesOption = None,
+    interval: IntervalOption = None,
+    timeout: Annotated[str | None, typer.Option(help="Per-operation timeout.")] = None,
+    pacing_precision: Annotated[
+        str | None,
+        typer.Option(help="Open model: sends may batch this late (default 100us)."),
+    ] = None,
+    threshold: Annotated[
+        list[str] | None,
+        typer.Option("--threshold", help="Extra threshold, e.g. 'p99<5ms' (repeatable)."),
+    ] = None,
+    opt: OptOption = None,
+    serve_opt: ServeOptOption = None,
+    target_pid: Annotated[
+        int | None,
+        typer.Option("--target-pid", min=1, help="PID of the target, for its resources."),
+    ] = None,
+    as_json: Annotated[
+        bool, typer.Option("--json", help="Print the final report as JSON.")
+    ] = False,
+    ndjson: Annotated[
+        bool,
+        typer.Option("--ndjson", help="Stream one JSON line per interval, then the report."),
+    ] = False,
+    no_tui: Annotated[bool, typer.Option("--no-tui", help="Never open the monitor.")] = False,
+    quiet: QuietOption = False,
+    snapshots_dir: SnapshotsDirOption = None,
+    report_file: Annotated[
+        Path | None,
+        typer.Option("--report", help="Also write the run as one HTML page (report extra)."),
+    ] = None,
+    ray: Annotated[
+        str | None,
+        typer.Option("--ray", help="Run the workers on a Ray cluster: auto, HOST:PORT, local:N."),
+    ] = None,
+    baseline: BaselineOption = None,
+) -> None:
+    """Run a profile: warmup, sustain, report, thresholds, snapshot.
 
-        \b
-        Examples:
-          protobench run http-get                        embedded target, live monitor
-          protobench run mqtt-qos1 -t mqtt://127.0.0.1:1883/ -d 30s --no-tui
-          protobench run ./mine.toml -r 2000/s --threshold 'p99<5ms' --json
+    \b
+    Examples:
+      protobench run http-get                        embedded target, live monitor
+      protobench run mqtt-qos1 -t mqtt://127.0.0.1:1883/ -d 30s --no-tui
+      protobench run ./mine.toml -r 2000/s --threshold 'p99<5ms' --json
 
-        \b
-        Exit codes: 0 ok, 1 a threshold or check failed, 2 bad input (nothing
-        ran), 3 the run could not complete, 5 the snapshot was not saved in the store.
-        """
-        from protobench.engine.plan import resolve  # noqa: PLC0415
-        from protobench.profiles import loader  # noqa: PLC0415
-
-        if report_file is not None:
-            report_cmd.require_extra()  # before the run, not after it
-        overrides = build_overrides(
-            target=target,
-            duration=duration,
-            warmup=warmup,
-            interval=interval,
-            connections=connections,
-            rate=rate,
-            processes=processes,
-            opt=opt,
-            serve_opt=serve_opt,
-            ramp_to=ramp_to,
-            timeout=timeout,
-            threshold=threshold,
-            pacing_precision=pacing_precision,
-        )
-        try:
-            plan = resolve(loader.load(profile), overrides)
-        except (loader.ProfileError, PluginError) as exc:
-            fail(str(exc))
-        if plan.duration <= 0:
-            fail("--duration: expected a duration > 0")
-        store = SnapshotStore(snapshots_dir)
-        compared = load_baseline(store, baseline)
-        interactive = sys.stdout.isatty() and not (as_json or ndjson or no_tui or ray)
-        if interactive:
-            code = _run_interactive(plan, store, target_pid, compared)
+    \b
+    Exit codes: 0 ok, 1 a threshold or check failed, 2 bad input (nothing
+    ran), 3 the run could not complete, 5 the snapshot was not saved in the store.
+    """
+    if report_file is not None:
+        report_cmd.require_extra()  # before the run, not after it
+    overrides = build_overrides(
+        target=target,
+        duration=duration,
+        warmup=warmup,
+        interval=interval,
+        connections=connections,
+        rate=rate,
+        processes=processes,
+        opt=opt,
+        serve_opt=serve_opt,
+        ramp_to=ramp_to,
+        timeout=timeout,
+        threshold=threshold,
+        pacing_precision=pacing_precision,
+    )
+    plan = _resolve(profile, overrides)
+    store = SnapshotStore(snapshots_dir)
+    compared = load_baseline(store, baseline)
+    with _pool_factory(ray, plan) as factory:
+        if sys.stdout.isatty() and not (as_json or ndjson or no_tui):
+            code = _run_interactive(plan, store, target_pid, compared, factory)
             if report_file is not None:
                 report_cmd.write_run_report(store.load("latest"), report_file)
             raise typer.Exit(code)
-        subscribers: list[Any] = []
-        progress = None
-        if not quiet:
-            progress = Progress(plan.duration, plan.warmup)
-            subscribers.append(progress)
-        stream = NdjsonStream() if ndjson else None
-        if stream is not None:
-            subscribers.append(stream)
-        finished: list[RunFinished] = []
-        subscribers.append(lambda e: finished.append(e) if isinstance(e, RunFinished) else None)
-        from protobench.engine.distributed.cluster import (  # noqa: PLC0415 - Ray only with --ray
-            RayBackendError,
-            open_backend,
-        )
-        from protobench.engine.distributed.pool import RayPoolFactory  # noqa: PLC0415
+        report = _run_headless(plan, store, target_pid, factory, quiet=quiet, ndjson=ndjson)
+    say_snapshot_error(report)
+    if not ndjson:  # the NDJSON stream ended with the report
+        _print_report(report, as_json)
+    if report_file is not None and report.snapshot:
+        report_cmd.write_run_report(read(Path(report.snapshot)), report_file)
+    raise typer.Exit(_exit_code(report))
 
-        try:
-            backend = open_backend(ray, plan.target is None) if ray else None
-        except RayBackendError as exc:
-            fail(str(exc))
-        try:
-            factory = RayPoolFactory(backend) if backend else None
-            report = run_plan(plan, store, subscribers, target_pid, pool_factory=factory)
-        finally:
-            if backend is not None:
-                backend.close()
-        if progress is not None:
-            progress.close()
-        code = finished[-1].exit_code if finished else EXIT_INCOMPLETE
-        say_snapshot_error(report)
-        if stream is not None:
-            stream.close(report)
-        else:
-            _print_report(report, as_json)
-        if report_file is not None and report.snapshot:
-            report_cmd.write_run_report(read(Path(report.snapshot)), report_file)
-        raise typer.Exit(code)
+
+def register(app: typer.Typer) -> None:
+    app.command("run")(run_command)
+
+
+def _resolve(profile: str, overrides: Overrides) -> RunPlan:
+    """The plan of ``profile`` with the command line's overrides; exit 2 when it is bad."""
+    from protobench.engine.plan import resolve  # noqa: PLC0415
+    from protobench.profiles import loader  # noqa: PLC0415
+
+    try:
+        plan = resolve(loader.load(profile), overrides)
+    except (loader.ProfileError, PluginError) as exc:
+        fail(str(exc))
+    if plan.duration <= 0:
+        fail("--duration: expected a duration > 0")
+    return plan
+
+
+@contextlib.contextmanager
+def _pool_factory(ray: str | None, plan: RunPlan) -> Iterator[PoolFactory | None]:
+    """The Ray pool factory of ``--ray`` (its cluster closed at the end); None: local workers."""
+    if not ray:
+        yield None
+        return
+    from protobench.engine.distributed.cluster import (  # noqa: PLC0415 - Ray only with --ray
+        RayBackendError,
+        open_backend,
+    )
+    from protobench.engine.distributed.pool import RayPoolFactory  # noqa: PLC0415
+
+    try:
+        backend = open_backend(ray, plan.target is None)
+    except RayBackendError as exc:
+        fail(str(exc))
+    try:
+        yield RayPoolFactory(backend)
+    finally:
+        backend.close()
+
+
+def _run_headless(
+    plan: RunPlan,
+    store: SnapshotStore,
+    target_pid: int | None,
+    pool_factory: PoolFactory | None,
+    *,
+    quiet: bool,
+    ndjson: bool,
+) -> Report:
+    """Run with a progress line on stderr (unless quiet) and the NDJSON stream (if asked)."""
+    from protobench.cli.ndjson import NdjsonSink  # noqa: PLC0415 - anyio: not for --help
+    from protobench.engine.sinks import Each  # noqa: PLC0415
+
+    sinks: list[Sink] = []
+    progress = None if quiet else Progress(plan.duration, plan.warmup)
+    if progress is not None:
+        sinks.append(Each("progress", progress, blocking=True))
+    if ndjson:
+        sinks.append(NdjsonSink())
+    report = run_plan(plan, store, sinks, target_pid, pool_factory=pool_factory)
+    if progress is not None:
+        progress.close()
+    return report
+
+
+def _exit_code(report: Report) -> int:
+    from protobench.engine.report import exit_code_for  # noqa: PLC0415
+
+    return exit_code_for(report)
 
 
 def say_snapshot_error(report: Report) -> None:
@@ -274,22 +306,18 @@ def _print_report(report: Report, as_json: bool) -> None:
 
 
 def _run_interactive(
-    plan: RunPlan, store: SnapshotStore, target_pid: int | None, baseline: Baseline | None = None
+    plan: RunPlan,
+    store: SnapshotStore,
+    target_pid: int | None,
+    baseline: Baseline | None = None,
+    pool_factory: PoolFactory | None = None,
 ) -> int:
     """Open the live monitor when it is installed, else run headless with a summary."""
     try:
         from protobench.tui.live import run_live  # noqa: PLC0415 - Textual loads only here
     except ImportError:
-        progress = Progress(plan.duration, plan.warmup)
-        finished: list[RunFinished] = []
-        report = run_plan(
-            plan,
-            store,
-            [progress, lambda e: finished.append(e) if isinstance(e, RunFinished) else None],
-            target_pid,
-        )
-        progress.close()
+        report = _run_headless(plan, store, target_pid, pool_factory, quiet=False, ndjson=False)
         say_snapshot_error(report)
         _print_report(report, as_json=False)
-        return finished[-1].exit_code if finished else EXIT_INCOMPLETE
-    return run_live(plan, store, target_pid, baseline)
+        return _exit_code(report)
+    return run_live(plan, store, target_pid, baseline, pool_factory=pool_factory)

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import sys
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
 
@@ -105,105 +106,118 @@ def render_table(result: SweepResult) -> str:
     return "\n".join(out)
 
 
-def register(app: typer.Typer) -> None:
-    @app.command("sweep")
-    def sweep_command(
-        profile: ProfileArgument,
-        vary: Annotated[
-            list[str],
-            typer.Option(
-                "--vary",
-                help="KEY=L1,L2,... (repeatable): connections, processes, rate, ramp_to, "
-                "duration, warmup, interval, timeout, options.KEY, serve.KEY. The first is "
-                "the load axis.",
-            ),
-        ],
-        stop_on: Annotated[
-            list[str] | None,
-            typer.Option(
-                "--stop-on",
-                help=f"Skip the higher levels once this holds (repeatable; "
-                f"default '{DEFAULT_STOP}').",
-            ),
-        ] = None,
-        target: TargetOption = None,
-        duration: DurationOption = None,
-        warmup: WarmupOption = None,
-        interval: IntervalOption = None,
-        connections: ConnectionsOption = None,
-        rate: RateOption = None,
-        processes: ProcessesOption = None,
-        opt: OptOption = None,
-        serve_opt: ServeOptOption = None,
-        as_json: Annotated[bool, typer.Option("--json", help="Print the sweep as JSON.")] = False,
-        quiet: QuietOption = False,
-        snapshots_dir: SnapshotsDirOption = None,
-    ) -> None:
-        """Run a profile once per level of each --vary axis; mark the knee; stop on errors.
+def sweep_command(
+    profile: ProfileArgument,
+    vary: Annotated[
+        list[str],
+        typer.Option(
+            "--vary",
+            help="KEY=L1,L2,... (repeatable): connections, processes, rate, ramp_to, "
+            "duration, warmup, interval, timeout, options.KEY, serve.KEY. The first is "
+            "the load axis.",
+        ),
+    ],
+    stop_on: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--stop-on",
+            help=f"Skip the higher levels once this holds (repeatable; default '{DEFAULT_STOP}').",
+        ),
+    ] = None,
+    target: TargetOption = None,
+    duration: DurationOption = None,
+    warmup: WarmupOption = None,
+    interval: IntervalOption = None,
+    connections: ConnectionsOption = None,
+    rate: RateOption = None,
+    processes: ProcessesOption = None,
+    opt: OptOption = None,
+    serve_opt: ServeOptOption = None,
+    as_json: Annotated[bool, typer.Option("--json", help="Print the sweep as JSON.")] = False,
+    quiet: QuietOption = False,
+    snapshots_dir: SnapshotsDirOption = None,
+) -> None:
+    """Run a profile once per level of each --vary axis; mark the knee; stop on errors.
 
-        \b
-        Examples:
-          protobench sweep http-get --vary connections=8,32,128 -d 10s
-          protobench sweep mqtt-qos1 --vary rate=1000/s,5000/s,20000/s --json
+    \b
+    Examples:
+      protobench sweep http-get --vary connections=8,32,128 -d 10s
+      protobench sweep mqtt-qos1 --vary rate=1000/s,5000/s,20000/s --json
 
-        \b
-        Exit codes: 0 done, 2 bad input (a bad level fails before any run),
-        3 interrupted.
-        """
-        from protobench.engine.plan import resolve  # noqa: PLC0415
-        from protobench.engine.sweep import Sweep, apply_level, describe, parse_axis  # noqa: PLC0415
-        from protobench.profiles import loader  # noqa: PLC0415
+    \b
+    Exit codes: 0 done, 2 bad input (a bad level fails before any run),
+    3 interrupted.
+    """
+    from protobench.engine.plan import resolve  # noqa: PLC0415
+    from protobench.engine.sweep import Sweep, apply_level, describe, parse_axis  # noqa: PLC0415
+    from protobench.profiles import loader  # noqa: PLC0415
 
-        base = build_overrides(
-            target=target,
-            duration=duration,
-            warmup=warmup,
-            interval=interval,
-            connections=connections,
-            rate=rate,
-            processes=processes,
-            opt=opt,
-            serve_opt=serve_opt,
-        )
+    base = build_overrides(
+        target=target,
+        duration=duration,
+        warmup=warmup,
+        interval=interval,
+        connections=connections,
+        rate=rate,
+        processes=processes,
+        opt=opt,
+        serve_opt=serve_opt,
+    )
+    try:
+        axes = [parse_axis(v) for v in vary]
+    except ValueError as exc:
+        fail(f"--vary: {exc}")
+    try:
+        sweep = Sweep(axes, stop_on or [DEFAULT_STOP])
+    except ValueError as exc:
+        fail(f"--stop-on: {exc}" if stop_on else str(exc))
+    try:
+        loaded = loader.load(profile)
+    except (loader.ProfileError, PluginError) as exc:
+        fail(str(exc))
+    plans: dict[str, RunPlan] = {}
+    for level in sweep.levels():
         try:
-            axes = [parse_axis(v) for v in vary]
-        except ValueError as exc:
-            fail(f"--vary: {exc}")
-        try:
-            sweep = Sweep(axes, stop_on or [DEFAULT_STOP])
-        except ValueError as exc:
-            fail(f"--stop-on: {exc}" if stop_on else str(exc))
-        try:
-            loaded = loader.load(profile)
+            plans[_key(level)] = resolve(loaded, apply_level(base, level))
         except (loader.ProfileError, PluginError) as exc:
-            fail(str(exc))
-        plans: dict[str, RunPlan] = {}
-        for level in sweep.levels():
-            try:
-                plans[_key(level)] = resolve(loaded, apply_level(base, level))
-            except (loader.ProfileError, PluginError) as exc:
-                fail(f"--vary {describe(level)}: {exc}")
-        store = SnapshotStore(snapshots_dir)
-        total = len(plans)
-        done: list[Point] = []
+            fail(f"--vary {describe(level)}: {exc}")
+    store = SnapshotStore(snapshots_dir)
+    runner = LevelRunner(plans, store, quiet)
+    result = sweep.run(runner, on_point=runner.done.append)
+    if as_json:
+        print_json(result.to_dict())
+    else:
+        typer.echo(render_table(result))
+    sys.stdout.flush()
+    raise typer.Exit(EXIT_INCOMPLETE if result.interrupted else 0)
 
-        def runner(level: dict[str, Any], labels: dict[str, Any]) -> Report:
-            plan = plans[_key(level)]
-            subscribers: list[Any] = []
-            progress = None
-            if not quiet:
-                typer.echo(f"[{len(done) + 1}/{total}] {describe(level)}", err=True)
-                progress = Progress(plan.duration, plan.warmup)
-                subscribers.append(progress)
-            report = run_plan(plan, store, subscribers, labels=labels)
-            if progress is not None:
-                progress.close()
-            return report
 
-        result = sweep.run(runner, on_point=done.append)
-        if as_json:
-            print_json(result.to_dict())
-        else:
-            typer.echo(render_table(result))
-        sys.stdout.flush()
-        raise typer.Exit(EXIT_INCOMPLETE if result.interrupted else 0)
+@dataclass
+class LevelRunner:
+    """Runs each level of a sweep headless, kept in ``store``, with a progress line unless
+    ``quiet``; ``done`` holds the points so far (the sweep appends them)."""
+
+    plans: dict[str, RunPlan]
+    store: SnapshotStore
+    quiet: bool
+    done: list[Point] = field(default_factory=list)
+
+    def __call__(self, level: dict[str, Any], labels: dict[str, Any]) -> Report:
+        from protobench.engine.sinks import Each, Sink  # noqa: PLC0415 - anyio
+        from protobench.engine.sweep import describe  # noqa: PLC0415
+
+        plan = self.plans[_key(level)]
+        sinks: list[Sink] = []
+        progress = None
+        if not self.quiet:
+            typer.echo(f"[{len(self.done) + 1}/{len(self.plans)}] {describe(level)}", err=True)
+            progress = Progress(plan.duration, plan.warmup)
+            sinks.append(Each("progress", progress, blocking=True))
+        report = run_plan(plan, self.store, sinks, labels=labels)
+        if progress is not None:
+            progress.close()
+        return report
+
+
+def register(app: typer.Typer) -> None:
+    app.command("sweep")(sweep_command)

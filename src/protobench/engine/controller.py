@@ -7,27 +7,30 @@
 2. starts the worker processes (``engine.pool``) and sends each its slice;
 3. when every worker has opened its sessions, sends one common start time;
 4. merges the workers' interval reports (``engine.aggregate``), samples
-   resources once per interval, and emits :mod:`engine.events` to subscribers;
+   resources once per interval, and publishes :mod:`engine.events` to its
+   sinks (:mod:`engine.sinks`: each reads its own bounded buffer in its own
+   task, so a slow one never stalls the run);
 5. ends when the workers say ``BYE``, or stops them on :meth:`stop` (Ctrl-C,
    the TUI's ``q``), marking the run partial; a worker that dies is reported
    with its exit code and log tail, the run goes on with the others and is
    marked partial (``stop_reason = "worker-failed"``): its figures lack a share;
 6. builds the report, evaluates thresholds and verdicts (with the plugin's
-   diagnosis of its counters), saves the snapshot.
+   diagnosis of its counters), hands the run to the caller's archive (the
+   snapshot, :mod:`engine.archive`), publishes ``RunFinished`` and waits until
+   every sink has read it.
 
 It never raises for a failing target or worker: those are results. Only a run
 that could not start (no target, no worker) ends with ``stop_reason = "error"``
-and exit code 3. Nor does a store that cannot be written lose the run: the
-log directory and the snapshot fall back to a temporary directory, and the
-report says so in ``snapshot_error`` (exit code 5 when the run passed).
+and exit code 3. Nor does an archive that cannot write lose the run: the
+report says where the run went in ``snapshot`` and what failed in
+``snapshot_error`` (exit code 5 when the run passed). The run's id and its
+log directory are the caller's (the controller knows no store).
 Every notice's text passes through :func:`redaction.redact_text`.
 """
 
 from __future__ import annotations
 
 import contextlib
-import shutil
-import tempfile
 import time
 from collections.abc import AsyncIterator, Callable
 from dataclasses import replace
@@ -37,6 +40,7 @@ from typing import Any
 import anyio
 
 from protobench.engine.aggregate import Aggregator
+from protobench.engine.archive import Archive, Kept, RunRecord
 from protobench.engine.events import (
     Event,
     Notice,
@@ -44,7 +48,6 @@ from protobench.engine.events import (
     ResourceSample,
     RunFinished,
     RunStarted,
-    Subscriber,
 )
 from protobench.engine.plan import RunPlan, WorkerSlice, worker_slices
 from protobench.engine.pool import WorkerHandle, WorkerPool
@@ -52,13 +55,14 @@ from protobench.engine.report import RunJudge, build_report, exit_code_for
 from protobench.engine.report_model import Report
 from protobench.engine.resource_log import ResourceLog
 from protobench.engine.resources import Sampler, find_listener, target_rss
+from protobench.engine.sinks import Fanout, Sink
 from protobench.protocols import registry
 from protobench.redaction import redact_text, redact_url, redact_value
-from protobench.snapshots.store import SnapshotStore
 from protobench.targets.base import Announcement
 from protobench.targets.launcher import StartingTarget, TargetError, embedded_target
 
-START_DELAY = 0.3
+START_DELAY = 0.1
+"""Seconds between the GO frame and the common start (every worker reads it by then)."""
 HELLO_GRACE = 30.0
 BYE_GRACE = 10.0
 
@@ -84,6 +88,10 @@ def describe_failure(exc: BaseException) -> str:
 class Controller:
     """One run of a plan.
 
+    ``log_dir`` receives the worker and target logs; ``sinks`` read the
+    events (more with :meth:`attach` before :meth:`run`); ``archive`` keeps
+    the finished run (None: the run is not kept).
+
     Commands (:meth:`pause`, :meth:`resume`, :meth:`set_rate_factor`,
     :meth:`stop`) may be called from any code running on the controller's event
     loop, a plain callback included; from another thread, hand them to that
@@ -93,24 +101,27 @@ class Controller:
     def __init__(
         self,
         plan: RunPlan,
-        store: SnapshotStore,
+        log_dir: Path,
+        *,
+        sinks: list[Sink] | None = None,
+        archive: Archive | None = None,
         target_pid: int | None = None,
-        subscribers: list[Subscriber] | None = None,
         labels: dict[str, Any] | None = None,
         pool_factory: PoolFactory | None = None,
     ) -> None:
         self.plan = plan
         self.pool_factory = pool_factory or WorkerPool
         self.labels = dict(labels or {})
-        self.store = store
+        self.archive = archive
         self.target_pid = target_pid
-        self.subscribers = list(subscribers or [])
-        self.run_id = store.new_id(plan.profile)
+        self.fanout = Fanout(self._sink_failed)
+        for sink in sinks or []:
+            self.fanout.attach(sink)
         self.start_at: float | None = None
         self.stop_requested = False
         self.stop_reason = "completed"
         self.notices: list[dict[str, Any]] = []
-        self.log_dir = self._make_log_dir()
+        self.log_dir = log_dir
         self.resources = ResourceLog()
         self.pool: WorkerPool | None = None
         self.rate_factor = 1.0
@@ -126,25 +137,16 @@ class Controller:
             judge=RunJudge.of(plan, self.resources, self._passive()),
         )
 
-    def _make_log_dir(self) -> Path:
-        """The store's log directory of this run, or a temporary one when it cannot be made."""
-        try:
-            return self.store.log_dir(self.run_id)
-        except OSError as exc:
-            fallback = Path(tempfile.mkdtemp(prefix=f"protobench-logs-{self.run_id}-"))
-            self.notice(
-                "logs",
-                f"cannot create the log directory in {self.store.directory.parent}: "
-                f"{exc.strerror or exc}; logs go to {fallback}",
-            )
-            return fallback
-
-    def subscribe(self, subscriber: Subscriber) -> None:
-        self.subscribers.append(subscriber)
+    def attach(self, sink: Sink) -> None:
+        """Add a sink (before :meth:`run`): it reads every event from its own buffer."""
+        self.fanout.attach(sink)
 
     def emit(self, event: Event) -> None:
-        for subscriber in self.subscribers:
-            subscriber(event)
+        """Publish ``event`` to every sink; never waits for one."""
+        self.fanout.publish(event)
+
+    def _sink_failed(self, name: str, exc: Exception) -> None:
+        self.notice("sink", f"the {name} output failed and was left out: {exc!r}", sink=name)
 
     def elapsed(self) -> float:
         if self.start_at is None:
@@ -196,6 +198,7 @@ class Controller:
         """Stop at once (a second Ctrl-C): kill the workers still running, so a stopped
         or hung worker cannot hold the exit; the report and snapshot are still made."""
         self.stop()
+        self.fanout.abandon()  # the run is over and a sink is stuck: stop waiting for it
         abort = getattr(self.pool, "abort", None)
         if abort is not None:
             abort()
@@ -205,15 +208,22 @@ class Controller:
         return frozenset(g.name for g in self.plan.groups if g.op in self.plugin.passive_ops)
 
     async def run(self) -> Report:
-        """Do the whole run; return the final report (also emitted as RunFinished)."""
+        """Do the whole run; return the final report (also published as RunFinished,
+        the last event every sink reads: :meth:`run` returns once they all have)."""
+        async with self.fanout.running():
+            report = await self._run()
+            self.emit(RunFinished(report, exit_code_for(report)))
+        return report
+
+    async def _run(self) -> Report:
         announcement: Announcement | None = None
         baseline_rss: int | None = None
         peak: int | None = None
         started_wall = time.time()
         try:
-            async with (
-                self._target() as starting,
+            async with (  # the workers first: their imports are the longest wait of the start
                 self.pool_factory(worker_slices(self.plan), self.log_dir) as pool,
+                self._target() as starting,
             ):
                 self.pool = pool
                 announcement = await starting.ready()
@@ -246,10 +256,19 @@ class Controller:
             labels=self.labels,
             nodes=nodes() if (nodes := getattr(self.pool, "nodes", None)) is not None else None,
         )
-        report = self._save(report)
-        code = exit_code_for(report)
-        self.emit(RunFinished(report, code))
+        if self.archive is not None:
+            kept = await anyio.to_thread.run_sync(self.archive.keep, self._record(report))
+            report = say_where(report, kept)
         return report
+
+    def _record(self, report: Report) -> RunRecord:
+        return RunRecord(
+            plan=self.plan,
+            report=report,
+            series=self.aggregator.series,
+            histograms=self.aggregator.phase_histograms(),
+            resources=self.resources.series,
+        )
 
     def _diagnose(self) -> list[str]:
         """The plugin's findings from each op's counters (groups of one op summed)."""
@@ -263,35 +282,6 @@ class Controller:
             return [redact_text(str(line)) for line in self.plugin.diagnose(by_op)]
         except Exception as exc:  # a plugin's bug must not lose the run
             return [f"the {self.plan.protocol} plugin's diagnosis failed: {exc!r}"]
-
-    def _save(self, report: Report) -> Report:
-        """Save the snapshot in the store, else in a temporary directory; say which in the report.
-
-        The report's ``snapshot`` is where it was written (None: nowhere) and
-        its ``snapshot_error`` one line naming the store's path and the error.
-        """
-        args = (self.run_id, self.plan, report, self.aggregator, self.resources.series)
-        try:
-            path = self.store.save(*args)
-        except (OSError, TypeError, ValueError) as exc:
-            where = getattr(exc, "filename", None) or self.store.directory
-            error = f"cannot save the snapshot in {where}: {getattr(exc, 'strerror', None) or exc}"
-            report = replace(report, snapshot=None, snapshot_error=error)
-            fallback: Path | None = None
-            try:
-                fallback = Path(tempfile.mkdtemp(prefix="protobench-snapshot-"))
-                path = SnapshotStore(fallback).save(
-                    self.run_id, self.plan, report, self.aggregator, self.resources.series
-                )
-            except (OSError, TypeError, ValueError) as again:
-                if fallback is not None:
-                    shutil.rmtree(fallback, ignore_errors=True)
-                return replace(
-                    report, snapshot_error=f"{error}; nothing could be written ({again})"
-                )
-            error = f"{error}; saved in {path.resolve()} instead"
-            return replace(report, snapshot=str(path.resolve()), snapshot_error=error)
-        return replace(report, snapshot=str(path.resolve()))
 
     @contextlib.asynccontextmanager
     async def _target(self) -> AsyncIterator[StartingTarget]:
@@ -435,3 +425,13 @@ class Controller:
         if elapsed < self.plan.warmup + self.plan.duration:
             return "sustain"
         return "drain"
+
+
+def say_where(report: Report, kept: Kept) -> Report:
+    """The report with ``snapshot``: where the run was kept (None: nowhere), and
+    ``snapshot_error``: one line naming the place that failed and the error, when there was one."""
+    return replace(
+        report,
+        snapshot=None if kept.path is None else str(kept.path),
+        snapshot_error=kept.error,
+    )

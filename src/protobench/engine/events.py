@@ -7,7 +7,6 @@ methods (``pause``, ``resume``, ``set_rate_factor``, ``stop``).
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import NotRequired, TypedDict
 
@@ -117,4 +116,3 @@ class RunFinished:
 
 
 Event = RunStarted | PhaseChanged | IntervalUpdate | ResourceSample | Notice | RunFinished
-Subscriber = Callable[[Event], None]

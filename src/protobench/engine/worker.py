@@ -61,6 +61,9 @@ FOLD_AT_LEAST = 1_000
 SWEEP = 0.5
 """Seconds between sweeps for exchanges pending longer than the timeout (at most)."""
 CONTROL = frozenset({"PAUSE", "RESUME", "RATE"})
+FIRST_INTERVAL = 0.1
+"""Seconds of the warmup's first interval (then aligned to the interval): the first figures
+come a tenth of a second after the start, not a whole interval."""
 CLOSE_TIMEOUT = 2.0
 """Seconds the worker waits at least for its sessions to close (a plugin may hang there)."""
 
@@ -271,8 +274,9 @@ class Worker:
             phase_end = phase_start + length
             index = 0
             t0 = phase_start
+            early = phase == "warmup" and plan.interval > 4 * FIRST_INTERVAL
             while True:
-                tick = min(phase_end, phase_start + (index + 1) * plan.interval)
+                tick = min(phase_end, phase_start + interval_end(index, plan.interval, early))
                 stopped = await _wait_until(tick, stop_requested)
                 now = time.monotonic()
                 self.sweep()
@@ -319,6 +323,14 @@ class Worker:
                 asyncio.gather(*closes, return_exceptions=True),
                 max(CLOSE_TIMEOUT, self.plan.timeout),
             )
+
+
+def interval_end(index: int, interval: float, early: bool) -> float:
+    """Seconds from a phase's start to the end of its interval ``index``; ``early``: the first
+    ends after :data:`FIRST_INTERVAL`, the next ones on whole intervals (0.1, 1, 2...)."""
+    if not early:
+        return (index + 1) * interval
+    return FIRST_INTERVAL if index == 0 else index * interval
 
 
 async def _wait_until(deadline: float, stop: asyncio.Event) -> bool:

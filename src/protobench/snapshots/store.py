@@ -49,7 +49,7 @@ from protobench.home import home
 from protobench.redaction import redact_url, redact_value
 
 if TYPE_CHECKING:
-    from protobench.engine.aggregate import Aggregator
+    from protobench.engine.archive import RunRecord
     from protobench.engine.plan import RunPlan
 
 SCHEMA = "protobench.snapshot/1"
@@ -216,15 +216,9 @@ class SnapshotStore:
     def path_of(self, run_id: str) -> Path:
         return self.directory / f"{check_run_id(run_id)}{SUFFIX}"
 
-    def save(
-        self,
-        run_id: str,
-        plan: RunPlan,
-        report: Report,
-        aggregator: Aggregator,
-        resources: list[dict[str, Any]],
-    ) -> Path:
-        """Write the snapshot of a run atomically; return its path."""
+    def save(self, run_id: str, record: RunRecord) -> Path:
+        """Write the snapshot of a finished run atomically; return its path."""
+        plan, report = record.plan, record.report
         snapshot = {
             "schema": SCHEMA,
             "id": run_id,
@@ -234,9 +228,9 @@ class SnapshotStore:
             "provenance": provenance(plan),
             "plan": redact_value(plan.redacted()),
             "report": to_plain(replace(report, target=redact_url(report.target))),
-            "series": aggregator.series,
-            "histograms": aggregator.phase_histograms(),
-            "resources": resources,
+            "series": record.series,
+            "histograms": record.histograms,
+            "resources": record.resources,
         }
         return self.write(run_id, snapshot)
 

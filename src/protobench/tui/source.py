@@ -33,10 +33,12 @@ from typing import Any, Protocol
 
 import anyio
 
-from protobench.engine.controller import Controller, PoolFactory
+from protobench.engine.controller import PoolFactory
 from protobench.engine.events import Event, RunFinished
 from protobench.engine.plan import RunPlan
 from protobench.engine.report_model import Report
+from protobench.engine.sinks import Each
+from protobench.snapshots.archive import stored_controller
 from protobench.snapshots.store import SnapshotStore
 from protobench.tui.handover import Handover
 from protobench.tui.timeline import replay_timeline
@@ -90,7 +92,9 @@ class LiveSource:
         target_pid: int | None = None,
         pool_factory: PoolFactory | None = None,
     ):
-        self.controller = Controller(plan, store, target_pid=target_pid, pool_factory=pool_factory)
+        self.controller = stored_controller(
+            plan, store, target_pid=target_pid, pool_factory=pool_factory
+        )
         self.log_dir: Path | None = self.controller.log_dir
         self.controls = frozenset({"pause", "stop", *(["rate"] if plan.rate is not None else [])})
         self.report: Report | None = None
@@ -110,7 +114,7 @@ class LiveSource:
         """
         if self._thread is not None:
             return
-        self.controller.subscribe(self.handover.offer)
+        self.controller.attach(Each("monitor", self.handover.offer))
         self._thread = threading.Thread(target=self._engine, name="protobench-engine", daemon=True)
         self._thread.start()
 
