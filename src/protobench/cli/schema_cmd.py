@@ -17,31 +17,33 @@ from protobench.cli.common import fail
 from protobench.snapshots.schemas import NAMES, json_schema
 
 
+def schema_command(
+    name: Annotated[str, typer.Argument(help=f"Which schema: {', '.join(NAMES)}.")],
+    output: Annotated[
+        Path | None, typer.Option("--output", "-o", help="Write it to this file.")
+    ] = None,
+) -> None:
+    """Print the JSON Schema of the report, an NDJSON event, a snapshot or a profile.
+
+    \b
+    Examples:
+      protobench schema report
+      protobench schema profile -o protobench-profile.schema.json
+
+    \b
+    Exit codes: 0 printed, 2 bad input (an unknown name, a file that cannot be written).
+    """
+    if name not in NAMES:
+        fail(f"unknown schema {name!r} (expected one of {', '.join(NAMES)})")
+    text = json.dumps(json_schema(name), indent=2) + "\n"
+    if output is None:
+        typer.echo(text, nl=False)
+        return
+    try:
+        output.write_text(text, encoding="utf-8")
+    except OSError as exc:
+        fail(f"{output}: cannot write the schema ({exc.strerror or exc})")
+
+
 def register(app: typer.Typer) -> None:
-    @app.command("schema")
-    def schema(
-        name: Annotated[str, typer.Argument(help=f"Which schema: {', '.join(NAMES)}.")],
-        output: Annotated[
-            Path | None, typer.Option("--output", "-o", help="Write it to this file.")
-        ] = None,
-    ) -> None:
-        """Print the JSON Schema of the report, an NDJSON event, a snapshot or a profile.
-
-        \b
-        Examples:
-          protobench schema report
-          protobench schema profile -o protobench-profile.schema.json
-
-        \b
-        Exit codes: 0 printed, 2 bad input (an unknown name, a file that cannot be written).
-        """
-        if name not in NAMES:
-            fail(f"unknown schema {name!r} (expected one of {', '.join(NAMES)})")
-        text = json.dumps(json_schema(name), indent=2) + "\n"
-        if output is None:
-            typer.echo(text, nl=False)
-            return
-        try:
-            output.write_text(text, encoding="utf-8")
-        except OSError as exc:
-            fail(f"{output}: cannot write the schema ({exc.strerror or exc})")
+    app.command("schema")(schema_command)
