@@ -1,8 +1,7 @@
-"""``protobench schema report|event|snapshot|profile``: print a published JSON Schema.
+"""``protobench schema report|event|snapshot|diff|profile``: print a published JSON Schema.
 
 The schemas are generated from the typed models (:mod:`protobench.snapshots.schemas`),
-each with an ``$id`` naming its version. ``diff --json`` has no schema yet: its
-output is not typed.
+each with an ``$id`` naming its version.
 """
 
 from __future__ import annotations
@@ -23,11 +22,12 @@ def schema_command(
         Path | None, typer.Option("--output", "-o", help="Write it to this file.")
     ] = None,
 ) -> None:
-    """Print the JSON Schema of the report, an NDJSON event, a snapshot or a profile.
+    """Print a published JSON Schema: report, NDJSON event, snapshot, diff --json, profile.
 
     \b
     Examples:
       protobench schema report
+      protobench schema diff
       protobench schema profile -o protobench-profile.schema.json
 
     \b
