@@ -19,6 +19,7 @@ import json
 from pathlib import Path
 from typing import Any
 
+import jsonschema
 import pytest
 from hdrh.histogram import HdrHistogram
 from hdrh.log import HistogramLogReader
@@ -112,6 +113,24 @@ def test_a_slower_target_raises_p50_significantly_and_trips_the_gate(
     assert "gate FAILED: p50:+10%" in text.stdout
     passed = _diff(runs, runs["first"], runs["slow"], "--fail-on", "p50:+1000%")
     assert passed.returncode == 0, passed.stdout
+
+
+def test_diff_json_validates_against_the_published_diff_schema(runs: dict[str, Any]) -> None:
+    cwd: Path = runs["cwd"]
+    printed = run_cli(["schema", "diff", "-o", "diff.schema.json"], cwd)
+    assert printed.returncode == 0, printed.stderr
+    schema = json.loads((cwd / "diff.schema.json").read_text())
+    validator = jsonschema.validators.validator_for(schema)(schema)
+    gates = ("--fail-on", "p50:+10%", "--fail-on", "throughput:-90%")
+    result = _diff(runs, runs["first"], runs["slow"], *gates, "--json")
+    assert result.returncode == 1, result.stderr
+    data = result.json()
+    assert data["schema"] == "protobench.diff/1"
+    assert [g["status"] for g in data["gates"]] == ["failed", "passed"]
+    validator.validate(data)
+    data["gates"][0]["status"] = "maybe"
+    with pytest.raises(jsonschema.ValidationError):
+        validator.validate(data)
 
 
 def test_a_different_profile_is_flagged_before_the_table(runs: dict[str, Any]) -> None:

@@ -9,19 +9,8 @@ import typer
 
 from protobench.cli import COMMANDS
 
-NOT_YET = {"diff", "report"}
-"""Commands still defined inside ``register`` (their modules are being changed elsewhere)."""
 
-
-@pytest.mark.parametrize(
-    "name",
-    [
-        pytest.param(n, marks=pytest.mark.xfail(reason="closure in register"))
-        if n in NOT_YET
-        else n
-        for n in sorted(COMMANDS)
-    ],
-)
+@pytest.mark.parametrize("name", sorted(COMMANDS))
 def test_each_command_is_a_module_level_function(name: str) -> None:
     module = importlib.import_module(COMMANDS[name].module)
     if hasattr(module, "app"):  # a group: its commands are decorated module functions

@@ -15,8 +15,9 @@ from protobench.cli import app
 from protobench.engine.events import IntervalUpdate
 from protobench.engine.report_model import to_plain
 from protobench.profiles import loader
+from protobench.snapshots.diff import compare, parse_gate
 from protobench.snapshots.schemas import NAMES, json_schema, schema_id
-from tests.unit.conftest_snapshots import make_snapshot
+from tests.unit.conftest_snapshots import OpSpec, make_snapshot
 from tests.unit.report_frames import frame, plan_of, report_of
 
 REPORTS = Path(__file__).parent / "reports"
@@ -84,6 +85,19 @@ def test_a_snapshot_validates_with_its_report() -> None:
     _validator("snapshot").validate(json.loads(json.dumps(make_snapshot())))
 
 
+def test_a_comparison_with_gates_validates_and_a_wrong_type_does_not() -> None:
+    slower = {"get": OpSpec(median_us=1500.0), "put": OpSpec()}  # TOTAL rows cannot decide
+    gates = [parse_gate(g) for g in ("get:p50:+10%", "get:throughput:-50%", "p50:+10%")]
+    diff = compare([make_snapshot(seed=1)], [make_snapshot(slower, seed=3)], gates=gates)
+    data = json.loads(json.dumps(diff.to_dict()))
+    assert {g["status"] for g in data["gates"]} == {"failed", "passed", "inconclusive"}
+    validator = _validator("diff")
+    validator.validate(data)
+    data["rows"][0]["base"]["n"] = "twelve"
+    with pytest.raises(jsonschema.ValidationError):
+        validator.validate(data)
+
+
 @pytest.mark.parametrize("name", loader.builtin_names())
 def test_every_built_in_profile_validates_against_the_profile_schema(name: str) -> None:
     _validator("profile").validate(tomllib.loads(loader.builtin_text(name)))
@@ -106,6 +120,6 @@ def test_the_command_prints_a_schema_and_rejects_an_unknown_one(
     assert done.value.code == 0
     assert json.loads(capsys.readouterr().out)["$id"] == schema_id("report")
     with pytest.raises(SystemExit) as done:
-        app(["schema", "diff"], standalone_mode=True)
+        app(["schema", "diffs"], standalone_mode=True)
     assert done.value.code == 2
-    assert "unknown schema 'diff'" in capsys.readouterr().err
+    assert "unknown schema 'diffs'" in capsys.readouterr().err

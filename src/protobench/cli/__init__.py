@@ -52,7 +52,7 @@ COMMANDS = {
     "snapshots": Lazy("protobench.cli.snapshots_cmd", "List and inspect saved runs."),
     "schema": Lazy(
         "protobench.cli.schema_cmd",
-        "Print the JSON Schema of the report, an NDJSON event, a snapshot or a profile.",
+        "Print a published JSON Schema: report, NDJSON event, snapshot, diff --json, profile.",
     ),
 }
 """Every command: its module and the summary ``protobench --help`` shows (its help's first line)."""

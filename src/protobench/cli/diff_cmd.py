@@ -190,106 +190,120 @@ def _load(store: SnapshotStore, refs: list[str]) -> list[dict[str, Any]]:
     return snapshots
 
 
+def diff_command(
+    ctx: typer.Context,
+    refs: Annotated[
+        list[str],
+        typer.Argument(
+            help="BASE NEW, or BASE... -- NEW... (ids, id prefixes, paths, latest, latest~N).",
+            autocompletion=snapshot_refs,
+        ),
+    ],
+    metric: Annotated[
+        str | None,
+        typer.Option(
+            "--metric",
+            "-m",
+            help="Comma-separated metrics: throughput,p50,p90,p95,p99,p99.9,error_rate "
+            "(default: all).",
+        ),
+    ] = None,
+    alpha: Annotated[
+        float, typer.Option(help="Significance level of the Mann-Whitney U test.")
+    ] = 0.05,
+    fail_on: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--fail-on",
+            help="Exit 1 when a significant change crosses this gate, e.g. 'p99:+10%', "
+            "'throughput:-5%', 'get:p50:+20%', '*:p99:+10%' (repeatable). A gate that "
+            "cannot decide (fewer than 6 intervals a side, other protocols or "
+            "operations) exits 4.",
+        ),
+    ] = None,
+    accept_inconclusive: Annotated[
+        bool,
+        typer.Option(
+            "--accept-inconclusive",
+            help="Exit 0 rather than 4 when a gate cannot decide (it is still shown).",
+        ),
+    ] = False,
+    as_json: Annotated[bool, typer.Option("--json", help="Print the comparison as JSON.")] = False,
+    snapshots_dir: StoreOption = None,
+    report_file: Annotated[
+        Path | None,
+        typer.Option("--report", help="Also write the comparison as one HTML page."),
+    ] = None,
+) -> None:
+    """Compare runs: medians with 95% CIs, Mann-Whitney U, percentile deltas, gates.
+
+    \b
+    Examples:
+      protobench diff latest~1 latest
+      protobench diff base1 base2 -- new1 new2 --fail-on 'p99:+10%'
+      protobench diff latest~1 latest --json --report diff.html
+
+    \b
+    Exit codes: 0 ok; 1 a --fail-on gate was crossed; 2 bad input (reference,
+    snapshot file, flag); 4 a gate could not decide (too few samples) and
+    --accept-inconclusive was not given.
+    """
+    from protobench.snapshots.diff import compare, parse_gate  # noqa: PLC0415
+
+    base_refs, new_refs = _sides(refs, ctx.meta.get(_NEW_SIDE))
+    if not 0 < alpha < 1:
+        fail("--alpha: expected a number between 0 and 1")
+    metrics = _metrics(metric)
+    try:
+        gates = [parse_gate(expr) for expr in fail_on or []]
+    except ValueError as exc:
+        fail(str(exc))
+    store = SnapshotStore(snapshots_dir)
+    base, new = _load(store, base_refs), _load(store, new_refs)
+    try:
+        diff = compare(
+            base,
+            new,
+            metrics=metrics,
+            alpha=alpha,
+            gates=gates,
+            accept_inconclusive=accept_inconclusive,
+        )
+    except (ValueError, SnapshotError) as exc:
+        fail(str(exc))
+    if report_file is not None:
+        report_cmd.write_diff_report(base, new, diff, report_file)
+    if as_json:
+        print_json(diff.to_dict())
+    else:
+        typer.echo(render_text(diff))
+    raise typer.Exit(diff.exit_code)
+
+
 def register(app: typer.Typer) -> None:
-    @app.command("diff", cls=DiffCommand)
-    def diff_command(
-        ctx: typer.Context,
-        refs: Annotated[
-            list[str],
-            typer.Argument(
-                help="BASE NEW, or BASE... -- NEW... (ids, id prefixes, paths, latest, latest~N).",
-                autocompletion=snapshot_refs,
-            ),
-        ],
-        metric: Annotated[
-            str | None,
-            typer.Option(
-                "--metric",
-                "-m",
-                help="Comma-separated metrics: throughput,p50,p90,p95,p99,p99.9,error_rate "
-                "(default: all).",
-            ),
-        ] = None,
-        alpha: Annotated[
-            float, typer.Option(help="Significance level of the Mann-Whitney U test.")
-        ] = 0.05,
-        fail_on: Annotated[
-            list[str] | None,
-            typer.Option(
-                "--fail-on",
-                help="Exit 1 when a significant change crosses this gate, e.g. 'p99:+10%', "
-                "'throughput:-5%', 'get:p50:+20%', '*:p99:+10%' (repeatable). A gate that "
-                "cannot decide (fewer than 6 intervals a side, other protocols or "
-                "operations) exits 4.",
-            ),
-        ] = None,
-        accept_inconclusive: Annotated[
-            bool,
-            typer.Option(
-                "--accept-inconclusive",
-                help="Exit 0 rather than 4 when a gate cannot decide (it is still shown).",
-            ),
-        ] = False,
-        as_json: Annotated[
-            bool, typer.Option("--json", help="Print the comparison as JSON.")
-        ] = False,
-        snapshots_dir: StoreOption = None,
-        report_file: Annotated[
-            Path | None,
-            typer.Option("--report", help="Also write the comparison as one HTML page."),
-        ] = None,
-    ) -> None:
-        """Compare runs: medians with 95% CIs, Mann-Whitney U, percentile deltas, gates.
+    app.command("diff", cls=DiffCommand)(diff_command)
 
-        \b
-        Examples:
-          protobench diff latest~1 latest
-          protobench diff base1 base2 -- new1 new2 --fail-on 'p99:+10%'
-          protobench diff latest~1 latest --json --report diff.html
 
-        \b
-        Exit codes: 0 ok; 1 a --fail-on gate was crossed; 2 bad input (reference,
-        snapshot file, flag); 4 a gate could not decide (too few samples) and
-        --accept-inconclusive was not given.
-        """
-        from protobench.snapshots.diff import METRICS, compare, metric_name, parse_gate  # noqa: PLC0415
+def _sides(refs: list[str], new_refs: list[str] | None) -> tuple[list[str], list[str]]:
+    """The BASE and NEW references: ``BASE NEW``, or ``BASE... -- NEW...``; exit 2 otherwise."""
+    if new_refs is not None:
+        if not refs or not new_refs:
+            fail("give at least one run on each side of '--'")
+        return list(refs), new_refs
+    if len(refs) != 2:
+        fail("give BASE NEW, or BASE1 BASE2 ... -- NEW1 NEW2 ...")
+    return [refs[0]], [refs[1]]
 
-        new_refs: list[str] | None = ctx.meta.get(_NEW_SIDE)
-        if new_refs is not None:
-            base_refs = list(refs)
-            if not base_refs or not new_refs:
-                fail("give at least one run on each side of '--'")
-        elif len(refs) == 2:
-            base_refs, new_refs = [refs[0]], [refs[1]]
-        else:
-            fail("give BASE NEW, or BASE1 BASE2 ... -- NEW1 NEW2 ...")
-        if not 0 < alpha < 1:
-            fail("--alpha: expected a number between 0 and 1")
-        try:
-            chosen = ",".join(METRICS) if metric is None else metric
-            metrics = tuple(dict.fromkeys(metric_name(m) for m in chosen.split(",") if m.strip()))
-            gates = [parse_gate(expr) for expr in fail_on or []]
-        except ValueError as exc:
-            fail(str(exc))
-        if not metrics:
-            fail("--metric: expected at least one metric")
-        store = SnapshotStore(snapshots_dir)
-        base, new = _load(store, base_refs), _load(store, new_refs)
-        try:
-            diff = compare(
-                base,
-                new,
-                metrics=metrics,
-                alpha=alpha,
-                gates=gates,
-                accept_inconclusive=accept_inconclusive,
-            )
-        except (ValueError, SnapshotError) as exc:
-            fail(str(exc))
-        if report_file is not None:
-            report_cmd.write_diff_report(base, new, diff, report_file)
-        if as_json:
-            print_json(diff.to_dict())
-        else:
-            typer.echo(render_text(diff))
-        raise typer.Exit(diff.exit_code)
+
+def _metrics(chosen: str | None) -> tuple[str, ...]:
+    """The canonical names of ``--metric`` (all of them by default); exit 2 on a bad one."""
+    from protobench.snapshots.diff import METRICS, metric_name  # noqa: PLC0415
+
+    text = ",".join(METRICS) if chosen is None else chosen
+    try:
+        metrics = tuple(dict.fromkeys(metric_name(m) for m in text.split(",") if m.strip()))
+    except ValueError as exc:
+        fail(str(exc))
+    if not metrics:
+        fail("--metric: expected at least one metric")
+    return metrics

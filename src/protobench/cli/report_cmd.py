@@ -62,30 +62,32 @@ def write_diff_report(
     _write(path, compare_page(*views, render_text(diff)))
 
 
+def report_command(
+    ref: SnapshotRef,
+    output: Annotated[
+        Path | None,
+        typer.Option("--output", "-o", help="The HTML file (default: ./<snapshot id>.html)."),
+    ] = None,
+    snapshots_dir: StoreOption = None,
+) -> None:
+    """Write a saved run as one HTML page that works offline.
+
+    \b
+    Examples:
+      protobench report latest
+      protobench report latest~2 -o before.html
+
+    \b
+    Exit codes: 0 written, 2 bad input (no such snapshot, the report extra
+    missing, a file that cannot be written).
+    """
+    require_extra()
+    try:
+        snapshot = SnapshotStore(snapshots_dir).load(ref)
+    except SnapshotError as exc:
+        fail(str(exc))
+    write_run_report(snapshot, output or Path(f"{snapshot['id']}.html"))
+
+
 def register(app: typer.Typer) -> None:
-    @app.command("report")
-    def report(
-        ref: SnapshotRef,
-        output: Annotated[
-            Path | None,
-            typer.Option("--output", "-o", help="The HTML file (default: ./<snapshot id>.html)."),
-        ] = None,
-        snapshots_dir: StoreOption = None,
-    ) -> None:
-        """Write a saved run as one HTML page that works offline.
-
-        \b
-        Examples:
-          protobench report latest
-          protobench report latest~2 -o before.html
-
-        \b
-        Exit codes: 0 written, 2 bad input (no such snapshot, the report extra
-        missing, a file that cannot be written).
-        """
-        require_extra()
-        try:
-            snapshot = SnapshotStore(snapshots_dir).load(ref)
-        except SnapshotError as exc:
-            fail(str(exc))
-        write_run_report(snapshot, output or Path(f"{snapshot['id']}.html"))
+    app.command("report")(report_command)

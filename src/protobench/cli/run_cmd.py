@@ -193,7 +193,7 @@ def run_command(
     plan = _resolve(profile, overrides)
     store = SnapshotStore(snapshots_dir)
     compared = load_baseline(store, baseline)
-    with _pool_factory(ray, plan) as factory:
+    with _pool_factory(ray, plan, quiet=quiet) as factory:
         if sys.stdout.isatty() and not (as_json or ndjson or no_tui):
             code = _run_interactive(plan, store, target_pid, compared, factory)
             if report_file is not None:
@@ -227,18 +227,27 @@ def _resolve(profile: str, overrides: Overrides) -> RunPlan:
 
 
 @contextlib.contextmanager
-def _pool_factory(ray: str | None, plan: RunPlan) -> Iterator[PoolFactory | None]:
-    """The Ray pool factory of ``--ray`` (its cluster closed at the end); None: local workers."""
+def _pool_factory(ray: str | None, plan: RunPlan, *, quiet: bool) -> Iterator[PoolFactory | None]:
+    """The Ray pool factory of ``--ray`` (its cluster closed at the end); None: local workers.
+
+    A ``local:N`` cluster takes tens of seconds to start: one line on stderr says
+    so first, unless ``quiet``.
+    """
     if not ray:
         yield None
         return
     from protobench.engine.distributed.cluster import (  # noqa: PLC0415 - Ray only with --ray
         RayBackendError,
         open_backend,
+        parse_spec,
     )
     from protobench.engine.distributed.pool import RayPoolFactory  # noqa: PLC0415
 
     try:
+        _, simulated = parse_spec(ray)
+        if simulated and not quiet:
+            nodes = f"{simulated} node{'s' if simulated > 1 else ''}"
+            typer.echo(f"protobench: starting a local Ray cluster of {nodes}…", err=True)
         backend = open_backend(ray, plan.target is None)
     except RayBackendError as exc:
         fail(str(exc))

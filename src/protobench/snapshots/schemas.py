@@ -1,9 +1,11 @@
-"""The published JSON Schemas: the report, the NDJSON events, the snapshot, the profile.
+"""The published JSON Schemas: the report, the NDJSON events, the snapshot, ``diff --json``,
+the profile.
 
 Each is generated from the typed model it describes (pydantic's JSON Schema
-of the dataclasses of :mod:`protobench.engine.report_model` and
-:mod:`protobench.engine.events`, of the snapshot's typed dicts in
-:mod:`protobench.snapshots.schema`, of the profile's pydantic model), never
+of the dataclasses of :mod:`protobench.engine.report_model`,
+:mod:`protobench.engine.events` and :class:`protobench.snapshots.diff.DiffResult`,
+of the snapshot's typed dicts in :mod:`protobench.snapshots.schema`, of the
+profile's pydantic model), never
 written by hand, and carries an ``$id`` naming its version. The schemas
 describe what protobench writes and reads back: a key that a newer release
 added is optional, so older files still validate.
@@ -33,7 +35,7 @@ if TYPE_CHECKING:
 VERSION = 1
 """The version of every published schema (its ``$id`` ends with it)."""
 DRAFT = "https://json-schema.org/draft/2020-12/schema"
-NAMES = ("report", "event", "snapshot", "profile")
+NAMES = ("report", "event", "snapshot", "diff", "profile")
 """The schemas ``protobench schema`` prints."""
 EVENT_TYPES: tuple[tuple[str, type], ...] = (
     ("started", RunStarted),
@@ -48,6 +50,7 @@ TITLES = {
     "report": f"protobench report ({SCHEMA})",
     "event": "protobench NDJSON event",
     "snapshot": "protobench snapshot (protobench.snapshot/1)",
+    "diff": "protobench diff --json (protobench.diff/1)",
     "profile": "protobench profile",
 }
 
@@ -63,6 +66,7 @@ def json_schema(name: str) -> dict[str, Any]:
         "report": report_schema,
         "event": event_schema,
         "snapshot": snapshot_schema,
+        "diff": diff_schema,
         "profile": profile_schema,
     }
     if name not in builders:
@@ -118,6 +122,15 @@ def snapshot_schema() -> dict[str, Any]:
         "title": TITLES["snapshot"],
         "$defs": _used(snapshot, defs),
     }
+
+
+def diff_schema() -> dict[str, Any]:
+    """The comparison ``diff --json`` prints (:class:`~protobench.snapshots.diff.DiffResult`)."""
+    from protobench.snapshots.diff import DiffResult  # noqa: PLC0415 - numpy only for this one
+
+    body = _dataclasses_schema({"DiffResult": DiffResult})
+    defs = body["$defs"]
+    return {**_head("diff"), **defs.pop("DiffResult"), "title": TITLES["diff"], "$defs": defs}
 
 
 def profile_schema() -> dict[str, Any]:
