@@ -1,6 +1,6 @@
 """Faults at the controller: a target that never answers, a store that cannot be written,
-a closed terminal (SIGHUP), an NDJSON consumer that stops reading. Real runs over loopback,
-each bounded by a short sustain and a subprocess timeout."""
+a closed terminal (SIGHUP), Ctrl-C, SIGTERM, an NDJSON consumer that stops reading. Real
+runs over loopback, each bounded by a short sustain and a subprocess timeout."""
 
 from __future__ import annotations
 
@@ -23,6 +23,7 @@ import pytest
 
 from tests.conftest import CliResult
 from tests.integration.http_server import http_target
+from tests.integration.processes import FORKSERVER, workers_of
 
 QUICK = ("-c", "2", "-p", "1", "--warmup", "0s", "--duration", "1s", "--interval", "250ms")
 F_SETPIPE_SZ = 1031
@@ -142,7 +143,12 @@ def _started(process: subprocess.Popen[str]) -> None:
     raise AssertionError(f"the run did not start: {process.communicate()}")
 
 
-def test_sighup_saves_a_partial_snapshot_and_stops_the_embedded_target(tmp_path: Path) -> None:
+@pytest.mark.parametrize("sig", [signal.SIGHUP, signal.SIGINT, signal.SIGTERM])
+def test_a_signal_saves_a_partial_snapshot_and_stops_every_process(
+    tmp_path: Path, sig: signal.Signals
+) -> None:
+    """A closed terminal (SIGHUP), Ctrl-C (SIGINT) or a kill (SIGTERM): the run stops, saves,
+    and leaves no process: not the embedded target, the fork server or a worker."""
     process = subprocess.Popen(
         [sys.executable, "-m", "protobench", "run", "http-get", *QUICK[:4],
          "--duration", "60s", "--json"],
@@ -150,8 +156,9 @@ def test_sighup_saves_a_partial_snapshot_and_stops_the_embedded_target(tmp_path:
     )  # fmt: skip
     _started(process)
     children = psutil.Process(process.pid).children(recursive=True)
-    assert children
-    process.send_signal(signal.SIGHUP)
+    assert len(workers_of(process.pid)) == 1
+    assert sum(FORKSERVER in " ".join(c.cmdline()) and c.ppid() == process.pid for c in children)
+    process.send_signal(sig)
     stdout, stderr = process.communicate(timeout=60)
     assert process.returncode == 3, stderr
     report = json.loads(stdout)
@@ -159,7 +166,7 @@ def test_sighup_saves_a_partial_snapshot_and_stops_the_embedded_target(tmp_path:
     assert report["stop_reason"] == "interrupted"
     assert Path(report["snapshot"]).is_file()
     _, alive = psutil.wait_procs(children, timeout=10)
-    assert alive == [], "the embedded target or a worker outlived the run"
+    assert alive == [], "the embedded target, the fork server or a worker outlived the run"
 
 
 def test_an_ndjson_consumer_that_stops_reading_does_not_stall_the_run(tmp_path: Path) -> None:

@@ -199,7 +199,7 @@ def run_command(
             if report_file is not None:
                 report_cmd.write_run_report(store.load("latest"), report_file)
             raise typer.Exit(code)
-        report = _run_headless(plan, store, target_pid, factory, quiet=quiet, ndjson=ndjson)
+        report = run_headless(plan, store, target_pid, factory, quiet=quiet, ndjson=ndjson)
     say_snapshot_error(report)
     if not ndjson:  # the NDJSON stream ended with the report
         _print_report(report, as_json)
@@ -257,16 +257,18 @@ def _pool_factory(ray: str | None, plan: RunPlan, *, quiet: bool) -> Iterator[Po
         backend.close()
 
 
-def _run_headless(
+def run_headless(
     plan: RunPlan,
     store: SnapshotStore,
-    target_pid: int | None,
-    pool_factory: PoolFactory | None,
+    target_pid: int | None = None,
+    pool_factory: PoolFactory | None = None,
     *,
     quiet: bool,
-    ndjson: bool,
+    ndjson: bool = False,
+    labels: dict[str, Any] | None = None,
 ) -> Report:
-    """Run with a progress line on stderr (unless quiet) and the NDJSON stream (if asked)."""
+    """Run with a progress line on stderr (unless quiet) and the NDJSON stream (if asked);
+    ``labels`` as :func:`run_plan`'s (a sweep's runs)."""
     from protobench.cli.ndjson import NdjsonSink  # noqa: PLC0415 - anyio: not for --help
     from protobench.engine.sinks import Each  # noqa: PLC0415
 
@@ -276,7 +278,7 @@ def _run_headless(
         sinks.append(Each("progress", progress, blocking=True))
     if ndjson:
         sinks.append(NdjsonSink())
-    report = run_plan(plan, store, sinks, target_pid, pool_factory=pool_factory)
+    report = run_plan(plan, store, sinks, target_pid, labels, pool_factory)
     if progress is not None:
         progress.close()
     return report
@@ -325,7 +327,7 @@ def _run_interactive(
     try:
         from protobench.tui.live import run_live  # noqa: PLC0415 - Textual loads only here
     except ImportError:
-        report = _run_headless(plan, store, target_pid, pool_factory, quiet=False, ndjson=False)
+        report = run_headless(plan, store, target_pid, pool_factory, quiet=False)
         say_snapshot_error(report)
         _print_report(report, as_json=False)
         return _exit_code(report)

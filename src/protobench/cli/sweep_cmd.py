@@ -35,8 +35,8 @@ from protobench.cli.common import (
     print_json,
 )
 from protobench.cli.complete import ProfileArgument
-from protobench.cli.render import Progress, us
-from protobench.cli.run_cmd import run_plan
+from protobench.cli.render import us
+from protobench.cli.run_cmd import run_headless
 from protobench.protocols.registry import PluginError
 from protobench.snapshots.store import SUFFIX, SnapshotStore
 
@@ -203,20 +203,11 @@ class LevelRunner:
     done: list[Point] = field(default_factory=list)
 
     def __call__(self, level: dict[str, Any], labels: dict[str, Any]) -> Report:
-        from protobench.engine.sinks import Each, Sink  # noqa: PLC0415 - anyio
         from protobench.engine.sweep import describe  # noqa: PLC0415
 
-        plan = self.plans[_key(level)]
-        sinks: list[Sink] = []
-        progress = None
         if not self.quiet:
             typer.echo(f"[{len(self.done) + 1}/{len(self.plans)}] {describe(level)}", err=True)
-            progress = Progress(plan.duration, plan.warmup)
-            sinks.append(Each("progress", progress, blocking=True))
-        report = run_plan(plan, self.store, sinks, labels=labels)
-        if progress is not None:
-            progress.close()
-        return report
+        return run_headless(self.plans[_key(level)], self.store, quiet=self.quiet, labels=labels)
 
 
 def register(app: typer.Typer) -> None:

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import datetime as dt
 from collections.abc import Collection, Mapping, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import asdict, dataclass, replace
 
 from protobench import __version__
 from protobench.engine.aggregate import Aggregator
@@ -257,12 +257,7 @@ def verdicts(
     if incomplete is not None:  # nothing measured: nothing to check
         checks = []
     return Verdicts(
-        generator_bound=cpu.generator_bound,
-        reason=cpu.reason,
-        host_saturated=cpu.host_saturated,
-        host_reason=cpu.host_reason,
-        host_saturated_share=cpu.host_saturated_share,
-        late_fraction=cpu.late_fraction,
+        **asdict(cpu),
         thresholds_passed=all(t.ok for t in report.thresholds),
         checks=checks,
         checks_passed=all(c.ok for c in checks),

@@ -203,14 +203,8 @@ class Verdicts:
 
     @property
     def cpu(self) -> CpuVerdict:
-        return CpuVerdict(
-            generator_bound=self.generator_bound,
-            reason=self.reason,
-            host_saturated=self.host_saturated,
-            host_reason=self.host_reason,
-            host_saturated_share=self.host_saturated_share,
-            late_fraction=self.late_fraction,
-        )
+        """The CPU's verdict, whose fields these verdicts begin with (flat, as in the JSON)."""
+        return CpuVerdict(**{f.name: getattr(self, f.name) for f in fields(CpuVerdict)})
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

@@ -10,18 +10,20 @@ to a store that cannot be written:
   ``logs`` notice);
 - the snapshot falls back to a new temporary directory, and the report's
   ``snapshot_error`` names the store's path, the error and where the snapshot
-  went instead (or that nothing could be written): exit code 5.
+  went instead (or that nothing could be written): exit code 5. The snapshot
+  saved there carries the store's error in its report (and ``snapshot``: null).
 """
 
 from __future__ import annotations
 
 import shutil
 import tempfile
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
 from protobench.engine.archive import Kept, RunRecord
-from protobench.engine.controller import Controller, PoolFactory
+from protobench.engine.controller import Controller, PoolFactory, say_where
 from protobench.engine.plan import RunPlan
 from protobench.engine.sinks import Sink
 from protobench.snapshots.store import SnapshotStore
@@ -57,9 +59,10 @@ class SnapshotArchive:
             where = getattr(exc, "filename", None) or self.store.directory
             error = f"cannot save the snapshot in {where}: {getattr(exc, 'strerror', None) or exc}"
         fallback: Path | None = None
+        elsewhere = replace(record, report=say_where(record.report, Kept(None, error)))
         try:
             fallback = Path(tempfile.mkdtemp(prefix="protobench-snapshot-"))
-            path = SnapshotStore(fallback).save(self.run_id, record).resolve()
+            path = SnapshotStore(fallback).save(self.run_id, elsewhere).resolve()
         except (OSError, TypeError, ValueError) as again:
             if fallback is not None:
                 shutil.rmtree(fallback, ignore_errors=True)
