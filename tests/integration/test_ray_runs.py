@@ -329,7 +329,7 @@ def test_a_killed_worker_is_gone_and_the_other_node_goes_on(
     assert not any(n["lost"] for n in report["nodes"])
     assert [n["worker"] for n in report["notices"] if n["kind"] == "worker"] == [0]
     assert sum(after[1:]) > 0, after  # the other node's worker went on
-    assert exit_code_for(report) == 3
+    assert exit_code_for(load_report(report)) == 3
 
 
 def test_a_removed_node_makes_the_run_partial(backend: RayBackend, tmp_path: Path) -> None:
