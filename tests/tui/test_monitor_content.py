@@ -232,3 +232,40 @@ async def test_the_counters_panel_grows_when_a_line_folds() -> None:
         rows = text.wrap(app.console, panel.content_size.width)
         assert len(rows) == 3  # get folds onto a second row, then post
         assert panel.content_size.height == len(rows)
+
+
+def axis_of(app: MonitorApp) -> str:
+    chart = app.monitor.query_one("#throughput", LineChart)
+    return next(line for line in chart.render().plain.splitlines() if "└" in line)
+
+
+async def test_pause_and_rate_changes_are_marked_on_the_chart() -> None:
+    app, fake = scripted_app(Script(rate=800.0))
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot, app, fake)
+        assert "P" not in axis_of(app)
+        await pilot.press("p")
+        await wait_for(pilot, lambda: app.view.paused)
+        await pilot.pause()
+        assert "P" in axis_of(app)
+        await pilot.press("plus")
+        await wait_for(pilot, lambda: app.view.rate_factor == 1.1)
+        await pilot.pause()
+        assert "×" in axis_of(app)
+
+
+async def test_the_errors_view_shows_each_classs_own_share() -> None:
+    app, fake = scripted_app(Script(ops=("get",)))  # timeouts and 503s on one op
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot, app, fake)
+        await pilot.press("3")
+        await pilot.pause()
+        op = app.view.ops[0]
+        assert set(op.errors_by_class) == {"timeout", "protocol"}
+        errors = panel_text(app, "#errors-all", width=156)
+        total = sum(op.errors_by_class.values())
+        for cls, count in op.errors_by_class.items():
+            row = next(line for line in errors.splitlines() if f" {cls} " in line)
+            assert f"{count / total:.2%}" in row
+            assert f"{count / total:.2%}" != f"{op.error_rate:.2%}"
+        assert "503×" in errors
