@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 import pytest
@@ -33,6 +34,23 @@ def test_numbers_have_thousands_separators() -> None:
     assert formatting.count(1_234_567) == "1,234,567"
     assert formatting.per_second(12_345.6) == "12,346"
     assert formatting.per_second(7.46) == "7.5"
+
+
+@pytest.mark.parametrize(
+    ("us", "shown"),
+    [
+        (850.0, "850µs"),
+        (999.7, "1.00ms"),
+        (1_400.0, "1.40ms"),
+        (10_000.0, "10.0ms"),
+        (123_400.0, "123ms"),
+        (999_999.0, "1.00s"),
+        (2_500_000.0, "2.50s"),
+        (None, "-"),
+    ],
+)
+def test_latencies_keep_three_digits_so_columns_do_not_shift(us: float | None, shown: str) -> None:
+    assert formatting.latency(us) == shown
 
 
 def test_no_two_ops_share_a_colour() -> None:
@@ -93,6 +111,10 @@ async def test_overview_shows_counters_errors_by_code_and_p95() -> None:
         assert "100.00%" in errors
         latency = panel_text(app, "#latency-now")
         assert "p95" in latency.splitlines()[0]
+        cells = re.findall(r"[\d.,]+(?:µs|ms|s)\b", latency)
+        steady = r"\d{1,3}µs|\d\.\d\dms|\d\d\.\dms|\d{3}ms|\d\.\d\ds"
+        assert cells
+        assert all(re.fullmatch(steady, cell) for cell in cells), cells
         resources = panel_text(app, "#resources-now")
         assert "fds 50/1,024 (5%)" in resources
         assert "loop lag 1.5 2.5 ms" in resources
