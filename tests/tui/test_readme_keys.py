@@ -28,7 +28,7 @@ GLYPHS = {
 
 def bound_keys() -> set[str]:
     """Every key of the monitor's bindings, as the README writes it."""
-    keys = set()
+    keys: set[str] = set()
     for binding in MonitorApp.BINDINGS:
         assert isinstance(binding, Binding)
         keys.update(GLYPHS.get(key, key) for key in binding.key.split(","))
@@ -42,7 +42,7 @@ def key_table() -> str:
 
 
 def test_the_readme_key_table_names_every_bound_key() -> None:
-    named = set()
+    named: set[str] = set()
     for row in key_table().splitlines():
         first_cell = row.split("|")[1]
         named.update(re.findall(r"`([^`]+)`", first_cell))
