@@ -132,6 +132,10 @@ async def test_op_selector_focuses_one_op_and_filter_keeps_matches() -> None:
         latency = panel_text(app, "#latency-now")
         assert "read-multiple" in latency
         assert "read-property" not in latency
+        panel_text(app, "#errors-now")
+        assert "errors of read-multiple" in str(app.monitor.query_one("#errors-now").border_title)
+        assert "read-multiple" in panel_text(app, "#counters-now")
+        assert "read-property" not in panel_text(app, "#counters-now")
         assert [s.label for s in throughput_series(app.display_now())] == [
             "errors",
             "read-multiple",
