@@ -8,18 +8,23 @@ panels are read as text: what a protocol records is what the screen shows.
 
 from __future__ import annotations
 
+import re
 import subprocess
 import sys
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
+from pathlib import Path
 from typing import Any
 
 import pytest
 
+from protobench.engine.plan import Overrides, resolve
+from protobench.engine.report import EXIT_INCOMPLETE
+from protobench.profiles import loader
 from protobench.snapshots.store import SnapshotStore
 from protobench.tui.app import MonitorApp
 from protobench.tui.screens.monitor import throughput_series
-from protobench.tui.source import ReplaySource
+from protobench.tui.source import LiveSource, ReplaySource
 from protobench.tui.widgets.line_chart import LineChart
 from tests.tui.helpers import panel_text, wait_for
 
@@ -114,3 +119,30 @@ async def test_resources_show_fds_against_the_limit_and_loop_lag(
 def test_the_runs_are_bounded_on_loopback(snapshots: dict[str, Any]) -> None:
     for snapshot in snapshots.values():
         assert str(snapshot["report"]["target"]).split("//")[1].startswith(("127.", "[::1]"))
+
+
+async def test_ctrl_c_in_a_live_run_shows_the_time_it_really_went(tmp_path: Path) -> None:
+    """A real 31 s http-get run, interrupted after its first sustain interval."""
+    overrides = Overrides(duration=30.0, warmup=1.0, processes=1, connections=4, rate=200.0)
+    plan = resolve(loader.load("http-get"), overrides)
+    source = LiveSource(plan, SnapshotStore(tmp_path / "snapshots"))
+    app = MonitorApp(source, refresh=0.0, chart_refresh=0.0)
+    try:
+        async with app.run_test(size=SIZE) as pilot:
+            await wait_for(pilot, lambda: app.view.measured_phase == "sustain")
+            await pilot.press("ctrl+c")
+            await wait_for(pilot, lambda: app.finished)
+            await pilot.pause()
+            header = panel_text(app, "#header", width=156)
+            assert " / 0:31" in header
+            shown = re.search(r"(\d+):(\d\d) / 0:31", header)
+            assert shown is not None
+            assert 1 <= int(shown[1]) * 60 + int(shown[2]) < 20  # not 0:31 / 0:31
+            assert "interrupted" in panel_text(app, "#run-summary", width=156)
+            await pilot.press("q")
+            await pilot.pause()
+    finally:
+        if source.running:
+            source.stop("interrupted")
+        source.join(30)
+    assert app.return_value == EXIT_INCOMPLETE  # a partial run, as a headless one exits
