@@ -146,3 +146,27 @@ async def test_ctrl_c_in_a_live_run_shows_the_time_it_really_went(tmp_path: Path
             source.stop("interrupted")
         source.join(30)
     assert app.return_value == EXIT_INCOMPLETE  # a partial run, as a headless one exits
+
+
+async def test_a_real_run_that_cannot_open_a_session_says_why_and_exits_3(
+    tmp_path: Path,
+) -> None:
+    """Nothing listens on 127.0.0.1:1: the summary names the refusal; q exits 3."""
+    overrides = Overrides(
+        target="http://127.0.0.1:1/", duration=1.0, warmup=0.0, processes=1, connections=2
+    )
+    source = LiveSource(resolve(loader.load("http-get"), overrides), SnapshotStore(tmp_path))
+    app = MonitorApp(source, refresh=0.0, chart_refresh=0.0)
+    try:
+        async with app.run_test(size=SIZE) as pilot:
+            await wait_for(pilot, lambda: app.finished)
+            await pilot.pause()
+            summary = " ".join(panel_text(app, "#run-summary", width=156).split())
+            assert "no session could open" in summary
+            assert "refused" in summary
+            assert "Traceback" not in summary
+            await pilot.press("q")
+            await pilot.pause()
+    finally:
+        source.join(30)
+    assert app.return_value == EXIT_INCOMPLETE
