@@ -316,3 +316,15 @@ async def test_no_banner_when_the_generator_keeps_up() -> None:
     async with app.run_test(size=SIZE) as pilot:
         await settle(pilot, app, fake)
         assert not app.monitor.query_one("#verdict").display
+
+
+async def test_a_saturated_host_is_shown_with_its_figures() -> None:
+    app, fake = scripted_app(Script(duration=4.0, worker_cpu=3.0, host_cpu=99.0))
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot, app, fake)
+        assert app.monitor.query_one("#verdict").display
+        text = " ".join(panel_text(app, "#verdict", width=156).split())
+        assert "HOST-SATURATED" in text
+        assert "our workers 8%, target 36%, others 55% of its 2 cores" in text
+        assert "HOST-SATURATED" in panel_text(app, "#header")
+        assert "GENERATOR-BOUND" not in text

@@ -5,6 +5,9 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from rich.console import Group
+from rich.table import Table
+from rich.text import Text
 from textual.widgets import OptionList
 from typer.testing import CliRunner
 
@@ -13,6 +16,7 @@ from protobench.snapshots.store import SnapshotStore
 from protobench.tui.app import MonitorApp
 from protobench.tui.baseline import Baseline
 from protobench.tui.screens.baseline_picker import BaselinePicker, date_of, profile_of
+from protobench.tui.widgets.run_summary import RunSummary
 from tests.tui.fake_source import FakeSource
 from tests.tui.helpers import panel_text, settle, wait_for
 from tests.tui.script import Script, scripted_run, scripted_snapshot
@@ -101,3 +105,24 @@ async def test_the_picker_lists_the_runs_profile_with_its_figures(tmp_path: Path
         await pilot.pause()
         assert len(prompts()) == 2
         assert "mqtt-fanout" in prompts()[0]
+
+
+async def test_the_summary_colours_the_baselines_deltas_by_diffs_test(tmp_path: Path) -> None:
+    store = stored(tmp_path)  # the baseline ran 300/s, this run 400/s
+    baseline = Baseline.load(store, "20231114-221320-scripted-0000")
+    fake = FakeSource(scripted_run(Script()).events)
+    app = MonitorApp(fake, store, refresh=0.0, chart_refresh=0.0, baseline=baseline)
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot, app, fake)
+        fake.finish()
+        await wait_for(pilot, lambda: app.finished)
+        summary = app.monitor.query_one("#run-summary", RunSummary)
+        shown = summary.render_display(app.display_now())
+        assert isinstance(shown, Group)
+        table = next(r for r in shown.renderables if isinstance(r, Table))
+        column = next(c for c in table.columns if c.header == "Δops/s")
+        get = next(iter(column.cells))
+        assert isinstance(get, Text)
+        assert get.plain.startswith("+")
+        assert get.style == "bold green"  # better, and diff's test finds it significant
+        assert "Δops/s" in panel_text(app, "#run-summary", width=156)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 import pytest
@@ -33,6 +34,23 @@ def test_numbers_have_thousands_separators() -> None:
     assert formatting.count(1_234_567) == "1,234,567"
     assert formatting.per_second(12_345.6) == "12,346"
     assert formatting.per_second(7.46) == "7.5"
+
+
+@pytest.mark.parametrize(
+    ("us", "shown"),
+    [
+        (850.0, "850µs"),
+        (999.7, "1.00ms"),
+        (1_400.0, "1.40ms"),
+        (10_000.0, "10.0ms"),
+        (123_400.0, "123ms"),
+        (999_999.0, "1.00s"),
+        (2_500_000.0, "2.50s"),
+        (None, "-"),
+    ],
+)
+def test_latencies_keep_three_digits_so_columns_do_not_shift(us: float | None, shown: str) -> None:
+    assert formatting.latency(us) == shown
 
 
 def test_no_two_ops_share_a_colour() -> None:
@@ -93,6 +111,10 @@ async def test_overview_shows_counters_errors_by_code_and_p95() -> None:
         assert "100.00%" in errors
         latency = panel_text(app, "#latency-now")
         assert "p95" in latency.splitlines()[0]
+        cells = re.findall(r"[\d.,]+(?:µs|ms|s)\b", latency)
+        steady = r"\d{1,3}µs|\d\.\d\dms|\d\d\.\dms|\d{3}ms|\d\.\d\ds"
+        assert cells
+        assert all(re.fullmatch(steady, cell) for cell in cells), cells
         resources = panel_text(app, "#resources-now")
         assert "fds 50/1,024 (5%)" in resources
         assert "loop lag 1.5 2.5 ms" in resources
@@ -110,6 +132,10 @@ async def test_op_selector_focuses_one_op_and_filter_keeps_matches() -> None:
         latency = panel_text(app, "#latency-now")
         assert "read-multiple" in latency
         assert "read-property" not in latency
+        panel_text(app, "#errors-now")
+        assert "errors of read-multiple" in str(app.monitor.query_one("#errors-now").border_title)
+        assert "read-multiple" in panel_text(app, "#counters-now")
+        assert "read-property" not in panel_text(app, "#counters-now")
         assert [s.label for s in throughput_series(app.display_now())] == [
             "errors",
             "read-multiple",
@@ -232,3 +258,40 @@ async def test_the_counters_panel_grows_when_a_line_folds() -> None:
         rows = text.wrap(app.console, panel.content_size.width)
         assert len(rows) == 3  # get folds onto a second row, then post
         assert panel.content_size.height == len(rows)
+
+
+def axis_of(app: MonitorApp) -> str:
+    chart = app.monitor.query_one("#throughput", LineChart)
+    return next(line for line in chart.render().plain.splitlines() if "└" in line)
+
+
+async def test_pause_and_rate_changes_are_marked_on_the_chart() -> None:
+    app, fake = scripted_app(Script(rate=800.0))
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot, app, fake)
+        assert "P" not in axis_of(app)
+        await pilot.press("p")
+        await wait_for(pilot, lambda: app.view.paused)
+        await pilot.pause()
+        assert "P" in axis_of(app)
+        await pilot.press("plus")
+        await wait_for(pilot, lambda: app.view.rate_factor == 1.1)
+        await pilot.pause()
+        assert "×" in axis_of(app)
+
+
+async def test_the_errors_view_shows_each_classs_own_share() -> None:
+    app, fake = scripted_app(Script(ops=("get",)))  # timeouts and 503s on one op
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot, app, fake)
+        await pilot.press("3")
+        await pilot.pause()
+        op = app.view.ops[0]
+        assert set(op.errors_by_class) == {"timeout", "protocol"}
+        errors = panel_text(app, "#errors-all", width=156)
+        total = sum(op.errors_by_class.values())
+        for cls, count in op.errors_by_class.items():
+            row = next(line for line in errors.splitlines() if f" {cls} " in line)
+            assert f"{count / total:.2%}" in row
+            assert f"{count / total:.2%}" != f"{op.error_rate:.2%}"
+        assert "503×" in errors

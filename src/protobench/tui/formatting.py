@@ -2,12 +2,26 @@
 
 from __future__ import annotations
 
-from protobench.vocab.units import format_duration
-
 
 def latency(us: float | None) -> str:
-    """A latency given in µs: ``870µs``, ``1.23ms``, ``2.5s``; ``-`` when unknown."""
-    return "-" if us is None else format_duration(us / 1e6)
+    """A latency given in µs, in a steady width: ``870µs``, ``1.40ms``, ``12.0ms``, ``2.50s``.
+
+    Three significant digits, trailing zeros kept (``1.40ms``, not ``1.4ms``),
+    so a column's digits do not shift as the figures change; ``-`` when unknown.
+    """
+    if us is None:
+        return "-"
+    if us < 999.5:
+        return f"{us:.0f}µs"
+    if us < 999_500:
+        return _three_digits(us / 1e3) + "ms"
+    seconds = us / 1e6
+    return _three_digits(seconds) + "s" if seconds < 999.5 else f"{seconds:,.0f}s"
+
+
+def _three_digits(value: float) -> str:
+    """``1.40``, ``12.0``, ``123``: three significant digits of a value in [1, 999.5)."""
+    return f"{value:#.3g}".rstrip(".")
 
 
 def rate(value: float) -> str:

@@ -13,6 +13,14 @@ WARN = frozenset(
     {"lost", "undelivered", "broker_dropped", "connect_failed", "behind", "late", "down_s"}
 )
 """Counters that tell something went wrong: shown in yellow when not zero."""
+DELIVERY = ("lost", "duplicated", "out_of_order", "undelivered")
+"""A subscriber's delivery counters, kept only once not zero: shown at 0 by an op that
+counts ``expected`` messages (an MQTT subscriber), as nothing lost is news too."""
+
+
+def with_delivery(counters: dict[str, int]) -> dict[str, int]:
+    """``counters`` with a subscriber's :data:`DELIVERY` counters at 0 when it has none."""
+    return {**dict.fromkeys(DELIVERY, 0), **counters} if "expected" in counters else counters
 
 
 def counter_text(name: str, value: float) -> Text:
@@ -53,7 +61,7 @@ class CounterTable(Panel):
         for op in view.ops:
             if not display.shows(op.name):
                 continue
-            figures = counter_figures(op.counters, op.late, op.bytes_in, op.seconds)
+            figures = counter_figures(with_delivery(op.counters), op.late, op.bytes_in, op.seconds)
             if out:
                 out.append("\n")
             out.append(f"{op.name:<{width}} ", "bold")
