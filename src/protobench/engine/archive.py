@@ -16,6 +16,7 @@ from typing import Any, Protocol
 
 from protobench.engine.plan import RunPlan
 from protobench.engine.report_model import Report
+from protobench.engine.series_model import SeriesRecord
 
 
 @dataclass(frozen=True)
@@ -24,7 +25,7 @@ class RunRecord:
 
     plan: RunPlan
     report: Report
-    series: list[dict[str, Any]]
+    series: list[SeriesRecord]
     histograms: dict[str, dict[str, dict[str, str]]]
     resources: list[dict[str, Any]]
 

@@ -12,7 +12,7 @@ later appears without a change here. Times are seconds since the run's start
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -20,8 +20,10 @@ from hdrh.histogram import HdrHistogram
 
 from protobench.engine.metrics import merge
 from protobench.engine.report_model import Report, ThresholdResult, Verdicts, to_plain
+from protobench.engine.series_model import SeriesRecord
+from protobench.engine.summaries import EMPTY_OP, LatencySummary
 from protobench.redaction import redact_value
-from protobench.snapshots.series import TOTAL, intervals, operations
+from protobench.snapshots.series import TOTAL, intervals, operations, series_of
 from protobench.snapshots.store import report_of
 
 PERCENTILES = ("p50", "p90", "p95", "p99", "p999", "max")
@@ -121,27 +123,26 @@ def op_series(snapshot: dict[str, Any]) -> list[OpSeries]:
         errors: dict[str, list[float]] = {}
         counters: dict[str, list[float]] = {}
         for index, item in enumerate(items):
-            figures = item.ops.get(name, {})
+            figures = item.ops.get(name, EMPTY_OP)
             t.append(item.end)
-            ok.append(_rate(figures.get("ok", 0), item.duration))
-            err.append(_rate(figures.get("errors", 0), item.duration))
-            measured = figures.get("latency_us", {}) if figures.get("ok") else {}
+            ok.append(_rate(figures.ok, item.duration))
+            err.append(_rate(figures.errors, item.duration))
+            measured = figures.latency_us if figures.ok else LatencySummary()
             for p in PERCENTILES:
-                latency[p].append(measured.get(p))
-            keyed = {**figures.get("errors_by_class", {}), **figures.get("error_codes", {})}
+                latency[p].append(measured.value(p))
+            keyed = {**figures.errors_by_class, **figures.error_codes}
             _append(errors, keyed, index, item.duration)
-            _append(counters, figures.get("counters", {}), index, item.duration)
+            _append(counters, figures.counters, index, item.duration)
         out.append(OpSeries(name, t, ok, err, latency, errors, counters))
     return out
 
 
 def _append(
-    columns: dict[str, list[float]], values: dict[str, Any], index: int, seconds: float
+    columns: dict[str, list[float]], values: Mapping[str, int], index: int, seconds: float
 ) -> None:
     """Add one interval's per-second values; a key first seen late gets zeros before."""
-    for key, value in values.items():
-        if isinstance(value, int | float):
-            columns.setdefault(key, [0.0] * index)
+    for key in values:
+        columns.setdefault(key, [0.0] * index)
     for key, column in columns.items():
         column.append(_rate(float(values.get(key, 0)), seconds))
 
@@ -171,14 +172,13 @@ def spectra(snapshot: dict[str, Any], phase: str = "sustain") -> list[Spectrum]:
     return out
 
 
-def marks(snapshot: dict[str, Any], report: Report) -> list[Mark]:
+def marks(series: Sequence[SeriesRecord], report: Report) -> list[Mark]:
     """Phases (spans), pauses (spans until the next resume), rate changes and other notices."""
     out: list[Mark] = []
     bounds: dict[str, list[float]] = {}
-    for record in snapshot["series"]:
-        end = float(record["elapsed"])
-        span = bounds.setdefault(record["phase"], [end - float(record["duration"]), end])
-        span[1] = end
+    for record in series:
+        span = bounds.setdefault(record.phase, [record.start, record.elapsed])
+        span[1] = record.elapsed
     out.extend(Mark("phase", start, end, phase) for phase, (start, end) in bounds.items())
     run_end = max((end for _, end in bounds.values()), default=0.0)
     paused: float | None = None
@@ -293,7 +293,7 @@ def run_view(snapshot: dict[str, Any]) -> RunView:
         open_model=report.model.type == "open",
         ops=op_series(snapshot),
         spectra=spectra(snapshot),
-        marks=marks(snapshot, report),
+        marks=marks(series_of(snapshot), report),
         resources=resources(snapshot),
         summary=summary(report),
         verdicts=_fields(report.verdicts),
