@@ -17,7 +17,14 @@ from protobench.engine.report_model import ReportError, to_plain
 from protobench.engine.series_model import SeriesRecord, load_series
 from protobench.engine.stats_frame import StatsFrame
 from protobench.engine.summaries import OpSummary
-from protobench.snapshots.series import TOTAL, intervals, latency, series_of
+from protobench.snapshots.series import (
+    TOTAL,
+    histograms_of,
+    intervals,
+    latency,
+    phase_histogram,
+    series_of,
+)
 from protobench.snapshots.store import SnapshotError
 from tests.unit.conftest_snapshots import make_snapshot
 from tests.unit.series_frames import aggregated, payload, series_json
@@ -123,3 +130,15 @@ def test_a_stats_payload_is_decoded_once_into_typed_fields() -> None:
     assert put.last_errors == {"timeout": "timeout: slow 3"}
     bare = StatsFrame.decode({k: v for k, v in wire.items() if k not in ("lag_ms", "inflight")})  # type: ignore[arg-type]
     assert (bare.lag_ms, bare.inflight) == (0.0, 0)
+
+
+def test_phase_histograms_read_back_typed_old_ones_too() -> None:
+    snapshot = make_snapshot(open_model=True)
+    assert set(histograms_of(snapshot)["sustain"]["get"]) == {"hist", "hist_uncorrected"}
+    assert phase_histogram([snapshot], "get", uncorrected=True).get_total_count() > 0
+    del snapshot["histograms"]["sustain"]["get"]["hist_uncorrected"]  # before the open model
+    assert histograms_of(snapshot)["sustain"]["get"].keys() == {"hist"}
+    assert phase_histogram([snapshot], "get", uncorrected=True).get_total_count() == 0
+    snapshot["histograms"]["sustain"]["get"]["hist"] = 5
+    with pytest.raises(SnapshotError, match=r"histograms\.sustain\.get\.hist: expected a valid"):
+        histograms_of(snapshot)

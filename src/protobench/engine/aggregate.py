@@ -38,7 +38,7 @@ from protobench.engine.bounds import Tally, lagging
 from protobench.engine.events import IntervalUpdate
 from protobench.engine.metrics import OpAccumulator, OpInterval, encode, summary
 from protobench.engine.report_model import LiveVerdicts
-from protobench.engine.series_model import SeriesRecord
+from protobench.engine.series_model import EncodedHistograms, PhaseHistograms, SeriesRecord
 from protobench.engine.stats_frame import StatsFrame, StatsWire
 from protobench.engine.summaries import LatencySummary, OpSummary, PhaseSummary
 
@@ -449,12 +449,14 @@ class Aggregator:
                     counters[key] = counters.get(key, 0) + value
         return out
 
-    def phase_histograms(self) -> dict[str, dict[str, dict[str, str]]]:
+    def phase_histograms(self) -> PhaseHistograms:
         """Encoded histograms per phase and op, for the snapshot."""
-        out: dict[str, dict[str, dict[str, str]]] = {}
+        out: PhaseHistograms = {}
         for phase, accs in self.totals.items():
             out[phase] = {}
             for name, acc in accs.items():
                 item = acc.to_interval()
-                out[phase][name] = {"hist": item.hist, "hist_uncorrected": item.hist_uncorrected}
+                out[phase][name] = EncodedHistograms(
+                    hist=item.hist, hist_uncorrected=item.hist_uncorrected
+                )
         return out

@@ -16,7 +16,7 @@ from typing import Any, Protocol
 
 from protobench.engine.plan import RunPlan
 from protobench.engine.report_model import Report
-from protobench.engine.series_model import SeriesRecord
+from protobench.engine.series_model import PhaseHistograms, SeriesRecord
 
 
 @dataclass(frozen=True)
@@ -26,7 +26,7 @@ class RunRecord:
     plan: RunPlan
     report: Report
     series: list[SeriesRecord]
-    histograms: dict[str, dict[str, dict[str, str]]]
+    histograms: PhaseHistograms
     resources: list[dict[str, Any]]
 
 

@@ -1,4 +1,4 @@
-"""The interval series a snapshot keeps: one typed record per interval, and its loader.
+"""The interval series and phase histograms a snapshot keeps: typed, and their loaders.
 
 The aggregator makes a :class:`SeriesRecord` of every interval it completes
 (and merges old ones pairwise in a long run: then a record covers several
@@ -10,7 +10,10 @@ the worker's number, a string in JSON) and ``ops``: each op's
 :class:`~protobench.engine.summaries.OpSummary` with its encoded histograms
 (``hist``, and in the open model ``hist_uncorrected``).
 
-:func:`load_series` reads a snapshot's series back (``diff``, ``export``, the
+:data:`PhaseHistograms` are each phase's merged histograms per op, encoded
+(:class:`EncodedHistograms`): what the report's figures come from.
+
+:func:`load_series` and :func:`load_histograms` read them back (``diff``, ``export``, the
 HTML report, a replay, a baseline) with pydantic, imported only then; the
 defaults are those of records written before a field existed.
 """
@@ -19,7 +22,7 @@ from __future__ import annotations
 
 import functools
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, NotRequired, TypedDict
 
 from protobench.engine.report_model import ReportError, validated
 from protobench.engine.summaries import OpSummary
@@ -47,6 +50,18 @@ class SeriesRecord:
         return self.elapsed - self.duration
 
 
+class EncodedHistograms(TypedDict):
+    """One op's histograms over a phase, encoded: from the intended send, and (open model,
+    in snapshots of that time on) from the actual send."""
+
+    hist: str
+    hist_uncorrected: NotRequired[str]
+
+
+type PhaseHistograms = dict[str, dict[str, EncodedHistograms]]
+"""Each phase's :class:`EncodedHistograms` per op."""
+
+
 @functools.cache
 def _adapter() -> TypeAdapter[list[SeriesRecord]]:
     from pydantic import TypeAdapter  # noqa: PLC0415 - pydantic only when a series is read
@@ -60,3 +75,18 @@ def load_series(data: object, where: str = "series") -> list[SeriesRecord]:
         kind = "null" if data is None else f"a JSON {type(data).__name__}"
         raise ReportError(f"{where}: expected a JSON array, found {kind}")
     return validated(_adapter(), data, where)
+
+
+@functools.cache
+def _histograms_adapter() -> TypeAdapter[PhaseHistograms]:
+    from pydantic import TypeAdapter  # noqa: PLC0415 - pydantic only when histograms are read
+
+    return TypeAdapter(PhaseHistograms)
+
+
+def load_histograms(data: object, where: str = "histograms") -> PhaseHistograms:
+    """The typed phase histograms of parsed JSON; :class:`ReportError` naming a bad field."""
+    if not isinstance(data, dict):
+        kind = "null" if data is None else f"a JSON {type(data).__name__}"
+        raise ReportError(f"{where}: expected a JSON object, found {kind}")
+    return validated(_histograms_adapter(), data, where)

@@ -23,7 +23,7 @@ from protobench.engine.report_model import Report, ThresholdResult, Verdicts, to
 from protobench.engine.series_model import SeriesRecord
 from protobench.engine.summaries import EMPTY_OP, LatencySummary
 from protobench.redaction import redact_value
-from protobench.snapshots.series import TOTAL, intervals, operations, series_of
+from protobench.snapshots.series import TOTAL, histograms_of, intervals, operations, series_of
 from protobench.snapshots.store import report_of
 
 PERCENTILES = ("p50", "p90", "p95", "p99", "p999", "max")
@@ -159,7 +159,7 @@ def spectrum_points(hist: HdrHistogram) -> list[tuple[float, float]]:
 
 def spectra(snapshot: dict[str, Any], phase: str = "sustain") -> list[Spectrum]:
     """The merged phase histograms of ``TOTAL`` and every operation, corrected and not."""
-    hists = snapshot.get("histograms", {}).get(phase, {})
+    hists = histograms_of(snapshot).get(phase, {})
     out = []
     for name in [TOTAL, *operations(snapshot)]:
         names = list(hists) if name == TOTAL else [name]

@@ -26,7 +26,12 @@ from hdrh.histogram import HdrHistogram
 from protobench.engine.aggregate import interval_of, op_summary
 from protobench.engine.metrics import OpAccumulator, decode, encode, merge
 from protobench.engine.report_model import ReportError
-from protobench.engine.series_model import SeriesRecord, load_series
+from protobench.engine.series_model import (
+    PhaseHistograms,
+    SeriesRecord,
+    load_histograms,
+    load_series,
+)
 from protobench.engine.summaries import OpSummary
 from protobench.snapshots.schema import decoded
 from protobench.snapshots.store import SnapshotError, report_of
@@ -65,6 +70,14 @@ def series_of(snapshot: dict[str, Any]) -> list[SeriesRecord]:
     """The snapshot's interval series, typed; :class:`SnapshotError` naming a bad field."""
     try:
         return load_series(snapshot.get("series", []))
+    except ReportError as exc:
+        raise SnapshotError(f"snapshot {snapshot.get('id')}: {exc}") from None
+
+
+def histograms_of(snapshot: dict[str, Any]) -> PhaseHistograms:
+    """The snapshot's phase histograms, typed; :class:`SnapshotError` naming a bad field."""
+    try:
+        return load_histograms(snapshot.get("histograms", {}))
     except ReportError as exc:
         raise SnapshotError(f"snapshot {snapshot.get('id')}: {exc}") from None
 
@@ -139,17 +152,20 @@ def intervals(
 
 
 def phase_histogram(
-    snapshots: Sequence[dict[str, Any]], op: str, phase: str = "sustain", key: str = "hist"
+    snapshots: Sequence[dict[str, Any]], op: str, phase: str = "sustain", uncorrected: bool = False
 ) -> HdrHistogram:
     """The merged latency histogram of ``op`` (or ``TOTAL``) over the phase of every snapshot.
 
-    ``key`` ``hist_uncorrected``: the open model's latencies from the actual send.
+    ``uncorrected``: the open model's latencies from the actual send.
     """
     encoded: list[str] = []
     for snapshot in snapshots:
-        hists = snapshot.get("histograms", {}).get(phase, {})
+        hists = histograms_of(snapshot).get(phase, {})
         names = list(hists) if op == TOTAL else [op]
-        encoded.extend(hists[name].get(key, "") for name in names if name in hists)
+        for name in names:
+            if name in hists:
+                item = hists[name]
+                encoded.append(item.get("hist_uncorrected", "") if uncorrected else item["hist"])
     return merge(encoded)
 
 
