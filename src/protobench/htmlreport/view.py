@@ -305,5 +305,5 @@ def run_view(snapshot: dict[str, Any]) -> RunView:
 
 def _fields(part: ThresholdResult | Verdicts) -> list[tuple[str, str]]:
     """Every field of a part of the report as ``(key, text)``, in the JSON's order."""
-    plain: dict[str, Any] = to_plain(part)
+    plain: dict[str, object] = to_plain(part)
     return [(key, text(value)) for key, value in plain.items()]

@@ -44,6 +44,7 @@ from protobench.engine.summaries import LatencySummary
 from protobench.snapshots.hgrm import write_hgrm
 from protobench.snapshots.series import TOTAL, intervals, operations
 from protobench.snapshots.series import latency as series_latency
+from protobench.snapshots.store import report_of
 
 FORMAT_VERSION = "1.3"
 FORMATS = ("hlog", "hgrm", "csv", "json")
@@ -108,13 +109,14 @@ def tag_of(op: str) -> str:
 
 def write_hlog(snapshot: dict[str, Any], out: TextIO, phase: str = "sustain") -> int:
     """Write the interval log of ``phase``; return the number of interval lines."""
-    started = dt.datetime.fromisoformat(snapshot["report"]["started_at"])
+    report = report_of(snapshot)
+    started = dt.datetime.fromisoformat(report.started_at)
     epoch = started.timestamp()
     writer = HistogramLogWriter(out)
     writer.output_comment(f"[Histogram log format version {FORMAT_VERSION}]")
     writer.output_comment(
         f"[protobench {snapshot['provenance']['tool_version']} snapshot {snapshot['id']}, "
-        f"profile {snapshot['report']['profile']}, values in microseconds; "
+        f"profile {report.profile}, values in microseconds; "
         "untagged lines: all operations, Tag=<op>: one operation, "
         f"Tag={UNCORRECTED}[.<op>]: from the actual send (open model)]"
     )
@@ -189,7 +191,7 @@ def write_csv(snapshot: dict[str, Any], out: TextIO, phase: str = "sustain") -> 
     writer = csv.writer(out, lineterminator="\n")
     writer.writerow(CSV_COLUMNS)
     ops = operations(snapshot)
-    started = dt.datetime.fromisoformat(snapshot["report"]["started_at"])
+    started = dt.datetime.fromisoformat(report_of(snapshot).started_at)
     samples = snapshot.get("resources", [])
     rows = 0
     for item in intervals(snapshot, _phase(phase)):

@@ -31,6 +31,7 @@ from hdrh.histogram import HdrHistogram
 
 from protobench.engine.metrics import SIGNIFICANT_DIGITS, new_histogram
 from protobench.snapshots.series import TOTAL, histograms_of, operations, phase_histogram
+from protobench.snapshots.store import report_of
 
 TICKS_PER_HALF_DISTANCE = 5
 MS_PER_US = 1000.0
@@ -99,7 +100,7 @@ def write_hgrm(snapshot: dict[str, Any], out: TextIO, phase: str | None = "susta
         kinds.append((True, "uncorrected"))
     out.write(
         f"# protobench {snapshot['provenance']['tool_version']} snapshot {snapshot['id']}, "
-        f"profile {snapshot['report']['profile']}, phase {phase or 'all'}\n"
+        f"profile {report_of(snapshot).profile}, phase {phase or 'all'}\n"
         "# HdrHistogram percentile distribution (outputPercentileDistribution); "
         "values in milliseconds\n"
     )

@@ -30,7 +30,7 @@ from protobench.engine.events import (
 from protobench.engine.metrics import OpAccumulator
 from protobench.engine.plan import RunPlan
 from protobench.engine.report import RunJudge, exit_code_for
-from protobench.engine.report_model import Report
+from protobench.engine.report_model import JsonValue, Report
 from protobench.engine.resource_log import ResourceLog
 from protobench.engine.series_model import SeriesRecord
 from protobench.engine.summaries import PhaseSummary
@@ -125,7 +125,7 @@ def replay_timeline(snapshot: dict[str, Any]) -> list[tuple[float, Event]]:
     return timed
 
 
-def _started(plan: dict[str, Any], report: Report) -> RunStarted:
+def _started(plan: dict[str, JsonValue], report: Report) -> RunStarted:
     return RunStarted(
         plan=plan,
         target=report.target,
