@@ -20,10 +20,9 @@ from hdrh.histogram import HdrHistogram
 
 from protobench.engine.metrics import merge
 from protobench.engine.report_model import Report, ThresholdResult, Verdicts, to_plain
-from protobench.engine.series_model import SeriesRecord
 from protobench.engine.summaries import EMPTY_OP, LatencySummary
 from protobench.redaction import redact_value
-from protobench.snapshots.series import TOTAL, histograms_of, intervals, operations, series_of
+from protobench.snapshots.series import TOTAL, Interval, histograms_of, intervals, operations
 from protobench.snapshots.store import report_of
 
 PERCENTILES = ("p50", "p90", "p95", "p99", "p999", "max")
@@ -111,11 +110,10 @@ def _rate(value: float, seconds: float) -> float:
     return value / seconds if seconds > 0 else 0.0
 
 
-def op_series(snapshot: dict[str, Any]) -> list[OpSeries]:
-    """Per interval of every phase: ``TOTAL`` first, then each operation."""
-    items = intervals(snapshot, phase=None)
+def op_series(items: Sequence[Interval], names: Sequence[str]) -> list[OpSeries]:
+    """Per interval of every phase: ``TOTAL`` first, then each operation of ``names``."""
     out = []
-    for name in [TOTAL, *operations(snapshot)]:
+    for name in [TOTAL, *names]:
         t: list[float] = []
         ok: list[float] = []
         err: list[float] = []
@@ -172,13 +170,13 @@ def spectra(snapshot: dict[str, Any], phase: str = "sustain") -> list[Spectrum]:
     return out
 
 
-def marks(series: Sequence[SeriesRecord], report: Report) -> list[Mark]:
+def marks(items: Sequence[Interval], report: Report) -> list[Mark]:
     """Phases (spans), pauses (spans until the next resume), rate changes and other notices."""
     out: list[Mark] = []
     bounds: dict[str, list[float]] = {}
-    for record in series:
-        span = bounds.setdefault(record.phase, [record.start, record.elapsed])
-        span[1] = record.elapsed
+    for item in items:
+        span = bounds.setdefault(item.phase, [item.start, item.end])
+        span[1] = item.end
     out.extend(Mark("phase", start, end, phase) for phase, (start, end) in bounds.items())
     run_end = max((end for _, end in bounds.values()), default=0.0)
     paused: float | None = None
@@ -286,14 +284,15 @@ def provenance(snapshot: dict[str, Any], report: Report) -> list[tuple[str, str]
 def run_view(snapshot: dict[str, Any]) -> RunView:
     """The whole view of one snapshot (:class:`SnapshotError` when its report does not load)."""
     report = report_of(snapshot)
+    items = intervals(snapshot, phase=None)
     partial = " (partial)" if snapshot.get("partial") else ""
     return RunView(
         id=str(snapshot["id"]),
         title=text(f"{report.profile} · {report.protocol}{partial}"),
         open_model=report.model.type == "open",
-        ops=op_series(snapshot),
+        ops=op_series(items, operations(snapshot)),
         spectra=spectra(snapshot),
-        marks=marks(series_of(snapshot), report),
+        marks=marks(items, report),
         resources=resources(snapshot),
         summary=summary(report),
         verdicts=_fields(report.verdicts),
