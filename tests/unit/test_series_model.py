@@ -1,6 +1,6 @@
 """The typed interval series: the same bytes as before, old records load, bad ones name the field.
 
-``reports/series.json`` was written by the code before the series was typed
+``series_golden.json`` was written by the code before the series was typed
 (records as plain dicts), from the payloads of :mod:`tests.unit.series_frames`.
 """
 
@@ -29,7 +29,7 @@ from protobench.snapshots.store import SnapshotError
 from tests.unit.conftest_snapshots import make_snapshot
 from tests.unit.series_frames import aggregated, payload, series_json
 
-GOLDEN = Path(__file__).parent / "reports" / "series.json"
+GOLDEN = Path(__file__).parent / "series_golden.json"
 
 
 def test_the_series_is_written_byte_for_byte_as_before() -> None:
