@@ -32,7 +32,7 @@ from protobench.engine.events import (
 from protobench.engine.metrics import OpRecorder
 from protobench.engine.plan import GroupPlan, RunPlan
 from protobench.engine.report import RunJudge, build_report, exit_code_for
-from protobench.engine.report_model import Report, WorkerEntry, to_plain
+from protobench.engine.report_model import NoticeEntry, Report, WorkerEntry, to_plain
 from protobench.engine.resource_log import ResourceLog
 from protobench.snapshots.store import SCHEMA
 from protobench.targets.base import Announcement
@@ -112,14 +112,16 @@ class _Run:
             judge=RunJudge.of(self.plan, self.resources),
         )
         self.aggregator.live = set(range(script.workers))
-        self.notices: list[dict[str, Any]] = []
+        self.notices: list[NoticeEntry] = []
         self.events: list[Event] = []
         self.alive = set(range(script.workers))
         self.target_alive = True
         self.target_noticed = False
 
     def notice(self, kind: str, message: str, elapsed: float, **details: Any) -> None:
-        self.notices.append({"kind": kind, "message": message, "elapsed": elapsed, **details})
+        self.notices.append(
+            NoticeEntry(kind=kind, message=message, elapsed=elapsed, details=details)
+        )
         self.events.append(Notice(kind, message, elapsed, details))
 
     def worker_report(self, worker: int, phase: str, index: int, t0: float, t1: float) -> None:
@@ -306,7 +308,7 @@ def scripted_snapshot(script: Script | None = None) -> dict[str, Any]:
         "provenance": {"tool_version": report.tool.version, "profile": run.plan.profile},
         "plan": run.plan.to_dict(),
         "report": to_plain(report),
-        "series": run.aggregator.series,
+        "series": to_plain(run.aggregator.series),
         "histograms": run.aggregator.phase_histograms(),
         "resources": run.resources,
     }

@@ -154,12 +154,12 @@ def _build(
             "groups": [{"name": name, "op": name, "count": 1} for name in names],
         },
         "report": report,
-        "series": aggregator.series,
+        "series": json.loads(json.dumps(to_plain(aggregator.series))),  # as the store writes it
         "histograms": aggregator.phase_histograms(),
         "resources": [
             {
-                "elapsed": record["elapsed"] + 0.01,  # sampled on its own clock, a bit later
-                "phase": record["phase"],
+                "elapsed": record.elapsed + 0.01,  # sampled on its own clock, a bit later
+                "phase": record.phase,
                 "workers": [{"pid": 100, "cpu": 30.0 + number, "rss": 1 << 20}],
                 "target": {"pid": 200, "cpu": 20.0, "rss": 5 << 20},
                 "host": {"cpu": 60.0},

@@ -31,14 +31,15 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
-from typing import Any
 
 from hdrh.histogram import HdrHistogram
 
 from protobench.engine.bounds import Tally, lagging
 from protobench.engine.events import IntervalUpdate
 from protobench.engine.metrics import OpAccumulator, OpInterval, encode, summary
-from protobench.engine.report_model import LiveVerdicts, to_plain
+from protobench.engine.report_model import LiveVerdicts
+from protobench.engine.series_model import EncodedHistograms, PhaseHistograms, SeriesRecord
+from protobench.engine.stats_frame import StatsFrame, StatsWire
 from protobench.engine.summaries import LatencySummary, OpSummary, PhaseSummary
 
 PHASES = ("warmup", "sustain", "drain")
@@ -181,19 +182,19 @@ def phase_summary(
     )
 
 
-def interval_of(summary: dict[str, Any]) -> OpInterval:
+def interval_of(summary: OpSummary) -> OpInterval:
     """An operation's figures from a series record (an :func:`op_summary` plus histograms)."""
     return OpInterval(
-        ok=summary.get("ok", 0),
-        errors=dict(summary.get("errors_by_class", {})),
-        error_codes=dict(summary.get("error_codes", {})),
-        last_errors=dict(summary.get("last_errors", {})),
-        bytes_in=summary.get("bytes_in", 0),
-        late=summary.get("late", 0),
-        out_of_range=summary.get("out_of_range", 0),
-        counters=dict(summary.get("counters", {})),
-        hist=summary.get("hist", ""),
-        hist_uncorrected=summary.get("hist_uncorrected", ""),
+        ok=summary.ok,
+        errors=dict(summary.errors_by_class),
+        error_codes=dict(summary.error_codes),
+        last_errors=dict(summary.last_errors or {}),
+        bytes_in=summary.bytes_in,
+        late=summary.late,
+        out_of_range=summary.out_of_range,
+        counters=dict(summary.counters),
+        hist=summary.hist or "",
+        hist_uncorrected=summary.hist_uncorrected or "",
     )
 
 
@@ -226,82 +227,54 @@ def series_ops(
     return ops
 
 
-def series_record(
-    phase: str,
-    index: int,
-    elapsed: float,
-    duration: float,
-    lag_ms: float,
-    inflight: int,
-    ops: Mapping[str, OpSummary],
-    worker_lag_ms: Mapping[int, float] | None = None,
-) -> dict[str, Any]:
-    """A record of the snapshot's interval series (its JSON: the snapshot is read as JSON).
-
-    ``worker_lag_ms`` is each worker's event-loop lag, keyed by the worker's
-    number as a string (a JSON key)."""
-    return {
-        "phase": phase,
-        "index": index,
-        "elapsed": elapsed,
-        "duration": duration,
-        "lag_ms": lag_ms,
-        "inflight": inflight,
-        "worker_lag_ms": {str(w): lag for w, lag in sorted((worker_lag_ms or {}).items())},
-        "ops": {name: to_plain(op) for name, op in ops.items()},
-    }
-
-
 def merge_records(
-    first: dict[str, Any],
-    second: dict[str, Any],
+    first: SeriesRecord,
+    second: SeriesRecord,
     corrected: bool,
     sessions: Mapping[str, int] | None = None,
-) -> dict[str, Any]:
+) -> SeriesRecord:
     """One series record covering two adjacent ones of the same phase, merged exactly."""
-    seconds = first["duration"] + second["duration"]
-    names = list(dict.fromkeys([*first["ops"], *second["ops"]]))
+    seconds = first.duration + second.duration
+    names = list(dict.fromkeys([*first.ops, *second.ops]))
     accs: dict[str, OpAccumulator] = {}
     kinds: dict[str, str] = {}
     for name in names:
         acc = accs[name] = OpAccumulator()
         for record in (first, second):
-            if name in record["ops"]:
-                acc.add(interval_of(record["ops"][name]))
-                kinds[name] = record["ops"][name].get("latency_kind", "round_trip")
-    return series_record(
-        first["phase"],
-        first["index"],
-        second["elapsed"],
-        round(seconds, 6),
-        max(first["lag_ms"], second["lag_ms"]),
-        second["inflight"],
-        series_ops(accs, names, seconds, corrected, sessions, kinds),
-        _worst_lags(first.get("worker_lag_ms", {}), second.get("worker_lag_ms", {})),
+            if (op := record.ops.get(name)) is not None:
+                acc.add(interval_of(op))
+                kinds[name] = op.latency_kind
+    lags = {
+        w: max(first.worker_lag_ms.get(w, 0.0), second.worker_lag_ms.get(w, 0.0))
+        for w in {**first.worker_lag_ms, **second.worker_lag_ms}
+    }
+    return SeriesRecord(
+        phase=first.phase,
+        index=first.index,
+        elapsed=second.elapsed,
+        duration=round(seconds, 6),
+        lag_ms=max(first.lag_ms, second.lag_ms),
+        inflight=second.inflight,
+        worker_lag_ms=dict(sorted(lags.items())),
+        ops=series_ops(accs, names, seconds, corrected, sessions, kinds),
     )
 
 
-def _worst_lags(first: Mapping[str, float], second: Mapping[str, float]) -> dict[int, float]:
-    """Each worker's larger lag of two records (a worker in one only keeps its own)."""
-    return {int(w): max(first.get(w, 0.0), second.get(w, 0.0)) for w in {**first, **second}}
-
-
-def pair_to_merge(
-    series: list[dict[str, Any]], weights: list[int], phase: str, limit: int
-) -> int | None:
+def pair_to_merge(phases: Sequence[str], weights: list[int], phase: str, limit: int) -> int | None:
     """Where the oldest finest adjacent pair of ``phase`` starts, if it has more than ``limit``.
 
-    ``weights[i]`` is how many original records ``series[i]`` covers; a pair
-    is two neighbours of the phase with equal weights; the newest record is
-    never merged (it stays as it came).
+    ``phases[i]`` is the phase of the series' record ``i``, and ``weights[i]``
+    how many original records it covers; a pair is two neighbours of the
+    phase with equal weights; the newest record is never merged (it stays as
+    it came).
     """
-    positions = [i for i, record in enumerate(series) if record["phase"] == phase]
+    positions = [i for i, name in enumerate(phases) if name == phase]
     if len(positions) <= limit:
         return None
     pairs = [
         (weights[i], i)
         for i in positions[:-2]
-        if series[i + 1]["phase"] == phase and weights[i] == weights[i + 1]
+        if phases[i + 1] == phase and weights[i] == weights[i + 1]
     ]
     return min(pairs)[1] if pairs else None
 
@@ -342,7 +315,9 @@ class Aggregator:
         self._pending: dict[tuple[str, int], _Bucket] = {}
         self.totals: dict[str, dict[str, OpAccumulator]] = {}
         self.durations: dict[str, float] = {}
-        self.series: list[dict[str, Any]] = []
+        self.series: list[SeriesRecord] = []
+        self._phases: list[str] = []
+        """The phase of each series record."""
         self._weights: list[int] = []
         """How many intervals each series record covers."""
         self.series_limit = SERIES_LIMIT
@@ -352,17 +327,19 @@ class Aggregator:
         """Judges each interval's run so far (the thresholds, checks and CPU verdict)."""
         self._so_far: dict[str, PhaseSummary] = {}
 
-    def add(self, report: dict[str, Any]) -> list[IntervalUpdate]:
-        """Take one STATS frame; return the intervals it completed."""
-        phase, index = report["phase"], report["index"]
-        bucket = self._pending.setdefault((phase, index), _Bucket(report["t0"], report["t1"]))
-        bucket.t1 = max(bucket.t1, report["t1"])
-        bucket.reported.add(report["worker"])
-        bucket.lag_ms = max(bucket.lag_ms, report.get("lag_ms", 0.0))
-        bucket.worker_lag_ms[report["worker"]] = report.get("lag_ms", 0.0)
-        bucket.inflight += report.get("inflight", 0)
-        for name, wire in report["ops"].items():
-            bucket.ops.setdefault(name, OpAccumulator()).add(OpInterval.from_wire(wire))
+    def add(self, wire: StatsWire) -> list[IntervalUpdate]:
+        """Take one worker's ``STATS`` payload (decoded here, once); return the intervals it
+        completed."""
+        frame = StatsFrame.decode(wire)
+        key = (frame.phase, frame.index)
+        bucket = self._pending.setdefault(key, _Bucket(frame.t0, frame.t1))
+        bucket.t1 = max(bucket.t1, frame.t1)
+        bucket.reported.add(frame.worker)
+        bucket.lag_ms = max(bucket.lag_ms, frame.lag_ms)
+        bucket.worker_lag_ms[frame.worker] = frame.lag_ms
+        bucket.inflight += frame.inflight
+        for name, item in frame.ops.items():
+            bucket.ops.setdefault(name, OpAccumulator()).add(item)
         return self._complete(force=False)
 
     def worker_gone(self, worker: int) -> list[IntervalUpdate]:
@@ -418,23 +395,25 @@ class Aggregator:
             ),
         )
         self.series.append(
-            series_record(
-                phase,
-                index,
-                update.elapsed,
-                update.duration,
-                bucket.lag_ms,
-                bucket.inflight,
-                ops,
-                bucket.worker_lag_ms,
+            SeriesRecord(
+                phase=phase,
+                index=index,
+                elapsed=update.elapsed,
+                duration=update.duration,
+                lag_ms=bucket.lag_ms,
+                inflight=bucket.inflight,
+                worker_lag_ms=update.worker_lag_ms,
+                ops=ops,
             )
         )
+        self._phases.append(phase)
         self._weights.append(1)
-        at = pair_to_merge(self.series, self._weights, phase, self.series_limit)
+        at = pair_to_merge(self._phases, self._weights, phase, self.series_limit)
         if at is not None:
             self.series[at : at + 2] = [
                 merge_records(self.series[at], self.series[at + 1], self.corrected, self.sessions)
             ]
+            self._phases[at : at + 2] = [phase]
             self._weights[at : at + 2] = [self._weights[at] + self._weights[at + 1]]
         return update
 
@@ -470,12 +449,14 @@ class Aggregator:
                     counters[key] = counters.get(key, 0) + value
         return out
 
-    def phase_histograms(self) -> dict[str, dict[str, dict[str, str]]]:
+    def phase_histograms(self) -> PhaseHistograms:
         """Encoded histograms per phase and op, for the snapshot."""
-        out: dict[str, dict[str, dict[str, str]]] = {}
+        out: PhaseHistograms = {}
         for phase, accs in self.totals.items():
             out[phase] = {}
             for name, acc in accs.items():
                 item = acc.to_interval()
-                out[phase][name] = {"hist": item.hist, "hist_uncorrected": item.hist_uncorrected}
+                out[phase][name] = EncodedHistograms(
+                    hist=item.hist, hist_uncorrected=item.hist_uncorrected
+                )
         return out

@@ -16,6 +16,7 @@ from typing import Any, Protocol
 
 from protobench.engine.plan import RunPlan
 from protobench.engine.report_model import Report
+from protobench.engine.series_model import PhaseHistograms, SeriesRecord
 
 
 @dataclass(frozen=True)
@@ -24,8 +25,8 @@ class RunRecord:
 
     plan: RunPlan
     report: Report
-    series: list[dict[str, Any]]
-    histograms: dict[str, dict[str, dict[str, str]]]
+    series: list[SeriesRecord]
+    histograms: PhaseHistograms
     resources: list[dict[str, Any]]
 
 

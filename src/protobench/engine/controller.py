@@ -52,7 +52,7 @@ from protobench.engine.events import (
 from protobench.engine.plan import RunPlan, WorkerSlice, worker_slices
 from protobench.engine.pool import WorkerHandle, WorkerPool
 from protobench.engine.report import RunJudge, build_report, exit_code_for
-from protobench.engine.report_model import Report
+from protobench.engine.report_model import NoticeEntry, NoticeValue, Report
 from protobench.engine.resource_log import ResourceLog
 from protobench.engine.resources import Sampler, find_listener, target_rss
 from protobench.engine.sinks import Fanout, Sink
@@ -120,7 +120,7 @@ class Controller:
         self.start_at: float | None = None
         self.stop_requested = False
         self.stop_reason = "completed"
-        self.notices: list[dict[str, Any]] = []
+        self.notices: list[NoticeEntry] = []
         self.log_dir = log_dir
         self.resources = ResourceLog()
         self.pool: WorkerPool | None = None
@@ -153,11 +153,13 @@ class Controller:
             return 0.0
         return max(0.0, time.monotonic() - self.start_at)
 
-    def notice(self, kind: str, message: str, **details: Any) -> None:
+    def notice(self, kind: str, message: str, **details: NoticeValue) -> None:
         message = redact_text(message)
         details = {k: redact_text(v) if isinstance(v, str) else v for k, v in details.items()}
         event = Notice(kind, message, round(self.elapsed(), 3), details)
-        self.notices.append({"kind": kind, "message": message, "elapsed": event.elapsed, **details})
+        self.notices.append(
+            NoticeEntry(kind=kind, message=message, elapsed=event.elapsed, details=details)
+        )
         self.emit(event)
 
     def pause(self) -> None:
@@ -369,7 +371,7 @@ class Controller:
     def _report_failures(self, pool: WorkerPool) -> None:
         for handle in pool.handles:
             if handle.error is not None and not any(
-                n.get("worker") == handle.index for n in self.notices
+                n.details.get("worker") == handle.index for n in self.notices
             ):
                 self.notice(
                     "worker",

@@ -31,7 +31,7 @@ from array import array
 from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypedDict, cast
 
 import numpy as np
 from hdrh.histogram import HdrHistogram
@@ -331,12 +331,29 @@ class OpInterval:
     def error_count(self) -> int:
         return sum(self.errors.values())
 
-    def to_wire(self) -> dict[str, Any]:
-        return {k: v for k, v in self.__dict__.items() if v}
+    def to_wire(self) -> OpWire:
+        """Its non-empty fields (what a worker's ``STATS`` frame carries per op)."""
+        return cast(OpWire, {k: v for k, v in self.__dict__.items() if v})
 
     @classmethod
-    def from_wire(cls, data: dict[str, Any]) -> OpInterval:
+    def from_wire(cls, data: OpWire) -> OpInterval:
         return cls(**data)
+
+
+class OpWire(TypedDict, total=False):
+    """An :class:`OpInterval` on the wire (JSON): its fields, the empty ones left out."""
+
+    ok: int
+    errors: dict[str, int]
+    error_codes: dict[str, int]
+    last_errors: dict[str, str]
+    bytes_in: int
+    late: int
+    out_of_range: int
+    counters: dict[str, int]
+    hist: str
+    hist_uncorrected: str
+    hist_lateness: str
 
 
 def _add_counts(dst: dict[str, int], src: dict[str, int]) -> None:

@@ -30,7 +30,6 @@ from protobench.engine.report_model import (
     LoadModel,
     NodeEntry,
     NoticeEntry,
-    NoticeValue,
     Report,
     Resources,
     TargetResources,
@@ -118,7 +117,7 @@ def build_report(
     aggregator: Aggregator,
     announcement: Announcement | None,
     resources: ResourceLog,
-    notices: Sequence[Mapping[str, NoticeValue]],
+    notices: Sequence[NoticeEntry],
     workers: Sequence[WorkerEntry],
     stop_reason: str,
     started: float,
@@ -131,8 +130,7 @@ def build_report(
 ) -> Report:
     """The report of a run.
 
-    ``notices`` are the run's notices as the controller keeps them (kind,
-    message, elapsed and details); ``findings`` the protocol plugin's
+    ``notices`` are the run's notices; ``findings`` the protocol plugin's
     diagnosis; ``passive`` the groups whose op exchanges nothing by design (no
     exchange is expected of them); ``labels`` (a sweep's) and ``nodes`` (a
     Ray run's) are in the report when given.
@@ -161,7 +159,7 @@ def build_report(
             resources, target_rss_baseline, target_rss_peak, plan, _connects(aggregator)
         ),
         workers=list(workers),
-        notices=[NoticeEntry.of(n) for n in notices],
+        notices=list(notices),
         verdicts=PENDING,
         labels=dict(labels) if labels else None,
         nodes=list(nodes) if nodes is not None else None,

@@ -126,17 +126,6 @@ class NoticeEntry:
     elapsed: float = 0.0
     details: dict[str, NoticeValue] = field(default_factory=dict, metadata=FLATTEN)
 
-    @classmethod
-    def of(cls, record: Mapping[str, NoticeValue]) -> NoticeEntry:
-        """The notice of a record with its details beside its own keys (as the JSON has it)."""
-        elapsed = record.get("elapsed", 0.0)
-        return cls(
-            kind=str(record["kind"]),
-            message=str(record["message"]),
-            elapsed=float(elapsed) if isinstance(elapsed, int | float) else 0.0,
-            details={k: v for k, v in record.items() if k not in NOTICE_KEYS},
-        )
-
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class ThresholdResult:
@@ -344,15 +333,24 @@ def load_report(data: object, where: str = "") -> Report:
     Validated strictly as JSON (a count is a whole number, not ``"5"``). ``where``
     is the report's own path, put before the field's (``report`` in a snapshot).
     """
-    import orjson  # noqa: PLC0415 - not on the --help path
-    from pydantic import ValidationError  # noqa: PLC0415 - pydantic only when a report is read
-
     if not isinstance(data, Mapping):
         kind = "null" if data is None else f"a JSON {type(data).__name__}"
         raise ReportError(f"{where or 'a report'}: expected a JSON object, found {kind}")
+    return validated(_adapter(), nested_notices(data), where)
+
+
+def validated[T](adapter: TypeAdapter[T], data: object, where: str) -> T:
+    """Parsed JSON ``data`` as ``adapter``'s type, validated strictly as JSON.
+
+    The one way a typed part of a report or snapshot is read back; a bad field
+    is a :class:`ReportError` of one line naming its path after ``where``.
+    """
+    import orjson  # noqa: PLC0415 - not on the --help path
+    from pydantic import ValidationError  # noqa: PLC0415 - pydantic only when a report is read
+
     try:
-        text = orjson.dumps(nested_notices(data), option=orjson.OPT_NON_STR_KEYS, default=str)
-        return _adapter().validate_json(text, strict=True)
+        text = orjson.dumps(data, option=orjson.OPT_NON_STR_KEYS, default=str)
+        return adapter.validate_json(text, strict=True)
     except ValidationError as exc:
         errors = exc.errors()
         first = errors[0]

@@ -146,7 +146,7 @@ class ResourceLog:
             self.figures.setdefault(key, ResourceFigures()).add(sample)
         self.series.append(sample)
         self._spans.append(1)
-        at = pair_to_merge(self.series, self._spans, phase, self.limit)
+        at = pair_to_merge([s["phase"] for s in self.series], self._spans, phase, self.limit)
         if at is not None:
             first, second = self._spans[at], self._spans[at + 1]
             merged = merge_samples(self.series[at], self.series[at + 1], first, second)

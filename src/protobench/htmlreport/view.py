@@ -12,7 +12,7 @@ later appears without a change here. Times are seconds since the run's start
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -20,8 +20,9 @@ from hdrh.histogram import HdrHistogram
 
 from protobench.engine.metrics import merge
 from protobench.engine.report_model import Report, ThresholdResult, Verdicts, to_plain
+from protobench.engine.summaries import EMPTY_OP, LatencySummary
 from protobench.redaction import redact_value
-from protobench.snapshots.series import TOTAL, intervals, operations
+from protobench.snapshots.series import TOTAL, Interval, histograms_of, intervals, operations
 from protobench.snapshots.store import report_of
 
 PERCENTILES = ("p50", "p90", "p95", "p99", "p999", "max")
@@ -109,11 +110,10 @@ def _rate(value: float, seconds: float) -> float:
     return value / seconds if seconds > 0 else 0.0
 
 
-def op_series(snapshot: dict[str, Any]) -> list[OpSeries]:
-    """Per interval of every phase: ``TOTAL`` first, then each operation."""
-    items = intervals(snapshot, phase=None)
+def op_series(items: Sequence[Interval], names: Sequence[str]) -> list[OpSeries]:
+    """Per interval of every phase: ``TOTAL`` first, then each operation of ``names``."""
     out = []
-    for name in [TOTAL, *operations(snapshot)]:
+    for name in [TOTAL, *names]:
         t: list[float] = []
         ok: list[float] = []
         err: list[float] = []
@@ -121,27 +121,26 @@ def op_series(snapshot: dict[str, Any]) -> list[OpSeries]:
         errors: dict[str, list[float]] = {}
         counters: dict[str, list[float]] = {}
         for index, item in enumerate(items):
-            figures = item.ops.get(name, {})
+            figures = item.ops.get(name, EMPTY_OP)
             t.append(item.end)
-            ok.append(_rate(figures.get("ok", 0), item.duration))
-            err.append(_rate(figures.get("errors", 0), item.duration))
-            measured = figures.get("latency_us", {}) if figures.get("ok") else {}
+            ok.append(_rate(figures.ok, item.duration))
+            err.append(_rate(figures.errors, item.duration))
+            measured = figures.latency_us if figures.ok else LatencySummary()
             for p in PERCENTILES:
-                latency[p].append(measured.get(p))
-            keyed = {**figures.get("errors_by_class", {}), **figures.get("error_codes", {})}
+                latency[p].append(measured.value(p))
+            keyed = {**figures.errors_by_class, **figures.error_codes}
             _append(errors, keyed, index, item.duration)
-            _append(counters, figures.get("counters", {}), index, item.duration)
+            _append(counters, figures.counters, index, item.duration)
         out.append(OpSeries(name, t, ok, err, latency, errors, counters))
     return out
 
 
 def _append(
-    columns: dict[str, list[float]], values: dict[str, Any], index: int, seconds: float
+    columns: dict[str, list[float]], values: Mapping[str, int], index: int, seconds: float
 ) -> None:
     """Add one interval's per-second values; a key first seen late gets zeros before."""
-    for key, value in values.items():
-        if isinstance(value, int | float):
-            columns.setdefault(key, [0.0] * index)
+    for key in values:
+        columns.setdefault(key, [0.0] * index)
     for key, column in columns.items():
         column.append(_rate(float(values.get(key, 0)), seconds))
 
@@ -158,7 +157,7 @@ def spectrum_points(hist: HdrHistogram) -> list[tuple[float, float]]:
 
 def spectra(snapshot: dict[str, Any], phase: str = "sustain") -> list[Spectrum]:
     """The merged phase histograms of ``TOTAL`` and every operation, corrected and not."""
-    hists = snapshot.get("histograms", {}).get(phase, {})
+    hists = histograms_of(snapshot).get(phase, {})
     out = []
     for name in [TOTAL, *operations(snapshot)]:
         names = list(hists) if name == TOTAL else [name]
@@ -171,14 +170,13 @@ def spectra(snapshot: dict[str, Any], phase: str = "sustain") -> list[Spectrum]:
     return out
 
 
-def marks(snapshot: dict[str, Any], report: Report) -> list[Mark]:
+def marks(items: Sequence[Interval], report: Report) -> list[Mark]:
     """Phases (spans), pauses (spans until the next resume), rate changes and other notices."""
     out: list[Mark] = []
     bounds: dict[str, list[float]] = {}
-    for record in snapshot["series"]:
-        end = float(record["elapsed"])
-        span = bounds.setdefault(record["phase"], [end - float(record["duration"]), end])
-        span[1] = end
+    for item in items:
+        span = bounds.setdefault(item.phase, [item.start, item.end])
+        span[1] = item.end
     out.extend(Mark("phase", start, end, phase) for phase, (start, end) in bounds.items())
     run_end = max((end for _, end in bounds.values()), default=0.0)
     paused: float | None = None
@@ -286,14 +284,15 @@ def provenance(snapshot: dict[str, Any], report: Report) -> list[tuple[str, str]
 def run_view(snapshot: dict[str, Any]) -> RunView:
     """The whole view of one snapshot (:class:`SnapshotError` when its report does not load)."""
     report = report_of(snapshot)
+    items = intervals(snapshot, phase=None)
     partial = " (partial)" if snapshot.get("partial") else ""
     return RunView(
         id=str(snapshot["id"]),
         title=text(f"{report.profile} · {report.protocol}{partial}"),
         open_model=report.model.type == "open",
-        ops=op_series(snapshot),
+        ops=op_series(items, operations(snapshot)),
         spectra=spectra(snapshot),
-        marks=marks(snapshot, report),
+        marks=marks(items, report),
         resources=resources(snapshot),
         summary=summary(report),
         verdicts=_fields(report.verdicts),
@@ -305,5 +304,5 @@ def run_view(snapshot: dict[str, Any]) -> RunView:
 
 def _fields(part: ThresholdResult | Verdicts) -> list[tuple[str, str]]:
     """Every field of a part of the report as ``(key, text)``, in the JSON's order."""
-    plain: dict[str, Any] = to_plain(part)
+    plain: dict[str, object] = to_plain(part)
     return [(key, text(value)) for key, value in plain.items()]

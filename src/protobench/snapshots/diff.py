@@ -414,10 +414,10 @@ def samples(items: Sequence[Interval], op: str, metric: str) -> list[float]:
         if figures is None:
             continue
         if metric == "throughput":
-            values.append(float(figures["throughput"]))
+            values.append(figures.throughput)
         elif metric == "error_rate":
-            if figures["ok"] + figures["errors"]:
-                values.append(float(figures["error_rate"]))
+            if figures.attempts:
+                values.append(figures.error_rate)
         elif (value := latency(figures, metric)) is not None:
             values.append(value)
     return values

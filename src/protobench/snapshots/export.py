@@ -34,14 +34,17 @@ import csv
 import datetime as dt
 import json
 import re
+from collections.abc import Mapping
 from typing import Any, TextIO
 
 from hdrh.log import HistogramLogWriter
 
 from protobench.engine.metrics import decode
+from protobench.engine.summaries import LatencySummary
 from protobench.snapshots.hgrm import write_hgrm
 from protobench.snapshots.series import TOTAL, intervals, operations
 from protobench.snapshots.series import latency as series_latency
+from protobench.snapshots.store import report_of
 
 FORMAT_VERSION = "1.3"
 FORMATS = ("hlog", "hgrm", "csv", "json")
@@ -106,13 +109,14 @@ def tag_of(op: str) -> str:
 
 def write_hlog(snapshot: dict[str, Any], out: TextIO, phase: str = "sustain") -> int:
     """Write the interval log of ``phase``; return the number of interval lines."""
-    started = dt.datetime.fromisoformat(snapshot["report"]["started_at"])
+    report = report_of(snapshot)
+    started = dt.datetime.fromisoformat(report.started_at)
     epoch = started.timestamp()
     writer = HistogramLogWriter(out)
     writer.output_comment(f"[Histogram log format version {FORMAT_VERSION}]")
     writer.output_comment(
         f"[protobench {snapshot['provenance']['tool_version']} snapshot {snapshot['id']}, "
-        f"profile {snapshot['report']['profile']}, values in microseconds; "
+        f"profile {report.profile}, values in microseconds; "
         "untagged lines: all operations, Tag=<op>: one operation, "
         f"Tag={UNCORRECTED}[.<op>]: from the actual send (open model)]"
     )
@@ -121,17 +125,21 @@ def write_hlog(snapshot: dict[str, Any], out: TextIO, phase: str = "sustain") ->
     writer.output_legend()
     ops = operations(snapshot)
     selected = intervals(snapshot, _phase(phase))
-    open_model = any(f.get("hist_uncorrected") for i in selected for f in i.ops.values())
-    series = [(op, "hist", None if op == TOTAL else tag_of(op)) for op in [TOTAL, *ops]]
+    open_model = any(f.hist_uncorrected for i in selected for f in i.ops.values())
+    series = [(op, False, None if op == TOTAL else tag_of(op)) for op in [TOTAL, *ops]]
     if open_model:
         series += [
-            (op, "hist_uncorrected", UNCORRECTED if op == TOTAL else f"{UNCORRECTED}.{tag_of(op)}")
+            (op, True, UNCORRECTED if op == TOTAL else f"{UNCORRECTED}.{tag_of(op)}")
             for op in [TOTAL, *ops]
         ]
     lines = 0
     for item in selected:
-        for op, key, tag in series:
-            hist = decode(item.ops.get(op, {}).get(key, ""))
+        for op, uncorrected, tag in series:
+            figures = item.ops.get(op)
+            encoded = None
+            if figures is not None:
+                encoded = figures.hist_uncorrected if uncorrected else figures.hist
+            hist = decode(encoded or "")
             hist.set_start_time_stamp(item.start * 1000.0)
             hist.set_end_time_stamp(item.end * 1000.0)
             if tag is not None:
@@ -147,7 +155,7 @@ def _blank(value: float | None) -> float | str:
     return "" if value is None else value
 
 
-def _pairs(values: dict[str, Any]) -> str:
+def _pairs(values: Mapping[str, int]) -> str:
     return ";".join(f"{name}={count}" for name, count in sorted(values.items()))
 
 
@@ -183,7 +191,7 @@ def write_csv(snapshot: dict[str, Any], out: TextIO, phase: str = "sustain") -> 
     writer = csv.writer(out, lineterminator="\n")
     writer.writerow(CSV_COLUMNS)
     ops = operations(snapshot)
-    started = dt.datetime.fromisoformat(snapshot["report"]["started_at"])
+    started = dt.datetime.fromisoformat(report_of(snapshot).started_at)
     samples = snapshot.get("resources", [])
     rows = 0
     for item in intervals(snapshot, _phase(phase)):
@@ -196,8 +204,8 @@ def write_csv(snapshot: dict[str, Any], out: TextIO, phase: str = "sustain") -> 
             figures = item.ops.get(op)
             if figures is None:
                 continue
-            latency = figures.get("latency_us", {})
-            uncorrected = figures.get("latency_uncorrected_us", {})
+            latency = figures.latency_us
+            uncorrected = figures.latency_uncorrected_us or LatencySummary()
             writer.writerow(
                 [
                     item.phase,
@@ -210,18 +218,18 @@ def write_csv(snapshot: dict[str, Any], out: TextIO, phase: str = "sustain") -> 
                     round(item.end, 6),
                     round(item.duration, 6),
                     op,
-                    figures["ok"],
-                    figures["errors"],
-                    figures["error_rate"],
-                    figures["throughput"],
-                    figures.get("bytes_in", 0),
-                    figures.get("late", 0),
-                    figures.get("out_of_range", 0),
+                    figures.ok,
+                    figures.errors,
+                    figures.error_rate,
+                    figures.throughput,
+                    figures.bytes_in,
+                    figures.late,
+                    figures.out_of_range,
                     *(_blank(series_latency(figures, name)) for name in _PERCENTILE_COLUMNS),
-                    *(_blank(latency.get(name)) for name in _OTHER_LATENCY_COLUMNS),
-                    *(_blank(uncorrected.get(name)) for name in _UNCORRECTED_COLUMNS),
-                    _pairs(figures.get("errors_by_class", {})),
-                    _pairs(figures.get("counters", {})),
+                    *(_blank(latency.value(name)) for name in _OTHER_LATENCY_COLUMNS),
+                    *(_blank(uncorrected.value(name)) for name in _UNCORRECTED_COLUMNS),
+                    _pairs(figures.errors_by_class),
+                    _pairs(figures.counters),
                     *resources,
                 ]
             )

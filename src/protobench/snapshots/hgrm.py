@@ -30,7 +30,8 @@ from typing import Any, TextIO
 from hdrh.histogram import HdrHistogram
 
 from protobench.engine.metrics import SIGNIFICANT_DIGITS, new_histogram
-from protobench.snapshots.series import TOTAL, operations, phase_histogram
+from protobench.snapshots.series import TOTAL, histograms_of, operations, phase_histogram
+from protobench.snapshots.store import report_of
 
 TICKS_PER_HALF_DISTANCE = 5
 MS_PER_US = 1000.0
@@ -86,19 +87,20 @@ def write_hgrm(snapshot: dict[str, Any], out: TextIO, phase: str | None = "susta
     From the snapshot's phase histograms (those its report's figures come
     from). Return the number of sections written.
     """
-    phases = [phase] if phase is not None else list(snapshot["histograms"])
+    histograms = histograms_of(snapshot)
+    phases = [phase] if phase is not None else list(histograms)
     ops = [TOTAL, *operations(snapshot)]
     open_model = any(
         hists.get("hist_uncorrected")
         for name in phases
-        for hists in snapshot["histograms"].get(name, {}).values()
+        for hists in histograms.get(name, {}).values()
     )
-    kinds = [("hist", "corrected" if open_model else "latency")]
+    kinds = [(False, "corrected" if open_model else "latency")]
     if open_model:
-        kinds.append(("hist_uncorrected", "uncorrected"))
+        kinds.append((True, "uncorrected"))
     out.write(
         f"# protobench {snapshot['provenance']['tool_version']} snapshot {snapshot['id']}, "
-        f"profile {snapshot['report']['profile']}, phase {phase or 'all'}\n"
+        f"profile {report_of(snapshot).profile}, phase {phase or 'all'}\n"
         "# HdrHistogram percentile distribution (outputPercentileDistribution); "
         "values in milliseconds\n"
     )
@@ -108,11 +110,11 @@ def write_hgrm(snapshot: dict[str, Any], out: TextIO, phase: str | None = "susta
             "uncorrected: from the actual send\n"
         )
     sections = 0
-    for key, label in kinds:
+    for uncorrected, label in kinds:
         for op in ops:
             hist = new_histogram()
             for name in phases:
-                hist.add(phase_histogram([snapshot], op, name, key))
+                hist.add(phase_histogram([snapshot], op, name, uncorrected))
             out.write(f"\n# op: {op}, {label}\n")
             percentile_distribution(hist, out)
             sections += 1

@@ -1,8 +1,10 @@
 """Reading a snapshot's measurements: its interval series and phase histograms.
 
-Shared by ``diff`` and ``export``. A snapshot's ``series`` holds one record per
-interval with one summary per operation (and that interval's encoded
-histogram); :func:`intervals` adds the ``TOTAL`` of all operations to each
+Shared by ``diff``, ``export``, the HTML report and the monitor's replay and
+baseline. A snapshot's ``series`` holds one record per interval with one
+summary per operation (and that interval's encoded histogram), read back
+typed by :func:`series_of` (a :class:`~protobench.engine.series_model.SeriesRecord`
+each); :func:`intervals` adds the ``TOTAL`` of all operations to each
 record, merged exactly with the engine's own accumulator (histograms summed,
 never percentiles averaged). :func:`phase_histogram` and :func:`phase_counts`
 give a phase's whole-run figures over one or several snapshots.
@@ -16,14 +18,21 @@ snapshot, the interval and the operation.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from hdrh.histogram import HdrHistogram
 
 from protobench.engine.aggregate import interval_of, op_summary
 from protobench.engine.metrics import OpAccumulator, decode, encode, merge
-from protobench.engine.report_model import to_plain
+from protobench.engine.report_model import ReportError
+from protobench.engine.series_model import (
+    PhaseHistograms,
+    SeriesRecord,
+    load_histograms,
+    load_series,
+)
+from protobench.engine.summaries import OpSummary
 from protobench.snapshots.schema import decoded
 from protobench.snapshots.store import SnapshotError, report_of
 
@@ -41,7 +50,7 @@ class Interval:
     start: float
     end: float
     duration: float
-    ops: dict[str, dict[str, Any]]
+    ops: dict[str, OpSummary]
 
 
 def operations(snapshot: dict[str, Any]) -> list[str]:
@@ -57,7 +66,23 @@ def checked_histogram(snapshot: dict[str, Any], where: str, encoded: str) -> Hdr
         raise SnapshotError(f"snapshot {snapshot.get('id')}: {exc}") from None
 
 
-def total_of(ops: dict[str, dict[str, Any]], seconds: float) -> dict[str, Any]:
+def series_of(snapshot: dict[str, Any]) -> list[SeriesRecord]:
+    """The snapshot's interval series, typed; :class:`SnapshotError` naming a bad field."""
+    try:
+        return load_series(snapshot.get("series", []))
+    except ReportError as exc:
+        raise SnapshotError(f"snapshot {snapshot.get('id')}: {exc}") from None
+
+
+def histograms_of(snapshot: dict[str, Any]) -> PhaseHistograms:
+    """The snapshot's phase histograms, typed; :class:`SnapshotError` naming a bad field."""
+    try:
+        return load_histograms(snapshot.get("histograms", {}))
+    except ReportError as exc:
+        raise SnapshotError(f"snapshot {snapshot.get('id')}: {exc}") from None
+
+
+def total_of(ops: dict[str, OpSummary], seconds: float) -> OpSummary:
     """The exact merge of one interval's per-op summaries, with its encoded histograms.
 
     In the open model (an op has ``hist_uncorrected``) the total has the
@@ -66,26 +91,26 @@ def total_of(ops: dict[str, dict[str, Any]], seconds: float) -> dict[str, Any]:
     acc = OpAccumulator()
     for summary in ops.values():
         acc.add(interval_of(summary))
-    corrected = any(summary.get("hist_uncorrected") for summary in ops.values())
-    total: dict[str, Any] = to_plain(op_summary(acc, seconds, corrected=corrected))
-    total["hist"] = encode(acc.hist) if acc.ok else ""
-    if corrected:
-        total["hist_uncorrected"] = encode(acc.hist_uncorrected)
-    return total
+    corrected = any(summary.hist_uncorrected for summary in ops.values())
+    return replace(
+        op_summary(acc, seconds, corrected=corrected),
+        hist=encode(acc.hist) if acc.ok else "",
+        hist_uncorrected=encode(acc.hist_uncorrected) if corrected else None,
+    )
 
 
-def latency(figures: dict[str, Any], name: str) -> float | None:
+def latency(figures: OpSummary, name: str) -> float | None:
     """Percentile ``name`` (µs) of an op's interval figures, ``None`` without a success.
 
     From ``latency_us``, or, when the snapshot predates that percentile (p95),
     from the interval's histogram.
     """
-    value = figures.get("latency_us", {}).get(name)
+    value = figures.latency_us.value(name)
     if value is not None:
-        return float(value)
-    if name not in LATENCY_PERCENTILES or not figures.get("hist"):
+        return value
+    if name not in LATENCY_PERCENTILES or not figures.hist:
         return None
-    hist = decode(figures["hist"])
+    hist = decode(figures.hist)
     if hist.get_total_count() == 0:
         return None
     return float(hist.get_value_at_percentile(LATENCY_PERCENTILES[name]))
@@ -101,41 +126,46 @@ def intervals(
     """
     shortest = min_fraction * float(snapshot["plan"].get("interval", 0.0))
     out = []
-    for number, record in enumerate(snapshot["series"]):
-        if phase is not None and record["phase"] != phase:
+    for number, record in enumerate(series_of(snapshot)):
+        if phase is not None and record.phase != phase:
             continue
-        duration = float(record["duration"])
-        if duration < shortest:
+        if record.duration < shortest:
             continue
-        ops = dict(record["ops"])
+        ops = dict(record.ops)
         try:
-            ops[TOTAL] = total_of(record["ops"], duration)
+            ops[TOTAL] = total_of(record.ops, record.duration)
         except Exception as exc:  # a corrupt histogram (hdrh raises many types): name it
-            for op, figures in record["ops"].items():
-                for key in ("hist", "hist_uncorrected"):
+            for op, figures in record.ops.items():
+                for key, encoded in (
+                    ("hist", figures.hist),
+                    ("hist_uncorrected", figures.hist_uncorrected),
+                ):
                     where = f"series.{number}.ops.{op}.{key}"
-                    checked_histogram(snapshot, where, figures.get(key, ""))
+                    checked_histogram(snapshot, where, encoded or "")
             raise SnapshotError(
                 f"snapshot {snapshot.get('id')}: series.{number}: its histograms cannot be "
                 f"merged ({type(exc).__name__})"
             ) from None
-        end = float(record["elapsed"])
-        out.append(Interval(record["phase"], record["index"], end - duration, end, duration, ops))
+        end = record.elapsed
+        out.append(Interval(record.phase, record.index, record.start, end, record.duration, ops))
     return out
 
 
 def phase_histogram(
-    snapshots: Sequence[dict[str, Any]], op: str, phase: str = "sustain", key: str = "hist"
+    snapshots: Sequence[dict[str, Any]], op: str, phase: str = "sustain", uncorrected: bool = False
 ) -> HdrHistogram:
     """The merged latency histogram of ``op`` (or ``TOTAL``) over the phase of every snapshot.
 
-    ``key`` ``hist_uncorrected``: the open model's latencies from the actual send.
+    ``uncorrected``: the open model's latencies from the actual send.
     """
     encoded: list[str] = []
     for snapshot in snapshots:
-        hists = snapshot.get("histograms", {}).get(phase, {})
+        hists = histograms_of(snapshot).get(phase, {})
         names = list(hists) if op == TOTAL else [op]
-        encoded.extend(hists[name].get(key, "") for name in names if name in hists)
+        for name in names:
+            if name in hists:
+                item = hists[name]
+                encoded.append(item.get("hist_uncorrected", "") if uncorrected else item["hist"])
     return merge(encoded)
 
 

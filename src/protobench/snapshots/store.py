@@ -228,7 +228,7 @@ class SnapshotStore:
             "provenance": provenance(plan),
             "plan": redact_value(plan.redacted()),
             "report": to_plain(replace(report, target=redact_url(report.target))),
-            "series": record.series,
+            "series": to_plain(record.series),
             "histograms": record.histograms,
             "resources": record.resources,
         }

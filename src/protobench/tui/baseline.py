@@ -3,12 +3,15 @@
 from __future__ import annotations
 
 import bisect
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 from protobench.engine.report_model import to_plain
+from protobench.engine.series_model import SeriesRecord
 from protobench.engine.summaries import LatencySummary
 from protobench.snapshots.diff import ALPHA, compare_samples
+from protobench.snapshots.series import series_of
 from protobench.snapshots.stats import CONFIDENCE
 from protobench.snapshots.store import SnapshotError, SnapshotStore, report_of
 
@@ -35,10 +38,11 @@ class Baseline:
         report = report_of(snapshot)
         sustain = report.sustain
         scopes = {**sustain.ops, "total": sustain.total} if sustain else {}
+        series = series_of(snapshot)
         curve = tuple(
-            (float(item["elapsed"]), sum(op.get("throughput", 0.0) for op in item["ops"].values()))
-            for item in snapshot.get("series", [])
-            if item["phase"] != "drain"
+            (item.elapsed, sum(op.throughput for op in item.ops.values()))
+            for item in series
+            if item.phase != "drain"
         )
         return cls(
             id=str(snapshot.get("id", "")),
@@ -50,7 +54,7 @@ class Baseline:
                 for name, s in scopes.items()
             },
             curve=curve,
-            samples=_samples(snapshot.get("series", [])),
+            samples=_samples(series),
         )
 
     @classmethod
@@ -87,18 +91,17 @@ class Baseline:
         return source.get(name) or self.latency.get(name, {})
 
 
-def _samples(series: list[dict[str, Any]]) -> dict[str, dict[str, tuple[float, ...]]]:
+def _samples(series: Sequence[SeriesRecord]) -> dict[str, dict[str, tuple[float, ...]]]:
     out: dict[str, dict[str, list[float]]] = {}
     for item in series:
-        if item.get("phase") != "sustain":
+        if item.phase != "sustain":
             continue
-        ops = item.get("ops", {})
         total = out.setdefault("total", {m: [] for m in SAMPLED})
-        total["throughput"].append(sum(float(f.get("throughput", 0.0)) for f in ops.values()))
-        for name, figures in ops.items():
+        total["throughput"].append(sum(f.throughput for f in item.ops.values()))
+        for name, figures in item.ops.items():
             metrics = out.setdefault(name, {m: [] for m in SAMPLED})
-            metrics["throughput"].append(float(figures.get("throughput", 0.0)))
-            p99 = figures.get("latency_us", {}).get("p99")
+            metrics["throughput"].append(figures.throughput)
+            p99 = figures.latency_us.value("p99")
             if p99 is not None:
-                metrics["p99"].append(float(p99))
+                metrics["p99"].append(p99)
     return {name: {m: tuple(v) for m, v in metrics.items()} for name, metrics in out.items()}

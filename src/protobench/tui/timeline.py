@@ -13,9 +13,8 @@ monitor adds none of its own.
 
 from __future__ import annotations
 
-import functools
 from collections.abc import Iterator
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from protobench.engine.aggregate import interval_of, phase_summary, total_summary
 from protobench.engine.bounds import Tally, lagging
@@ -31,24 +30,16 @@ from protobench.engine.events import (
 from protobench.engine.metrics import OpAccumulator
 from protobench.engine.plan import RunPlan
 from protobench.engine.report import RunJudge, exit_code_for
-from protobench.engine.report_model import Report
+from protobench.engine.report_model import JsonValue, Report
 from protobench.engine.resource_log import ResourceLog
-from protobench.engine.summaries import OpSummary, PhaseSummary
+from protobench.engine.series_model import SeriesRecord
+from protobench.engine.summaries import PhaseSummary
 from protobench.protocols import registry
+from protobench.snapshots.series import series_of
 from protobench.snapshots.store import report_of
-
-if TYPE_CHECKING:
-    from pydantic import TypeAdapter
 
 ORDER = {RunStarted: 0, IntervalUpdate: 1, Notice: 2, ResourceSample: 3, PhaseChanged: 4}
 """At one run time: a notice before the sample that shows it (as the controller sends them)."""
-
-
-@functools.cache
-def _ops_adapter() -> TypeAdapter[dict[str, OpSummary]]:
-    from pydantic import TypeAdapter  # noqa: PLC0415 - pydantic only when a replay starts
-
-    return TypeAdapter(dict[str, OpSummary])
 
 
 class _Phases:
@@ -68,34 +59,34 @@ class _Phases:
         self.lagging = Tally()
         self.judge = judge
 
-    def interval(self, record: dict[str, Any]) -> IntervalUpdate:
+    def interval(self, record: SeriesRecord) -> IntervalUpdate:
         """The engine's event of a series record: the record, its phase so far, the verdicts."""
-        phase, ops = record["phase"], _ops_adapter().validate_python(record["ops"])
+        phase = record.phase
         accs = self.accs.setdefault(phase, {})
         interval: dict[str, OpAccumulator] = {}
-        for name, data in record["ops"].items():
-            self.kinds.setdefault(name, ops[name].latency_kind)
+        for name, op in record.ops.items():
+            self.kinds.setdefault(name, op.latency_kind)
             interval[name] = OpAccumulator()
-            interval[name].add(interval_of(data))
+            interval[name].add(interval_of(op))
             accs.setdefault(name, OpAccumulator()).absorb(interval[name])
         start = self.starts.get(phase, 0.0)
-        seconds = self.seconds[phase] = max(self.seconds.get(phase, 0.0), record["elapsed"] - start)
+        seconds = self.seconds[phase] = max(self.seconds.get(phase, 0.0), record.elapsed - start)
         args = (self.sessions, self.kinds)
         self.so_far[phase] = phase_summary(accs, self.names, seconds, start, self.corrected, *args)
         if phase == "sustain":
-            self.lagging.add(lagging(record.get("lag_ms", 0.0)))
+            self.lagging.add(lagging(record.lag_ms))
         return IntervalUpdate(
             phase=phase,
-            index=record["index"],
-            elapsed=record["elapsed"],
-            duration=record["duration"],
-            ops=ops,
+            index=record.index,
+            elapsed=record.elapsed,
+            duration=record.duration,
+            ops=record.ops,
             total=total_summary(
-                interval, self.kinds, self.sessions, record["duration"], self.corrected
+                interval, self.kinds, self.sessions, record.duration, self.corrected
             ),
-            lag_ms=record.get("lag_ms", 0.0),
-            inflight=record.get("inflight", 0),
-            worker_lag_ms={int(w): lag for w, lag in record.get("worker_lag_ms", {}).items()},
+            lag_ms=record.lag_ms,
+            inflight=record.inflight,
+            worker_lag_ms=record.worker_lag_ms,
             phase_summary=self.so_far[phase],
             verdicts=self.judge(self.so_far, self.lagging),
         )
@@ -109,17 +100,18 @@ def replay_timeline(snapshot: dict[str, Any]) -> list[tuple[float, Event]]:
     passive = registry.load(plan.protocol).passive_ops
     judge = RunJudge.of(plan, resources, frozenset(g.name for g in plan.groups if g.op in passive))
     phases = _Phases(plan, report, judge)
+    series = series_of(snapshot)
     timed: list[tuple[float, Event]] = [(0.0, _started(snapshot["plan"], report))]
-    for phase in dict.fromkeys(record["phase"] for record in snapshot.get("series", [])):
+    for phase in dict.fromkeys(record.phase for record in series):
         timed.append((phases.starts.get(phase, 0.0), PhaseChanged(phase, phases.starts[phase])))
     samples = _samples(snapshot.get("resources", []))
     pending = next(samples, None)
-    for record in snapshot.get("series", []):
-        while pending is not None and pending["elapsed"] < record["elapsed"]:
+    for record in series:
+        while pending is not None and pending["elapsed"] < record.elapsed:
             resources.add(pending)  # the samples the engine had when it sent the interval
             timed.append((pending["elapsed"], _sample(pending)))
             pending = next(samples, None)
-        timed.append((record["elapsed"], phases.interval(record)))
+        timed.append((record.elapsed, phases.interval(record)))
     while pending is not None:
         timed.append((pending["elapsed"], _sample(pending)))
         pending = next(samples, None)
@@ -133,7 +125,7 @@ def replay_timeline(snapshot: dict[str, Any]) -> list[tuple[float, Event]]:
     return timed
 
 
-def _started(plan: dict[str, Any], report: Report) -> RunStarted:
+def _started(plan: dict[str, JsonValue], report: Report) -> RunStarted:
     return RunStarted(
         plan=plan,
         target=report.target,
