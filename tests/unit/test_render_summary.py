@@ -3,7 +3,10 @@ each op's latency kind, down time, the verdicts' reasons."""
 
 from __future__ import annotations
 
-from protobench.cli.render import summary_table
+import pytest
+
+from protobench.cli.render import describe_model, summary_table
+from protobench.engine.report_model import LoadModel, ReportError, load_report, to_plain
 from tests.unit.report_frames import frame, plan_of, report_of
 
 
@@ -58,3 +61,22 @@ def test_the_failing_op_is_marked_and_each_op_says_what_its_latency_measures() -
     assert any(line.strip().startswith("down: 1.5 session-s (50.00% of sustain)") for line in lines)
     check = "check FAIL: ok[write] > 0 (op write never succeeded"
     assert any(line.startswith(check) for line in lines)
+
+
+def test_an_open_model_without_its_rate_is_described_not_crashed() -> None:
+    """A snapshot edited by hand (or by a bug) may lose the open model's rate."""
+    assert describe_model(LoadModel(type="open", sessions=4)) == (
+        "open model, an unknown rate over 4 sessions"
+    )
+    assert describe_model(LoadModel(type="open", sessions=4, rate=2000.0, ramp_to=5000.0)) == (
+        "open model, 2000/s -> 5000/s over 4 sessions"
+    )
+
+
+def test_a_report_whose_model_is_neither_open_nor_closed_does_not_load() -> None:
+    plain = to_plain(
+        report_of(plan_of({"get": 1}), [frame("sustain", 0, 0.0, 1.0, {"get": {"ok": 5}})])
+    )
+    plain["model"]["type"] = "sideways"
+    with pytest.raises(ReportError, match=r"model\.type"):
+        load_report(plain)

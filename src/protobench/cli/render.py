@@ -35,7 +35,7 @@ def describe_model(model: LoadModel) -> str:
     """``closed model, 50 sessions`` or ``open model, 2000/s -> 5000/s over 40 sessions``."""
     if model.type == "closed":
         return f"closed model, {model.sessions} sessions"
-    rate = f"{model.rate:g}/s"
+    rate = "an unknown rate" if model.rate is None else f"{model.rate:g}/s"
     if model.ramp_to is not None:
         rate += f" -> {model.ramp_to:g}/s"
     return f"open model, {rate} over {model.sessions} sessions"

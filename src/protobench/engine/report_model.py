@@ -20,7 +20,7 @@ from __future__ import annotations
 import functools
 from collections.abc import Mapping
 from dataclasses import dataclass, field, fields, is_dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Literal
 
 from protobench.engine.summaries import OMIT_NONE, PhaseSummary
 
@@ -47,7 +47,7 @@ class Tool:
 class LoadModel:
     """``closed`` (sessions back to back) or ``open`` (a rate of arrivals, maybe ramped)."""
 
-    type: str
+    type: Literal["closed", "open"]
     sessions: int = 0
     rate: float | None = field(default=None, metadata=OMIT_NONE)
     ramp_to: float | None = field(default=None, metadata=OMIT_NONE)
