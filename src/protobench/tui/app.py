@@ -10,14 +10,15 @@ dead target is shown and the run goes on; the summary stays on screen until
 the user quits, and the snapshot is saved by the engine in every case.
 A run that fails outright (it could not start) shows its error in one
 readable line (:func:`describe_failure`) and ``q`` then exits with code 3.
-SIGTERM stops a live run and exits when its snapshot is saved (SIGHUP, the
-terminal closed, is handled by :mod:`tui.live` without the screen).
+A signal from outside (SIGINT, SIGTERM: :mod:`tui.live` catches them and
+calls :meth:`MonitorApp.end_on_signal`) stops a live run and exits when its
+snapshot is saved, or closes a replay (SIGHUP, the terminal closed, is
+handled by :mod:`tui.live` without the screen).
 """
 
 from __future__ import annotations
 
 import contextlib
-import signal
 import time
 from pathlib import Path
 from typing import Any, ClassVar
@@ -99,14 +100,12 @@ class MonitorApp(App[int]):
         refresh: float = REFRESH,
         chart_refresh: float = REDRAW,
         speed: float = 1.0,
-        handle_signals: bool = False,
         baseline: Baseline | None = None,
     ) -> None:
         super().__init__()
         self.source = source
         self.store = store
         self.feed = Feed(self.post_message, refresh)
-        self.handle_signals = handle_signals
         self.view: RunView = empty_view()
         self.corrected = True
         self.baseline: Baseline | None = baseline
@@ -117,6 +116,7 @@ class MonitorApp(App[int]):
         self.stopping = False
         self.finished = False
         self.exit_when_finished = False
+        self.mounted = False
         self.error: str | None = None
         self.selected: str | None = None
         self.focus: str | None = None
@@ -134,12 +134,9 @@ class MonitorApp(App[int]):
         self.render_view()
         self.set_interval(1.0, self._tick_while_starting)
         self.run_worker(self.source.run(self.feed), name="source", exit_on_error=False)
-        if self.handle_signals:
-            loop = self._loop
-            if loop is not None:
-                with contextlib.suppress(NotImplementedError, RuntimeError, ValueError):
-                    loop.add_signal_handler(signal.SIGTERM, self._terminate)
-                    loop.add_signal_handler(signal.SIGINT, self.action_interrupt)
+        self.mounted = True
+        if self.exit_when_finished:  # a signal came while the monitor was loading
+            self.action_interrupt()
 
     def _tick_while_starting(self) -> None:
         """Count the seconds while the target and workers come up (no events yet)."""
@@ -293,9 +290,21 @@ class MonitorApp(App[int]):
         else:
             self._stop("interrupted")
 
-    def _terminate(self) -> None:
+    def end_on_signal(self) -> None:
+        """SIGINT or SIGTERM: stop a live run and exit once it has ended; close a replay.
+
+        Called by a signal handler, wherever the main thread (the app's) is:
+        it only sets a flag and wakes the app's loop, which does the rest.
+        """
         self.exit_when_finished = True
-        self.action_interrupt()
+        loop = self._loop
+        if loop is not None:
+            with contextlib.suppress(RuntimeError):  # the loop is closing: the app is done
+                loop.call_soon_threadsafe(self._signalled)
+
+    def _signalled(self) -> None:
+        if self.mounted:  # else on_mount does it
+            self.action_interrupt()
 
     async def action_quit(self) -> None:
         """Ctrl+Q and ``q`` after the end: quit, but never lose a live run."""

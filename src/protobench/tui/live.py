@@ -7,6 +7,13 @@ stopped and its snapshot is written before it returns the exit code. Nothing
 here prints while Textual owns the terminal; after it, two plain lines say
 how the run ended and where its snapshot is.
 
+SIGINT and SIGTERM from outside (the Ctrl-C key is a key in the monitor, not
+a signal) stop the run and close the monitor once its snapshot is saved; the
+exit code is then the run's own (3: interrupted). They are caught from the
+moment the run starts, so one that lands while Textual loads is not a
+``KeyboardInterrupt`` (exit 130) or a kill that skips the snapshot. In a
+replay they close the viewer, like ``q``.
+
 SIGHUP (the terminal was closed) does not go through the monitor, whose
 output thread dies on the vanished terminal and then blocks it: a thread
 points the standard streams at ``/dev/null``, stops the run, waits for its
@@ -22,8 +29,9 @@ import os
 import signal
 import sys
 import threading
+from collections.abc import Callable, Iterator
 from types import FrameType
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from protobench.engine.controller import PoolFactory, describe_failure
 from protobench.engine.plan import RunPlan
@@ -36,6 +44,12 @@ from protobench.tui.source import LiveSource, ReplaySource
 if importlib.util.find_spec("textual") is None:  # the CLI runs headless instead
     raise ImportError("the monitor needs textual (Textual is imported only when it opens)")
 
+if TYPE_CHECKING:
+    from protobench.tui.app import MonitorApp
+
+Handler = Callable[[int, FrameType | None], None]
+STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM)
+"""Signals from outside that end a monitored run (or a replay) early."""
 HANGUP_GRACE = 60.0
 """How long a closed terminal's run may take to stop and save before the process ends."""
 
@@ -54,22 +68,24 @@ def run_live(
     workers and the target come up while the monitor loads.
     """
     source = LiveSource(plan, store, target_pid, pool_factory)
+    ending = _Ending(source)
 
     def hangup(signum: int, frame: FrameType | None) -> None:
         del signum, frame
         threading.Thread(target=_end_after_hangup, args=(source,), daemon=True).start()
 
-    signal.signal(signal.SIGHUP, hangup)
-    source.start()
-    try:
-        from protobench.tui.app import MonitorApp  # noqa: PLC0415 - loads while the run starts
+    with _handled({signal.SIGHUP: hangup, **dict.fromkeys(STOP_SIGNALS, ending)}):
+        source.start()
+        try:
+            from protobench.tui.app import MonitorApp  # noqa: PLC0415 - loads while the run starts
 
-        app = MonitorApp(source, store, handle_signals=True, baseline=baseline)
-        code = app.run()
-    finally:
-        if source.running:
-            source.stop("interrupted")
-        source.join()
+            app = MonitorApp(source, store, baseline=baseline)
+            ending.attach(app)
+            app.run()
+        finally:
+            if source.running:
+                source.stop("interrupted")
+            source.join()
     report = source.report
     with contextlib.suppress(OSError):  # a closed terminal (SIGHUP) has no stdout
         if report is not None:
@@ -81,9 +97,54 @@ def run_live(
                 sys.stdout.write(f"snapshot {report.snapshot}\n")
         if source.error is not None:
             sys.stderr.write(f"protobench: error: {describe_failure(source.error)}\n")
-    if code is not None:
-        return code
     return _exit_code(report)
+
+
+class _Ending:
+    """The handler of :data:`STOP_SIGNALS`: stop the run (if live), close the app when it ends.
+
+    It runs in the main thread wherever that thread is (maybe inside a
+    command to the source, which holds the source's lock), so the stop goes
+    through a thread of its own and the app is only flagged and woken.
+    """
+
+    def __init__(self, source: LiveSource | None) -> None:
+        self.source = source
+        self.app: MonitorApp | None = None
+        self.received = False
+
+    def __call__(self, signum: int, frame: FrameType | None) -> None:
+        del signum, frame
+        self.received = True
+        if self.source is not None:
+            threading.Thread(target=self.source.stop, args=("interrupted",), daemon=True).start()
+        if self.app is not None:
+            self.app.end_on_signal()
+
+    def attach(self, app: MonitorApp) -> None:
+        """The monitor is made: a signal from now on (or one already received) closes it."""
+        self.app = app
+        if self.received:
+            app.end_on_signal()
+
+
+@contextlib.contextmanager
+def _handled(handlers: dict[signal.Signals, Handler]) -> Iterator[None]:
+    """Install ``handlers`` for the block; the previous ones are back after it."""
+    previous = {signum: signal.signal(signum, handler) for signum, handler in handlers.items()}
+    try:
+        yield
+    finally:
+        for signum, handler in previous.items():
+            signal.signal(signum, handler)
+
+
+def _run_closed_by_signals(app: MonitorApp) -> None:
+    """Run a replay's ``app``: SIGINT and SIGTERM close it as ``q`` does."""
+    ending = _Ending(None)
+    ending.attach(app)
+    with _handled(dict.fromkeys(STOP_SIGNALS, ending)):
+        app.run()
 
 
 def _end_after_hangup(source: LiveSource) -> None:
@@ -113,5 +174,5 @@ def run_replay(
     log_dir = store.logs_of(str(snapshot.get("id", "")))
     source = ReplaySource(snapshot, speed, log_dir)
     app = MonitorApp(source, store, speed=speed, baseline=baseline)
-    app.run()
+    _run_closed_by_signals(app)
     return 0
