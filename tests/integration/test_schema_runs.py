@@ -1,4 +1,4 @@
-"""Real outputs of HTTP, MQTT and WebSocket runs validate against the published schemas.
+"""Real outputs of a run of every protocol validate against the published schemas.
 
 Each run is an embedded target for 1 s of warmup and 2 s of sustain: every
 ``--ndjson`` line against the event schema, the last line (the report)
@@ -35,7 +35,15 @@ def _check_snapshot(report: dict[str, Any]) -> None:
 
 @pytest.mark.parametrize(
     ("profile", "extra"),
-    [("http-get", ("-c", "4")), ("ws-echo", ("-c", "4")), ("mqtt-qos1", ())],
+    [
+        ("http-get", ("-c", "4")),
+        ("ws-echo", ("-c", "4")),
+        ("mqtt-qos1", ()),
+        ("bacnet-ip", ()),
+        ("bacnet-sc", ()),
+        ("haystack-http", ("-c", "4")),
+        ("beckn-bap", ("-c", "4")),
+    ],
 )
 def test_every_ndjson_line_of_a_run_validates(
     cli: Callable[..., CliResult], profile: str, extra: tuple[str, ...]
