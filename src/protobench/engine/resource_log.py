@@ -99,7 +99,7 @@ class ResourceFigures:
             self.worker_cpu_count += 1
             self.worker_cpu_peak = peak(self.worker_cpu_peak, worker["cpu"])
         self.worker_rss_peak = peak(self.worker_rss_peak, sum(w["rss"] for w in workers))
-        target = sample["target"]
+        target = sample.get("target")
         if target:
             self.target_pid = target["pid"]
             self.target_samples += 1
@@ -200,7 +200,7 @@ def merge_samples(
         else w
         for w in second["workers"]
     ]
-    target, before = second["target"], first["target"]
+    target, before = second.get("target"), first.get("target")
     if before and target and before["pid"] == target["pid"]:
         target = _merge_process(before, target, first_span, second_span)
     host = second["host"].copy()

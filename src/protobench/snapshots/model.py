@@ -28,11 +28,12 @@ from protobench.engine.report_model import (
     nested_notices,
     validated,
 )
-from protobench.engine.resource_log import ResourceRecord
-from protobench.engine.series_model import PhaseHistograms, SeriesRecord
 
 if TYPE_CHECKING:
     from pydantic import TypeAdapter
+
+    from protobench.engine.resource_log import ResourceRecord
+    from protobench.engine.series_model import PhaseHistograms, SeriesRecord
 
 SCHEMA = "protobench.snapshot/1"
 _OPEN = {"extra": "allow"}
@@ -100,8 +101,14 @@ class Snapshot:
 
 
 @functools.cache
-def _adapter() -> TypeAdapter[Snapshot]:
-    from pydantic import TypeAdapter  # noqa: PLC0415 - pydantic only when a snapshot is read
+def snapshot_adapter() -> TypeAdapter[Snapshot]:
+    """Pydantic's adapter of :class:`Snapshot` (its loader, and its published JSON Schema)."""
+    # pydantic, the series (numpy, hdrh) and the resource records only when a snapshot is
+    # read: the adapter resolves the field types from this frame's names
+    from pydantic import TypeAdapter  # noqa: PLC0415
+
+    from protobench.engine.resource_log import ResourceRecord  # noqa: PLC0415, F401
+    from protobench.engine.series_model import PhaseHistograms, SeriesRecord  # noqa: PLC0415, F401
 
     return TypeAdapter(Snapshot)
 
@@ -118,7 +125,7 @@ def load_snapshot(data: object) -> Snapshot:
         raise ReportError(f"expected a JSON object, found {kind}")
     if isinstance(data.get("report"), dict):
         data = {**data, "report": nested_notices(data["report"])}
-    snapshot = validated(_adapter(), data, "")
+    snapshot = validated(snapshot_adapter(), data, "")
     try:
         check_run_id(snapshot.id)
     except ValueError as exc:

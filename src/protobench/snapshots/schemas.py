@@ -105,11 +105,12 @@ def event_schema() -> dict[str, Any]:
 
 def snapshot_schema() -> dict[str, Any]:
     """A snapshot file (gzip JSON): its typed :class:`~protobench.snapshots.model.Snapshot`."""
-    from protobench.snapshots.model import Snapshot  # noqa: PLC0415
+    from protobench.snapshots.model import snapshot_adapter  # noqa: PLC0415 - pydantic, numpy
 
-    body = _dataclasses_schema({"Snapshot": Snapshot})
-    defs = body["$defs"]
-    return {**_head("snapshot"), **defs.pop("Snapshot"), "title": TITLES["snapshot"], "$defs": defs}
+    body = snapshot_adapter().json_schema()
+    defs = body.pop("$defs", {})
+    _flatten(defs)
+    return {**_head("snapshot"), **body, "title": TITLES["snapshot"], "$defs": defs}
 
 
 def diff_schema() -> dict[str, Any]:
