@@ -1,8 +1,8 @@
 """A saved run as the events the engine emitted, for a replay.
 
 :func:`replay_timeline` turns a snapshot into ``(run time, event)`` pairs,
-from ``RunStarted`` to ``RunFinished`` (the snapshot's typed report, read by
-:func:`protobench.snapshots.store.report_of`). Each interval carries what the
+from ``RunStarted`` to ``RunFinished`` (the typed
+:class:`~protobench.snapshots.model.Snapshot` the store reads). Each interval carries what the
 live engine's carried, computed by the same code: its phase so far
 (:func:`protobench.engine.aggregate.phase_summary` over the phase's
 accumulators, rebuilt from the series records) and the verdicts so far
