@@ -195,3 +195,15 @@ def test_a_saved_snapshot_reads_back_typed_to_the_same_bytes(tmp_path: Path) -> 
         "histograms",
         "resources",
     ]
+
+
+def test_an_old_snapshot_loads_with_the_defaults_of_its_time() -> None:
+    old = make_snapshot(seed=1)
+    del old["labels"], old["resources"]  # the first snapshots had neither
+    snapshot = typed(old)
+    assert (snapshot.labels, snapshot.resources) == ({}, [])
+    assert snapshot.plan == old["plan"]  # the plan and provenance as written, every key
+    assert snapshot.provenance == old["provenance"]
+    sample = typed(make_snapshot(seed=1)).resources[0]
+    assert "fds" not in sample["workers"][0]  # before fds, node and off_host were sampled
+    assert "span" not in sample
