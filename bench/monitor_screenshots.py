@@ -21,6 +21,7 @@ import sys
 import tempfile
 from pathlib import Path
 
+from protobench.snapshots.model import Snapshot
 from protobench.snapshots.store import SnapshotStore
 from protobench.tui.app import MonitorApp
 from protobench.tui.source import ReplaySource
@@ -34,7 +35,7 @@ def run(profile: str, store: Path, duration: str) -> None:
     subprocess.run([*command, "--snapshots-dir", str(store)], check=True, capture_output=True)
 
 
-async def screenshot(snapshot: dict[str, object], size: tuple[int, int], svg: Path) -> None:
+async def screenshot(snapshot: Snapshot, size: tuple[int, int], svg: Path) -> None:
     """Replay ``snapshot`` to its last interval and save the overview as SVG."""
     app = MonitorApp(ReplaySource(snapshot, speed=1000.0), refresh=0.0, chart_refresh=0.0)
     async with app.run_test(size=size) as pilot:

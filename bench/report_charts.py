@@ -119,7 +119,7 @@ def main() -> None:
         sys.exit("chromium is not installed (scripts/setup installs it)")
     snapshot = SnapshotStore().load(args.snapshot)
     view = run_view(snapshot)
-    print(f"snapshot {snapshot['id']}: {len(snapshot['series'])} intervals, {len(view.ops)} series")
+    print(f"snapshot {snapshot.id}: {len(snapshot.series)} intervals, {len(view.ops)} series")
     measure("bokeh (same)", lambda: bokeh_page(view), args.rounds, chromium, svg=False)
     measure("pygal (same)", lambda: pygal_page(view), args.rounds, chromium, svg=True)
     measure("report page", lambda: run_page(run_view(snapshot)), args.rounds, chromium, svg=False)

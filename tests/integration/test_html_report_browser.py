@@ -18,6 +18,7 @@ from protobench.htmlreport.compare import compare_page
 from protobench.htmlreport.page import run_page
 from protobench.htmlreport.view import run_view
 from tests.browser import browser, find_chromium
+from tests.unit.conftest_snapshots import typed
 from tests.unit.html_snapshot import report_snapshot
 
 CHROMIUM = find_chromium()
@@ -50,12 +51,12 @@ def _check_page(page: Path, expected_charts: int) -> None:
 
 def test_report_page_in_chromium(tmp_path: Path) -> None:
     page = tmp_path / "report.html"
-    page.write_text(run_page(run_view(report_snapshot())), encoding="utf-8")
+    page.write_text(run_page(run_view(typed(report_snapshot()))), encoding="utf-8")
     _check_page(page, 16)
 
 
 def test_comparison_page_in_chromium(tmp_path: Path) -> None:
     page = tmp_path / "compare.html"
-    views = [run_view(report_snapshot())]
+    views = [run_view(typed(report_snapshot()))]
     page.write_text(compare_page(views, views, "diff table"), encoding="utf-8")
     _check_page(page, 12)

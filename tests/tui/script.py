@@ -11,6 +11,7 @@ worker that crashes, a target that dies, the open model. It drives
 
 from __future__ import annotations
 
+import json
 import math
 from array import array
 from dataclasses import dataclass, replace
@@ -33,8 +34,8 @@ from protobench.engine.metrics import OpRecorder
 from protobench.engine.plan import GroupPlan, RunPlan
 from protobench.engine.report import RunJudge, build_report, exit_code_for
 from protobench.engine.report_model import NoticeEntry, Report, WorkerEntry, to_plain
-from protobench.engine.resource_log import ResourceLog
-from protobench.snapshots.store import SCHEMA
+from protobench.engine.resource_log import ResourceLog, ResourceRecord
+from protobench.snapshots.model import SCHEMA, Snapshot, load_snapshot
 from protobench.targets.base import Announcement
 from protobench.vocab.errors import ErrorClass, OpError
 
@@ -214,7 +215,7 @@ class ScriptedRun:
     events: list[Event]
     plan: RunPlan
     aggregator: Aggregator
-    resources: list[dict[str, Any]]
+    resources: list[ResourceRecord]
 
     @property
     def report(self) -> Report:
@@ -295,11 +296,11 @@ def scripted_run(script: Script | None = None) -> ScriptedRun:
     return ScriptedRun(run.events, plan, run.aggregator, run.resources.series)
 
 
-def scripted_snapshot(script: Script | None = None) -> dict[str, Any]:
-    """The scripted run as a snapshot (the keys a replay reads)."""
+def scripted_snapshot(script: Script | None = None) -> Snapshot:
+    """The scripted run as a snapshot, read back as the store reads one."""
     run = scripted_run(script)
     report = run.report
-    return {
+    data = {
         "schema": SCHEMA,
         "id": "20231114-221320-scripted-0000",
         "created_at": "2023-11-14T22:13:20+00:00",
@@ -312,3 +313,4 @@ def scripted_snapshot(script: Script | None = None) -> dict[str, Any]:
         "histograms": run.aggregator.phase_histograms(),
         "resources": run.resources,
     }
+    return load_snapshot(json.loads(json.dumps(to_plain(data))))

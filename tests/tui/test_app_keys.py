@@ -91,7 +91,7 @@ async def test_t_toggles_uncorrected_latency_in_the_open_model() -> None:
 async def test_baseline_overlay_appears_beside_the_live_figures(tmp_path: Path) -> None:
     store = SnapshotStore(tmp_path)
     baseline = scripted_snapshot(Script(per_second=300, seed=11))
-    store.write(baseline["id"], baseline)
+    store.write(baseline.id, to_plain(baseline))
     app, fake = scripted_app(store=store)
     messages: list[Message] = []
     async with app.run_test(size=SIZE, message_hook=messages.append) as pilot:
@@ -101,18 +101,18 @@ async def test_baseline_overlay_appears_beside_the_live_figures(tmp_path: Path) 
         await pilot.press("enter")
         await wait_for(pilot, lambda: app.baseline is not None)
         assert app.baseline is not None
-        assert app.baseline.id == baseline["id"]
+        assert app.baseline.id == baseline.id
         table = panel_text(app, "#latency-now")
         assert table.count("↳ base") == 3  # get, post and the total
         labels = [s.label for s in throughput_series(app.display_now())]
         assert labels == ["errors", "baseline", "get", "post", "total"]
-        assert f"vs {baseline['id'][:24]}" in panel_text(app, "#header")
+        assert f"vs {baseline.id[:24]}" in panel_text(app, "#header")
         await pilot.press("b")
         await wait_for(pilot, lambda: isinstance(app.screen, BaselinePicker))
         await pilot.press("enter")  # the first option removes the overlay
         await wait_for(pilot, lambda: app.baseline is None)
     chosen = of_type(messages, BaselineChosen)
-    assert [m.baseline.id if m.baseline else None for m in chosen] == [baseline["id"], None]
+    assert [m.baseline.id if m.baseline else None for m in chosen] == [baseline.id, None]
 
 
 async def test_the_summary_appears_at_the_end_and_stays() -> None:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -12,6 +13,7 @@ from textual.widgets import OptionList
 from typer.testing import CliRunner
 
 from protobench.cli import app as cli
+from protobench.engine.report_model import to_plain
 from protobench.snapshots.store import SnapshotStore
 from protobench.tui.app import MonitorApp
 from protobench.tui.baseline import Baseline
@@ -30,11 +32,10 @@ OTHER = "20231115-090000-mqtt-fanout-beef"
 def stored(tmp_path: Path) -> SnapshotStore:
     store = SnapshotStore(tmp_path)
     same = scripted_snapshot(Script(per_second=300, seed=11))
-    store.write(same["id"], same)
+    store.write(same.id, to_plain(same))
     other = scripted_snapshot(Script(per_second=300, seed=12))
-    other["id"] = OTHER
-    other["report"]["profile"] = "mqtt-fanout"
-    store.write(OTHER, other)
+    other = replace(other, id=OTHER, report=replace(other.report, profile="mqtt-fanout"))
+    store.write(OTHER, to_plain(other))
     return store
 
 

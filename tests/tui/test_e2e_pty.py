@@ -89,8 +89,8 @@ def test_run_under_a_terminal_shows_metrics_and_q_saves_the_snapshot(tmp_path: P
     store = SnapshotStore(tmp_path / ".protobench" / "snapshots")
     assert len(store.paths()) == 1
     snapshot = store.load("latest")
-    assert snapshot["report"]["stop_reason"] in ("completed", "stopped")
-    assert snapshot["series"]
+    assert snapshot.report.stop_reason in ("completed", "stopped")
+    assert snapshot.series
 
 
 @pytest.mark.timeout(300)
@@ -118,5 +118,5 @@ def test_closing_the_terminal_saves_a_partial_snapshot_and_stops_every_child(
     assert alive == [], "a process outlived the closed terminal"
     store = SnapshotStore(tmp_path / ".protobench" / "snapshots")
     snapshot = store.load("latest")
-    assert snapshot["report"]["partial"]
-    assert snapshot["report"]["stop_reason"] == "interrupted"
+    assert snapshot.report.partial
+    assert snapshot.report.stop_reason == "interrupted"

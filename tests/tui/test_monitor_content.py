@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import re
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -202,8 +203,9 @@ async def test_replay_summary_and_s_name_the_snapshot(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.chdir(tmp_path)
-    snapshot = scripted_snapshot(Script())
-    del snapshot["report"]["snapshot"]  # a stored report does not know where it was saved
+    scripted = scripted_snapshot(Script())
+    # a stored report does not know where it was saved
+    snapshot = replace(scripted, report=replace(scripted.report, snapshot=None))
     app = MonitorApp(ReplaySource(snapshot, speed=1000.0), refresh=0.0, chart_refresh=0.0)
     async with app.run_test(size=SIZE) as pilot:
         await wait_for(pilot, lambda: app.finished)
@@ -212,7 +214,7 @@ async def test_replay_summary_and_s_name_the_snapshot(
         assert "replayed" in summary
         await pilot.press("s")
         await pilot.pause()
-    written = tmp_path / f"{snapshot['id']}.report.json"
+    written = tmp_path / f"{snapshot.id}.report.json"
     assert json.loads(written.read_text())["profile"] == "scripted"
 
 

@@ -14,13 +14,13 @@ import sys
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from pathlib import Path
-from typing import Any
 
 import pytest
 
 from protobench.engine.plan import Overrides, resolve
 from protobench.engine.report import EXIT_INCOMPLETE
 from protobench.profiles import loader
+from protobench.snapshots.model import Snapshot
 from protobench.snapshots.store import SnapshotStore
 from protobench.tui.app import MonitorApp
 from protobench.tui.screens.monitor import throughput_series
@@ -39,7 +39,7 @@ RUNS = {
 
 
 @pytest.fixture(scope="module")
-def snapshots(tmp_path_factory: pytest.TempPathFactory) -> dict[str, dict[str, Any]]:
+def snapshots(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Snapshot]:
     """Each run's snapshot (the runs go one after the other: the machine is small)."""
     out = {}
     for name, (profile, *extra) in RUNS.items():
@@ -54,7 +54,7 @@ def snapshots(tmp_path_factory: pytest.TempPathFactory) -> dict[str, dict[str, A
 
 
 @asynccontextmanager
-async def replayed(snapshot: dict[str, Any]) -> AsyncIterator[MonitorApp]:
+async def replayed(snapshot: Snapshot) -> AsyncIterator[MonitorApp]:
     """The monitor replaying ``snapshot`` to its end, on the overview."""
     app = MonitorApp(ReplaySource(snapshot, speed=1000.0), refresh=0.0, chart_refresh=0.0)
     async with app.run_test(size=SIZE) as pilot:
@@ -69,7 +69,7 @@ def legend_of(app: MonitorApp) -> str:
     return chart.render().plain
 
 
-async def test_mqtt_subscribers_show_delivery_counters(snapshots: dict[str, Any]) -> None:
+async def test_mqtt_subscribers_show_delivery_counters(snapshots: dict[str, Snapshot]) -> None:
     async with replayed(snapshots["mqtt-fanout"]) as app:
         counters = panel_text(app, "#counters-now", width=156)
         subscribe = next(line for line in counters.splitlines() if line.startswith("subscribe"))
@@ -80,7 +80,7 @@ async def test_mqtt_subscribers_show_delivery_counters(snapshots: dict[str, Any]
         assert "behind" in next(line for line in counters.splitlines() if "publish" in line)
 
 
-async def test_bacnet_ip_names_every_op_in_its_own_colour(snapshots: dict[str, Any]) -> None:
+async def test_bacnet_ip_names_every_op_in_its_own_colour(snapshots: dict[str, Snapshot]) -> None:
     async with replayed(snapshots["bacnet-ip"]) as app:
         ops = [op.name for op in app.view.ops]
         assert len(ops) == 6
@@ -94,7 +94,7 @@ async def test_bacnet_ip_names_every_op_in_its_own_colour(snapshots: dict[str, A
 
 
 async def test_http_503s_are_counted_by_code_with_an_errors_line(
-    snapshots: dict[str, Any],
+    snapshots: dict[str, Snapshot],
 ) -> None:
     async with replayed(snapshots["http-503"]) as app:
         errors = panel_text(app, "#errors-now", width=156)
@@ -108,7 +108,7 @@ async def test_http_503s_are_counted_by_code_with_an_errors_line(
 
 
 async def test_resources_show_fds_against_the_limit_and_loop_lag(
-    snapshots: dict[str, Any],
+    snapshots: dict[str, Snapshot],
 ) -> None:
     async with replayed(snapshots["mqtt-fanout"]) as app:
         resources = panel_text(app, "#resources-now", width=156)
@@ -116,9 +116,9 @@ async def test_resources_show_fds_against_the_limit_and_loop_lag(
         assert "loop lag" in resources
 
 
-def test_the_runs_are_bounded_on_loopback(snapshots: dict[str, Any]) -> None:
+def test_the_runs_are_bounded_on_loopback(snapshots: dict[str, Snapshot]) -> None:
     for snapshot in snapshots.values():
-        assert str(snapshot["report"]["target"]).split("//")[1].startswith(("127.", "[::1]"))
+        assert str(snapshot.report.target).split("//")[1].startswith(("127.", "[::1]"))
 
 
 async def test_ctrl_c_in_a_live_run_shows_the_time_it_really_went(tmp_path: Path) -> None:

@@ -14,6 +14,7 @@ from protobench.engine.events import (
     RunFinished,
     RunStarted,
 )
+from protobench.engine.report_model import to_plain
 from protobench.tui.baseline import Baseline
 from protobench.tui.model import RunModel
 from protobench.tui.source import ReplaySource
@@ -110,11 +111,11 @@ async def test_paused_replay_moves_only_by_seeking() -> None:
 def test_baseline_takes_the_sustain_figures() -> None:
     snapshot = scripted_snapshot(Script(rate=800.0))
     baseline = Baseline.from_snapshot(snapshot)
-    sustain = snapshot["report"]["phases"]["sustain"]
-    assert baseline.throughput["total"] == sustain["total"]["throughput"]
-    assert baseline.figures("get", corrected=True) == sustain["ops"]["get"]["latency_us"]
-    assert (
-        baseline.figures("get", corrected=False) == sustain["ops"]["get"]["latency_uncorrected_us"]
+    sustain = snapshot.report.phases["sustain"]
+    assert baseline.throughput["total"] == sustain.total.throughput
+    assert baseline.figures("get", corrected=True) == to_plain(sustain.ops["get"].latency_us)
+    assert baseline.figures("get", corrected=False) == to_plain(
+        sustain.ops["get"].latency_uncorrected_us
     )
     ends = [t for t, _ in baseline.curve]
     assert baseline.curve_at((ends[0], ends[3], ends[-1] + 5)) == (

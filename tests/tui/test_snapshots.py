@@ -11,6 +11,7 @@ from pathlib import Path
 
 from textual.pilot import Pilot
 
+from protobench.engine.report_model import to_plain
 from protobench.snapshots.store import SnapshotStore
 from protobench.tui.app import MonitorApp
 from protobench.tui.baseline import Baseline
@@ -85,7 +86,7 @@ def test_focused_op_with_a_baseline(snap_compare: Compare, tmp_path: Path) -> No
     """One op focused (its line, errors/s, percentiles, counters, errors) against a baseline."""
     store = SnapshotStore(tmp_path)
     baseline = scripted_snapshot(Script(per_second=300, seed=11))
-    store.write(baseline["id"], baseline)
+    store.write(baseline.id, to_plain(baseline))
     app, fake = scripted_app(store=store)
     app.baseline = Baseline.from_snapshot(baseline)
 

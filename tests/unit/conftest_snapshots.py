@@ -19,6 +19,7 @@ from typing import Any
 from protobench.engine.aggregate import Aggregator
 from protobench.engine.metrics import OpRecorder
 from protobench.engine.report_model import to_plain
+from protobench.snapshots.model import Snapshot, load_snapshot
 from protobench.vocab.errors import ErrorClass, OpError
 
 
@@ -41,6 +42,16 @@ def make_snapshot(ops: dict[str, OpSpec] | None = None, **options: Any) -> dict[
     overrides = options.pop("overrides", None) or {}
     key = (items, tuple(sorted(options.items())), json.dumps(overrides, sort_keys=True))
     return copy.deepcopy(_cached(key))
+
+
+def typed(data: dict[str, Any]) -> Snapshot:
+    """``data`` (a snapshot's JSON) read back typed, as the store reads a file."""
+    return load_snapshot(json.loads(json.dumps(data)))
+
+
+def typed_snapshot(ops: dict[str, OpSpec] | None = None, **options: Any) -> Snapshot:
+    """:func:`make_snapshot` read back typed."""
+    return typed(make_snapshot(ops, **options))
 
 
 @functools.cache
@@ -160,9 +171,9 @@ def _build(
             {
                 "elapsed": record.elapsed + 0.01,  # sampled on its own clock, a bit later
                 "phase": record.phase,
-                "workers": [{"pid": 100, "cpu": 30.0 + number, "rss": 1 << 20}],
-                "target": {"pid": 200, "cpu": 20.0, "rss": 5 << 20},
-                "host": {"cpu": 60.0},
+                "workers": [{"pid": 100, "cpu": 30.0 + number, "rss": 1 << 20, "threads": 2}],
+                "target": {"pid": 200, "cpu": 20.0, "rss": 5 << 20, "threads": 4},
+                "host": {"cpu": 60.0, "cpus": 2, "mem_used": 1 << 30, "mem_total": 4 << 30},
             }
             for number, record in enumerate(aggregator.series)
         ],

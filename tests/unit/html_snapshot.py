@@ -45,11 +45,22 @@ def report_snapshot() -> dict[str, Any]:
             "elapsed": 0.25 * (i + 1),
             "phase": "sustain",
             "workers": [
-                {"pid": 101, "cpu": 40.0 + i, "rss": 50_000_000},
-                {"pid": 102, "cpu": 30.0},
+                {"pid": 101, "cpu": 40.0 + i, "rss": 50_000_000, "threads": 3},
+                {"pid": 102, "cpu": 30.0, "rss": 40_000_000, "threads": 3},
             ],
-            "target": {"pid": 99, "cpu": 20.0 + i, "rss": 40_000_000 + i * 100_000, "fds": 60 + i},
-            "host": {"cpu": 70.0, "cpus": 2, "mem_used": 1.5e9, "mem_total": 2.5e10},
+            "target": {
+                "pid": 99,
+                "cpu": 20.0 + i,
+                "rss": 40_000_000 + i * 100_000,
+                "threads": 8,
+                "fds": 60 + i,
+            },
+            "host": {
+                "cpu": 70.0,
+                "cpus": 2,
+                "mem_used": 1_500_000_000,
+                "mem_total": 25_000_000_000,
+            },
         }
         for i in range(14)
     ]

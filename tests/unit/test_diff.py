@@ -8,6 +8,7 @@ import orjson
 import pytest
 
 from protobench.engine.metrics import merge
+from protobench.engine.report_model import ReportError
 from protobench.snapshots.diff import (
     EXIT_INCONCLUSIVE,
     DiffResult,
@@ -18,14 +19,13 @@ from protobench.snapshots.diff import (
 )
 from protobench.snapshots.series import TOTAL
 from protobench.snapshots.stats import estimate, geomean
-from protobench.snapshots.store import SnapshotError
-from tests.unit.conftest_snapshots import OpSpec, make_snapshot
+from tests.unit.conftest_snapshots import OpSpec, make_snapshot, typed, typed_snapshot
 
 SLOWER = {"get": OpSpec(median_us=1500.0)}
 
 
 def test_same_distribution_shows_no_significant_throughput_or_p50_change() -> None:
-    diff = compare([make_snapshot(seed=1)], [make_snapshot(seed=2)])
+    diff = compare([typed_snapshot(seed=1)], [typed_snapshot(seed=2)])
     for metric in ("throughput", "p50"):
         row = diff.row("get", metric)
         assert not row.significant
@@ -39,7 +39,7 @@ def test_same_distribution_shows_no_significant_throughput_or_p50_change() -> No
 
 def test_slower_latency_is_significant_and_trips_the_gate() -> None:
     gates = [parse_gate("p50:+10%"), parse_gate("p50:+80%"), parse_gate("throughput:-5%")]
-    diff = compare([make_snapshot(seed=1)], [make_snapshot(SLOWER, seed=3)], gates=gates)
+    diff = compare([typed_snapshot(seed=1)], [typed_snapshot(SLOWER, seed=3)], gates=gates)
     row = diff.row(TOTAL, "p50")
     assert row.significant
     assert row.p_value is not None
@@ -51,45 +51,47 @@ def test_slower_latency_is_significant_and_trips_the_gate() -> None:
 
 
 def test_each_side_is_the_median_and_ci_of_its_interval_samples() -> None:
-    snapshot = make_snapshot(seed=1)
-    diff = compare([snapshot], [make_snapshot(seed=2)])
-    sustain = [r for r in snapshot["series"] if r["phase"] == "sustain"]
-    p99s = [r["ops"]["get"]["latency_us"]["p99"] for r in sustain]
-    throughputs = [r["ops"]["get"]["throughput"] for r in sustain]
+    snapshot = typed_snapshot(seed=1)
+    diff = compare([snapshot], [typed_snapshot(seed=2)])
+    sustain = [r for r in snapshot.series if r.phase == "sustain"]
+    p99s = [r.ops["get"].latency_us.p99 or 0.0 for r in sustain]
+    throughputs = [r.ops["get"].throughput for r in sustain]
     assert diff.row("get", "p99").base == estimate(p99s)
     assert diff.row("get", "throughput").base == estimate(throughputs)
 
 
 def test_whole_phase_figures_come_from_the_merged_histograms_and_counts() -> None:
-    base = make_snapshot(seed=1)
-    diff = compare([base], [make_snapshot(seed=2)])
-    report = base["report"]["phases"]["sustain"]["ops"]["get"]
+    base = typed_snapshot(seed=1)
+    diff = compare([base], [typed_snapshot(seed=2)])
+    sustain = base.report.sustain
+    assert sustain is not None
+    report = sustain.ops["get"]
     for metric in ("p50", "p90", "p99", "p999"):
-        assert diff.row("get", metric).phase_base == report["latency_us"][metric]
-    assert diff.row("get", "throughput").phase_base == pytest.approx(report["throughput"])
+        assert diff.row("get", metric).phase_base == report.latency_us.value(metric)
+    assert diff.row("get", "throughput").phase_base == pytest.approx(report.throughput)
     assert diff.row("get", "error_rate").phase_base == 0.0
 
 
 def test_several_runs_per_side_pool_their_intervals_and_histograms() -> None:
-    base = [make_snapshot(seed=s) for s in (1, 2)]
-    new = [make_snapshot(seed=s) for s in (3, 4, 5)]
+    base = [typed_snapshot(seed=s) for s in (1, 2)]
+    new = [typed_snapshot(seed=s) for s in (3, 4, 5)]
     diff = compare(base, new)
     row = diff.row("get", "p99")
     assert row.base is not None
     assert row.base.n == 24
     assert row.new is not None
     assert row.new.n == 36
-    merged = merge([s["histograms"]["sustain"]["get"]["hist"] for s in base])
+    merged = merge([s.histograms["sustain"]["get"]["hist"] for s in base])
     assert row.phase_base == merged.get_value_at_percentile(99.0)
-    ok = sum(s["report"]["phases"]["sustain"]["total"]["ok"] for s in new)
-    seconds = sum(s["report"]["phases"]["sustain"]["duration_s"] for s in new)
+    ok = sum(s.report.phases["sustain"].total.ok for s in new)
+    seconds = sum(s.report.phases["sustain"].duration_s for s in new)
     assert diff.row(TOTAL, "throughput").phase_new == pytest.approx(ok / seconds)
     assert [run.intervals for run in diff.new] == [12, 12, 12]
 
 
 def test_a_short_last_interval_is_left_out_of_the_samples() -> None:
-    short = make_snapshot(seed=1, last_interval_fraction=0.2)
-    diff = compare([short], [make_snapshot(seed=2)])
+    short = typed_snapshot(seed=1, last_interval_fraction=0.2)
+    diff = compare([short], [typed_snapshot(seed=2)])
     assert diff.base[0].intervals == 11
     assert diff.row("get", "throughput").base.n == 11  # type: ignore[union-attr]
 
@@ -97,8 +99,8 @@ def test_a_short_last_interval_is_left_out_of_the_samples() -> None:
 def test_error_rate_changes_are_in_points() -> None:
     failing = {"get": OpSpec(error_rate=0.05)}
     diff = compare(
-        [make_snapshot(seed=1)],
-        [make_snapshot(failing, seed=2)],
+        [typed_snapshot(seed=1)],
+        [typed_snapshot(failing, seed=2)],
         gates=[parse_gate("error_rate:+1%"), parse_gate("error_rate:+10pp")],
     )
     row = diff.row("get", "error_rate")
@@ -111,7 +113,7 @@ def test_error_rate_changes_are_in_points() -> None:
 def test_geomean_row_summarises_the_operations() -> None:
     ops = {"get": OpSpec(median_us=1000.0), "post": OpSpec(median_us=4000.0, rate=500.0)}
     slower = {"get": OpSpec(median_us=2000.0), "post": OpSpec(median_us=4000.0, rate=500.0)}
-    diff = compare([make_snapshot(ops, seed=1)], [make_snapshot(slower, seed=2)])
+    diff = compare([typed_snapshot(ops, seed=1)], [typed_snapshot(slower, seed=2)])
     by_metric = {g.metric: g for g in diff.geomeans}
     assert "error_rate" not in by_metric
     p50 = by_metric["p50"]
@@ -126,12 +128,12 @@ def test_geomean_row_summarises_the_operations() -> None:
 
 
 def test_single_operation_has_no_geomean() -> None:
-    assert compare([make_snapshot(seed=1)], [make_snapshot(seed=2)]).geomeans == []
+    assert compare([typed_snapshot(seed=1)], [typed_snapshot(seed=2)]).geomeans == []
 
 
 def test_runs_that_are_not_comparable_are_named() -> None:
-    base = make_snapshot(seed=1)
-    new = make_snapshot(
+    base = typed_snapshot(seed=1)
+    new = typed_snapshot(
         seed=2,
         host="other-host",
         cpu_model="Other CPU",
@@ -148,15 +150,15 @@ def test_runs_that_are_not_comparable_are_named() -> None:
     assert "other profile hash: base aaaaaaaaaaaa, new bbbbbbbbbbbb" in text
     assert 'other serve override: base (not given), new {"delay": 0.005}' in text
     assert "other tool version: base 0.1.0, new 0.2.0" in text
-    assert f"new run {new['id']} was generator-bound" in text
-    assert f"new run {new['id']} is partial (interrupted)" in text
+    assert f"new run {new.id} was generator-bound" in text
+    assert f"new run {new.id} is partial (interrupted)" in text
     assert len(warnings) == 7
 
 
 def test_operations_on_one_side_only_are_reported_and_gates_on_them_cannot_decide() -> None:
     both = {"get": OpSpec(), "post": OpSpec()}
     gates = [parse_gate("post:p50:+1%"), parse_gate("p50:+1%"), parse_gate("get:p50:+1%")]
-    diff = compare([make_snapshot(both, seed=1)], [make_snapshot(seed=2)], gates=gates)
+    diff = compare([typed_snapshot(both, seed=1)], [typed_snapshot(seed=2)], gates=gates)
     assert diff.ops == ["get"]
     assert "operation 'post' is only in the base runs" in diff.warnings
     on_post, on_total, on_get = diff.gates
@@ -169,8 +171,8 @@ def test_operations_on_one_side_only_are_reported_and_gates_on_them_cannot_decid
     assert diff.exit_code == EXIT_INCONCLUSIVE
     with pytest.raises(ValueError, match="no operation 'put'"):
         compare(
-            [make_snapshot(both, seed=1)],
-            [make_snapshot(seed=2)],
+            [typed_snapshot(both, seed=1)],
+            [typed_snapshot(seed=2)],
             gates=[parse_gate("put:p50:+1%")],
         )
 
@@ -178,8 +180,8 @@ def test_operations_on_one_side_only_are_reported_and_gates_on_them_cannot_decid
 def test_a_gate_with_one_interval_a_side_is_inconclusive_not_passed() -> None:
     # The reported case: p50 +269% with one interval a side (n=1, p=1.0) passed its gate.
     slower = {"get": OpSpec(median_us=3690.0)}
-    base = make_snapshot(seed=1, intervals=1)
-    new = make_snapshot(slower, seed=2, intervals=1)
+    base = typed_snapshot(seed=1, intervals=1)
+    new = typed_snapshot(slower, seed=2, intervals=1)
     diff = compare([base], [new], gates=[parse_gate("p50:+10%")])
     row = diff.row(TOTAL, "p50")
     assert row.p_value == 1.0
@@ -198,15 +200,15 @@ def test_a_gate_with_one_interval_a_side_is_inconclusive_not_passed() -> None:
 def test_five_intervals_a_side_still_cannot_decide_six_can() -> None:
     slower = {"get": OpSpec(median_us=3000.0)}
     five = compare(
-        [make_snapshot(seed=1, intervals=5)],
-        [make_snapshot(slower, seed=2, intervals=5)],
+        [typed_snapshot(seed=1, intervals=5)],
+        [typed_snapshot(slower, seed=2, intervals=5)],
         gates=[parse_gate("p50:+10%")],
     )
     assert five.row(TOTAL, "p50").significant  # p = 2/252: significant, yet too few for a CI
     assert five.exit_code == EXIT_INCONCLUSIVE
     six = compare(
-        [make_snapshot(seed=1, intervals=6)],
-        [make_snapshot(slower, seed=2, intervals=6)],
+        [typed_snapshot(seed=1, intervals=6)],
+        [typed_snapshot(slower, seed=2, intervals=6)],
         gates=[parse_gate("p50:+10%")],
     )
     assert six.row(TOTAL, "p50").inconclusive is None
@@ -215,8 +217,8 @@ def test_five_intervals_a_side_still_cannot_decide_six_can() -> None:
 
 def test_a_small_alpha_needs_more_samples() -> None:
     diff = compare(
-        [make_snapshot(seed=1, intervals=6)],
-        [make_snapshot(seed=2, intervals=6)],
+        [typed_snapshot(seed=1, intervals=6)],
+        [typed_snapshot(seed=2, intervals=6)],
         alpha=0.001,
         gates=[parse_gate("p50:+10%")],
     )
@@ -228,7 +230,7 @@ def test_a_small_alpha_needs_more_samples() -> None:
 def test_runs_of_other_protocols_cannot_pass_a_gate() -> None:
     other = make_snapshot(seed=2)
     other["report"]["protocol"] = "websocket"
-    diff = compare([make_snapshot(seed=1)], [other], gates=[parse_gate("*:p50:+10%")])
+    diff = compare([typed_snapshot(seed=1)], [typed(other)], gates=[parse_gate("*:p50:+10%")])
     assert "other protocol: base http, new websocket" in diff.warnings
     assert diff.gates[0].status == "inconclusive"
     assert diff.exit_code == EXIT_INCONCLUSIVE
@@ -237,7 +239,7 @@ def test_runs_of_other_protocols_cannot_pass_a_gate() -> None:
 def test_a_whole_phase_percentile_needs_enough_samples_to_differ_from_the_max() -> None:
     # 50 ops/s x 12 x 0.25 s = ~150 samples a side: enough for p99 (100), not for p99.9 (1,000)
     sparse = {"get": OpSpec(rate=50.0)}
-    diff = compare([make_snapshot(sparse, seed=1)], [make_snapshot(sparse, seed=2)])
+    diff = compare([typed_snapshot(sparse, seed=1)], [typed_snapshot(sparse, seed=2)])
     p99, p999 = diff.row("get", "p99"), diff.row("get", "p999")
     assert p99.phase_change is not None
     assert p99.phase_note is None
@@ -252,7 +254,7 @@ def test_a_whole_phase_percentile_needs_enough_samples_to_differ_from_the_max() 
 
 
 def test_few_intervals_are_noted() -> None:
-    few = compare([make_snapshot(seed=1, intervals=3)], [make_snapshot(seed=2, intervals=3)])
+    few = compare([typed_snapshot(seed=1, intervals=3)], [typed_snapshot(seed=2, intervals=3)])
     assert any("need >= 6 intervals" in note for note in few.notes)
     assert any("no change can be significant" in note for note in few.notes)
     row = few.row("get", "p50")
@@ -286,8 +288,8 @@ def test_a_wildcard_gate_checks_every_row() -> None:
     ops = {"get": OpSpec(), "post": OpSpec()}
     slower = {"get": OpSpec(), "post": OpSpec(median_us=1500.0)}
     diff = compare(
-        [make_snapshot(ops, seed=1)],
-        [make_snapshot(slower, seed=2)],
+        [typed_snapshot(ops, seed=1)],
+        [typed_snapshot(slower, seed=2)],
         gates=[parse_gate("*:p50:+10%")],
     )
     (result,) = diff.gates
@@ -299,8 +301,8 @@ def test_metric_names_and_json_output() -> None:
     with pytest.raises(ValueError, match="unknown metric"):
         metric_name("p42")
     diff = compare(
-        [make_snapshot(seed=1)],
-        [make_snapshot(SLOWER, seed=3)],
+        [typed_snapshot(seed=1)],
+        [typed_snapshot(SLOWER, seed=3)],
         metrics=("throughput", "p50"),
         gates=[parse_gate("p99:+10%")],
     )
@@ -331,8 +333,8 @@ def test_metric_names_and_json_output() -> None:
 def test_the_typed_result_is_the_json() -> None:
     # diff --json's schema is generated from DiffResult: orjson must give the same JSON.
     diff = compare(
-        [make_snapshot({"get": OpSpec(), "put": OpSpec()}, seed=1)],
-        [make_snapshot({"get": OpSpec(), "del": OpSpec()}, seed=3, partial=True)],
+        [typed_snapshot({"get": OpSpec(), "put": OpSpec()}, seed=1)],
+        [typed_snapshot({"get": OpSpec(), "del": OpSpec()}, seed=3, partial=True)],
         metrics=("p50", "error_rate"),
         gates=[parse_gate("p50:+10%"), parse_gate("del:p99:+1%")],
     )
@@ -346,18 +348,18 @@ def test_the_typed_result_is_the_json() -> None:
 def test_a_report_that_does_not_load_is_named_by_its_field() -> None:
     bad = make_snapshot()
     bad["report"]["verdicts"]["generator_bound"] = "yes"
-    with pytest.raises(SnapshotError, match=r"report\.verdicts\.generator_bound"):
-        compare([bad], [make_snapshot(seed=2)])
+    with pytest.raises(ReportError, match=r"^report\.verdicts\.generator_bound"):
+        typed(bad)
 
 
 def test_p95_is_compared_like_the_other_percentiles() -> None:
     # Snapshots written before p95 was in the report: read from each interval's histogram.
-    base = make_snapshot(seed=1)
-    diff = compare([base], [make_snapshot(SLOWER, seed=3)], gates=[parse_gate("p95:+20%")])
+    base = typed_snapshot(seed=1)
+    diff = compare([base], [typed_snapshot(SLOWER, seed=3)], gates=[parse_gate("p95:+20%")])
     row = diff.row("get", "p95")
     assert row.base is not None
     assert row.base.n == 12
-    merged = merge([base["histograms"]["sustain"]["get"]["hist"]])
+    merged = merge([base.histograms["sustain"]["get"]["hist"]])
     assert row.phase_base == merged.get_value_at_percentile(95.0)
     assert row.significant
     assert [g.expr for g in diff.failed_gates] == ["p95:+20%"]

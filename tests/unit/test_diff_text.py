@@ -10,7 +10,7 @@ from protobench.cli import app
 from protobench.cli.diff_cmd import format_change, format_value, render_text
 from protobench.snapshots.diff import compare, parse_gate
 from protobench.snapshots.store import SnapshotStore
-from tests.unit.conftest_snapshots import OpSpec, make_snapshot
+from tests.unit.conftest_snapshots import OpSpec, make_snapshot, typed_snapshot
 
 TWO_OPS = {"get": OpSpec(), "post": OpSpec(rate=500.0, median_us=4000.0)}
 TWO_OPS_SLOWER = {"get": OpSpec(median_us=2000.0), "post": OpSpec(rate=500.0, median_us=4000.0)}
@@ -29,8 +29,8 @@ def test_values_and_changes_are_formatted_by_metric() -> None:
 
 def test_text_has_a_block_per_metric_with_total_geomean_and_gates() -> None:
     diff = compare(
-        [make_snapshot(TWO_OPS, seed=1)],
-        [make_snapshot(TWO_OPS_SLOWER, seed=2)],
+        [typed_snapshot(TWO_OPS, seed=1)],
+        [typed_snapshot(TWO_OPS_SLOWER, seed=2)],
         metrics=("throughput", "p50"),
         gates=[parse_gate("get:p50:+10%"), parse_gate("throughput:-50%")],
     )
@@ -55,8 +55,8 @@ def test_text_has_a_block_per_metric_with_total_geomean_and_gates() -> None:
 
 def test_text_of_one_operation_has_no_total_row_and_shows_infinite_ci_for_few_samples() -> None:
     diff = compare(
-        [make_snapshot(seed=1, intervals=4)],
-        [make_snapshot(seed=2, intervals=4)],
+        [typed_snapshot(seed=1, intervals=4)],
+        [typed_snapshot(seed=2, intervals=4)],
         metrics=("p50",),
     )
     text = render_text(diff)
@@ -66,7 +66,7 @@ def test_text_of_one_operation_has_no_total_row_and_shows_infinite_ci_for_few_sa
 
 
 def test_a_run_without_sustain_intervals_shows_dashes() -> None:
-    diff = compare([make_snapshot(seed=1)], [make_snapshot(seed=2, intervals=0, partial=True)])
+    diff = compare([typed_snapshot(seed=1)], [typed_snapshot(seed=2, intervals=0, partial=True)])
     text = render_text(diff)
     assert "new run 20250101-000000-synthetic-0000 is partial (interrupted)" in text
     get_line = next(x for x in text.splitlines() if x.startswith("get "))

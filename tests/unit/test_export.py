@@ -13,10 +13,11 @@ from hdrh.histogram import HdrHistogram
 from hdrh.log import HistogramLogReader
 
 from protobench.engine.metrics import decode, new_histogram, summary
+from protobench.engine.report_model import to_plain
 from protobench.snapshots.export import CSV_COLUMNS, export, tag_of, write_csv, write_hlog
 from protobench.snapshots.hgrm import percentile_distribution
 from protobench.snapshots.series import TOTAL
-from tests.unit.conftest_snapshots import OpSpec, make_snapshot
+from tests.unit.conftest_snapshots import OpSpec, make_snapshot, typed, typed_snapshot
 
 OPS = {"get": OpSpec(), "post item": OpSpec(rate=500.0, median_us=3000.0, error_rate=0.02)}
 
@@ -33,7 +34,7 @@ def test_hlog_read_back_gives_the_snapshot_percentiles(tmp_path: Path) -> None:
     snapshot = make_snapshot(OPS, seed=7)
     path = tmp_path / "run.hlog"
     with path.open("w") as out:
-        lines = write_hlog(snapshot, out)
+        lines = write_hlog(typed(snapshot), out)
     assert lines == 12 * 3
     hists = _read_log(path)
     assert len(hists) == 36
@@ -51,7 +52,7 @@ def test_hlog_timestamps_are_relative_to_the_start_time(tmp_path: Path) -> None:
     snapshot = make_snapshot(OPS, seed=7)
     path = tmp_path / "run.hlog"
     with path.open("w") as out:
-        write_hlog(snapshot, out, phase="all")
+        write_hlog(typed(snapshot), out, phase="all")
     text = path.read_text()
     assert text.startswith("#[Histogram log format version 1.3]\n")
     assert "#[StartTime: 1735689600.000 (seconds since epoch)" in text
@@ -69,7 +70,7 @@ def test_hlog_of_an_open_model_run_tags_the_uncorrected_histograms(tmp_path: Pat
     snapshot = make_snapshot(OPS, seed=7, open_model=True)
     path = tmp_path / "run.hlog"
     with path.open("w") as out:
-        assert write_hlog(snapshot, out) == 12 * 3 * 2
+        assert write_hlog(typed(snapshot), out) == 12 * 3 * 2
     # The README's reading example: one series per tag, summed over the intervals.
     reader = HistogramLogReader(str(path), new_histogram())
     by_tag: dict[str | None, HdrHistogram] = {}
@@ -164,7 +165,7 @@ def _sections(text: str) -> dict[str, list[str]]:
 def test_hgrm_export_has_every_op_corrected_and_uncorrected() -> None:
     snapshot = make_snapshot(OPS, seed=7, open_model=True)
     out = io.StringIO()
-    export(snapshot, "hgrm", out)
+    export(typed(snapshot), "hgrm", out)
     text = out.getvalue()
     assert "values in milliseconds" in text.splitlines()[1]
     sections = _sections(text)
@@ -188,7 +189,7 @@ def test_hgrm_export_has_every_op_corrected_and_uncorrected() -> None:
 
 def test_hgrm_of_a_closed_model_run_has_one_kind() -> None:
     out = io.StringIO()
-    export(make_snapshot(OPS, seed=7), "hgrm", out, phase="all")
+    export(typed_snapshot(OPS, seed=7), "hgrm", out, phase="all")
     assert list(_sections(out.getvalue())) == [
         f"{op}, latency" for op in (TOTAL, "get", "post item")
     ]
@@ -201,7 +202,7 @@ def test_hgrm_of_a_closed_model_run_has_one_kind() -> None:
 def test_csv_has_absolute_times_p95_uncorrected_latencies_and_counters() -> None:
     snapshot = make_snapshot(OPS, seed=7, open_model=True)
     out = io.StringIO()
-    write_csv(snapshot, out)
+    write_csv(typed(snapshot), out)
     rows = list(csv.DictReader(io.StringIO(out.getvalue())))
     first, last = rows[0], rows[-1]
     # the run started at 2025-01-01T00:00:00Z; sustain begins after 2 warmup intervals of 250 ms
@@ -223,7 +224,7 @@ def test_csv_has_absolute_times_p95_uncorrected_latencies_and_counters() -> None
         ("20.0", str(5 << 20), "60.0")
     }
     closed = io.StringIO()
-    write_csv(make_snapshot(OPS, seed=7), closed)
+    write_csv(typed_snapshot(OPS, seed=7), closed)
     assert {r["uncorrected_p50_us"] for r in csv.DictReader(io.StringIO(closed.getvalue()))} == {""}
 
 
@@ -234,7 +235,7 @@ def test_tags_have_no_separators() -> None:
 def test_csv_has_one_row_per_interval_and_operation_and_a_total() -> None:
     snapshot = make_snapshot(OPS, seed=7)
     out = io.StringIO()
-    assert write_csv(snapshot, out) == 12 * 3
+    assert write_csv(typed(snapshot), out) == 12 * 3
     rows = list(csv.DictReader(io.StringIO(out.getvalue())))
     assert tuple(rows[0]) == CSV_COLUMNS
     sustain = snapshot["report"]["phases"]["sustain"]
@@ -253,16 +254,21 @@ def test_csv_has_one_row_per_interval_and_operation_and_a_total() -> None:
     assert all(e.startswith("timeout=") for e in errors)
 
 
-def test_json_export_is_the_snapshot() -> None:
+def test_json_export_is_the_snapshot_as_read_back() -> None:
     snapshot = make_snapshot(seed=7)
     out = io.StringIO()
-    export(snapshot, "json", out)
-    assert json.loads(out.getvalue()) == snapshot
+    export(typed(snapshot), "json", out)
+    exported = json.loads(out.getvalue())
+    assert exported == json.loads(json.dumps(to_plain(typed(snapshot))))
+    # an older report gains the defaults of the keys added since; the rest is the file's
+    assert {k: v for k, v in exported.items() if k != "report"} == {
+        k: v for k, v in snapshot.items() if k != "report"
+    }
 
 
 def test_unknown_format_or_phase() -> None:
     snapshot = make_snapshot(seed=7)
     with pytest.raises(ValueError, match="unknown format"):
-        export(snapshot, "xml", io.StringIO())
+        export(typed(snapshot), "xml", io.StringIO())
     with pytest.raises(ValueError, match="unknown phase"):
-        export(snapshot, "csv", io.StringIO(), phase="cooldown")
+        export(typed(snapshot), "csv", io.StringIO(), phase="cooldown")

@@ -31,7 +31,7 @@ def test_prune_keeps_the_newest_and_removes_the_rest_with_their_logs(tmp_path: P
     ]
     logs = sorted(p.name for p in (tmp_path / "snapshots" / "logs").iterdir())
     assert logs == ["20250101-000003-synthetic-0003", "20250101-000004-synthetic-0004"]
-    assert store.load("latest")["id"] == "20250101-000004-synthetic-0004"
+    assert store.load("latest").id == "20250101-000004-synthetic-0004"
 
 
 def test_dry_run_removes_nothing_and_keep_beyond_the_count_is_a_no_op(tmp_path: Path) -> None:

@@ -21,11 +21,12 @@ from protobench.snapshots.diff import compare
 from protobench.snapshots.series import TOTAL
 from protobench.snapshots.store import SnapshotStore
 from tests.conftest import run_cli
+from tests.unit.conftest_snapshots import typed
 from tests.unit.html_snapshot import NEW_COUNTERS, SECRET, report_snapshot
 
 
 def test_marks_pauses_rate_changes_and_notices() -> None:
-    view = run_view(report_snapshot())
+    view = run_view(typed(report_snapshot()))
     assert Mark("phase", 0.0, 0.5, "warmup") in view.marks
     assert Mark("pause", 1.0, 1.5, "paused") in view.marks
     assert Mark("rate", 2.0, None, "rate set to 5000/s") in view.marks
@@ -33,7 +34,7 @@ def test_marks_pauses_rate_changes_and_notices() -> None:
 
 
 def test_counters_errors_and_verdicts_unknown_to_the_report_are_shown() -> None:
-    view = run_view(report_snapshot())
+    view = run_view(typed(report_snapshot()))
     ops = {op.name: op for op in view.ops}
     assert [op.name for op in view.ops] == [TOTAL, "get", "put"]
     assert set(ops["get"].counters) == set(NEW_COUNTERS)
@@ -50,7 +51,7 @@ def test_counters_errors_and_verdicts_unknown_to_the_report_are_shown() -> None:
 
 def test_series_follow_the_intervals() -> None:
     snapshot = report_snapshot()
-    view = run_view(snapshot)
+    view = run_view(typed(snapshot))
     get = next(op for op in view.ops if op.name == "get")
     records = snapshot["series"]
     assert len(get.t) == len(records)
@@ -62,7 +63,7 @@ def test_series_follow_the_intervals() -> None:
 
 def test_spectrum_from_the_merged_phase_histograms() -> None:
     snapshot = report_snapshot()
-    view = run_view(snapshot)
+    view = run_view(typed(snapshot))
     hists = snapshot["histograms"]["sustain"]
     total = merge([hists["get"]["hist"], hists["put"]["hist"]])
     spectrum = view.spectra[0]
@@ -78,11 +79,11 @@ def test_closed_model_has_no_uncorrected_spectrum() -> None:
     snapshot = report_snapshot()
     for item in snapshot["histograms"]["sustain"].values():
         del item["hist_uncorrected"]
-    assert all(s.uncorrected is None for s in run_view(snapshot).spectra)
+    assert all(s.uncorrected is None for s in run_view(typed(snapshot)).spectra)
 
 
 def test_resources_per_worker_target_and_host() -> None:
-    res = run_view(report_snapshot()).resources
+    res = run_view(typed(report_snapshot())).resources
     assert list(res.worker_cpu) == ["worker pid 101", "worker pid 102"]
     assert res.worker_cpu["worker pid 101"][2] == 42.0
     assert set(res.target) == {"cpu", "rss", "fds"}
@@ -90,13 +91,13 @@ def test_resources_per_worker_target_and_host() -> None:
 
 
 def test_secrets_never_reach_the_page() -> None:
-    page = run_page(run_view(report_snapshot()))
+    page = run_page(run_view(typed(report_snapshot())))
     assert SECRET not in page
     assert "http://user:&lt;secret&gt;@127.0.0.1:8080/" in page
 
 
 def test_page_has_every_chart_and_the_tables() -> None:
-    page = run_page(run_view(report_snapshot()))
+    page = run_page(run_view(typed(report_snapshot())))
     charts = {
         f"op{i}-{kind}" for i in range(3) for kind in ("throughput", "latency", "spectrum")
     } | {"op0-errors", "op1-errors", "op0-counters", "op1-counters"}
@@ -167,7 +168,7 @@ def test_report_without_the_extra_says_what_to_install(tmp_path: Path) -> None:
 
 
 def test_comparison_page_overlays_runs_under_the_diff_table() -> None:
-    base, new = run_view(report_snapshot()), run_view(report_snapshot())
+    base, new = run_view(typed(report_snapshot())), run_view(typed(report_snapshot()))
     page = compare_page([base], [new], "p99  base  new\nget  1ms  2ms  ~ (p=0.5 n=12)")
     assert "~ (p=0.5 n=12)" in page
     for index in range(3):
@@ -177,7 +178,7 @@ def test_comparison_page_overlays_runs_under_the_diff_table() -> None:
 
 
 def test_write_diff_report_carries_diffs_table(tmp_path: Path) -> None:
-    base, new = report_snapshot(), report_snapshot()
+    base, new = typed(report_snapshot()), typed(report_snapshot())
     diff = compare([base], [new], metrics=("throughput", "p99"), alpha=0.05, gates=[])
     out = tmp_path / "cmp.html"
     write_diff_report([base], [new], diff, out)
@@ -215,7 +216,7 @@ def test_an_op_that_never_succeeded_has_notes_not_empty_charts() -> None:
         figures["ok"] = 0
     for phase in snapshot["histograms"].values():
         phase.pop("put", None)
-    page = run_page(run_view(snapshot))
+    page = run_page(run_view(typed(snapshot)))
     assert 'data-chart="op2-throughput"' in page
     assert 'data-chart="op2-latency"' not in page
     assert 'data-chart="op2-spectrum"' not in page

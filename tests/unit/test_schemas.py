@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import tomllib
+from dataclasses import fields
 from pathlib import Path
 from typing import Any
 
@@ -16,8 +17,9 @@ from protobench.engine.events import IntervalUpdate
 from protobench.engine.report_model import to_plain
 from protobench.profiles import loader
 from protobench.snapshots.diff import compare, parse_gate
+from protobench.snapshots.model import Snapshot
 from protobench.snapshots.schemas import NAMES, json_schema, schema_id
-from tests.unit.conftest_snapshots import OpSpec, make_snapshot
+from tests.unit.conftest_snapshots import OpSpec, make_snapshot, typed_snapshot
 from tests.unit.report_frames import frame, plan_of, report_of
 
 REPORTS = Path(__file__).parent / "reports"
@@ -85,10 +87,29 @@ def test_a_snapshot_validates_with_its_report() -> None:
     _validator("snapshot").validate(json.loads(json.dumps(make_snapshot())))
 
 
+def test_the_snapshot_schema_is_the_typed_snapshot_s() -> None:
+    schema = json_schema("snapshot")
+    assert list(schema["properties"]) == [f.name for f in fields(Snapshot)]
+    assert set(schema["required"]) == {"schema", "id", "created_at", "partial"} | {
+        "provenance",
+        "plan",
+        "report",
+        "series",
+        "histograms",
+    }
+    old = make_snapshot()
+    del old["labels"], old["resources"]  # the first snapshots had neither
+    _validator("snapshot").validate(json.loads(json.dumps(old)))
+    bad = make_snapshot()
+    bad["resources"][0]["workers"][0]["cpu"] = "busy"
+    with pytest.raises(jsonschema.ValidationError):
+        _validator("snapshot").validate(json.loads(json.dumps(bad)))
+
+
 def test_a_comparison_with_gates_validates_and_a_wrong_type_does_not() -> None:
     slower = {"get": OpSpec(median_us=1500.0), "put": OpSpec()}  # TOTAL rows cannot decide
     gates = [parse_gate(g) for g in ("get:p50:+10%", "get:throughput:-50%", "p50:+10%")]
-    diff = compare([make_snapshot(seed=1)], [make_snapshot(slower, seed=3)], gates=gates)
+    diff = compare([typed_snapshot(seed=1)], [typed_snapshot(slower, seed=3)], gates=gates)
     data = json.loads(json.dumps(diff.to_dict()))
     assert {g["status"] for g in data["gates"]} == {"failed", "passed", "inconclusive"}
     validator = _validator("diff")

@@ -19,14 +19,11 @@ from protobench.engine.stats_frame import StatsFrame
 from protobench.engine.summaries import OpSummary
 from protobench.snapshots.series import (
     TOTAL,
-    histograms_of,
     intervals,
     latency,
     phase_histogram,
-    series_of,
 )
-from protobench.snapshots.store import SnapshotError
-from tests.unit.conftest_snapshots import make_snapshot
+from tests.unit.conftest_snapshots import make_snapshot, typed
 from tests.unit.series_frames import aggregated, payload, series_json
 
 GOLDEN = Path(__file__).parent / "series_golden.json"
@@ -86,7 +83,7 @@ def test_an_old_record_loads_with_the_defaults_of_its_time() -> None:
     assert latency(op, "p95") == decode(op.hist or "").get_value_at_percentile(95.0)
     snapshot = make_snapshot()
     snapshot["series"] = [old]
-    (item,) = intervals(snapshot)
+    (item,) = intervals(typed(snapshot))
     assert item.ops[TOTAL].ok == 3
     assert (item.start, item.end, item.duration) == (1.0, 2.0, 1.0)
 
@@ -102,9 +99,9 @@ def test_an_old_record_loads_with_the_defaults_of_its_time() -> None:
 def test_a_bad_record_is_one_line_naming_its_field(mutate: Any, message: str) -> None:
     snapshot = make_snapshot()
     mutate(snapshot["series"])
-    with pytest.raises(SnapshotError) as caught:
-        series_of(snapshot)
-    assert str(caught.value).startswith(f"snapshot {snapshot['id']}: {message}")
+    with pytest.raises(ReportError) as caught:
+        typed(snapshot)
+    assert str(caught.value).startswith(message)
     assert "\n" not in str(caught.value)
 
 
@@ -134,11 +131,13 @@ def test_a_stats_payload_is_decoded_once_into_typed_fields() -> None:
 
 def test_phase_histograms_read_back_typed_old_ones_too() -> None:
     snapshot = make_snapshot(open_model=True)
-    assert set(histograms_of(snapshot)["sustain"]["get"]) == {"hist", "hist_uncorrected"}
-    assert phase_histogram([snapshot], "get", uncorrected=True).get_total_count() > 0
+    loaded = typed(snapshot)
+    assert set(loaded.histograms["sustain"]["get"]) == {"hist", "hist_uncorrected"}
+    assert phase_histogram([loaded], "get", uncorrected=True).get_total_count() > 0
     del snapshot["histograms"]["sustain"]["get"]["hist_uncorrected"]  # before the open model
-    assert histograms_of(snapshot)["sustain"]["get"].keys() == {"hist"}
-    assert phase_histogram([snapshot], "get", uncorrected=True).get_total_count() == 0
+    loaded = typed(snapshot)
+    assert loaded.histograms["sustain"]["get"].keys() == {"hist"}
+    assert phase_histogram([loaded], "get", uncorrected=True).get_total_count() == 0
     snapshot["histograms"]["sustain"]["get"]["hist"] = 5
-    with pytest.raises(SnapshotError, match=r"histograms\.sustain\.get\.hist: expected a valid"):
-        histograms_of(snapshot)
+    with pytest.raises(ReportError, match=r"^histograms\.sustain\.get\.hist: expected a valid"):
+        typed(snapshot)

@@ -18,7 +18,6 @@ from protobench.engine.report_model import Report
 from protobench.profiles import loader
 from protobench.snapshots.archive import SnapshotArchive
 from protobench.snapshots.store import SnapshotStore, read
-from protobench.snapshots.store import report_of as report_of_snapshot
 from tests.unit.report_frames import frame, plan_of, report_of
 
 
@@ -57,7 +56,7 @@ def test_a_store_that_cannot_be_written_falls_back_to_a_temporary_directory(
         f"saved in {saved} instead"
     )
     assert exit_code_for(report) == EXIT_NOT_SAVED
-    kept = report_of_snapshot(read(saved))  # the saved report says it is not in the store
+    kept = read(saved).report  # the saved report says it is not in the store
     assert kept.snapshot is None
     assert kept.snapshot_error == "cannot save the snapshot in /full/snaps: No space left on device"
     assert b'"snapshot":null' in gzip.decompress(saved.read_bytes())

@@ -14,7 +14,7 @@ import pytest
 from protobench.engine.aggregate import Aggregator
 from protobench.engine.archive import RunRecord
 from protobench.engine.plan import Overrides, resolve
-from protobench.engine.report_model import load_report
+from protobench.engine.report_model import load_report, to_plain
 from protobench.profiles import loader
 from protobench.snapshots.store import (
     DEFAULT_LOGS,
@@ -22,10 +22,11 @@ from protobench.snapshots.store import (
     SnapshotStore,
     SnapshotWriteError,
     check_run_id,
+    read,
     redacted,
     safe_name,
 )
-from tests.unit.conftest_snapshots import make_snapshot
+from tests.unit.conftest_snapshots import make_snapshot, typed
 
 
 @pytest.mark.parametrize(
@@ -104,7 +105,7 @@ def test_a_full_disk_fails_clearly_and_a_temporary_store_takes_the_snapshot(
     try:
         assert home.stat().st_mode & 0o777 == 0o700
         path = fallback.write("run-1", make_snapshot(seed=1))
-        assert fallback.load(str(path))["schema"] == "protobench.snapshot/1"
+        assert fallback.load(str(path)).schema == "protobench.snapshot/1"
         assert fallback.log_dir("run-1") == home / "logs" / "run-1"
     finally:
         shutil.rmtree(home)
@@ -159,7 +160,50 @@ def test_a_saved_snapshot_and_its_exports_hold_no_url_password(tmp_path: Path) -
     old = {**make_snapshot(seed=1), "plan": {"target": url, "groups": [{"name": "get"}]}}
     old["provenance"]["overrides"] = {"target": url, "options": {"password": "pw-9"}}
     old["report"]["target"] = url
-    shown = json.dumps(redacted(old))
+    shown = json.dumps(to_plain(redacted(typed(old))))
     assert "hunter2" not in shown
     assert "tok3n" not in shown
     assert "pw-9" not in shown
+
+
+def test_a_saved_snapshot_reads_back_typed_to_the_same_bytes(tmp_path: Path) -> None:
+    source = typed(make_snapshot(seed=1, open_model=True))
+    plan = resolve(loader.load("ws-echo"), Overrides(target="ws://127.0.0.1:9/echo"))
+    record = RunRecord(plan, source.report, source.series, source.histograms, source.resources)
+    path = SnapshotStore(tmp_path).save("run-1", record)
+    with gzip.open(path, "rt") as raw:
+        text = raw.read()
+    snapshot = read(path)
+    assert (snapshot.id, snapshot.report, snapshot.series) == (
+        "run-1",
+        source.report,
+        source.series,
+    )
+    assert (snapshot.histograms, snapshot.resources) == (source.histograms, source.resources)
+    assert snapshot.operations == [g.name for g in plan.groups]
+    assert json.dumps(to_plain(snapshot), separators=(",", ":")) == text
+    assert list(json.loads(text)) == [
+        "schema",
+        "id",
+        "created_at",
+        "partial",
+        "labels",
+        "provenance",
+        "plan",
+        "report",
+        "series",
+        "histograms",
+        "resources",
+    ]
+
+
+def test_an_old_snapshot_loads_with_the_defaults_of_its_time() -> None:
+    old = make_snapshot(seed=1)
+    del old["labels"], old["resources"]  # the first snapshots had neither
+    snapshot = typed(old)
+    assert (snapshot.labels, snapshot.resources) == ({}, [])
+    assert snapshot.plan == old["plan"]  # the plan and provenance as written, every key
+    assert snapshot.provenance == old["provenance"]
+    sample = typed(make_snapshot(seed=1)).resources[0]
+    assert "fds" not in sample["workers"][0]  # before fds, node and off_host were sampled
+    assert "span" not in sample

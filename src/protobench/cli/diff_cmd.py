@@ -29,6 +29,7 @@ from protobench.snapshots.store import SnapshotError, SnapshotStore
 
 if TYPE_CHECKING:  # numpy and hdrhistogram load in the command, not for --help
     from protobench.snapshots.diff import Diff, GateResult, GeomeanRow, Row, RunInfo
+    from protobench.snapshots.model import Snapshot
     from protobench.snapshots.stats import Estimate
 
 _NEW_SIDE = "protobench.diff.new"
@@ -180,7 +181,7 @@ def _gate_line(result: GateResult, accept_inconclusive: bool) -> str:
     return f"gate passed: {result.gate.expr}"
 
 
-def _load(store: SnapshotStore, refs: list[str]) -> list[dict[str, Any]]:
+def _load(store: SnapshotStore, refs: list[str]) -> list[Snapshot]:
     snapshots = []
     for ref in refs:
         try:

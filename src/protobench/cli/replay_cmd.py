@@ -18,7 +18,7 @@ from protobench.cli.baseline_opt import BaselineOption, load_baseline
 from protobench.cli.common import fail
 from protobench.cli.complete import SnapshotRef
 from protobench.cli.render import summary_table
-from protobench.snapshots.store import SnapshotError, SnapshotStore, report_of
+from protobench.snapshots.store import SnapshotError, SnapshotStore
 
 
 def replay_command(
@@ -46,7 +46,7 @@ def replay_command(
     store = SnapshotStore(snapshots_dir)
     try:
         data = store.load(snapshot)
-        report = report_of(data)
+        report = data.report
     except SnapshotError as exc:
         fail(str(exc))
     compared = load_baseline(store, baseline)

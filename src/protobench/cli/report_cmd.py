@@ -9,7 +9,7 @@ is imported only here, when a page is written (about 0.3 s).
 from __future__ import annotations
 
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, Any
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
@@ -20,6 +20,7 @@ from protobench.snapshots.store import SnapshotError, SnapshotStore
 
 if TYPE_CHECKING:
     from protobench.snapshots.diff import Diff
+    from protobench.snapshots.model import Snapshot
 
 MISSING_EXTRA = needs("report", "the HTML report")
 
@@ -40,7 +41,7 @@ def _write(path: Path, page: str) -> None:
     typer.echo(f"wrote {path} ({len(page.encode()) / 1024:,.0f} KiB)", err=True)
 
 
-def write_run_report(snapshot: dict[str, Any], path: Path) -> None:
+def write_run_report(snapshot: Snapshot, path: Path) -> None:
     """Write the report page of one saved run (exit 2 without the ``report`` extra)."""
     require_extra()
     from protobench.htmlreport.page import run_page  # noqa: PLC0415
@@ -49,9 +50,7 @@ def write_run_report(snapshot: dict[str, Any], path: Path) -> None:
     _write(path, run_page(run_view(snapshot)))
 
 
-def write_diff_report(
-    base: list[dict[str, Any]], new: list[dict[str, Any]], diff: Diff, path: Path
-) -> None:
+def write_diff_report(base: list[Snapshot], new: list[Snapshot], diff: Diff, path: Path) -> None:
     """Write the comparison page of ``diff`` (exit 2 without the ``report`` extra)."""
     require_extra()
     from protobench.cli.diff_cmd import render_text  # noqa: PLC0415 (diff_cmd imports us)
@@ -86,7 +85,7 @@ def report_command(
         snapshot = SnapshotStore(snapshots_dir).load(ref)
     except SnapshotError as exc:
         fail(str(exc))
-    write_run_report(snapshot, output or Path(f"{snapshot['id']}.html"))
+    write_run_report(snapshot, output or Path(f"{snapshot.id}.html"))
 
 
 def register(app: typer.Typer) -> None:

@@ -12,15 +12,16 @@ import io
 import sys
 from dataclasses import replace
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
 
 from protobench.cli.common import StoreOption, fail, print_json
 from protobench.cli.complete import SnapshotRef
 from protobench.cli.render import summary_table, us
+from protobench.engine.report_model import to_plain
 from protobench.snapshots.prune import prune
-from protobench.snapshots.store import SnapshotError, SnapshotStore, redacted, report_of
+from protobench.snapshots.store import SnapshotError, SnapshotStore, redacted
 
 app = typer.Typer(help="List and inspect saved runs.", no_args_is_help=True)
 
@@ -41,25 +42,25 @@ def list_snapshots(
     Exit codes: 0 ok (a bad file is skipped with a warning).
     """
     store = SnapshotStore(snapshots_dir)
-    rows = []
+    rows: list[dict[str, Any]] = []
     for path in store.paths():
         try:
             data = store.load(str(path))
         except SnapshotError as exc:
             typer.echo(f"protobench: warning: skipping {exc}", err=True)
             continue
-        report = data["report"]
-        total = report["phases"].get("sustain", {}).get("total", {})
+        report = data.report
+        total = report.sustain.total if report.sustain else None
         rows.append(
             {
-                "id": data["id"],
-                "created_at": data["created_at"],
-                "profile": report["profile"],
-                "protocol": report["protocol"],
-                "partial": data["partial"],
-                "throughput": total.get("throughput"),
-                "p99_us": total.get("latency_us", {}).get("p99"),
-                "error_rate": total.get("error_rate"),
+                "id": data.id,
+                "created_at": data.created_at,
+                "profile": report.profile,
+                "protocol": report.protocol,
+                "partial": data.partial,
+                "throughput": total.throughput if total else None,
+                "p99_us": total.latency_us.p99 if total else None,
+                "error_rate": total.error_rate if total else None,
                 "path": str(path),
             }
         )
@@ -100,14 +101,14 @@ def show(
     except SnapshotError as exc:
         fail(str(exc))
     if as_json:
-        print_json(data)
+        print_json(to_plain(data))
         return
     try:
-        table = summary_table(replace(report_of(data), snapshot=str(path)))
+        table = summary_table(replace(data.report, snapshot=str(path)))
     except SnapshotError as exc:
         fail(f"{path}: the report cannot be shown ({exc})")
-    prov = data["provenance"]
-    typer.echo(f"snapshot {data['id']}  created {data['created_at']}")
+    prov = data.provenance
+    typer.echo(f"snapshot {data.id}  created {data.created_at}")
     typer.echo(
         f"host {prov.get('host', '?')}  cpu {prov.get('cpu_model', '?')} "
         f"x{prov.get('cpu_count', '?')}  python {prov.get('python', '?')}  "

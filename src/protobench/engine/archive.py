@@ -12,10 +12,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Protocol
 
 from protobench.engine.plan import RunPlan
 from protobench.engine.report_model import Report
+from protobench.engine.resource_log import ResourceRecord
 from protobench.engine.series_model import PhaseHistograms, SeriesRecord
 
 
@@ -27,7 +28,7 @@ class RunRecord:
     report: Report
     series: list[SeriesRecord]
     histograms: PhaseHistograms
-    resources: list[dict[str, Any]]
+    resources: list[ResourceRecord]
 
 
 @dataclass(frozen=True)

@@ -26,16 +26,30 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from fractions import Fraction
-from typing import Any
+from typing import NotRequired, TypedDict
 
 from protobench.engine.aggregate import SERIES_LIMIT, pair_to_merge
 from protobench.engine.bounds import Tally, busy, cpu_shares, host_saturated
+from protobench.engine.events import HostSample, ProcessSample
 
 ALL = "all"
 """The key of the figures of the whole run (every phase)."""
 
-Sample = dict[str, Any]
-PEAK_KEYS = ("rss", "threads", "fds")
+
+class ResourceRecord(TypedDict):
+    """One sample of the series (a snapshot's ``resources``): the workers, target and host.
+
+    A merged one covers ``span`` samples (absent: one). A process's ``fds``,
+    ``fd_limit``, ``node`` and ``off_host`` are optional
+    (:class:`~protobench.engine.events.ProcessSample`): older snapshots lack them.
+    """
+
+    elapsed: float
+    phase: str
+    span: NotRequired[int]
+    workers: list[ProcessSample]
+    target: ProcessSample | None
+    host: HostSample
 
 
 @dataclass
@@ -69,7 +83,7 @@ class ResourceFigures:
     host_cpus: int | None = None
     host_mem_used_peak: int | None = None
 
-    def add(self, sample: Sample) -> None:
+    def add(self, sample: ResourceRecord) -> None:
         workers = sample["workers"]
         self.samples += 1
         self.busy.add(busy(workers))
@@ -135,11 +149,11 @@ class ResourceLog:
 
     def __init__(self, limit: int = SERIES_LIMIT) -> None:
         self.limit = limit
-        self.series: list[Sample] = []
+        self.series: list[ResourceRecord] = []
         self._spans: list[int] = []
         self.figures: dict[str, ResourceFigures] = {}
 
-    def add(self, sample: Sample) -> None:
+    def add(self, sample: ResourceRecord) -> None:
         """Take one sample (``elapsed``, ``phase``, ``workers``, ``target``, ``host``)."""
         phase = sample["phase"]
         for key in (phase, ALL):
@@ -163,7 +177,7 @@ class ResourceLog:
         return self.figures.get(phase) or self.whole
 
 
-def on_this_host(sample: Sample) -> Sample:
+def on_this_host(sample: ResourceRecord) -> ResourceRecord:
     """``sample`` without the workers that run on another machine (``off_host``)."""
     workers = sample["workers"]
     if not any(w.get("off_host") for w in workers):
@@ -171,11 +185,13 @@ def on_this_host(sample: Sample) -> Sample:
     return {**sample, "workers": [w for w in workers if not w.get("off_host")]}
 
 
-def _process_key(process: Sample) -> tuple[str | None, int]:
+def _process_key(process: ProcessSample) -> tuple[str | None, int]:
     return process.get("node"), process["pid"]
 
 
-def merge_samples(first: Sample, second: Sample, first_span: int, second_span: int) -> Sample:
+def merge_samples(
+    first: ResourceRecord, second: ResourceRecord, first_span: int, second_span: int
+) -> ResourceRecord:
     """One sample standing for two adjacent ones covering ``first_span`` + ``second_span``."""
     earlier = {_process_key(w): w for w in first["workers"]}
     workers = [
@@ -184,10 +200,10 @@ def merge_samples(first: Sample, second: Sample, first_span: int, second_span: i
         else w
         for w in second["workers"]
     ]
-    target = second.get("target")
-    if first.get("target") and target and first["target"]["pid"] == target["pid"]:
-        target = _merge_process(first["target"], target, first_span, second_span)
-    host = dict(second["host"])
+    target, before = second.get("target"), first.get("target")
+    if before and target and before["pid"] == target["pid"]:
+        target = _merge_process(before, target, first_span, second_span)
+    host = second["host"].copy()
     host["cpu"] = _mean(first["host"]["cpu"], host["cpu"], first_span, second_span)
     host["mem_used"] = max(first["host"]["mem_used"], host["mem_used"])
     return {
@@ -200,12 +216,15 @@ def merge_samples(first: Sample, second: Sample, first_span: int, second_span: i
     }
 
 
-def _merge_process(first: Sample, second: Sample, first_span: int, second_span: int) -> Sample:
-    merged = dict(second)
+def _merge_process(
+    first: ProcessSample, second: ProcessSample, first_span: int, second_span: int
+) -> ProcessSample:
+    merged = second.copy()
     merged["cpu"] = _mean(first["cpu"], second["cpu"], first_span, second_span)
-    for key in PEAK_KEYS:
-        if key in first or key in second:
-            merged[key] = max(first.get(key, 0), second.get(key, 0))
+    merged["rss"] = max(first["rss"], second["rss"])
+    merged["threads"] = max(first["threads"], second["threads"])
+    if "fds" in first or "fds" in second:
+        merged["fds"] = max(first.get("fds", 0), second.get("fds", 0))
     return merged
 
 

@@ -2,7 +2,7 @@
 
 This is the only module of the report that reads a snapshot: its keys
 (``protobench.snapshot/1``) and its typed report (loaded once, by
-:func:`~protobench.snapshots.store.report_of`); the charts and the page take a
+:func:`~protobench.snapshots.store.read`); the charts and the page take a
 :class:`RunView`. Counters and provenance are read generically and verdicts
 and thresholds field by field (every one is shown), so a field the engine adds
 later appears without a change here. Times are seconds since the run's start
@@ -22,8 +22,8 @@ from protobench.engine.metrics import merge
 from protobench.engine.report_model import Report, ThresholdResult, Verdicts, to_plain
 from protobench.engine.summaries import EMPTY_OP, LatencySummary
 from protobench.redaction import redact_value
-from protobench.snapshots.series import TOTAL, Interval, histograms_of, intervals, operations
-from protobench.snapshots.store import report_of
+from protobench.snapshots.model import Snapshot
+from protobench.snapshots.series import TOTAL, Interval, intervals
 
 PERCENTILES = ("p50", "p90", "p95", "p99", "p999", "max")
 SPECTRUM_STEPS = 10
@@ -155,11 +155,11 @@ def spectrum_points(hist: HdrHistogram) -> list[tuple[float, float]]:
     return [(p, float(values[p])) for p in percentiles]
 
 
-def spectra(snapshot: dict[str, Any], phase: str = "sustain") -> list[Spectrum]:
+def spectra(snapshot: Snapshot, phase: str = "sustain") -> list[Spectrum]:
     """The merged phase histograms of ``TOTAL`` and every operation, corrected and not."""
-    hists = histograms_of(snapshot).get(phase, {})
+    hists = snapshot.histograms.get(phase, {})
     out = []
-    for name in [TOTAL, *operations(snapshot)]:
+    for name in [TOTAL, *snapshot.operations]:
         names = list(hists) if name == TOTAL else [name]
         corrected = [hists[n]["hist"] for n in names if n in hists]
         raw = [
@@ -194,30 +194,32 @@ def marks(items: Sequence[Interval], report: Report) -> list[Mark]:
     return out
 
 
-def resources(snapshot: dict[str, Any]) -> Resources:
+def resources(snapshot: Snapshot) -> Resources:
     """Each worker's CPU (by pid), the target's CPU, RSS and fds, the host's CPU and memory."""
-    samples = snapshot.get("resources", [])
-    t = [float(s["elapsed"]) for s in samples]
+    samples = snapshot.resources
+    t = [s["elapsed"] for s in samples]
     workers: dict[str, list[float | None]] = {}
     for index, sample in enumerate(samples):
-        for worker in sample.get("workers", []):
+        for worker in sample["workers"]:
             workers.setdefault(f"worker pid {worker['pid']}", [None] * len(samples))[index] = (
-                worker.get("cpu")
+                worker["cpu"]
             )
-    target = _columns(samples, "target", ("cpu", "rss", "fds"))
-    host = _columns(samples, "host", ("cpu", "mem_used"))
+    target = _columns([dict(s["target"] or {}) for s in samples], ("cpu", "rss", "fds"))
+    host = _columns([dict(s["host"]) for s in samples], ("cpu", "mem_used"))
     return Resources(t, workers, target, host)
 
 
-def _columns(
-    samples: list[dict[str, Any]], part: str, keys: Iterable[str]
-) -> dict[str, list[float | None]]:
+def _columns(parts: list[dict[str, object]], keys: Iterable[str]) -> dict[str, list[float | None]]:
     columns: dict[str, list[float | None]] = {}
     for key in keys:
-        column = [(s.get(part) or {}).get(key) for s in samples]
+        column = [_number(part.get(key)) for part in parts]
         if any(v is not None for v in column):
             columns[key] = column
     return columns
+
+
+def _number(value: object) -> float | None:
+    return float(value) if isinstance(value, int | float) else None
 
 
 def _us(value: float | None) -> str:
@@ -259,12 +261,12 @@ def _flatten(prefix: str, value: Any) -> list[tuple[str, str]]:
     return [(prefix, text(value))]
 
 
-def provenance(snapshot: dict[str, Any], report: Report) -> list[tuple[str, str]]:
+def provenance(snapshot: Snapshot, report: Report) -> list[tuple[str, str]]:
     """Identity, provenance (profile, overrides, host, versions), plan and labels, flattened."""
-    plan = snapshot.get("plan", {})
+    plan: dict[str, object] = dict(snapshot.plan)
     rows = [
-        ("snapshot", text(snapshot.get("id"))),
-        ("created at", text(snapshot.get("created_at"))),
+        ("snapshot", text(snapshot.id)),
+        ("created at", text(snapshot.created_at)),
         ("started at", text(report.started_at)),
         ("target", text(report.target)),
         ("target kind", text(report.target_kind)),
@@ -275,22 +277,22 @@ def provenance(snapshot: dict[str, Any], report: Report) -> list[tuple[str, str]
     for key in ("warmup", "duration", "interval", "timeout", "options", "serve"):
         if key in plan:
             rows.append((f"plan.{key}", text(plan[key])))
-    rows.extend(_flatten("", snapshot.get("provenance", {})))
-    if snapshot.get("labels"):
-        rows.extend(_flatten("labels", snapshot["labels"]))
+    rows.extend(_flatten("", dict(snapshot.provenance)))
+    if snapshot.labels:
+        rows.extend(_flatten("labels", snapshot.labels))
     return rows
 
 
-def run_view(snapshot: dict[str, Any]) -> RunView:
+def run_view(snapshot: Snapshot) -> RunView:
     """The whole view of one snapshot (:class:`SnapshotError` when its report does not load)."""
-    report = report_of(snapshot)
+    report = snapshot.report
     items = intervals(snapshot, phase=None)
-    partial = " (partial)" if snapshot.get("partial") else ""
+    partial = " (partial)" if snapshot.partial else ""
     return RunView(
-        id=str(snapshot["id"]),
+        id=snapshot.id,
         title=text(f"{report.profile} · {report.protocol}{partial}"),
         open_model=report.model.type == "open",
-        ops=op_series(items, operations(snapshot)),
+        ops=op_series(items, snapshot.operations),
         spectra=spectra(snapshot),
         marks=marks(items, report),
         resources=resources(snapshot),

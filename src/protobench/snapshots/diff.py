@@ -49,13 +49,13 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from protobench.engine.report_model import Report, to_plain
+from protobench.snapshots.model import Provenance, Snapshot
 from protobench.snapshots.series import (
     LATENCY_PERCENTILES,
     TOTAL,
     Interval,
     intervals,
     latency,
-    operations,
     phase_counts,
     phase_histogram,
 )
@@ -68,7 +68,6 @@ from protobench.snapshots.stats import (
     min_samples_for_ci,
     smallest_p,
 )
-from protobench.snapshots.store import report_of
 
 METRICS = ("throughput", "p50", "p90", "p95", "p99", "p999", "error_rate")
 LATENCY_METRICS = ("p50", "p90", "p95", "p99", "p999")
@@ -228,13 +227,13 @@ class RunInfo:
     generator_bound: bool
 
     @classmethod
-    def of(cls, snapshot: dict[str, Any], report: Report, samples: int) -> RunInfo:
+    def of(cls, snapshot: Snapshot, report: Report, samples: int) -> RunInfo:
         return cls(
-            id=snapshot["id"],
-            created_at=snapshot["created_at"],
+            id=snapshot.id,
+            created_at=snapshot.created_at,
             profile=report.profile,
             intervals=samples,
-            partial=bool(snapshot["partial"]),
+            partial=bool(snapshot.partial),
             generator_bound=report.verdicts.generator_bound,
         )
 
@@ -423,9 +422,7 @@ def samples(items: Sequence[Interval], op: str, metric: str) -> list[float]:
     return values
 
 
-def whole_phase(
-    snapshots: Sequence[dict[str, Any]], op: str, metric: str
-) -> tuple[float | None, int]:
+def whole_phase(snapshots: Sequence[Snapshot], op: str, metric: str) -> tuple[float | None, int]:
     """The metric over the whole sustain phase of every snapshot together, and its sample count."""
     if metric in LATENCY_METRICS:
         hist = phase_histogram(snapshots, op)
@@ -478,25 +475,24 @@ def compare_samples(
 class Run:
     """A snapshot read for a comparison: its typed report and its sustain intervals."""
 
-    snapshot: dict[str, Any]
+    snapshot: Snapshot
     report: Report
     intervals: list[Interval]
 
     @classmethod
-    def of(cls, snapshot: dict[str, Any]) -> Run:
+    def of(cls, snapshot: Snapshot) -> Run:
         """:class:`SnapshotError` when its report does not load."""
         sustain = intervals(snapshot, "sustain", MIN_INTERVAL_FRACTION)
-        return cls(snapshot, report_of(snapshot), sustain)
+        return cls(snapshot, snapshot.report, sustain)
 
     @property
     def id(self) -> str:
-        return str(self.snapshot["id"])
+        return self.snapshot.id
 
     @property
-    def provenance(self) -> dict[str, Any]:
+    def provenance(self) -> Provenance:
         """Where and how the run was made (the snapshot's, not the report's)."""
-        provenance: dict[str, Any] = self.snapshot["provenance"]
-        return provenance
+        return self.snapshot.provenance
 
     def info(self) -> RunInfo:
         return RunInfo.of(self.snapshot, self.report, len(self.intervals))
@@ -536,7 +532,7 @@ def _run_warnings(side: str, run: Run) -> list[str]:
     verdicts = run.report.verdicts
     if verdicts.generator_bound:
         warnings.append(f"{side} run {run.id} was generator-bound: {verdicts.reason}")
-    if run.snapshot["partial"]:
+    if run.snapshot.partial:
         warnings.append(f"{side} run {run.id} is partial ({run.report.stop_reason})")
     return warnings
 
@@ -559,19 +555,19 @@ class _Side:
     """The intervals of every run together: the samples of the side's statistics."""
 
     @classmethod
-    def of(cls, snapshots: Sequence[dict[str, Any]]) -> _Side:
+    def of(cls, snapshots: Sequence[Snapshot]) -> _Side:
         runs = [Run.of(s) for s in snapshots]
-        ops = [op for s in snapshots for op in operations(s)]
+        ops = [op for s in snapshots for op in s.operations]
         return cls(runs, ops, [item for run in runs for item in run.intervals])
 
     @property
-    def snapshots(self) -> list[dict[str, Any]]:
+    def snapshots(self) -> list[Snapshot]:
         return [run.snapshot for run in self.runs]
 
 
 def compare(
-    base: Sequence[dict[str, Any]],
-    new: Sequence[dict[str, Any]],
+    base: Sequence[Snapshot],
+    new: Sequence[Snapshot],
     metrics: Sequence[str] = METRICS,
     alpha: float = ALPHA,
     confidence: float = CONFIDENCE,
@@ -685,7 +681,7 @@ def _row(
 
 
 def _phase_change(
-    base: Sequence[dict[str, Any]], new: Sequence[dict[str, Any]], op: str, metric: str
+    base: Sequence[Snapshot], new: Sequence[Snapshot], op: str, metric: str
 ) -> tuple[float | None, float | None, float | None, str | None]:
     """(base, new, change, note) of the whole phase; no change when a side has too few samples."""
     phase_base, base_count = whole_phase(base, op, metric)

@@ -40,11 +40,13 @@ from typing import Any, TextIO
 from hdrh.log import HistogramLogWriter
 
 from protobench.engine.metrics import decode
+from protobench.engine.report_model import to_plain
+from protobench.engine.resource_log import ResourceRecord
 from protobench.engine.summaries import LatencySummary
 from protobench.snapshots.hgrm import write_hgrm
-from protobench.snapshots.series import TOTAL, intervals, operations
+from protobench.snapshots.model import Snapshot
+from protobench.snapshots.series import TOTAL, intervals
 from protobench.snapshots.series import latency as series_latency
-from protobench.snapshots.store import report_of
 
 FORMAT_VERSION = "1.3"
 FORMATS = ("hlog", "hgrm", "csv", "json")
@@ -107,15 +109,15 @@ def tag_of(op: str) -> str:
     return _TAG_UNSAFE.sub("_", op)
 
 
-def write_hlog(snapshot: dict[str, Any], out: TextIO, phase: str = "sustain") -> int:
+def write_hlog(snapshot: Snapshot, out: TextIO, phase: str = "sustain") -> int:
     """Write the interval log of ``phase``; return the number of interval lines."""
-    report = report_of(snapshot)
+    report = snapshot.report
     started = dt.datetime.fromisoformat(report.started_at)
     epoch = started.timestamp()
     writer = HistogramLogWriter(out)
     writer.output_comment(f"[Histogram log format version {FORMAT_VERSION}]")
     writer.output_comment(
-        f"[protobench {snapshot['provenance']['tool_version']} snapshot {snapshot['id']}, "
+        f"[protobench {snapshot.provenance['tool_version']} snapshot {snapshot.id}, "
         f"profile {report.profile}, values in microseconds; "
         "untagged lines: all operations, Tag=<op>: one operation, "
         f"Tag={UNCORRECTED}[.<op>]: from the actual send (open model)]"
@@ -123,7 +125,7 @@ def write_hlog(snapshot: dict[str, Any], out: TextIO, phase: str = "sustain") ->
     writer.output_comment(f"[StartTime: {epoch:.3f} (seconds since epoch), {started.isoformat()}]")
     writer.output_base_time(epoch * 1000.0)
     writer.output_legend()
-    ops = operations(snapshot)
+    ops = snapshot.operations
     selected = intervals(snapshot, _phase(phase))
     open_model = any(f.hist_uncorrected for i in selected for f in i.ops.values())
     series = [(op, False, None if op == TOTAL else tag_of(op)) for op in [TOTAL, *ops]]
@@ -165,7 +167,7 @@ def _at(start: dt.datetime, seconds: float) -> tuple[str, float]:
     return moment.isoformat(timespec="milliseconds"), round(moment.timestamp(), 6)
 
 
-def _resources_at(samples: list[dict[str, Any]], end: float, duration: float) -> list[Any]:
+def _resources_at(samples: list[ResourceRecord], end: float, duration: float) -> list[Any]:
     """(generator CPU, target CPU, target RSS, host CPU) of the sample nearest ``end``.
 
     Resources are sampled once an interval on their own clock: the sample
@@ -177,22 +179,22 @@ def _resources_at(samples: list[dict[str, Any]], end: float, duration: float) ->
     if not near:
         return ["", "", "", ""]
     sample = min(near, key=lambda s: abs(s["elapsed"] - end))
-    target = sample["target"] or {}
+    target = sample["target"]
     return [
         round(sum(w["cpu"] for w in sample["workers"]), 1),
-        _blank(target.get("cpu")),
-        _blank(target.get("rss")),
+        _blank(target["cpu"] if target else None),
+        _blank(target["rss"] if target else None),
         sample["host"]["cpu"],
     ]
 
 
-def write_csv(snapshot: dict[str, Any], out: TextIO, phase: str = "sustain") -> int:
+def write_csv(snapshot: Snapshot, out: TextIO, phase: str = "sustain") -> int:
     """Write the interval series of ``phase`` as CSV; return the number of data rows."""
     writer = csv.writer(out, lineterminator="\n")
     writer.writerow(CSV_COLUMNS)
-    ops = operations(snapshot)
-    started = dt.datetime.fromisoformat(report_of(snapshot).started_at)
-    samples = snapshot.get("resources", [])
+    ops = snapshot.operations
+    started = dt.datetime.fromisoformat(snapshot.report.started_at)
+    samples = snapshot.resources
     rows = 0
     for item in intervals(snapshot, _phase(phase)):
         resources = _resources_at(samples, item.end, item.duration)
@@ -237,13 +239,13 @@ def write_csv(snapshot: dict[str, Any], out: TextIO, phase: str = "sustain") -> 
     return rows
 
 
-def write_json(snapshot: dict[str, Any], out: TextIO) -> None:
+def write_json(snapshot: Snapshot, out: TextIO) -> None:
     """Write the whole snapshot as indented JSON."""
-    json.dump(snapshot, out, indent=2)
+    json.dump(to_plain(snapshot), out, indent=2)
     out.write("\n")
 
 
-def export(snapshot: dict[str, Any], fmt: str, out: TextIO, phase: str = "sustain") -> None:
+def export(snapshot: Snapshot, fmt: str, out: TextIO, phase: str = "sustain") -> None:
     """Write ``snapshot`` to ``out`` in format ``fmt`` (one of :data:`FORMATS`) for ``phase``."""
     if fmt == "hlog":
         write_hlog(snapshot, out, phase)

@@ -25,13 +25,13 @@ report's figures come from them).
 from __future__ import annotations
 
 import math
-from typing import Any, TextIO
+from typing import TextIO
 
 from hdrh.histogram import HdrHistogram
 
 from protobench.engine.metrics import SIGNIFICANT_DIGITS, new_histogram
-from protobench.snapshots.series import TOTAL, histograms_of, operations, phase_histogram
-from protobench.snapshots.store import report_of
+from protobench.snapshots.model import Snapshot
+from protobench.snapshots.series import TOTAL, phase_histogram
 
 TICKS_PER_HALF_DISTANCE = 5
 MS_PER_US = 1000.0
@@ -81,15 +81,15 @@ def percentile_distribution(
     out.write(f"#[Buckets = {buckets:12d}, SubBuckets     = {sub_buckets:12d}]\n")
 
 
-def write_hgrm(snapshot: dict[str, Any], out: TextIO, phase: str | None = "sustain") -> int:
+def write_hgrm(snapshot: Snapshot, out: TextIO, phase: str | None = "sustain") -> int:
     """Write one percentile distribution per series of ``phase`` (all phases when ``None``).
 
     From the snapshot's phase histograms (those its report's figures come
     from). Return the number of sections written.
     """
-    histograms = histograms_of(snapshot)
+    histograms = snapshot.histograms
     phases = [phase] if phase is not None else list(histograms)
-    ops = [TOTAL, *operations(snapshot)]
+    ops = [TOTAL, *snapshot.operations]
     open_model = any(
         hists.get("hist_uncorrected")
         for name in phases
@@ -99,8 +99,8 @@ def write_hgrm(snapshot: dict[str, Any], out: TextIO, phase: str | None = "susta
     if open_model:
         kinds.append((True, "uncorrected"))
     out.write(
-        f"# protobench {snapshot['provenance']['tool_version']} snapshot {snapshot['id']}, "
-        f"profile {report_of(snapshot).profile}, phase {phase or 'all'}\n"
+        f"# protobench {snapshot.provenance['tool_version']} snapshot {snapshot.id}, "
+        f"profile {snapshot.report.profile}, phase {phase or 'all'}\n"
         "# HdrHistogram percentile distribution (outputPercentileDistribution); "
         "values in milliseconds\n"
     )

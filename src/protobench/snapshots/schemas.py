@@ -4,7 +4,7 @@ the profile.
 Each is generated from the typed model it describes (pydantic's JSON Schema
 of the dataclasses of :mod:`protobench.engine.report_model`,
 :mod:`protobench.engine.events` and :class:`protobench.snapshots.diff.DiffResult`,
-of the snapshot's typed dicts in :mod:`protobench.snapshots.schema`, of the
+of the snapshot's :class:`protobench.snapshots.model.Snapshot`, of the
 profile's pydantic model), never
 written by hand, and carries an ``$id`` naming its version. The schemas
 describe what protobench writes and reads back: a key that a newer release
@@ -104,24 +104,13 @@ def event_schema() -> dict[str, Any]:
 
 
 def snapshot_schema() -> dict[str, Any]:
-    """A snapshot file (gzip JSON): its keys as read back, its report as the report's schema."""
-    from pydantic import TypeAdapter  # noqa: PLC0415 - pydantic only when a schema is made
+    """A snapshot file (gzip JSON): its typed :class:`~protobench.snapshots.model.Snapshot`."""
+    from protobench.snapshots.model import snapshot_adapter  # noqa: PLC0415 - pydantic, numpy
 
-    from protobench.snapshots.schema import Snapshot  # noqa: PLC0415
-
-    snapshot = TypeAdapter(Snapshot).json_schema()
-    defs = snapshot.pop("$defs", {})
-    report = _dataclasses_schema({"Report": Report})["$defs"]
-    ours = {name: f"Snapshot{name}" for name in defs if name in report}  # its partial report
-    defs = _renamed({ours.get(k, k): v for k, v in defs.items()}, ours)
-    defs.update(report)
-    snapshot["properties"]["report"] = {"$ref": "#/$defs/Report"}
-    return {
-        **_head("snapshot"),
-        **snapshot,
-        "title": TITLES["snapshot"],
-        "$defs": _used(snapshot, defs),
-    }
+    body = snapshot_adapter().json_schema()
+    defs = body.pop("$defs", {})
+    _flatten(defs)
+    return {**_head("snapshot"), **body, "title": TITLES["snapshot"], "$defs": defs}
 
 
 def diff_schema() -> dict[str, Any]:
@@ -180,40 +169,3 @@ def _flatten(defs: dict[str, Any]) -> None:
         if field.metadata.get("flatten") == FLATTEN["flatten"]:
             inner = entry["properties"].pop(field.name)
             entry["additionalProperties"] = inner.get("additionalProperties", True)
-
-
-def _used(schema: dict[str, Any], defs: dict[str, Any]) -> dict[str, Any]:
-    """The entries of ``defs`` that ``schema`` refers to, directly or through others."""
-    seen: set[str] = set()
-    todo = [schema]
-    while todo:
-        for ref in _refs(todo.pop()):
-            if ref not in seen and ref in defs:
-                seen.add(ref)
-                todo.append(defs[ref])
-    return {name: body for name, body in defs.items() if name in seen}
-
-
-def _refs(value: Any) -> list[str]:
-    """The names of the ``$defs`` that ``value`` refers to."""
-    if isinstance(value, dict):
-        ref = value.get("$ref")
-        own = [ref.removeprefix("#/$defs/")] if isinstance(ref, str) else []
-        return own + [r for v in value.values() for r in _refs(v)]
-    if isinstance(value, list):
-        return [r for v in value for r in _refs(v)]
-    return []
-
-
-def _renamed(value: Any, names: dict[str, str]) -> Any:
-    """``value`` with each ``$ref`` to ``#/$defs/OLD`` pointing at ``#/$defs/NEW``."""
-    if isinstance(value, dict):
-        out = {k: _renamed(v, names) for k, v in value.items()}
-        ref = out.get("$ref")
-        if isinstance(ref, str) and ref.startswith("#/$defs/"):
-            target = ref.removeprefix("#/$defs/")
-            out["$ref"] = f"#/$defs/{names.get(target, target)}"
-        return out
-    if isinstance(value, list):
-        return [_renamed(v, names) for v in value]
-    return value

@@ -3,13 +3,13 @@
 Shared by ``diff``, ``export``, the HTML report and the monitor's replay and
 baseline. A snapshot's ``series`` holds one record per interval with one
 summary per operation (and that interval's encoded histogram), read back
-typed by :func:`series_of` (a :class:`~protobench.engine.series_model.SeriesRecord`
+typed when the snapshot is read (a :class:`~protobench.engine.series_model.SeriesRecord`
 each); :func:`intervals` adds the ``TOTAL`` of all operations to each
 record, merged exactly with the engine's own accumulator (histograms summed,
 never percentiles averaged). :func:`phase_histogram` and :func:`phase_counts`
 give a phase's whole-run figures over one or several snapshots.
 
-The snapshot is validated when read (:mod:`protobench.snapshots.schema`),
+The snapshot is validated when read (:func:`~protobench.snapshots.model.load_snapshot`),
 except the encoded histograms of its intervals, which are decoded here: a
 corrupt one is a :class:`~protobench.snapshots.store.SnapshotError` naming the
 snapshot, the interval and the operation.
@@ -19,22 +19,15 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
-from typing import Any
 
 from hdrh.histogram import HdrHistogram
 
 from protobench.engine.aggregate import interval_of, op_summary
 from protobench.engine.metrics import OpAccumulator, decode, encode, merge
-from protobench.engine.report_model import ReportError
-from protobench.engine.series_model import (
-    PhaseHistograms,
-    SeriesRecord,
-    load_histograms,
-    load_series,
-)
 from protobench.engine.summaries import OpSummary
+from protobench.snapshots.model import Snapshot
 from protobench.snapshots.schema import decoded
-from protobench.snapshots.store import SnapshotError, report_of
+from protobench.snapshots.store import SnapshotError
 
 TOTAL = "TOTAL"
 LATENCY_PERCENTILES = {"p50": 50.0, "p90": 90.0, "p95": 95.0, "p99": 99.0, "p999": 99.9}
@@ -53,33 +46,12 @@ class Interval:
     ops: dict[str, OpSummary]
 
 
-def operations(snapshot: dict[str, Any]) -> list[str]:
-    """The snapshot's operation (group) names, in plan order."""
-    return [group["name"] for group in snapshot["plan"]["groups"]]
-
-
-def checked_histogram(snapshot: dict[str, Any], where: str, encoded: str) -> HdrHistogram:
+def checked_histogram(snapshot: Snapshot, where: str, encoded: str) -> HdrHistogram:
     """The decoded histogram at ``where`` in ``snapshot``; :class:`SnapshotError` if corrupt."""
     try:
         return decoded(encoded, where)
     except ValueError as exc:
-        raise SnapshotError(f"snapshot {snapshot.get('id')}: {exc}") from None
-
-
-def series_of(snapshot: dict[str, Any]) -> list[SeriesRecord]:
-    """The snapshot's interval series, typed; :class:`SnapshotError` naming a bad field."""
-    try:
-        return load_series(snapshot.get("series", []))
-    except ReportError as exc:
-        raise SnapshotError(f"snapshot {snapshot.get('id')}: {exc}") from None
-
-
-def histograms_of(snapshot: dict[str, Any]) -> PhaseHistograms:
-    """The snapshot's phase histograms, typed; :class:`SnapshotError` naming a bad field."""
-    try:
-        return load_histograms(snapshot.get("histograms", {}))
-    except ReportError as exc:
-        raise SnapshotError(f"snapshot {snapshot.get('id')}: {exc}") from None
+        raise SnapshotError(f"snapshot {snapshot.id}: {exc}") from None
 
 
 def total_of(ops: dict[str, OpSummary], seconds: float) -> OpSummary:
@@ -117,16 +89,16 @@ def latency(figures: OpSummary, name: str) -> float | None:
 
 
 def intervals(
-    snapshot: dict[str, Any], phase: str | None = "sustain", min_fraction: float = 0.0
+    snapshot: Snapshot, phase: str | None = "sustain", min_fraction: float = 0.0
 ) -> list[Interval]:
     """The intervals of ``phase`` (every phase when ``None``), in run order.
 
     Intervals shorter than ``min_fraction`` of the plan's interval (a run cut
     short, a phase that is not a multiple of the interval) are left out.
     """
-    shortest = min_fraction * float(snapshot["plan"].get("interval", 0.0))
+    shortest = min_fraction * snapshot.interval
     out = []
-    for number, record in enumerate(series_of(snapshot)):
+    for number, record in enumerate(snapshot.series):
         if phase is not None and record.phase != phase:
             continue
         if record.duration < shortest:
@@ -143,7 +115,7 @@ def intervals(
                     where = f"series.{number}.ops.{op}.{key}"
                     checked_histogram(snapshot, where, encoded or "")
             raise SnapshotError(
-                f"snapshot {snapshot.get('id')}: series.{number}: its histograms cannot be "
+                f"snapshot {snapshot.id}: series.{number}: its histograms cannot be "
                 f"merged ({type(exc).__name__})"
             ) from None
         end = record.elapsed
@@ -152,7 +124,7 @@ def intervals(
 
 
 def phase_histogram(
-    snapshots: Sequence[dict[str, Any]], op: str, phase: str = "sustain", uncorrected: bool = False
+    snapshots: Sequence[Snapshot], op: str, phase: str = "sustain", uncorrected: bool = False
 ) -> HdrHistogram:
     """The merged latency histogram of ``op`` (or ``TOTAL``) over the phase of every snapshot.
 
@@ -160,7 +132,7 @@ def phase_histogram(
     """
     encoded: list[str] = []
     for snapshot in snapshots:
-        hists = histograms_of(snapshot).get(phase, {})
+        hists = snapshot.histograms.get(phase, {})
         names = list(hists) if op == TOTAL else [op]
         for name in names:
             if name in hists:
@@ -170,13 +142,13 @@ def phase_histogram(
 
 
 def phase_counts(
-    snapshots: Sequence[dict[str, Any]], op: str, phase: str = "sustain"
+    snapshots: Sequence[Snapshot], op: str, phase: str = "sustain"
 ) -> tuple[int, int, float]:
     """(successes, errors, seconds) of ``op`` (or ``TOTAL``) over the phase of every snapshot."""
     ok = errors = 0
     seconds = 0.0
     for snapshot in snapshots:
-        section = report_of(snapshot).phases.get(phase)
+        section = snapshot.report.phases.get(phase)
         if section is None:
             continue
         figures = section.scope(None if op == TOTAL else op)

@@ -41,18 +41,18 @@ import zlib
 from collections.abc import Mapping
 from dataclasses import replace
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 from protobench import __version__
-from protobench.engine.report_model import Report, ReportError, load_report, to_plain
+from protobench.engine.report_model import ReportError, to_plain
 from protobench.home import home
 from protobench.redaction import redact_url, redact_value
+from protobench.snapshots.model import SCHEMA, Plan, Provenance, Snapshot, load_snapshot
 
 if TYPE_CHECKING:
     from protobench.engine.archive import RunRecord
     from protobench.engine.plan import RunPlan
 
-SCHEMA = "protobench.snapshot/1"
 SUFFIX = ".json.gz"
 DEFAULT_DIR = Path(".protobench") / "snapshots"
 DEFAULT_LOGS = Path(".protobench") / "logs"
@@ -102,18 +102,16 @@ def check_run_id(run_id: str) -> str:
     return run_id
 
 
-def redacted(snapshot: dict[str, Any]) -> dict[str, Any]:
+def redacted(snapshot: Snapshot) -> Snapshot:
     """The snapshot with the plan, the provenance's overrides and the target redacted again."""
-    out = dict(snapshot)
-    if isinstance(out.get("plan"), dict):
-        out["plan"] = redact_value(out["plan"])
-    provenance = out.get("provenance")
-    if isinstance(provenance, dict) and "overrides" in provenance:
-        out["provenance"] = {**provenance, "overrides": redact_value(provenance["overrides"])}
-    report = out.get("report")
-    if isinstance(report, dict) and isinstance(report.get("target"), str):
-        out["report"] = {**report, "target": redact_url(report["target"])}
-    return out
+    provenance = snapshot.provenance.copy()
+    if "overrides" in provenance:
+        provenance["overrides"] = redact_value(provenance["overrides"])
+    report = snapshot.report
+    if report.target is not None:
+        report = replace(report, target=redact_url(report.target))
+    plan = cast("Plan", redact_value(snapshot.plan))
+    return replace(snapshot, plan=plan, provenance=provenance, report=report)
 
 
 def cpu_model() -> str:
@@ -151,7 +149,7 @@ def git_commit(cwd: Path) -> dict[str, Any] | None:
     return {"commit": commit.stdout.strip(), "dirty": bool(status.stdout.strip())}
 
 
-def provenance(plan: RunPlan) -> dict[str, Any]:
+def provenance(plan: RunPlan) -> Provenance:
     return {
         "tool_version": __version__,
         "profile": plan.profile,
@@ -219,23 +217,24 @@ class SnapshotStore:
     def save(self, run_id: str, record: RunRecord) -> Path:
         """Write the snapshot of a finished run atomically; return its path."""
         plan, report = record.plan, record.report
-        snapshot = {
-            "schema": SCHEMA,
-            "id": run_id,
-            "created_at": dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
-            "partial": report.partial,
-            "labels": report.labels or {},
-            "provenance": provenance(plan),
-            "plan": redact_value(plan.redacted()),
-            "report": to_plain(replace(report, target=redact_url(report.target))),
-            "series": to_plain(record.series),
-            "histograms": record.histograms,
-            "resources": record.resources,
-        }
-        return self.write(run_id, snapshot)
+        snapshot = Snapshot(
+            schema=SCHEMA,
+            id=run_id,
+            created_at=dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
+            partial=report.partial,
+            labels=report.labels or {},
+            provenance=provenance(plan),
+            plan=cast("Plan", redact_value(plan.redacted())),
+            report=replace(report, target=redact_url(report.target)),
+            series=record.series,
+            histograms=record.histograms,
+            resources=record.resources,
+        )
+        return self.write(run_id, to_plain(snapshot))
 
-    def write(self, run_id: str, snapshot: dict[str, Any]) -> Path:
-        """Write ``snapshot`` atomically as ``run_id``; :class:`SnapshotWriteError` on failure."""
+    def write(self, run_id: str, snapshot: Mapping[str, Any]) -> Path:
+        """Write ``snapshot`` (its JSON) atomically as ``run_id``; :class:`SnapshotWriteError`
+        on failure."""
         path = self.path_of(run_id)
         data = json.dumps(snapshot, separators=(",", ":")).encode()
         try:
@@ -290,13 +289,13 @@ class SnapshotStore:
             raise SnapshotError(f"no snapshot {ref!r} in {self.directory}")
         raise SnapshotError(f"{ref!r} is ambiguous: {len(matches)} snapshots match")
 
-    def load(self, ref: str) -> dict[str, Any]:
+    def load(self, ref: str) -> Snapshot:
         """The snapshot ``ref`` names, validated (:func:`read`)."""
         return read(self.resolve(ref))
 
 
-def read(path: Path) -> dict[str, Any]:
-    """The snapshot in ``path``, checked against its schema.
+def read(path: Path) -> Snapshot:
+    """The typed snapshot in ``path`` (:func:`~protobench.snapshots.model.load_snapshot`).
 
     Every failure (unreadable, truncated or corrupt gzip, not JSON, not an
     object, another schema, a missing key or a wrong type) is a
@@ -318,21 +317,16 @@ def read(path: Path) -> dict[str, Any]:
             f"{path}: unknown schema {_one_line(repr(data.get('schema')))[:80]} "
             f"(expected {SCHEMA!r})"
         )
-    from protobench.snapshots.schema import problem  # noqa: PLC0415 - pydantic only on read
+    from protobench.snapshots.schema import histograms_problem  # noqa: PLC0415 - numpy
 
-    why = problem(data)
+    try:
+        snapshot = load_snapshot(data)
+    except ReportError as exc:
+        raise SnapshotError(f"{path}: not a valid snapshot: {_one_line(exc)}") from None
+    why = histograms_problem(snapshot.histograms)
     if why is not None:
         raise SnapshotError(f"{path}: not a valid snapshot: {_one_line(why)}")
-    snapshot: dict[str, Any] = data
     return snapshot
-
-
-def report_of(snapshot: Mapping[str, Any]) -> Report:
-    """The typed report of a snapshot read back; :class:`SnapshotError` naming the bad field."""
-    try:
-        return load_report(snapshot.get("report"), where="report")
-    except ReportError as exc:
-        raise SnapshotError(f"snapshot {snapshot.get('id')}: {exc}") from None
 
 
 def _one_line(value: object) -> str:

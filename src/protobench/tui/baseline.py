@@ -5,15 +5,14 @@ from __future__ import annotations
 import bisect
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any
 
 from protobench.engine.report_model import to_plain
 from protobench.engine.series_model import SeriesRecord
 from protobench.engine.summaries import LatencySummary
 from protobench.snapshots.diff import ALPHA, compare_samples
-from protobench.snapshots.series import series_of
+from protobench.snapshots.model import Snapshot
 from protobench.snapshots.stats import CONFIDENCE
-from protobench.snapshots.store import SnapshotError, SnapshotStore, report_of
+from protobench.snapshots.store import SnapshotError, SnapshotStore
 
 SAMPLED = ("throughput", "p99")
 """The metrics compared interval by interval (``diff``'s test) in the live tables."""
@@ -34,18 +33,18 @@ class Baseline:
     throughput only; a total's p99 needs the merged histograms, so it is not tested)."""
 
     @classmethod
-    def from_snapshot(cls, snapshot: dict[str, Any]) -> Baseline:
-        report = report_of(snapshot)
+    def from_snapshot(cls, snapshot: Snapshot) -> Baseline:
+        report = snapshot.report
         sustain = report.sustain
         scopes = {**sustain.ops, "total": sustain.total} if sustain else {}
-        series = series_of(snapshot)
+        series = snapshot.series
         curve = tuple(
             (item.elapsed, sum(op.throughput for op in item.ops.values()))
             for item in series
             if item.phase != "drain"
         )
         return cls(
-            id=str(snapshot.get("id", "")),
+            id=snapshot.id,
             profile=report.profile,
             throughput={name: s.throughput for name, s in scopes.items()},
             latency={name: to_plain(s.latency_us) for name, s in scopes.items()},

@@ -31,12 +31,13 @@ import sys
 import threading
 from collections.abc import Callable, Iterator
 from types import FrameType
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from protobench.engine.controller import PoolFactory, describe_failure
 from protobench.engine.plan import RunPlan
 from protobench.engine.report import EXIT_INCOMPLETE, exit_code_for
 from protobench.engine.report_model import Report
+from protobench.snapshots.model import Snapshot
 from protobench.snapshots.store import SnapshotStore
 from protobench.tui.baseline import Baseline
 from protobench.tui.source import LiveSource, ReplaySource
@@ -163,7 +164,7 @@ def _exit_code(report: Report | None) -> int:
 
 
 def run_replay(
-    snapshot: dict[str, Any],
+    snapshot: Snapshot,
     store: SnapshotStore,
     speed: float = 1.0,
     baseline: Baseline | None = None,
@@ -171,7 +172,7 @@ def run_replay(
     """Play a snapshot in the monitor (compared with ``baseline``) until the user quits."""
     from protobench.tui.app import MonitorApp  # noqa: PLC0415 - as run_live
 
-    log_dir = store.logs_of(str(snapshot.get("id", "")))
+    log_dir = store.logs_of(snapshot.id)
     source = ReplaySource(snapshot, speed, log_dir)
     app = MonitorApp(source, store, speed=speed, baseline=baseline)
     _run_closed_by_signals(app)

@@ -39,6 +39,7 @@ from protobench.engine.plan import RunPlan
 from protobench.engine.report_model import Report
 from protobench.engine.sinks import Each
 from protobench.snapshots.archive import stored_controller
+from protobench.snapshots.model import Snapshot
 from protobench.snapshots.store import SnapshotStore
 from protobench.tui.handover import Handover
 from protobench.tui.timeline import replay_timeline
@@ -192,11 +193,9 @@ class ReplaySource:
     kind = "replay"
     controls = frozenset({"pause", "seek", "speed"})
 
-    def __init__(
-        self, snapshot: dict[str, Any], speed: float = 1.0, log_dir: Path | None = None
-    ) -> None:
+    def __init__(self, snapshot: Snapshot, speed: float = 1.0, log_dir: Path | None = None) -> None:
         self.timeline = replay_timeline(snapshot)
-        self.snapshot_id = str(snapshot.get("id") or "") or None
+        self.snapshot_id: str | None = snapshot.id or None
         """The replayed snapshot's id (``s`` names the report after it)."""
         self.end = self.timeline[-1][0]
         self.speed = speed

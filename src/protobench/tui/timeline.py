@@ -1,8 +1,8 @@
 """A saved run as the events the engine emitted, for a replay.
 
 :func:`replay_timeline` turns a snapshot into ``(run time, event)`` pairs,
-from ``RunStarted`` to ``RunFinished`` (the snapshot's typed report, read by
-:func:`protobench.snapshots.store.report_of`). Each interval carries what the
+from ``RunStarted`` to ``RunFinished`` (the typed
+:class:`~protobench.snapshots.model.Snapshot` the store reads). Each interval carries what the
 live engine's carried, computed by the same code: its phase so far
 (:func:`protobench.engine.aggregate.phase_summary` over the phase's
 accumulators, rebuilt from the series records) and the verdicts so far
@@ -14,7 +14,6 @@ monitor adds none of its own.
 from __future__ import annotations
 
 from collections.abc import Iterator
-from typing import Any
 
 from protobench.engine.aggregate import interval_of, phase_summary, total_summary
 from protobench.engine.bounds import Tally, lagging
@@ -30,13 +29,12 @@ from protobench.engine.events import (
 from protobench.engine.metrics import OpAccumulator
 from protobench.engine.plan import RunPlan
 from protobench.engine.report import RunJudge, exit_code_for
-from protobench.engine.report_model import JsonValue, Report
-from protobench.engine.resource_log import ResourceLog
+from protobench.engine.report_model import JsonValue, Report, to_plain
+from protobench.engine.resource_log import ResourceLog, ResourceRecord
 from protobench.engine.series_model import SeriesRecord
 from protobench.engine.summaries import PhaseSummary
 from protobench.protocols import registry
-from protobench.snapshots.series import series_of
-from protobench.snapshots.store import report_of
+from protobench.snapshots.model import Snapshot
 
 ORDER = {RunStarted: 0, IntervalUpdate: 1, Notice: 2, ResourceSample: 3, PhaseChanged: 4}
 """At one run time: a notice before the sample that shows it (as the controller sends them)."""
@@ -92,19 +90,19 @@ class _Phases:
         )
 
 
-def replay_timeline(snapshot: dict[str, Any]) -> list[tuple[float, Event]]:
+def replay_timeline(snapshot: Snapshot) -> list[tuple[float, Event]]:
     """A snapshot's events in run-time order, from ``RunStarted`` to ``RunFinished``."""
-    report = report_of(snapshot)
-    plan = RunPlan.from_dict(snapshot["plan"])
+    report = snapshot.report
+    plan = RunPlan.from_dict(dict(snapshot.plan))
     resources = ResourceLog()
     passive = registry.load(plan.protocol).passive_ops
     judge = RunJudge.of(plan, resources, frozenset(g.name for g in plan.groups if g.op in passive))
     phases = _Phases(plan, report, judge)
-    series = series_of(snapshot)
-    timed: list[tuple[float, Event]] = [(0.0, _started(snapshot["plan"], report))]
+    series = snapshot.series
+    timed: list[tuple[float, Event]] = [(0.0, _started(to_plain(snapshot.plan), report))]
     for phase in dict.fromkeys(record.phase for record in series):
         timed.append((phases.starts.get(phase, 0.0), PhaseChanged(phase, phases.starts[phase])))
-    samples = _samples(snapshot.get("resources", []))
+    samples = _samples(snapshot.resources)
     pending = next(samples, None)
     for record in series:
         while pending is not None and pending["elapsed"] < record.elapsed:
@@ -137,11 +135,9 @@ def _started(plan: dict[str, JsonValue], report: Report) -> RunStarted:
     )
 
 
-def _samples(samples: list[dict[str, Any]]) -> Iterator[dict[str, Any]]:
-    return iter(sorted(samples, key=lambda sample: float(sample["elapsed"])))
+def _samples(samples: list[ResourceRecord]) -> Iterator[ResourceRecord]:
+    return iter(sorted(samples, key=lambda sample: sample["elapsed"]))
 
 
-def _sample(sample: dict[str, Any]) -> ResourceSample:
-    return ResourceSample(
-        sample["elapsed"], sample["workers"], sample.get("target"), sample["host"]
-    )
+def _sample(sample: ResourceRecord) -> ResourceSample:
+    return ResourceSample(sample["elapsed"], sample["workers"], sample["target"], sample["host"])

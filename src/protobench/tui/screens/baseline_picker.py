@@ -112,12 +112,13 @@ class BaselinePicker(ModalScreen[Path | str | None]):
                 return
             run_id = id_of(path)
             try:
-                total = read(path)["report"]["phases"].get("sustain", {}).get("total", {})
-            except (SnapshotError, KeyError, TypeError):
+                sustain = read(path).report.sustain
+            except SnapshotError:
                 figures = "unreadable"
             else:
-                rate = formatting.per_second(float(total.get("throughput", 0.0)))
-                p99 = formatting.latency(total.get("latency_us", {}).get("p99"))
+                total = sustain.total if sustain else None
+                rate = formatting.per_second(total.throughput if total else 0.0)
+                p99 = formatting.latency(total.latency_us.p99 if total else None)
                 figures = f"{rate} ops/s  p99 {p99}"
             self.app.call_from_thread(self.show_figures, path, run_id, figures)
 
