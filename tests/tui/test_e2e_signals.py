@@ -30,7 +30,8 @@ import psutil
 import pytest
 
 from protobench.engine.report import exit_code_for
-from protobench.snapshots.store import SnapshotStore, report_of
+from protobench.engine.report_model import to_plain
+from protobench.snapshots.store import SnapshotStore
 from tests.tui.script import scripted_snapshot
 
 pytestmark = pytest.mark.skipif(
@@ -155,9 +156,9 @@ def saved(tmp_path: Path) -> SnapshotStore:
 def assert_ended_early(tmp_path: Path, family: list[psutil.Process], stop_reason: str) -> None:
     _, alive = psutil.wait_procs(family, timeout=LIMIT)
     assert alive == [], f"processes outlived the run: {alive}"
-    report = saved(tmp_path).load("latest")["report"]
-    assert report["partial"] is True
-    assert report["stop_reason"] == stop_reason
+    report = saved(tmp_path).load("latest").report
+    assert report.partial is True
+    assert report.stop_reason == stop_reason
 
 
 @pytest.mark.timeout(200)
@@ -223,9 +224,9 @@ def test_a_completed_run_exits_as_its_report_says(tmp_path: Path) -> None:
     _, alive = psutil.wait_procs(family, timeout=LIMIT)
     assert alive == []
     snapshot = saved(tmp_path).load("latest")
-    assert snapshot["report"]["partial"] is False
-    assert snapshot["report"]["stop_reason"] == "completed"
-    assert code == exit_code_for(report_of(snapshot))
+    assert snapshot.report.partial is False
+    assert snapshot.report.stop_reason == "completed"
+    assert code == exit_code_for(snapshot.report)
     assert code in (0, 1)
 
 
@@ -237,7 +238,7 @@ def test_a_replay_closes_on_a_signal_with_exit_0_and_the_terminal_restored(
     tmp_path: Path, signum: signal.Signals
 ) -> None:
     snapshot = scripted_snapshot()
-    path = saved(tmp_path).write(snapshot["id"], snapshot)
+    path = saved(tmp_path).write(snapshot.id, to_plain(snapshot))
     with terminal(["replay", str(path), "--speed", "0.5"], tmp_path) as term:
         wait_until(lambda: b"p99" in term.output, "the replay on screen", term)
         os.kill(term.process.pid, signum)
