@@ -52,6 +52,7 @@ class OpFigures(TypedDict):
     throughput: Annotated[float, Field(ge=0, allow_inf_nan=False)]
     latency_us: dict[str, Number | None]
     bytes_in: NotRequired[Count]
+    bytes_out: NotRequired[Count]
     late: NotRequired[Count]
     out_of_range: NotRequired[Count]
     errors_by_class: NotRequired[dict[str, Count]]
