@@ -49,8 +49,9 @@ def error_shares(
     return out
 
 
-BYTES = {"bytes_in": "in/s", "bytes_out": "out/s"}
-"""Byte figures shown as rates over the phase (``in/s``, ``out/s``)."""
+BYTES = {"bytes_in": "in/s", "bytes_out": "out/s", "bytes_sent": "out/s"}
+"""Byte figures shown as rates over the phase (``in/s``, ``out/s``); ``bytes_sent`` is
+the counter a WebSocket ``send`` op kept before ``bytes_out`` (older snapshots)."""
 
 
 def counter_figures(
