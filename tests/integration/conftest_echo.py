@@ -18,6 +18,7 @@ from typing import Any
 from protobench.protocols.base import CallbackSession, Protocol, Session, SessionContext
 from protobench.targets.base import Announcement, EmbeddedTarget
 from protobench.vocab.errors import OpError
+from protobench.vocab.recorder import Tally
 
 
 @asynccontextmanager
@@ -42,8 +43,10 @@ async def serving(target: EmbeddedTarget, **options: Any) -> AsyncIterator[Annou
 async def open_session(
     plugin: Protocol, target: str, op: str, index: int = 0, **params: Any
 ) -> Session:
-    """Open one session of ``op``; ``options`` and ``timeout`` (default 5 s) go in ``params``."""
+    """Open one session of ``op``; ``options``, ``timeout`` (default 5 s) and ``sent`` (the
+    tally of bytes sent) go in ``params``."""
     timeout = float(params.pop("timeout", 5.0))
+    sent = params.pop("sent", None) or Tally()
     options = plugin.options.model_validate(params.pop("options", {}))
     ctx = SessionContext(
         target=target,
@@ -54,6 +57,7 @@ async def open_session(
         params=plugin.operations[op].model_validate(params),
         options=options,
         timeout=timeout,
+        sent=sent,
     )
     return await plugin.open_session(ctx)
 

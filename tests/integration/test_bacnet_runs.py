@@ -74,6 +74,11 @@ def test_builtin_profile_runs_every_op_under_its_threshold(
     for op in OPS[name]:
         assert total(report, op) >= 1, op
     assert sustain["ops"]["read-property"]["ok"] > 100
+    # every request datagram is counted out (a read-property is at least 17 B: BVLC 4,
+    # NPDU 2, APDU 4, object 5 and property 2)
+    assert (
+        sustain["ops"]["read-property"]["bytes_out"] >= 17 * sustain["ops"]["read-property"]["ok"]
+    )
     assert sustain["total"]["error_rate"] < LIMITS[name]
     assert all(item["ok"] for item in report["thresholds"])
     if "cov" in OPS[name]:

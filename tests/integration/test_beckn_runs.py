@@ -46,6 +46,7 @@ def test_beckn_bap_profile_counts_match_the_bpp_acks(tmp_path: Path) -> None:
     assert_all_groups_clean(report, GROUPS)
     ok = sum(phase["total"]["ok"] for phase in report["phases"].values())
     assert ok == stats["ack"]
+    assert all(report["phases"]["sustain"]["ops"][group]["bytes_out"] > 0 for group in GROUPS)
     assert stats.get("unauthorized", 0) == 0
 
 

@@ -16,7 +16,9 @@ def test_haystack_http_profile_runs_clean_and_keeps_the_password_secret(tmp_path
     )  # fmt: skip
     assert result.returncode == 0, result.stderr
     report = result.json()
-    assert_all_groups_clean(report, ["about", "ops", "read-site", "read-point", "nav"])
+    groups = ["about", "ops", "read-site", "read-point", "nav"]
+    assert_all_groups_clean(report, groups)
+    assert all(report["phases"]["sustain"]["ops"][group]["bytes_out"] > 0 for group in groups)
     assert password not in result.stdout
     assert password not in result.stderr
     stored = stored_text(tmp_path)
@@ -28,9 +30,10 @@ def test_haystack_http_profile_runs_clean_and_keeps_the_password_secret(tmp_path
 def test_haystack_ws_profile_runs_clean(tmp_path: Path) -> None:
     result = run(tmp_path, "haystack-ws", *SHORT)
     assert result.returncode == 0, result.stderr
-    assert_all_groups_clean(
-        result.json(), ["ws-about", "ws-ops", "ws-read-site", "ws-read-point", "ws-nav"]
-    )
+    groups = ["ws-about", "ws-ops", "ws-read-site", "ws-read-point", "ws-nav"]
+    report = result.json()
+    assert_all_groups_clean(report, groups)
+    assert all(report["phases"]["sustain"]["ops"][group]["bytes_out"] > 0 for group in groups)
 
 
 def test_wrong_password_is_counted_as_auth_with_the_server_message(tmp_path: Path) -> None:

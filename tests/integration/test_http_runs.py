@@ -8,6 +8,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from tests.conftest import CliResult
+from tests.integration.http_server import http_target
 
 SHORT = ("--warmup", "1s", "--duration", "2s", "--processes", "1", "--json", "--quiet")
 
@@ -24,6 +25,21 @@ def test_http_get_against_the_embedded_target(cli: Callable[..., CliResult]) -> 
     assert sustain["ops"]["get"]["ok"] == sustain["total"]["ok"]
     assert sustain["total"]["bytes_in"] == 98 * sustain["total"]["ok"]
     assert [t["ok"] for t in report["thresholds"]] == [True]
+
+
+def test_bytes_out_are_the_requests_the_target_served(cli: Callable[..., CliResult]) -> None:
+    with http_target() as target:
+        result = cli("run", "http-get", "--target", target.url, "--connections", "4", *SHORT)
+        served = target.served()
+    assert result.returncode == 0, result.stderr
+    phases = result.json()["phases"]
+    host = target.url.removeprefix("http://").rstrip("/")
+    request = f"GET / HTTP/1.1\r\nHost: {host}\r\n\r\n".encode()
+    assert served > 100
+    assert sum(phase["total"]["bytes_out"] for phase in phases.values()) == served * len(request)
+    sustain = phases["sustain"]
+    assert sustain["ops"]["get"]["bytes_out"] == sustain["total"]["bytes_out"] > 0
+    assert list(sustain["total"]).index("bytes_out") == list(sustain["total"]).index("bytes_in") + 1
 
 
 def test_unexpected_status_fails_the_threshold_with_coded_errors(

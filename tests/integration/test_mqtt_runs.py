@@ -29,6 +29,10 @@ def _phases_sum(report: dict[str, Any], op: str, key: str) -> int:
     return total
 
 
+def _phases_bytes_out(report: dict[str, Any], op: str) -> int:
+    return sum(phase["ops"].get(op, {}).get("bytes_out", 0) for phase in report["phases"].values())
+
+
 def test_fanout_qos1_received_equals_published_times_subscribers(
     cli: Callable[..., CliResult], tmp_path: Path
 ) -> None:
@@ -70,6 +74,12 @@ size = 64
     # 5 publishers on their own connections
     assert _phases_sum(report, "sub", "connects") == 4 + 1 + 2
     assert _phases_sum(report, "pub", "connects") == 5
+    # Bytes out: each PUBLISH of 64 B to t/fan/N at QoS 1 (MQTT 3.1.1) is 2 B of fixed
+    # header, 2 + 7 B of topic, 2 B of packet id and the payload; each publisher's end
+    # marker carries 20 B; a subscriber acknowledges each message with a 4 B PUBACK.
+    publish, end = 2 + 2 + 7 + 2 + 64, 2 + 2 + 7 + 2 + 20
+    assert _phases_bytes_out(report, "pub") == published * publish + 5 * end
+    assert _phases_bytes_out(report, "sub") == 4 * (published * 4 + 5 * 4)
     sub = report["phases"]["sustain"]["ops"]["sub"]
     assert 0 < sub["latency_us"]["p50"] <= sub["latency_us"]["p99"] < 5_000_000
     assert Path(report["snapshot"]).is_file()

@@ -29,6 +29,9 @@ def test_bacnet_sc_profile_with_tls_runs_clean(tmp_path: Path) -> None:
     ops = report["phases"]["sustain"]["ops"]
     assert ops["unicast"]["ok"] > 100
     assert ops["broadcast"]["ok"] >= 8
+    # an echo is the NPDU sent behind the echo node's prefix: out is less than in, not 0
+    assert 0 < ops["unicast"]["bytes_out"] < ops["unicast"]["bytes_in"]
+    assert ops["broadcast"]["bytes_out"] > 0
     assert report["phases"]["sustain"]["total"]["errors"] == 0
     assert report["thresholds"] == [{"expr": "error_rate <= 0%", "value": 0.0, "ok": True}]
 

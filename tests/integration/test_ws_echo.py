@@ -20,6 +20,7 @@ from protobench.protocols.websocket.codec import FastCodec, SansIOCodec
 from protobench.protocols.websocket.sessions import EchoSession, SubscribeSession
 from protobench.targets.ws import WsEchoTarget
 from protobench.vocab.errors import ErrorClass, OpError
+from protobench.vocab.recorder import Tally
 from tests.integration.conftest_echo import drive, open_session, serving
 
 pytestmark = pytest.mark.anyio
@@ -38,10 +39,12 @@ async def _stats(url: str) -> dict[str, int]:
     return data
 
 
-async def _echo_sessions(url: str, count: int, **params: Any) -> list[CallbackSession]:
+async def _echo_sessions(
+    url: str, count: int, sent: Tally | None = None, **params: Any
+) -> list[CallbackSession]:
     sessions = []
     for index in range(count):
-        session = await open_session(PLUGIN, url, "echo", index, **params)
+        session = await open_session(PLUGIN, url, "echo", index, sent=sent, **params)
         assert isinstance(session, CallbackSession)
         sessions.append(session)
     return sessions
@@ -54,9 +57,10 @@ async def _close(sessions: list[Any]) -> None:
 
 @pytest.mark.parametrize("mode", ["binary", "text"])
 async def test_every_echo_is_verified_and_both_sides_count_the_same(mode: str) -> None:
+    sent = Tally()
     async with serving(WsEchoTarget()) as target:
         sessions = await _echo_sessions(
-            target.url, 4, payload="25:30%, 200:50%, 1400:20%", mode=mode
+            target.url, 4, sent, payload="25:30%, 200:50%, 1400:20%", mode=mode
         )
         outcome = await drive(sessions, 300)
         await _close(sessions)
@@ -67,6 +71,7 @@ async def test_every_echo_is_verified_and_both_sides_count_the_same(mode: str) -
     assert stats["corrupted"] == 0
     expected_bytes = 4 * (300 * 0.3 * 25 + 300 * 0.5 * 200 + 300 * 0.2 * 1400)
     assert outcome.nbytes == pytest.approx(expected_bytes, rel=0.05)
+    assert sent.n == outcome.nbytes, "an echo brings back the payload it was sent"
     assert all(isinstance(s, EchoSession) and isinstance(s.conn.codec, FastCodec) for s in sessions)
 
 
@@ -195,7 +200,8 @@ async def test_send_counts_sent_and_verified_echoes() -> None:
         stats = await _stats(target.url)
     assert sent > 0
     assert recorder.counters["echoed"] == sent == stats["messages"]
-    assert recorder.counters["bytes_sent"] == 100 * sent
+    assert recorder.flush().bytes_out == 100 * sent
+    assert "bytes_sent" not in recorder.counters
     assert not recorder.errors
     assert len(recorder.latencies) == 0
 

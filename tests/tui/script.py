@@ -61,6 +61,8 @@ class Script:
     target_dies_at: float | None = None
     stop_at: float | None = None
     seed: int = 7
+    sent_per_message: int = 0
+    """Bytes out of the first op per message (none by default: the SVG snapshots predate them)."""
 
 
 def _plan(script: Script) -> RunPlan:
@@ -145,6 +147,7 @@ class _Run:
                 if number == 0:
                     recorder.count("received", n)
                     recorder.bytes_in += 512 * n
+                    recorder.add_bytes_out(script.sent_per_message * n)
                     if index % 5 == 4:
                         recorder.count("reconnects")
                         recorder.count("down_us", 250_000)

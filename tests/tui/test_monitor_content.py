@@ -106,6 +106,16 @@ async def test_overview_shows_counters_errors_by_code_and_p95() -> None:
         assert "reconnects" in counters
         assert "down 1.0s" in counters
         assert "in/s 205.5KiB" in counters  # 4,110 × 512 B over 10 s
+        assert "out/s" not in counters  # nothing sent
+
+
+async def test_the_counters_show_bytes_out_per_second_after_bytes_in() -> None:
+    app, fake = scripted_app(Script(sent_per_message=128))
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot, app, fake)
+        counters = panel_text(app, "#counters-now")
+        get = next(line for line in counters.splitlines() if line.startswith("get"))
+        assert "in/s 205.5KiB · out/s 51.4KiB" in get  # 4,110 × 128 B over 10 s
         errors = panel_text(app, "#errors-now")
         assert "protocol" in errors
         assert "503×" in errors

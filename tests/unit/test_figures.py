@@ -35,9 +35,15 @@ def test_counter_figures_show_down_time_in_seconds_and_late() -> None:
 
 
 def test_bytes_in_and_out_are_rates_over_the_phase() -> None:
-    figures = counter_figures({"bytes_sent": 2000}, late=0, bytes_in=1000, seconds=2.0)
-    assert figures == {"in/s": 500.0, "out/s": 1000.0}
-    assert counter_figures({"bytes_sent": 2000}, late=0) == {}
+    figures = counter_figures({"sent": 4}, late=0, bytes_in=1000, seconds=2.0, bytes_out=2000)
+    assert figures == {"in/s": 500.0, "out/s": 1000.0, "sent": 4}
+    assert list(figures)[:2] == ["in/s", "out/s"]
+    assert counter_figures({}, late=0, bytes_in=1000, bytes_out=2000) == {}
+
+
+def test_an_older_snapshots_bytes_sent_counter_is_still_its_bytes_out() -> None:
+    figures = counter_figures({"bytes_sent": 2000}, late=0, seconds=2.0)
+    assert figures == {"out/s": 1000.0}
 
 
 def test_run_seconds_is_the_end_of_the_last_phase() -> None:

@@ -34,6 +34,22 @@ def _real(name: str) -> dict[str, Any]:
     return data
 
 
+def _drop(data: Any, key: str) -> None:
+    if isinstance(data, dict):
+        data.pop(key, None)
+        for value in data.values():
+            _drop(value, key)
+
+
+def test_a_report_from_before_bytes_out_loads_with_0() -> None:
+    data = _real("closed")
+    _drop(data, "bytes_out")
+    sustain = load_report(data).phases["sustain"]
+    assert sustain.total.bytes_out == 0
+    assert sustain.total.bytes_in == data["phases"]["sustain"]["total"]["bytes_in"] > 0
+    assert all(op.bytes_out == 0 for op in sustain.ops.values())
+
+
 @pytest.mark.parametrize("name", NAMES)
 def test_a_real_report_round_trips_to_the_same_json(name: str) -> None:
     data = _real(name)

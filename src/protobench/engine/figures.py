@@ -49,21 +49,26 @@ def error_shares(
     return out
 
 
-BYTES = {"bytes_in": "in/s", "bytes_sent": "out/s"}
-"""Byte counters shown as rates over the phase (``in/s``, ``out/s``)."""
+BYTES = {"bytes_in": "in/s", "bytes_out": "out/s", "bytes_sent": "out/s"}
+"""Byte figures shown as rates over the phase (``in/s``, ``out/s``); ``bytes_sent`` is
+the counter a WebSocket ``send`` op kept before ``bytes_out`` (older snapshots)."""
 
 
 def counter_figures(
-    counters: Mapping[str, int], late: int, bytes_in: int = 0, seconds: float = 0.0
+    counters: Mapping[str, int],
+    late: int,
+    bytes_in: int = 0,
+    seconds: float = 0.0,
+    bytes_out: int = 0,
 ) -> dict[str, float]:
     """An op's protocol counters for display over ``seconds`` of a phase.
 
-    ``down_us`` becomes ``down_s``; ``late`` is added when any; bytes in
-    (``bytes_in``) and out (the ``bytes_sent`` counter) become per-second
-    rates ``in/s`` and ``out/s`` when ``seconds`` is known.
+    ``down_us`` becomes ``down_s``; ``late`` is added when any; bytes in and
+    out become per-second rates ``in/s`` and ``out/s`` when ``seconds`` is known.
     """
     out: dict[str, float] = {}
-    for name, value in sorted({**counters, "bytes_in": bytes_in}.items()):
+    figures = {**counters, "bytes_in": bytes_in, "bytes_out": bytes_out}
+    for name, value in sorted(figures.items()):
         if name == DOWN_US:
             out["down_s"] = round(value / 1e6, 3)
         elif name in BYTES:

@@ -37,6 +37,7 @@ import numpy as np
 from hdrh.histogram import HdrHistogram
 
 from protobench.vocab.errors import OpError
+from protobench.vocab.recorder import Tally
 
 LOWEST_US = 1
 HIGHEST_US = 60_000_000
@@ -209,6 +210,7 @@ class OpRecorder:
         "latencies",
         "lateness",
         "name",
+        "sent",
         "uncorrected",
     )
 
@@ -218,6 +220,7 @@ class OpRecorder:
         self.uncorrected: array[int] = array("q")
         self.lateness: array[int] = array("q")
         self.bytes_in = 0
+        self.sent = Tally()
         self.late = 0
         self.errors: Counter[str] = Counter()
         self.error_codes: Counter[str] = Counter()
@@ -244,6 +247,14 @@ class OpRecorder:
     def add_bytes_in(self, n: int) -> None:
         """Add ``n`` bytes received."""
         self.bytes_in += n
+
+    def add_bytes_out(self, n: int) -> None:
+        """Add ``n`` bytes sent."""
+        self.sent.n += n
+
+    def bytes_out_sink(self) -> Tally:
+        """The op's tally of bytes sent: valid for the whole run (reset in place)."""
+        return self.sent
 
     def error(self, exc: OpError) -> None:
         """Count one failed operation by class (and code, when it has one)."""
@@ -292,6 +303,7 @@ class OpRecorder:
             error_codes=dict(self.error_codes),
             last_errors=dict(self.last_errors),
             bytes_in=self.bytes_in,
+            bytes_out=self.sent.n,
             late=self.late,
             out_of_range=self._out_of_range,
             counters=dict(self.counters),
@@ -302,6 +314,7 @@ class OpRecorder:
         self._hist = self._hist_uncorrected = self._hist_lateness = None
         self._ok = self._out_of_range = 0
         self.bytes_in = 0
+        self.sent.n = 0
         self.late = 0
         self.errors.clear()
         self.error_codes.clear()
@@ -319,6 +332,7 @@ class OpInterval:
     error_codes: dict[str, int] = field(default_factory=dict)
     last_errors: dict[str, str] = field(default_factory=dict)
     bytes_in: int = 0
+    bytes_out: int = 0
     late: int = 0
     out_of_range: int = 0
     counters: dict[str, int] = field(default_factory=dict)
@@ -348,6 +362,7 @@ class OpWire(TypedDict, total=False):
     error_codes: dict[str, int]
     last_errors: dict[str, str]
     bytes_in: int
+    bytes_out: int
     late: int
     out_of_range: int
     counters: dict[str, int]
@@ -370,6 +385,7 @@ class OpAccumulator:
         self.error_codes: dict[str, int] = {}
         self.last_errors: dict[str, str] = {}
         self.bytes_in = 0
+        self.bytes_out = 0
         self.late = 0
         self.out_of_range = 0
         self.counters: dict[str, int] = {}
@@ -383,6 +399,7 @@ class OpAccumulator:
         _add_counts(self.error_codes, item.error_codes)
         self.last_errors.update(item.last_errors)
         self.bytes_in += item.bytes_in
+        self.bytes_out += item.bytes_out
         self.late += item.late
         self.out_of_range += item.out_of_range
         _add_counts(self.counters, item.counters)
@@ -400,6 +417,7 @@ class OpAccumulator:
         _add_counts(self.error_codes, other.error_codes)
         self.last_errors.update(other.last_errors)
         self.bytes_in += other.bytes_in
+        self.bytes_out += other.bytes_out
         self.late += other.late
         self.out_of_range += other.out_of_range
         _add_counts(self.counters, other.counters)
@@ -422,6 +440,7 @@ class OpAccumulator:
             error_codes=dict(self.error_codes),
             last_errors=dict(self.last_errors),
             bytes_in=self.bytes_in,
+            bytes_out=self.bytes_out,
             late=self.late,
             out_of_range=self.out_of_range,
             counters=dict(self.counters),

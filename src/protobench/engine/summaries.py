@@ -65,6 +65,7 @@ class OpSummary:
     error_rate: float
     throughput: float
     bytes_in: int = 0
+    bytes_out: int = 0
     errors_by_class: dict[str, int] = field(default_factory=dict)
     error_codes: dict[str, int] = field(default_factory=dict)
     last_errors: dict[str, str] | None = field(default=None, metadata=OMIT_NONE)

@@ -130,6 +130,7 @@ class Worker:
                 options=options,
                 timeout=self.plan.timeout,
                 count=recorder.count,
+                sent=recorder.sent,
             )
             for index in part.indices
         ]

@@ -48,7 +48,7 @@ from pydantic import BaseModel, ConfigDict
 
 from protobench.redaction import redact_text, redact_url
 from protobench.vocab.errors import OpError
-from protobench.vocab.recorder import Recorder
+from protobench.vocab.recorder import Recorder, Tally
 
 
 class StrictModel(BaseModel):
@@ -106,6 +106,8 @@ class SessionContext:
     ``options`` and ``params`` carry secret values in clear: a session may use
     them but never log them. ``count(name, n)`` adds to a named counter of the
     group (``resent``, ``stray``...), for what is not an exchange's outcome.
+    ``sent`` is the group's tally of bytes sent: a session adds what it writes
+    once it is open (``sent.n += size``; the handshakes of opening are not counted).
     """
 
     target: str
@@ -117,6 +119,7 @@ class SessionContext:
     options: StrictModel
     timeout: float
     count: Callable[[str, int], None] = field(default=lambda name, n: None, compare=False)
+    sent: Tally = field(default_factory=Tally, compare=False)
 
 
 class Session(abc.ABC):

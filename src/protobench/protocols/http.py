@@ -52,6 +52,7 @@ from protobench.protocols.http_client import (
 )
 from protobench.vocab.counters import CONNECTS
 from protobench.vocab.errors import ErrorClass, OpError
+from protobench.vocab.recorder import Tally
 
 
 class HttpOptions(StrictModel):
@@ -135,7 +136,8 @@ class HttpSession(CallbackSession):
     ``submit`` is bound straight to the connection's ``submit`` with the
     request (a ``functools.partial``, no Python frame of its own); a submit on
     a connection that died goes to :meth:`_reopen` through ``on_dead``.
-    ``count`` adds to the op's counters (``connects``: one per reopened connection).
+    ``count`` adds to the op's counters (``connects``: one per reopened connection);
+    every connection it binds counts the requests it writes in ``sent``.
     """
 
     def __init__(
@@ -145,8 +147,10 @@ class HttpSession(CallbackSession):
         accept: frozenset[int],
         tls: ssl.SSLContext | None,
         count: Callable[[str, int], None],
+        sent: Tally,
     ) -> None:
         self._request = request
+        self._sent = sent
         self._accept = accept
         self._tls = tls
         self._count = count
@@ -155,6 +159,7 @@ class HttpSession(CallbackSession):
 
     def _bind(self, conn: HttpConnection) -> HttpConnection:
         conn.accept = self._accept
+        conn.sent = self._sent
         conn.on_dead = self._reopen
         self.submit = partial(conn.submit, self._request)  # type: ignore[method-assign]
         return conn
@@ -191,6 +196,7 @@ class HeadSession(HttpSession):
 
     def _bind(self, conn: HttpConnection) -> HttpConnection:
         conn.accept = self._accept
+        conn.sent = self._sent
         return conn
 
     def submit(self, done: Done) -> None:
@@ -270,4 +276,4 @@ class HttpProtocol(Protocol):
         accept = SUCCESS if params.expect_status is None else frozenset(params.expect_status)
         conn = await HttpConnection.connect(endpoint, ssl=tls, timeout=ctx.timeout)
         kind = HeadSession if params.method == "HEAD" else HttpSession
-        return kind(conn, request, accept, tls, ctx.count)
+        return kind(conn, request, accept, tls, ctx.count, ctx.sent)

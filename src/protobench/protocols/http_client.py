@@ -58,6 +58,7 @@ import httptools
 
 from protobench.protocols.base import Done
 from protobench.vocab.errors import ErrorClass, OpError
+from protobench.vocab.recorder import Tally
 
 DEFAULT_PORTS = {"http": 80, "https": 443}
 SUCCESS = frozenset(range(200, 300))
@@ -373,6 +374,8 @@ class HttpConnection(asyncio.Protocol):
         self._head = False
         self._nbytes = 0
         self._sent_at = 0.0
+        self.sent = Tally()
+        """The bytes of the requests written (a session sets its op's tally once open)."""
         self._timer: asyncio.TimerHandle | None = None
         self.alive = False
         """Whether the connection is open and in a known state (can take a request)."""
@@ -544,6 +547,7 @@ class HttpConnection(asyncio.Protocol):
         if self._timer is None:
             self._timer = loop.call_at(now + self.timeout, self._on_timer)
         self._transport.write(request)  # type: ignore[union-attr]
+        self.sent.n += len(request)
 
     def _submit_dead(self, request: bytes, done: Done) -> None:
         if self.on_dead is not None:
@@ -614,6 +618,7 @@ class HttpConnection(asyncio.Protocol):
         if self._timer is None:
             self._timer = loop.call_at(now + self.timeout, self._on_timer)
         self._transport.write(request)  # type: ignore[union-attr]
+        self.sent.n += len(request)
 
     async def fetch(self, request: bytes, *, keep_body: bool = True) -> Response:
         """Send ``request`` and return its :class:`Response`; raise :class:`OpError` on failure."""

@@ -101,6 +101,8 @@ class OpStats:
     """The protocol's counters over the measured phase (``down_us``, ``received``...)."""
     bytes_in: int = 0
     """Bytes received over the measured phase."""
+    bytes_out: int = 0
+    """Bytes sent over the measured phase."""
     seconds: float = 0.0
     """The measured phase's seconds so far."""
     samples: dict[str, tuple[float, ...]] = field(default_factory=dict)
@@ -146,6 +148,7 @@ class OpStats:
             error_codes=dict(codes),
             counters=dict(op.counters),
             bytes_in=op.bytes_in,
+            bytes_out=op.bytes_out,
             seconds=phase.duration_s if phase else 0.0,
             samples=samples,
         )

@@ -4,8 +4,10 @@ The engine implements it (``engine.metrics.OpRecorder``, one per operation per
 worker); a plugin types against :class:`Recorder` and never imports the
 engine. Latencies are nanoseconds; a success is one recorded latency (the ok
 count is the number of latencies). Hot loops take their sinks once, when the
-session starts running (:meth:`Recorder.latency_sink`, :meth:`Recorder.counter_sink`):
-they stay valid for the whole run, so a message costs what an ``append`` costs.
+session starts running (:meth:`Recorder.latency_sink`, :meth:`Recorder.counter_sink`,
+:meth:`Recorder.bytes_out_sink`): they stay valid for the whole run, so a message
+costs what an ``append`` (or an integer add) costs. A request/response session
+gets its op's :class:`Tally` of bytes sent when it opens (``SessionContext.sent``).
 """
 
 from __future__ import annotations
@@ -17,8 +19,21 @@ from typing import Protocol
 from protobench.vocab.errors import OpError
 
 
+class Tally:
+    """A running count of bytes sent: a hot path adds to :attr:`n` (``tally.n += size``).
+
+    The engine reads and resets it once per interval; a session that was given
+    none counts into a tally of its own that nobody reads.
+    """
+
+    __slots__ = ("n",)
+
+    def __init__(self) -> None:
+        self.n = 0
+
+
 class Recorder(Protocol):
-    """Where a session records its exchanges, failures, counters and received bytes."""
+    """Where a session records its exchanges, failures, counters and bytes in and out."""
 
     def record(self, latency_ns: int) -> None:
         """One success with its latency in nanoseconds."""
@@ -38,3 +53,10 @@ class Recorder(Protocol):
 
     def add_bytes_in(self, n: int) -> None:
         """Add ``n`` bytes received."""
+
+    def add_bytes_out(self, n: int) -> None:
+        """Add ``n`` bytes sent."""
+
+    def bytes_out_sink(self) -> Tally:
+        """The op's :class:`Tally` of bytes sent, for a hot loop (``sink.n += size``),
+        valid for the whole run; same effect as :meth:`add_bytes_out`."""

@@ -52,6 +52,7 @@ from protobench.protocols.bacnet_ip.codec import (
 from protobench.protocols.bacnet_ip.segments import Reassembly, segment_ack_apdu
 from protobench.protocols.base import Done
 from protobench.vocab.errors import ErrorClass, OpError
+from protobench.vocab.recorder import Tally
 
 _BVLC_TYPE = 0x81
 _ORIGINAL_UNICAST = 0x0A
@@ -247,6 +248,8 @@ class DatagramClient:
         self.lanes: list[Lane] = []
         self.resent = 0
         self.stray = 0
+        self.sent = Tally()
+        """The bytes of the datagrams sent (a session sets its op's tally once open)."""
         self.count = count or _uncounted
         self.closed = False
         self._parked: deque[tuple[Request, Done]] = deque()
@@ -302,6 +305,8 @@ class DatagramClient:
             lane.send(wire)
         except OSError as exc:
             lane.send_failed(invoke_id, exc)
+            return
+        self.sent.n += len(wire)
 
     def _send_elsewhere(self, request: Request, done: Done, now: float) -> None:
         """The current lane cannot send now: move to another or a new one, or park the request."""
@@ -408,6 +413,8 @@ class DatagramClient:
                         lane.send(wire)
                     except OSError as exc:
                         lane.send_failed(invoke_id, exc)
+                    else:
+                        self.sent.n += len(wire)
                     continue
                 pending[invoke_id] = None
                 lane.inflight -= 1

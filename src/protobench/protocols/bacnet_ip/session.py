@@ -234,4 +234,5 @@ async def open_lean_session(
     except BaseException:
         client.close()
         raise
+    client.sent = ctx.sent
     return LeanSession(client, requests, ctx.index)

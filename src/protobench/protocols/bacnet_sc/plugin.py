@@ -49,8 +49,8 @@ class BacnetScProtocol(Protocol):
         payloads = TaggedPayloads(ctx.index, params.payload, "binary")
         if isinstance(params, UnicastParams):
             nodes = [bytes.fromhex(node.replace(":", "")) for node in params.nodes]
-            return UnicastSession(link, release, payloads, nodes, ctx.timeout)
-        return BroadcastSession(link, release, payloads, params.echoes, ctx.timeout)
+            return UnicastSession(link, release, payloads, nodes, ctx.timeout, ctx.sent)
+        return BroadcastSession(link, release, payloads, params.echoes, ctx.timeout, ctx.sent)
 
 
 def _alive(link: Link) -> bool:

@@ -30,6 +30,7 @@ from protobench.protocols.bacnet_sc.link import Link
 from protobench.protocols.base import AsyncSession, CallbackSession, Done
 from protobench.protocols.payloads import TaggedPayloads
 from protobench.vocab.errors import ErrorClass, OpError
+from protobench.vocab.recorder import Tally
 
 _EXPIRED_KEEP = 64
 
@@ -84,8 +85,10 @@ class UnicastSession(CallbackSession):
         payloads: TaggedPayloads,
         nodes: list[bytes],
         timeout: float,
+        sent: Tally,
     ) -> None:
         self._echoes = _Echoes(link, release, payloads, timeout)
+        self._sent = sent
         self._nodes = nodes
         self._random = random.Random(payloads.source)
         self._done: Done | None = None
@@ -110,6 +113,7 @@ class UnicastSession(CallbackSession):
         self._done = done
         self._sent_at = self._loop.time()
         link.transport.send_unicast(payload, node)
+        self._sent.n += len(payload)
 
     def on_npdu(self, npdu: bytes, source: bytes) -> None:
         done = self._done
@@ -160,8 +164,10 @@ class BroadcastSession(AsyncSession):
         payloads: TaggedPayloads,
         echoes: int,
         timeout: float,
+        sent: Tally,
     ) -> None:
         self._echoes = _Echoes(link, release, payloads, timeout)
+        self._sent = sent
         self._wanted = echoes
         self._expected = b""
         self._sources: set[bytes] = set()
@@ -182,6 +188,7 @@ class BroadcastSession(AsyncSession):
         waiter: asyncio.Future[int] = asyncio.get_running_loop().create_future()
         self._waiter = waiter
         link.transport.send_broadcast(payload)
+        self._sent.n += len(payload)
         try:
             async with asyncio.timeout(echoes.timeout):
                 return await waiter

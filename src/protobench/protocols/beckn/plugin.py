@@ -69,6 +69,7 @@ class BecknProtocol(Protocol):
         )
         ssl = _ssl_context(options.insecure, options.ca_file) if endpoint.tls else None
         conn = await HttpConnection.connect(endpoint, ssl=ssl, timeout=ctx.timeout)
+        conn.sent = ctx.sent
         bpp_key = public_key(options.bpp_public_key) if options.bpp_public_key else None
         return BecknSession(
             conn, endpoint, ctx.op, bodies, signer, ctx.timeout, listener, ssl, bpp_key

@@ -81,6 +81,7 @@ class BecknSession(CallbackSession):
         self._send(done)
 
     async def _reconnect_then_send(self, done: Done) -> None:
+        sent = self._conn.sent
         try:
             self._conn = await HttpConnection.connect(
                 self._endpoint, ssl=self._ssl, timeout=self._timeout
@@ -88,6 +89,7 @@ class BecknSession(CallbackSession):
         except OpError as exc:
             done(exc, 0)
             return
+        self._conn.sent = sent
         self._send(done)
 
     def _send(self, done: Done) -> None:

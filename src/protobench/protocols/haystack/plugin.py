@@ -147,9 +147,11 @@ async def _open(
     async def reconnect() -> HttpConnection:
         conn = await HttpConnection.connect(endpoint, ssl=ssl, timeout=ctx.timeout)
         ctx.count(CONNECTS, 1)
+        conn.sent = ctx.sent
         return conn
 
     if ctx.op == "auth":
+        conn.sent = ctx.sent
         return AuthSession(conn, endpoint, options.user, password, framing, reconnect)
     shared = options.auth_per == "worker"
     token = (
@@ -196,7 +198,9 @@ async def _open(
             def ws_his_write() -> str:
                 return ws_template(("POST", "hisWrite", his_write_grid(next(cycle), samples, rng)))
 
-            return HaystackWsSession(ws, ws_his_write, depth, ctx.timeout, min_rows=min_rows)
+            return HaystackWsSession(
+                ws, ws_his_write, depth, ctx.timeout, min_rows=min_rows, sent=ctx.sent
+            )
         templates = itertools.cycle([ws_template(r) for r in requests()]).__next__
         return HaystackWsSession(
             ws,
@@ -205,6 +209,7 @@ async def _open(
             ctx.timeout,
             min_rows=min_rows,
             closing=ws_template(closing) if closing else None,
+            sent=ctx.sent,
         )
 
     def make_source(tok: str | None) -> Source:
@@ -232,6 +237,7 @@ async def _open(
             on, endpoint, options.user, password, framing.headers, shared=shared
         )
 
+    conn.sent = ctx.sent
     return HaystackHttpSession(
         conn,
         reconnect,

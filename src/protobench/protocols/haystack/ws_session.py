@@ -45,6 +45,7 @@ from protobench.protocols.haystack.grids import (
 )
 from protobench.protocols.haystack.scram import Headers
 from protobench.vocab.errors import ErrorClass, OpError
+from protobench.vocab.recorder import Tally
 
 AUTH_CLOSE_CODE = 4003
 MAX_MESSAGE = 16 * 1024 * 1024
@@ -135,8 +136,10 @@ class HaystackWsSession(AsyncSession):
         *,
         min_rows: int = 0,
         closing: str | None = None,
+        sent: Tally | None = None,
     ) -> None:
         self._ws = ws
+        self._sent = sent or Tally()
         self._templates = templates
         self._depth: Depth = depth
         self._timeout = timeout
@@ -150,7 +153,9 @@ class HaystackWsSession(AsyncSession):
         ws = self._ws
         try:
             async with asyncio.timeout(self._timeout):
-                await ws.send(self._templates() % ident)
+                message = self._templates() % ident
+                await ws.send(message)
+                self._sent.n += len(message.encode())
                 while True:
                     raw = await ws.recv(decode=False)
                     rows = self._check(raw, ident)

@@ -71,6 +71,7 @@ from protobench.protocols.mqtt.codec import (
 from protobench.protocols.mqtt.keepalive import wheel
 from protobench.protocols.sourceaddr import connected_socket
 from protobench.vocab.errors import ErrorClass, OpError
+from protobench.vocab.recorder import Tally
 
 MAX_PACKET_ID: Final = 0xFFFF
 SWEEP_INTERVAL: Final = 0.1
@@ -164,6 +165,7 @@ class MqttConnection(asyncio.Protocol):
         "paused",
         "resume_waiters",
         "send_quota",
+        "sent",
         "sent_packets",
         "transport",
         "version",
@@ -184,6 +186,8 @@ class MqttConnection(asyncio.Protocol):
         self.waiting: deque[Callable[[], None]] | None = None
         self.send_quota = MAX_PACKET_ID
         self.sent_packets = 0
+        self.sent = Tally()
+        """The bytes written (a session sets its op's tally once the connection is set up)."""
         self._out: list[bytes] = []
         self._flush_handle: asyncio.Handle | None = None
         self._connack: asyncio.Future[Connack] | None = self.loop.create_future()
@@ -360,7 +364,9 @@ class MqttConnection(asyncio.Protocol):
         if not out or self.transport is None or self.error is not None:
             out.clear()
             return
-        self.transport.write(out[0] if len(out) == 1 else b"".join(out))
+        data = out[0] if len(out) == 1 else b"".join(out)
+        self.transport.write(data)
+        self.sent.n += len(data)
         out.clear()
 
     def next_packet_id(self) -> int:

@@ -188,6 +188,7 @@ class PublishSession(CallbackSession):
         board: EndBoard | None = None,
     ) -> None:
         self.conn = conn
+        conn.sent = ctx.sent
         self.board = board
         self._release = release
         self._loop = asyncio.get_running_loop()
@@ -589,9 +590,12 @@ async def open_session(ctx: SessionContext) -> CallbackSession | AsyncSession | 
                 await dial(ctx, client_id(options, ctx, f"{ctx.group}$SYS")), ctx.timeout
             )
         shared = any(t.startswith("$share/") for t in sub.topics)
+        conn.sent = ctx.sent
         return SubscribeSession(conn, shared, drops, await _board(ctx, options), tuple(sub.topics))
     if ctx.op == "idle":
-        return IdleSession(await dial(ctx, client_id(options, ctx)))
+        conn = await dial(ctx, client_id(options, ctx))
+        conn.sent = ctx.sent
+        return IdleSession(conn)
     if ctx.op == "connect":
         return ConnectSession(ctx)
     raise OpError(ErrorClass.VALIDATION, f"unknown MQTT operation {ctx.op!r}")

@@ -9,8 +9,8 @@ engine around ``submit``/``done``.
 
 ``send`` (:class:`SendSession`) writes tagged messages at ``rate`` per session
 (as fast as the socket accepts when unset) and records no latency: it counts
-``sent`` and ``bytes_sent``, and when the server echoes, ``echoed`` replies
-verified against their tags.
+``sent`` messages (their payload bytes are the op's bytes out), and when the
+server echoes, ``echoed`` replies verified against their tags.
 
 ``subscribe`` (:class:`SubscribeSession`) counts ``received`` messages; with
 ``stamped`` pushes (the embedded target's ``/push``: sequence and send time as
@@ -32,7 +32,7 @@ from protobench.protocols.base import CallbackSession, Done, StreamSession
 from protobench.protocols.payloads import TaggedPayloads
 from protobench.protocols.websocket.connection import WsConnection
 from protobench.vocab.errors import ErrorClass, OpError
-from protobench.vocab.recorder import Recorder
+from protobench.vocab.recorder import Recorder, Tally
 
 PUSH_HEADER = struct.Struct(">QQ")
 _EXPIRED_KEEP = 64
@@ -55,6 +55,7 @@ class EchoSession(CallbackSession):
         "_handle",
         "_loop",
         "_payloads",
+        "_sent",
         "_sent_at",
         "_seq",
         "_text",
@@ -63,8 +64,11 @@ class EchoSession(CallbackSession):
         "conn",
     )
 
-    def __init__(self, conn: WsConnection, payloads: TaggedPayloads, timeout: float) -> None:
+    def __init__(
+        self, conn: WsConnection, payloads: TaggedPayloads, timeout: float, sent: Tally
+    ) -> None:
         self.conn = conn
+        self._sent = sent
         self._payloads = payloads
         self._text = payloads.mode == "text"
         self._timeout = timeout
@@ -93,6 +97,7 @@ class EchoSession(CallbackSession):
         self._done = done
         self._sent_at = self._loop.time()
         self._write(self._encode(payload, self._text))
+        self._sent.n += len(payload)
 
     def _on_message(self, text: bool, data: bytes) -> None:
         done = self._done
@@ -178,7 +183,7 @@ class SendSession(StreamSession):
             count += 1
             nbytes += len(payload)
         recorder.count("sent", count)
-        recorder.count("bytes_sent", nbytes)
+        recorder.add_bytes_out(nbytes)
         return count
 
     def _on_message(self, text: bool, data: bytes) -> None:
@@ -219,7 +224,9 @@ class SubscribeSession(StreamSession):
     async def run(self, recorder: Recorder) -> None:
         self._recorder = recorder
         if self._message is not None:
-            self.conn.send(self._message.encode(), True)
+            message = self._message.encode()
+            self.conn.send(message, True)
+            recorder.add_bytes_out(len(message))
         await self._lost
         raise self.conn.lost or OpError(ErrorClass.CLOSED, "connection closed")
 

@@ -42,10 +42,10 @@ class CounterTable(Panel):
 
     def key(self, display: Display) -> object:
         ops = display.view.ops
-        return tuple((op.name, op.late, op.bytes_in, tuple(op.counters.items())) for op in ops), (
-            display.focus,
-            display.filter,
+        rows = tuple(
+            (op.name, op.late, op.bytes_in, op.bytes_out, tuple(op.counters.items())) for op in ops
         )
+        return rows, (display.focus, display.filter)
 
     def shape(self, display: Display) -> object:
         """The rows the counters take at the panel's width (a long line folds)."""
@@ -61,7 +61,9 @@ class CounterTable(Panel):
         for op in view.ops:
             if not display.shows(op.name):
                 continue
-            figures = counter_figures(with_delivery(op.counters), op.late, op.bytes_in, op.seconds)
+            figures = counter_figures(
+                with_delivery(op.counters), op.late, op.bytes_in, op.seconds, op.bytes_out
+            )
             if out:
                 out.append("\n")
             out.append(f"{op.name:<{width}} ", "bold")
