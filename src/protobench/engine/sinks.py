@@ -40,31 +40,55 @@ LOSSY_LIMIT = 64
 """Queued interval and resource events kept per sink (a minute of 1 s intervals)."""
 
 
-class Subscription:
-    """One sink's bounded buffer of events: :meth:`offer` never waits; iterate to read."""
+class LossyQueue:
+    """A queue of events that keeps at most ``limit`` queued :data:`LOSSY` ones: past it the
+    oldest of them is dropped (counted in :attr:`lost`); every other event is always kept.
 
-    def __init__(self, name: str, limit: int = LOSSY_LIMIT) -> None:
-        self.name = name
+    Not thread-safe: a :class:`Subscription` uses it on one loop, the monitor's
+    handover from two threads under its own lock.
+    """
+
+    def __init__(self, limit: int = LOSSY_LIMIT) -> None:
         self.limit = limit
         self.lost = 0
-        """Interval and resource events dropped because the sink did not keep up."""
+        """Lossy events dropped because the reader did not keep up."""
+        self.last_lost_at = 0.0
+        """The run time (``elapsed``) of the last event dropped."""
         self._queue: deque[Event] = deque()
         self._lossy = 0
-        self._last_lost_at = 0.0
-        self._told = False
-        self._closed = False
-        self._wake = anyio.Event()
 
-    def offer(self, event: Event) -> None:
-        """Queue ``event`` (dropping the oldest queued lossy event when full); never waits."""
-        if self._closed:
-            return
+    def __len__(self) -> int:
+        return len(self._queue)
+
+    def put(self, event: Event) -> None:
+        """Queue ``event``, dropping the oldest queued lossy event when full."""
         if isinstance(event, LOSSY):
             if self._lossy >= self.limit:
                 self._drop_oldest_lossy()
             self._lossy += 1
         self._queue.append(event)
-        self._wake.set()
+
+    def first(self) -> Event:
+        """The event :meth:`get` returns next (the queue is not empty)."""
+        return self._queue[0]
+
+    def get(self) -> Event:
+        """The oldest queued event, removed (the queue is not empty)."""
+        event = self._queue.popleft()
+        if isinstance(event, LOSSY):
+            self._lossy -= 1
+        return event
+
+    def take_all(self) -> list[Event]:
+        """Every queued event, oldest first, removed."""
+        events = list(self._queue)
+        self._queue.clear()
+        self._lossy = 0
+        return events
+
+    def pending(self) -> tuple[Event, ...]:
+        """The queued events, oldest first, left in the queue."""
+        return tuple(self._queue)
 
     def _drop_oldest_lossy(self) -> None:
         for i, queued in enumerate(self._queue):
@@ -72,8 +96,31 @@ class Subscription:
                 del self._queue[i]
                 self._lossy -= 1
                 self.lost += 1
-                self._last_lost_at = queued.elapsed
+                self.last_lost_at = queued.elapsed
                 return
+
+
+class Subscription:
+    """One sink's bounded buffer of events: :meth:`offer` never waits; iterate to read."""
+
+    def __init__(self, name: str, limit: int = LOSSY_LIMIT) -> None:
+        self.name = name
+        self._queue = LossyQueue(limit)
+        self._told = False
+        self._closed = False
+        self._wake = anyio.Event()
+
+    @property
+    def lost(self) -> int:
+        """Interval and resource events dropped because the sink did not keep up."""
+        return self._queue.lost
+
+    def offer(self, event: Event) -> None:
+        """Queue ``event`` (dropping the oldest queued lossy event when full); never waits."""
+        if self._closed:
+            return
+        self._queue.put(event)
+        self._wake.set()
 
     def close(self) -> None:
         """No more events: the iteration ends once the queue is read."""
@@ -89,20 +136,17 @@ class Subscription:
                 raise StopAsyncIteration
             self._wake = anyio.Event()
             await self._wake.wait()
-        if self.lost and not self._told and isinstance(self._queue[0], RunFinished):
+        if self.lost and not self._told and isinstance(self._queue.first(), RunFinished):
             self._told = True
             return self.lost_notice()
-        event = self._queue.popleft()
-        if isinstance(event, LOSSY):
-            self._lossy -= 1
-        return event
+        return self._queue.get()
 
     def lost_notice(self) -> Notice:
         """What this sink left out, as a notice of kind ``<sink name>``."""
         return Notice(
             self.name,
             f"{self.lost} interval and resource events were left out: the consumer did not keep up",
-            self._last_lost_at,
+            self._queue.last_lost_at,
             {"lost": self.lost},
         )
 

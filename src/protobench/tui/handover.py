@@ -18,24 +18,20 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import threading
-from collections import deque
 from collections.abc import AsyncIterator
 
-from protobench.engine.events import Event, IntervalUpdate, Notice, ResourceSample, RunFinished
+from protobench.engine.events import Event, Notice, RunFinished
+from protobench.engine.sinks import LOSSY_LIMIT, LossyQueue
 
-LIMIT = 64
-"""Queued interval and resource events kept for a reader that falls behind."""
+LIMIT = LOSSY_LIMIT
+"""Queued interval and resource events kept for a reader that falls behind (as a sink's)."""
 
 
 class Handover:
     """A bounded, thread-safe queue of events read on one asyncio loop."""
 
     def __init__(self, limit: int = LIMIT) -> None:
-        self.limit = limit
-        self.lost = 0
-        """Interval and resource events dropped because the reader fell behind."""
-        self._queue: deque[Event] = deque()
-        self._lossy = 0
+        self._queue = LossyQueue(limit)
         self._closed = False
         self._lock = threading.Lock()
         self._reader: tuple[asyncio.AbstractEventLoop, asyncio.Event] | None = None
@@ -44,31 +40,24 @@ class Handover:
     def pending(self) -> tuple[Event, ...]:
         """The events not read yet."""
         with self._lock:
-            return tuple(self._queue)
+            return self._queue.pending()
 
     def offer(self, event: Event) -> None:
         """Queue ``event`` from any thread; never waits."""
         with self._lock:
-            if isinstance(event, IntervalUpdate | ResourceSample):
-                if self._lossy >= self.limit:
-                    self._drop_oldest()
-                self._lossy += 1
-            self._queue.append(event)
+            self._queue.put(event)
         self._wake()
+
+    @property
+    def lost(self) -> int:
+        """Interval and resource events dropped because the reader fell behind."""
+        return self._queue.lost
 
     def close(self) -> None:
         """No more events: :meth:`events` ends once the buffer is read."""
         with self._lock:
             self._closed = True
         self._wake()
-
-    def _drop_oldest(self) -> None:
-        for i, queued in enumerate(self._queue):
-            if isinstance(queued, IntervalUpdate | ResourceSample):
-                del self._queue[i]
-                self._lossy -= 1
-                self.lost += 1
-                return
 
     def _wake(self) -> None:
         reader = self._reader
@@ -83,9 +72,7 @@ class Handover:
         self._reader = (asyncio.get_running_loop(), ready)
         while True:
             with self._lock:
-                batch, closed = list(self._queue), self._closed
-                self._queue.clear()
-                self._lossy = 0
+                batch, closed = self._queue.take_all(), self._closed
             for event in batch:
                 if isinstance(event, RunFinished) and self.lost:
                     yield Notice(
