@@ -172,3 +172,11 @@ def test_a_missing_field_and_a_non_object_are_named() -> None:
         load_report(data)
     with pytest.raises(ReportError, match=r"^a report: expected a JSON object, found a JSON list$"):
         load_report([])
+
+
+def test_a_whole_number_beyond_64_bits_is_one_line_not_a_crash() -> None:
+    """Python's json reads any integer; no field can hold one past 64 bits."""
+    data = _real("closed")
+    data["processes"] = -(2**63) - 1
+    with pytest.raises(ReportError, match=r"out of range"):
+        load_report(data, "run.json.gz")

@@ -350,6 +350,9 @@ def validated[T](adapter: TypeAdapter[T], data: object, where: str) -> T:
 
     try:
         text = orjson.dumps(data, option=orjson.OPT_NON_STR_KEYS, default=str)
+    except TypeError as exc:  # a whole number beyond 64 bits, which no field can hold
+        raise ReportError(f"{where or '(top)'}: a value out of range ({exc})") from None
+    try:
         return adapter.validate_json(text, strict=True)
     except ValidationError as exc:
         errors = exc.errors()
