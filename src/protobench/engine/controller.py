@@ -307,10 +307,11 @@ class Controller:
             self.notice("workers", "workers did not open their sessions in time")
             self.stop_reason = "error"
             return
-        if self.stop_requested or not pool.live:
-            if not pool.live:
-                self.stop_reason = "error"
-                self._report_failures(pool)
+        if self.stop_requested:  # interrupted while the sessions opened (the workers may be gone)
+            return
+        if not pool.live:
+            self.stop_reason = "error"
+            self._report_failures(pool)
             return
         self.aggregator.live = set(pool.live)
         opened = sum(h.get("opened", 0) for h in hellos)
