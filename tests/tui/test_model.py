@@ -18,16 +18,16 @@ from protobench.tui.latency import Window, counts_of, distribution
 from protobench.tui.messages import NoticeShown, RunEnded, ViewUpdated
 from protobench.tui.model import RunModel
 from protobench.tui.timeline import replay_timeline
-from protobench.tui.view import NoticeItem
+from protobench.tui.view import is_alert
 from protobench.tui.widgets.verdict_banner import VerdictBanner
 from tests.tui.helpers import text_of
 from tests.tui.script import Script, scripted_run, scripted_snapshot
 
 
-def fold_all(script: Script, upto: type | None = RunFinished) -> tuple[RunModel, list[NoticeItem]]:
+def fold_all(script: Script, upto: type | None = RunFinished) -> tuple[RunModel, list[Notice]]:
     run = scripted_run(script)
     model = RunModel()
-    alerts: list[NoticeItem] = []
+    alerts: list[Notice] = []
     for event in run.events:
         if upto is not None and isinstance(event, upto):
             break
@@ -90,7 +90,7 @@ def test_thresholds_wait_for_the_sustain_phase() -> None:
 
 def test_crash_dead_target_pause_and_rate_are_noticed() -> None:
     model, alerts = fold_all(Script(crash_at=4.0, target_dies_at=9.0))
-    assert [(a.kind, a.alert) for a in alerts] == [("worker", True), ("target", True)]
+    assert [(a.kind, is_alert(a)) for a in alerts] == [("worker", True), ("target", True)]
     view = model.view()
     assert view.resources is not None
     assert view.resources.target_gone

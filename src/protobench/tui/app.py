@@ -44,7 +44,7 @@ from protobench.tui.screens.logs import LogsScreen
 from protobench.tui.screens.monitor import MonitorScreen
 from protobench.tui.screens.op_filter import OpFilter
 from protobench.tui.source import MetricsSource, ReplaySource
-from protobench.tui.view import RunView
+from protobench.tui.view import RunView, is_alert
 from protobench.tui.widgets.line_chart import REDRAW
 
 RATE_STEP = 0.1
@@ -185,7 +185,7 @@ class MonitorApp(App[int]):
 
     def on_notice_shown(self, message: NoticeShown) -> None:
         notice = message.notice
-        if notice.alert:
+        if is_alert(notice):
             self.notify(notice.message, title=notice.kind, severity="error", timeout=10)
         elif not self.replay:
             self.notify(notice.message, title=notice.kind, timeout=3)

@@ -13,9 +13,10 @@ from typing import Any
 
 from textual.message import Message
 
+from protobench.engine.events import Notice
 from protobench.engine.report_model import Report
 from protobench.tui.baseline import Baseline
-from protobench.tui.view import NoticeItem, RunView
+from protobench.tui.view import RunView
 
 
 @dataclass
@@ -32,7 +33,7 @@ class ViewUpdated(Message):
 class NoticeShown(Message):
     """Something happened that the user should see at once (a worker died...)."""
 
-    notice: NoticeItem
+    notice: Notice
 
 
 @dataclass

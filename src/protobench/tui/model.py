@@ -30,7 +30,6 @@ from protobench.engine.report_model import LiveVerdicts, Report
 from protobench.engine.summaries import OpSummary, PhaseSummary
 from protobench.tui.latency import Window, add_counts, counts_of, distribution
 from protobench.tui.view import (
-    NoticeItem,
     OpStats,
     Resources,
     RunInfo,
@@ -104,13 +103,13 @@ class RunModel:
         self.cpu_history = {
             key: deque[float](maxlen=HISTORY) for key in ("generator", "target", "host")
         }
-        self.notices: list[NoticeItem] = []
+        self.notices: list[Notice] = []
         self.marks: list[tuple[float, str]] = []
         self.worker_lag_ms: dict[int, float] = {}
         self.report: Report | None = None
         self.exit_code: int | None = None
 
-    def apply(self, event: Event) -> list[NoticeItem]:
+    def apply(self, event: Event) -> list[Notice]:
         """Fold one event in; return the notices the user should be alerted to."""
         if isinstance(event, RunStarted):
             self.reset()
@@ -128,7 +127,7 @@ class RunModel:
         elif isinstance(event, ResourceSample):
             self._resources(event)
         elif isinstance(event, Notice):
-            return self._notice(NoticeItem(event.kind, event.message, event.elapsed, event.details))
+            return self._notice(event)
         elif isinstance(event, RunFinished):
             self.state, self.paused = "finished", False
             self.report, self.exit_code = event.report, event.exit_code
@@ -171,7 +170,7 @@ class RunModel:
         self.cpu_history["target"].append(event.target["cpu"] if event.target else 0.0)
         self.cpu_history["host"].append(event.host["cpu"])
 
-    def _notice(self, item: NoticeItem) -> list[NoticeItem]:
+    def _notice(self, item: Notice) -> list[Notice]:
         """Keep a notice (the engine's word: a gone target is its notice, once)."""
         self.notices.append(item)
         if item.kind in MARKED:
@@ -182,8 +181,8 @@ class RunModel:
             self.paused = True
         elif item.kind == "resume":
             self.paused = False
-        elif item.kind == "rate":
-            self.rate_factor = float(item.details.get("factor", self.rate_factor))
+        elif item.kind == "rate" and isinstance(factor := item.details.get("factor"), int | float):
+            self.rate_factor = float(factor)
         return [item]
 
     def view(self) -> RunView:

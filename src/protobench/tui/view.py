@@ -14,7 +14,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from protobench.engine.events import HostSample, ProcessSample, RunStarted
+from protobench.engine.events import HostSample, Notice, ProcessSample, RunStarted
 from protobench.engine.report_model import Report, to_plain
 from protobench.engine.summaries import EMPTY_OP, LatencySummary, PhaseSummary
 
@@ -160,16 +160,9 @@ def _plain(latency: LatencySummary | None) -> dict[str, float]:
     return figures
 
 
-@dataclass(frozen=True)
-class NoticeItem:
-    kind: str
-    message: str
-    elapsed: float
-    details: dict[str, Any] = field(default_factory=dict)
-
-    @property
-    def alert(self) -> bool:
-        return self.kind in ALERT_KINDS
+def is_alert(notice: Notice) -> bool:
+    """A notice the user must see at once (a worker or the target gone)."""
+    return notice.kind in ALERT_KINDS
 
 
 @dataclass(frozen=True)
@@ -216,7 +209,7 @@ class RunView:
     generator_bound: bool
     generator_reason: str | None
     thresholds: tuple[ThresholdState, ...]
-    notices: tuple[NoticeItem, ...]
+    notices: tuple[Notice, ...]
     lag_ms: float
     inflight: int
     report: Report | None = None

@@ -6,6 +6,7 @@ from rich.console import RenderableType
 from rich.text import Text
 
 from protobench.tui.display import Display
+from protobench.tui.view import is_alert
 from protobench.tui.widgets.panel import Panel
 
 TAIL_LINES = 4
@@ -27,8 +28,8 @@ class NoticeLog(Panel):
             if number:
                 out.append("\n")
             out.append(f"{notice.elapsed:7.1f}s ", "dim")
-            out.append(f"{notice.kind:<8}", "bold red" if notice.alert else "bold")
-            out.append(notice.message, "red" if notice.alert else "")
+            out.append(f"{notice.kind:<8}", "bold red" if is_alert(notice) else "bold")
+            out.append(notice.message, "red" if is_alert(notice) else "")
             tail = str(notice.details.get("log_tail") or "")
             for line in tail.splitlines()[-TAIL_LINES:]:
                 out.append(f"\n{'':17}│ {line}", "dim")

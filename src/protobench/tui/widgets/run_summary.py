@@ -11,6 +11,7 @@ from protobench.engine.report_model import Report, ThresholdResult
 from protobench.engine.summaries import PhaseSummary
 from protobench.tui import formatting
 from protobench.tui.display import Display
+from protobench.tui.view import is_alert
 from protobench.tui.widgets.latency_table import delta_text
 from protobench.tui.widgets.panel import Panel
 from protobench.tui.widgets.threshold_list import observed
@@ -99,7 +100,7 @@ class RunSummary(Panel):
             parts.append(Text(f"finding: {finding}", "yellow"))
         parts.append(self._resources(report))
         for notice in view.notices:
-            if notice.alert:
+            if is_alert(notice):
                 parts.append(Text(f"{notice.kind}: {notice.message}", "red"))
         parts.append(snapshot_line(report, display.source))
         if report.snapshot_error:
