@@ -33,6 +33,7 @@ import typer.core
 
 from protobench.home import home
 from protobench.redaction import redact_text
+from protobench.termtext import echo
 
 EXIT_BAD_INPUT = 2
 EXIT_INCOMPLETE = 3
@@ -47,7 +48,7 @@ def one_line(message: str) -> str:
 
 def error(message: str) -> None:
     """Print ``protobench: error: MESSAGE`` on stderr, on one line, secrets hidden."""
-    typer.echo(f"protobench: error: {one_line(message)}", err=True)
+    echo(f"protobench: error: {one_line(message)}", err=True)
 
 
 def leaves(exc: BaseException) -> list[BaseException]:

@@ -26,6 +26,7 @@ from protobench.cli.common import StoreOption, fail, print_json
 from protobench.cli.complete import snapshot_refs
 from protobench.cli.render import us
 from protobench.snapshots.store import SnapshotError, SnapshotStore
+from protobench.termtext import echo, visible_tree
 
 if TYPE_CHECKING:  # numpy and hdrhistogram load in the command, not for --help
     from protobench.snapshots.diff import Diff, GateResult, GeomeanRow, Row, RunInfo
@@ -136,8 +137,10 @@ def _runs(label: str, runs: list[RunInfo]) -> str:
 
 
 def render_text(diff: Diff) -> str:
-    """The comparison as a terminal table, warnings first."""
+    """The comparison as a terminal table, warnings first (its strings made visible)."""
     from protobench.snapshots.series import TOTAL  # noqa: PLC0415
+
+    diff = visible_tree(diff)
 
     out = [_runs("base:", diff.base), _runs("new: ", diff.new)]
     if diff.warnings:
@@ -277,7 +280,7 @@ def diff_command(
     if as_json:
         print_json(diff.to_dict())
     else:
-        typer.echo(render_text(diff))
+        echo(render_text(diff))
     raise typer.Exit(diff.exit_code)
 
 

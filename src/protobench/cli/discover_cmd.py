@@ -19,6 +19,7 @@ from protobench.cli.boundary import EXIT_INCOMPLETE
 from protobench.cli.common import OptOption, fail, parse_pairs, parse_value
 from protobench.protocols.registry import require
 from protobench.redaction import redact_text, redact_url
+from protobench.termtext import echo
 from protobench.vocab.units import parse_duration
 
 
@@ -110,7 +111,7 @@ def discover_command(
         text, profile = _bacnet(what, opts, wait, profile_name)
     else:
         fail(f"discover: expected a bacnet:// URL or `haystack URL`, got {redact_url(what)!r}")
-    typer.echo(text)
+    echo(text)
     if write_profile is None:
         return
     from protobench.profiles import loader  # noqa: PLC0415 - pydantic: not for --help
@@ -123,7 +124,7 @@ def discover_command(
         write_profile.write_text(profile, encoding="utf-8")
     except OSError as exc:
         fail(f"{write_profile}: cannot write: {exc.strerror}")
-    typer.echo(f"profile written to {write_profile}")
+    echo(f"profile written to {write_profile}")
 
 
 def register(app: typer.Typer) -> None:

@@ -23,6 +23,7 @@ from protobench.engine.report_model import (
     Verdicts,
 )
 from protobench.engine.summaries import LatencySummary, OpSummary
+from protobench.termtext import visible, visible_tree
 from protobench.vocab.thresholds import LATENCY_COLUMNS, observed
 from protobench.vocab.units import format_duration
 
@@ -46,8 +47,10 @@ def summary_table(report: Report) -> str:
 
     Each op says what its latency measures; the total shows a latency only
     when every op measures the same thing. Figures that do not exist print as
-    ``-`` (or ``absent`` in a sentence), never ``None``.
+    ``-`` (or ``absent`` in a sentence), never ``None``. Every string of the
+    report (an error text, a notice, an op name) is shown as :func:`visible_tree` has it.
     """
+    report = visible_tree(report)
     lines = [
         f"protobench {report.tool.version}  profile {report.profile}  "
         f"protocol {report.protocol}  target {report.target} ({report.target_kind})",
@@ -184,6 +187,7 @@ class Progress:
             self._line(f"{event.kind}: {event.message}", final=True)
 
     def _line(self, text: str, final: bool = False) -> None:
+        text = visible(text)  # a target's or a notice's words: never a terminal command
         with contextlib.suppress(OSError):  # a closed terminal (SIGHUP) must not stop the run
             if self.tty:
                 self.stream.write("\r\x1b[2K" + text + ("\n" if final else ""))
