@@ -330,13 +330,14 @@ def _swap(value: object, old: str, new: str) -> object:
     return new if value == old else value
 
 
-def hostile_snapshot(store: Path, run_id: str, host: str) -> Path:
+def hostile_snapshot(store: Path, run_id: str, host: str, op: str = HOSTILE_OP) -> Path:
     """A tampered snapshot file in ``store``: a real run's shape (the engine's aggregator),
-    :data:`HOSTILE` in its op name, error texts, profile, description, target, labels,
-    notices (and a worker's log tail), findings and provenance; ``host`` names its host."""
+    :data:`HOSTILE` in its error texts, profile, description, target, labels, notices (and
+    a worker's log tail), findings and provenance; ``op`` names its operation (by default
+    a hostile name too), ``host`` its host."""
     from tests.unit.conftest_snapshots import OpSpec, make_snapshot  # noqa: PLC0415
 
-    data = make_snapshot({HOSTILE_OP: OpSpec(error_rate=0.2)}, run_id=run_id, host=host)
+    data = make_snapshot({op: OpSpec(error_rate=0.2)}, run_id=run_id, host=host)
     data = _swap(data, "timeout: slow", f"timeout: {EVERYTHING}")
     assert isinstance(data, dict)
     report = data["report"]
@@ -350,7 +351,15 @@ def hostile_snapshot(store: Path, run_id: str, host: str) -> Path:
     ]  # fmt: skip
     report["verdicts"]["findings"] = [f"finding {EVERYTHING}"]
     data["labels"] = report["labels"]
-    data["plan"]["profile"] = report["profile"]
+    data["plan"] = {  # a whole plan, as a run writes it (a replay rebuilds its events from it)
+        "profile": report["profile"], "source": "hostile.toml", "profile_sha256": "a" * 64,
+        "protocol": "http", "description": report["description"], "target": report["target"],
+        "embedded": None, "warmup": 0.5, "duration": 3.0, "interval": 0.25, "processes": 1,
+        "model": "closed", "rate": None, "ramp_to": None, "timeout": 5.0, "drain": 0.0,
+        "thresholds": [], "options": {}, "serve": {}, "overrides": {},
+        "groups": [{"name": op, "op": "request", "count": 4, "every": None,
+                    "share": 4.0, "params": {}}],
+    }  # fmt: skip
     data["provenance"].update(profile=report["profile"], cpu_model=f"cpu {EVERYTHING}")
     path = store / f"{run_id}.json.gz"
     store.mkdir(parents=True, exist_ok=True)
