@@ -74,10 +74,18 @@ def visible_tree[T](value: T, *, keep_newlines: bool = False) -> T:
     return _tree(value, keep_newlines)  # type: ignore[no-any-return]
 
 
+_ATOMS = frozenset({int, float, bool, type(None)})
+_FIELDS: dict[type, tuple[str, ...]] = {}
+"""The field names of each dataclass met (``dataclasses.fields`` costs a call each time)."""
+
+
 def _tree(value: Any, keep: bool) -> Any:
-    if isinstance(value, str):
+    kind = type(value)
+    if kind in _ATOMS:  # most of a view: figures
+        return value
+    if kind is str:
         return visible(value, keep_newlines=keep)
-    if isinstance(value, Mapping):
+    if kind is dict or isinstance(value, Mapping):
         items = [(_tree(k, keep), _tree(v, keep)) for k, v in value.items()]
         if all(k is k0 and v is v0 for (k, v), (k0, v0) in zip(items, value.items(), strict=True)):
             return value
@@ -87,18 +95,23 @@ def _tree(value: Any, keep: bool) -> Any:
         mapping.clear()
         mapping.update(dict(items))
         return mapping
+    if isinstance(value, str):  # a StrEnum
+        return visible(value, keep_newlines=keep)
     if isinstance(value, list | tuple):
         parts = [_tree(item, keep) for item in value]
         if all(new is old for new, old in zip(parts, value, strict=True)):
             return value
         return value._make(parts) if hasattr(value, "_make") else type(value)(parts)
-    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+    names = _FIELDS.get(kind)
+    if names is None and dataclasses.is_dataclass(kind):
+        names = _FIELDS[kind] = tuple(each.name for each in dataclasses.fields(kind))
+    if names is not None:
         changed = {}
-        for each in dataclasses.fields(value):
-            old = getattr(value, each.name)
+        for name in names:
+            old = getattr(value, name)
             new = _tree(old, keep)
             if new is not old:
-                changed[each.name] = new
+                changed[name] = new
         if not changed:
             return value
         replaced = copy.copy(value)

@@ -78,7 +78,8 @@ class Pty:
         deadline = time.monotonic() + LIMIT
         while not ready():
             if time.monotonic() > deadline or self.process.poll() is not None:
-                pytest.fail(f"{what} never happened; the output ends with {bytes(self.raw[-2000:])!r}")
+                end = bytes(self.raw[-2000:])
+                pytest.fail(f"{what} never happened; the output ends with {end!r}")
             time.sleep(0.2)
 
     def close(self) -> int:
