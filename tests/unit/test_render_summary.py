@@ -3,6 +3,8 @@ each op's latency kind, down time, the verdicts' reasons."""
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import pytest
 
 from protobench.cli.render import describe_model, summary_table
@@ -80,3 +82,14 @@ def test_a_report_whose_model_is_neither_open_nor_closed_does_not_load() -> None
     plain["model"]["type"] = "sideways"
     with pytest.raises(ReportError, match=r"model\.type"):
         load_report(plain)
+
+
+def test_a_run_that_measured_nothing_prints_its_thresholds_as_not_evaluated() -> None:
+    plan = plan_of({"get": 2}, ("error_rate < 0.5%",))
+    report = report_of(plan, [frame("sustain", 0, 0.0, 1.0, {"get": {}})])
+    # a snapshot written before thresholds were left unevaluated said they passed
+    for each in (report, replace(report, thresholds=[replace(report.thresholds[0], ok=True)])):
+        lines = summary_table(each).splitlines()
+        assert any(line.startswith("NOTHING MEASURED") for line in lines)
+        assert "threshold NOT EVALUATED: error_rate < 0.5% (nothing measured)" in lines
+        assert not any("PASS" in line for line in lines)

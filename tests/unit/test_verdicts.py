@@ -4,6 +4,9 @@ worked, sessions down, mixed latency kinds, a busy host; built from worker frame
 from __future__ import annotations
 
 import dataclasses
+from typing import Any
+
+import pytest
 
 from protobench.engine.bounds import Tally
 from protobench.engine.report import (
@@ -239,3 +242,25 @@ def test_ops_that_only_hold_sessions_are_not_expected_to_exchange() -> None:
         passive=frozenset({"idle"}),
     )
     assert "completed no exchange" in str(mixed.verdicts.incomplete_reason)
+
+
+@pytest.mark.parametrize(
+    ("frames", "opened"),
+    [
+        ([frame("sustain", 0, 0.0, 1.0, {"get": {}})], 1),  # no reply and no error
+        ([frame("sustain", 0, 0.0, 1.0, {"get": {"errors": 4, "error_class": "auth"}})], 0),
+    ],
+    ids=["no-exchange", "no-session"],
+)
+def test_a_run_that_measured_nothing_evaluates_no_threshold(
+    frames: list[dict[str, Any]], opened: int
+) -> None:
+    plan = plan_of({"get": 4}, ("error_rate < 0.5%", "late < 1%"))
+    report = report_of(plan, frames, opened=opened, failed=4 - 4 * opened)
+    assert report.nothing_measured
+    assert [(t.expr, t.value, t.ok) for t in report.thresholds] == [
+        ("error_rate < 0.5%", None, False),
+        ("late < 1%", None, False),
+    ]
+    assert not report.verdicts.thresholds_passed
+    assert exit_code_for(report) == EXIT_INCOMPLETE

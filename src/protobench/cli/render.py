@@ -67,7 +67,7 @@ def summary_table(report: Report) -> str:
         lines.append(header + "  latency")
         for name, op in [*sustain.ops.items(), ("TOTAL", sustain.total)]:
             lines.extend(_op_lines(name, op, name in failing))
-    lines.extend(_threshold_line(threshold) for threshold in report.thresholds)
+    lines.extend(_threshold_line(t, report.nothing_measured) for t in report.thresholds)
     lines.extend(_verdict_lines(verdicts, report.partial))
     lines.append(_resources_line(report.resources))
     lines.extend(f"notice [{n.kind}]: {n.message}" for n in report.notices)
@@ -121,7 +121,9 @@ def _op_lines(name: str, op: OpSummary, failing: bool) -> list[str]:
     return lines
 
 
-def _threshold_line(threshold: ThresholdResult) -> str:
+def _threshold_line(threshold: ThresholdResult, nothing_measured: bool) -> str:
+    if nothing_measured:
+        return f"threshold NOT EVALUATED: {threshold.expr} (nothing measured)"
     mark = "PASS" if threshold.ok else "FAIL"
     value = observed(threshold.expr, threshold.value)
     return f"threshold {mark}: {threshold.expr} (observed {value})"

@@ -33,6 +33,7 @@ from protobench.engine.report_model import (
     Report,
     Resources,
     TargetResources,
+    ThresholdResult,
     Tool,
     Verdicts,
     WorkerEntry,
@@ -165,7 +166,10 @@ def build_report(
         nodes=list(nodes) if nodes is not None else None,
     )
     judge = RunJudge.of(plan, resources, passive)
-    thresholds = evaluate_all(judge.thresholds, report.sustain)
+    if report.partial or incomplete_reason(report, passive) is None:
+        thresholds = evaluate_all(judge.thresholds, report.sustain)
+    else:  # nothing measured: no figure to judge, none passed (and the exit code is 3)
+        thresholds = [ThresholdResult(expr=t.expr, value=None, ok=False) for t in judge.thresholds]
     report = replace(report, thresholds=thresholds)
     return replace(
         report,

@@ -256,6 +256,12 @@ class Report:
     def sustain(self) -> PhaseSummary | None:
         return self.phases.get("sustain")
 
+    @property
+    def nothing_measured(self) -> bool:
+        """The run completed and measured nothing that can be judged (``NOTHING MEASURED``):
+        its thresholds were not evaluated (each ``ok: false``, ``value: null``)."""
+        return not self.partial and not self.verdicts.complete
+
 
 class ReportError(ValueError):
     """A report that cannot be read: one line naming the bad field's path."""
