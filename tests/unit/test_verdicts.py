@@ -151,6 +151,7 @@ def test_a_saturated_host_is_not_blamed_on_the_generator() -> None:
             throughput=1000.0,
             counters={"behind": 300},
             latency_us=LatencySummary(count=0),
+            send_lateness_us=LatencySummary(count=1000),  # every arrival sent at once
         ),
         ops={},
     )
