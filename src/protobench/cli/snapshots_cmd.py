@@ -189,6 +189,9 @@ def prune_snapshots(
 ) -> None:
     """Remove all but the newest --keep snapshots, with their logs.
 
+    Only files that read as snapshots count and are removed; anything else
+    (an unreadable file, a symbolic link) is left alone, with a warning.
+
     \b
     Examples:
       protobench snapshots prune --keep 20 --dry-run
@@ -199,10 +202,10 @@ def prune_snapshots(
     """
     if keep < 0:
         fail("--keep: expected a number >= 0")
-    store = SnapshotStore(snapshots_dir)
-    total = len(store.paths())
-    removed = prune(store, keep, dry_run)
+    pruning = prune(SnapshotStore(snapshots_dir), keep, dry_run)
+    for why in pruning.skipped:
+        echo(f"protobench: warning: left alone {why}", err=True)
     verb = "would remove" if dry_run else "removed"
-    for path in removed:
+    for path in pruning.removed:
         echo(f"{verb} {path.name}")
-    echo(f"{verb} {len(removed)} snapshots, kept {total - len(removed)}")
+    echo(f"{verb} {len(pruning.removed)} snapshots, kept {len(pruning.kept)}")
