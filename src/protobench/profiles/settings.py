@@ -31,7 +31,7 @@ MAX_SESSIONS = 1_000_000
 MAX_PROCESSES = 256
 
 
-def count(text: str) -> int:
+def _count(text: str) -> int:
     """A whole number >= 1 from a ``--vary`` level (a flag's is parsed by Typer)."""
     number = int(text)
     if number < 1:
@@ -101,7 +101,7 @@ DURATION: Final = Kind(parse=parse_duration, coerce=parse_duration)
 """Seconds: ``"30s"``, ``"500ms"``, ``"2m"`` or a number."""
 RATE: Final = Kind(parse=parse_rate, coerce=parse_rate)
 """Per second: ``"5000/s"``, ``"300/m"`` or a number."""
-COUNT: Final = Kind(parse=count, option=int)
+COUNT: Final = Kind(parse=_count, option=int)
 EXPRESSIONS: Final = Kind(parse=str, collect=tuple, merge=lambda old, new: (*old, *new))
 """Repeatable; the flag's items follow the profile's."""
 PAIRS: Final = Kind(parse=parse_pair, collect=dict, merge=lambda old, new: {**old, **new})
