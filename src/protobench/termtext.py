@@ -20,7 +20,9 @@ It is applied at the gates where text enters a terminal, never per call site:
   ``sweep`` tables) pass their data through :func:`visible_tree` first, so a
   line break inside a field is shown, not obeyed, and columns stay aligned;
 - the monitor renders a ``tui.display.Display`` that ``MonitorApp`` builds through
-  :func:`visible_tree` (every panel), its notifications and its logs screen.
+  :func:`visible_tree` (every panel), its notifications and its logs screen;
+- a library's warning logged in the CLI's process (Python's last-resort handler
+  on stderr) is formatted by :class:`VisibleFormatter`.
 
 JSON, NDJSON and the exports keep the exact strings (JSON escapes them); the
 HTML report escapes them as HTML. Nothing of ours is imported here.
@@ -30,6 +32,7 @@ from __future__ import annotations
 
 import copy
 import dataclasses
+import logging
 import re
 import sys
 from collections.abc import Mapping
@@ -119,6 +122,13 @@ def _tree(value: Any, keep: bool) -> Any:
             object.__setattr__(replaced, name, new)  # frozen dataclasses too
         return replaced
     return value
+
+
+class VisibleFormatter(logging.Formatter):
+    """A log record's text as :func:`visible` shows it (lines kept), for a terminal's handler."""
+
+    def format(self, record: logging.LogRecord) -> str:
+        return visible(super().format(record), keep_newlines=True)
 
 
 def echo(text: str = "", *, err: bool = False, nl: bool = True) -> None:

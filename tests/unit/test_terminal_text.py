@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import ast
 import io
+import logging
 import re
 from collections import Counter
 from dataclasses import replace
@@ -186,3 +187,16 @@ def test_every_terminal_write_of_the_commands_and_the_monitor_goes_through_echo(
                     stray.append(f"{where}:{line} in {function}")
     assert stray == [], "write through protobench.termtext.echo instead"
     assert used == RAW_WRITERS, "a listed raw writer no longer writes: remove it from the list"
+
+
+def test_a_librarys_warning_on_stderr_shows_its_text() -> None:
+    from protobench.cli import app  # noqa: PLC0415 - the root command installs the formatter
+
+    assert app(["--version"], standalone_mode=False) in (0, None)
+    assert logging.lastResort is not None
+    record = logging.LogRecord(
+        "lib", logging.WARNING, __file__, 1, "peer said %s", (EVERYTHING,), None
+    )
+    shown = logging.lastResort.format(record)
+    assert_no_escapes(shown.encode(), plain=True)
+    assert "peer said \\x1b]0;PWNED-TITLE" in shown

@@ -20,6 +20,7 @@ standard library and Typer are imported up front, so ``--help`` stays fast.
 
 from __future__ import annotations
 
+import logging
 import sys
 import tempfile
 import time
@@ -33,7 +34,7 @@ import typer.core
 
 from protobench.home import home
 from protobench.redaction import redact_text
-from protobench.termtext import echo
+from protobench.termtext import VisibleFormatter, echo
 
 EXIT_BAD_INPUT = 2
 EXIT_INCOMPLETE = 3
@@ -151,6 +152,8 @@ class Boundary(typer.core.TyperGroup):
         standalone_mode: bool = True,
         **extra: Any,
     ) -> Any:
+        if logging.lastResort is not None:  # a library's warning on stderr: its text made visible
+            logging.lastResort.setFormatter(VisibleFormatter())
         try:
             result = super().main(
                 args=args,
