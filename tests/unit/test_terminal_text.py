@@ -15,6 +15,7 @@ import re
 from collections import Counter
 from dataclasses import replace
 from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
 from hypothesis import given
@@ -22,11 +23,12 @@ from hypothesis import strategies as st
 
 import protobench
 from protobench.cli.boundary import error
+from protobench.cli.complete import profiles, snapshot_refs
 from protobench.cli.render import Progress, summary_table
 from protobench.engine.events import Notice, RunStarted
 from protobench.engine.report_model import CheckResult, NoticeEntry
 from protobench.termtext import echo, visible, visible_tree
-from tests.hostile import EVERYTHING, assert_no_escapes
+from tests.hostile import EVERYTHING, OSC_TITLE, assert_no_escapes
 from tests.unit.report_frames import frame, plan_of, report_of
 
 CONTROL = re.compile("[\x00-\x1f\x7f-\x9f\ud800-\udfff]")
@@ -200,3 +202,15 @@ def test_a_librarys_warning_on_stderr_shows_its_text() -> None:
     shown = logging.lastResort.format(record)
     assert_no_escapes(shown.encode(), plain=True)
     assert "peer said \\x1b]0;PWNED-TITLE" in shown
+
+
+def test_shell_completion_offers_no_name_with_a_control_character(tmp_path: Path) -> None:
+    store = tmp_path / "snapshots"
+    store.mkdir()
+    for name in ("20260101-000000-a-0001", f"20260102-000000-b{OSC_TITLE}-0002"):
+        (store / f"{name}.json.gz").write_bytes(b"")
+        (tmp_path / f"{name}.toml").write_text("")
+    context = SimpleNamespace(params={"snapshots_dir": store})
+    refs = snapshot_refs(context, "")  # type: ignore[arg-type]
+    assert refs == [("latest", "20260101-000000-a-0001"), ("20260101-000000-a-0001", "")]
+    assert profiles(f"{tmp_path}/2") == [f"{tmp_path}/20260101-000000-a-0001.toml"]
