@@ -10,9 +10,9 @@ from pydantic import ValidationError
 
 from protobench.profiles import loader
 from protobench.protocols import registry
-from protobench.protocols.bacnet_sc import BacnetScProtocol
-from protobench.protocols.bacnet_sc.link import tls_config
+from protobench.protocols.bacnet_sc.client import tls_config
 from protobench.protocols.bacnet_sc.options import BacnetScOptions, BroadcastParams, UnicastParams
+from protobench.protocols.bacnet_sc.plugin import BacnetScProtocol
 from protobench.protocols.payloads import TaggedPayloads
 from protobench.targets.bacnet_sc import node_vmac
 from protobench.vocab.errors import ErrorClass, OpError

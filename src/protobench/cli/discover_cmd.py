@@ -28,7 +28,7 @@ def _bacnet(url: str, opts: dict[str, object], wait: float, name: str) -> tuple[
         from pydantic import ValidationError  # noqa: PLC0415
 
         from protobench.protocols.bacnet_ip import discover, fit  # noqa: PLC0415
-        from protobench.protocols.bacnet_ip.params import BacnetIpOptions  # noqa: PLC0415
+        from protobench.protocols.bacnet_ip.options import BacnetIpOptions  # noqa: PLC0415
         from protobench.vocab.errors import OpError  # noqa: PLC0415
     try:
         options = BacnetIpOptions.model_validate(opts)
@@ -49,7 +49,7 @@ def _haystack(url: str, opts: dict[str, object], wait: float, name: str) -> tupl
         from pydantic import ValidationError  # noqa: PLC0415
 
         from protobench.protocols.haystack import discover, fit  # noqa: PLC0415
-        from protobench.protocols.haystack.models import HaystackOptions  # noqa: PLC0415
+        from protobench.protocols.haystack.options import HaystackOptions  # noqa: PLC0415
         from protobench.vocab.errors import OpError  # noqa: PLC0415
     try:
         options = HaystackOptions.model_validate(opts)

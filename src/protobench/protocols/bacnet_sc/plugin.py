@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import ClassVar
 
-from protobench.protocols.bacnet_sc.link import Link, open_link
+from protobench.protocols.bacnet_sc.client import Link, open_link
 from protobench.protocols.bacnet_sc.options import BacnetScOptions, BroadcastParams, UnicastParams
 from protobench.protocols.bacnet_sc.sessions import BroadcastSession, UnicastSession
 from protobench.protocols.base import Protocol, Session, SessionContext, StrictModel

@@ -7,7 +7,7 @@ embedded ``beckn-bpp`` by default). The private key is a secret option
 (``private_key``, else ``$BECKN_PRIVATE_KEY``, else beckn-onix's public
 *development* key). A session loads the key and builds its body templates
 when it opens; each exchange then costs one body, one digest, one Ed25519
-signature and one request on the lean HTTP client (:mod:`.session`).
+signature and one request on the lean HTTP client (:mod:`.sessions`).
 """
 
 from __future__ import annotations
@@ -25,11 +25,16 @@ from protobench.protocols.beckn.keys import (
     public_key,
     resolve_private_key,
 )
-from protobench.protocols.beckn.models import OPERATIONS, ActionParams, BecknOptions, DiscoverParams
+from protobench.protocols.beckn.options import (
+    OPERATIONS,
+    ActionParams,
+    BecknOptions,
+    DiscoverParams,
+)
 from protobench.protocols.beckn.payloads import BodyFactory
-from protobench.protocols.beckn.session import BecknSession
+from protobench.protocols.beckn.sessions import BecknSession
 from protobench.protocols.beckn.signing import Signer
-from protobench.protocols.http_client import HttpConnection, make_ssl_context, parse_url
+from protobench.protocols.http.client import HttpConnection, make_ssl_context, parse_url
 from protobench.vocab.errors import ErrorClass, OpError
 
 

@@ -10,8 +10,8 @@ Opening a session (the control path, not measured):
 4. pre-encode the op's request cycle with ``Authorization: BEARER``, starting
    at the session's index so sessions spread over filters and points.
 
-Each exchange is then one request on the fast path (:mod:`.http_session`,
-:mod:`.ws_session`); ``auth`` sessions instead repeat the whole handshake.
+Each exchange is then one request on the fast path (:mod:`.sessions.http`,
+:mod:`.sessions.ws`); ``auth`` sessions instead repeat the whole handshake.
 """
 
 from __future__ import annotations
@@ -30,13 +30,7 @@ from protobench.protocols.base import AsyncSession, Protocol, Session, SessionCo
 from protobench.protocols.haystack import tokens
 from protobench.protocols.haystack.credentials import resolve_password
 from protobench.protocols.haystack.grids import ERROR_CODE
-from protobench.protocols.haystack.http_session import (
-    HaystackHttpSession,
-    Reconnect,
-    Source,
-    refusal,
-)
-from protobench.protocols.haystack.models import (
+from protobench.protocols.haystack.options import (
     OPERATIONS,
     HaystackOptions,
     HisWriteParams,
@@ -54,8 +48,14 @@ from protobench.protocols.haystack.requests import (
     ws_template,
 )
 from protobench.protocols.haystack.scram import login
-from protobench.protocols.haystack.ws_session import HaystackWsSession, open_ws
-from protobench.protocols.http_client import (
+from protobench.protocols.haystack.sessions.http import (
+    HaystackHttpSession,
+    Reconnect,
+    Source,
+    refusal,
+)
+from protobench.protocols.haystack.sessions.ws import HaystackWsSession, open_ws
+from protobench.protocols.http.client import (
     Endpoint,
     HttpConnection,
     make_ssl_context,

@@ -7,7 +7,7 @@ from typing import ClassVar
 
 from protobench.protocols.base import Protocol, Session, SessionContext, StrictModel
 from protobench.protocols.payloads import TaggedPayloads
-from protobench.protocols.websocket.connection import connect
+from protobench.protocols.websocket.client import connect
 from protobench.protocols.websocket.options import (
     EchoParams,
     SendParams,

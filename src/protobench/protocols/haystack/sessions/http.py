@@ -2,7 +2,7 @@
 
 The hot path is :meth:`HaystackHttpSession.submit`: take the next pre-encoded
 request of the op's cycle, send it on the shared lean HTTP client
-(:mod:`protobench.protocols.http_client`), and on the response check the
+(:mod:`protobench.protocols.http.client`), and on the response check the
 status and the grid (:func:`protobench.protocols.haystack.grids.check`).
 
 Status mapping (:func:`refusal`): 200 with a valid grid is a success; 401/403
@@ -23,7 +23,7 @@ from collections.abc import Awaitable, Callable
 
 from protobench.protocols.base import CallbackSession, Done
 from protobench.protocols.haystack.grids import UNKNOWN_ROWS, Depth, Format, check, error_text
-from protobench.protocols.http_client import HttpConnection, Response, status_error
+from protobench.protocols.http.client import HttpConnection, Response, status_error
 from protobench.vocab.errors import ErrorClass, OpError
 
 Source = Callable[[], bytes]

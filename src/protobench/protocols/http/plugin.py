@@ -10,7 +10,7 @@ exchange, with no task, future or timer per request.
 
 The request target is the target URL's path exactly as given
 (``http://host/big.bin`` requests ``/big.bin``), or a group's ``path``
-resolved against it by RFC 3986 (:func:`~protobench.protocols.http_client.join_path`).
+resolved against it by RFC 3986 (:func:`~protobench.protocols.http.client.join_path`).
 
 A connection that the server closed between requests (``Connection: close``,
 HTTP/1.0, a body delimited by the close, an idle timeout) or that was dropped
@@ -37,7 +37,7 @@ from urllib.parse import urlsplit
 from pydantic import Field, field_validator, model_validator
 
 from protobench.protocols.base import CallbackSession, Done, Protocol, SessionContext, StrictModel
-from protobench.protocols.http_client import (
+from protobench.protocols.http.client import (
     SUCCESS,
     Endpoint,
     HttpConnection,

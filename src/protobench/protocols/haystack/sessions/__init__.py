@@ -1,0 +1,1 @@
+"""Haystack sessions, one module per transport: :mod:`.http` and :mod:`.ws`."""
