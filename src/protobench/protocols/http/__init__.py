@@ -1,5 +1,5 @@
-"""The ``http`` protocol: :mod:`.plugin` (the op), :mod:`.client` (the lean HTTP/1.1 client).
+"""The ``http`` protocol: :mod:`.plugin`, :mod:`.options`, :mod:`.sessions`, :mod:`.client`.
 
-The client is the transport of every HTTP-based plugin (``haystack``, ``beckn``)
-and of the commands that talk HTTP (``discover``).
+The lean HTTP/1.1 client (:mod:`.client`) is also the transport of the other
+HTTP-based plugins (``haystack``, ``beckn``).
 """
