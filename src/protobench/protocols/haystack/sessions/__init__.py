@@ -1,1 +1,1 @@
-"""Haystack sessions, one module per transport: :mod:`.http` and :mod:`.ws`."""
+"""Haystack sessions: :mod:`.opening` prepares one, :mod:`.http` and :mod:`.ws` carry it."""
