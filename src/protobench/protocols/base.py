@@ -1,6 +1,6 @@
 """The plugin contract every protocol implements.
 
-A protocol plugin is a subclass of :class:`Protocol`, registered under the entry
+A protocol plugin is a subclass of :class:`ProtocolPlugin`, registered under the entry
 point group ``protobench.protocols``. It declares once:
 
 * ``name`` - the protocol name used in profiles (``protocol = "http"``);
@@ -15,7 +15,7 @@ point group ``protobench.protocols``. It declares once:
   (see :data:`LATENCY_KINDS`); the report shows a total latency only across
   ops of one kind;
 * ``passive_ops`` - ops that only hold sessions (no exchange is expected);
-* :meth:`Protocol.open_session` - open one virtual user's session for a group.
+* :meth:`ProtocolPlugin.open_session` - open one virtual user's session for a group.
 
 The engine owns the event loop, the clock, pacing and recording. A session
 only performs the protocol exchange. There are three kinds of session:
@@ -175,7 +175,7 @@ def _redacting(check: Callable[[Any, str], None]) -> Callable[[Any, str], None]:
     return checked
 
 
-class Protocol(abc.ABC):
+class ProtocolPlugin(abc.ABC):
     """A protocol plugin. Subclasses set the class variables and open sessions.
 
     A subclass's own :meth:`check_target` is wrapped so that its error message

@@ -29,11 +29,11 @@ from protobench.protocols.bacnet_ip.address import parse_target
 from protobench.protocols.bacnet_ip.control import open_control_session
 from protobench.protocols.bacnet_ip.options import OPERATIONS, BacnetIpOptions
 from protobench.protocols.bacnet_ip.sessions import BUILDERS, open_lean_session
-from protobench.protocols.base import Protocol, Session, SessionContext, StrictModel
+from protobench.protocols.base import ProtocolPlugin, Session, SessionContext, StrictModel
 from protobench.vocab.errors import ErrorClass, OpError
 
 
-class BacnetIpProtocol(Protocol):
+class BacnetIpProtocol(ProtocolPlugin):
     """BACnet/IP (Annex J) with routing and BBMD foreign-device support."""
 
     name = "bacnet-ip"

@@ -17,7 +17,7 @@ from collections.abc import Mapping
 from functools import cache
 from typing import ClassVar
 
-from protobench.protocols.base import Protocol, Session, SessionContext, StrictModel
+from protobench.protocols.base import ProtocolPlugin, Session, SessionContext, StrictModel
 from protobench.protocols.beckn import callbacks
 from protobench.protocols.beckn.keys import (
     KeyFormatError,
@@ -38,7 +38,7 @@ from protobench.protocols.http.client import HttpConnection, make_ssl_context, p
 from protobench.vocab.errors import ErrorClass, OpError
 
 
-class BecknProtocol(Protocol):
+class BecknProtocol(ProtocolPlugin):
     """Beckn v2 BAP -> BPP requests, Ed25519-signed, with optional callback correlation."""
 
     name: ClassVar[str] = "beckn"

@@ -11,12 +11,12 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import ClassVar
 
-from protobench.protocols.base import Protocol, Session, SessionContext, StrictModel
+from protobench.protocols.base import ProtocolPlugin, Session, SessionContext, StrictModel
 from protobench.protocols.haystack.options import OPERATIONS, HaystackOptions
 from protobench.protocols.haystack.sessions.opening import open_session
 
 
-class HaystackProtocol(Protocol):
+class HaystackProtocol(ProtocolPlugin):
     """Project Haystack: SCRAM login, then grids over HTTP (JSON/Zinc) or WebSocket."""
 
     name: ClassVar[str] = "haystack"

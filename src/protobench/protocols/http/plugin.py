@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import ClassVar
 from urllib.parse import urlsplit
 
-from protobench.protocols.base import Protocol, SessionContext, StrictModel
+from protobench.protocols.base import ProtocolPlugin, SessionContext, StrictModel
 from protobench.protocols.http.client import (
     SUCCESS,
     Endpoint,
@@ -44,7 +44,7 @@ def _ssl_context(
     return make_ssl_context(insecure, ca_file, cert_file, key_file)
 
 
-class HttpProtocol(Protocol):
+class HttpProtocol(ProtocolPlugin):
     """HTTP/1.1 keep-alive load: one op, ``request``."""
 
     name: ClassVar[str] = "http"

@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any, ClassVar
 
-from protobench.protocols.base import Protocol, Session, SessionContext, StrictModel
+from protobench.protocols.base import ProtocolPlugin, Session, SessionContext, StrictModel
 from protobench.protocols.mqtt.diagnose import findings
 from protobench.protocols.mqtt.options import (
     ConnectParams,
@@ -23,7 +23,7 @@ from protobench.protocols.mqtt.options import (
 from protobench.protocols.mqtt.sessions import open_session
 
 
-class MqttProtocol(Protocol):
+class MqttProtocol(ProtocolPlugin):
     """MQTT 3.1.1 / 5.0 workloads: fan-out with end-to-end latency, storms, idle connections."""
 
     name = "mqtt"
