@@ -25,6 +25,7 @@ from protobench.cli.common import StoreOption, fail, print_json
 from protobench.cli.complete import snapshot_refs
 from protobench.cli.diff_text import render_text
 from protobench.snapshots.store import SnapshotError, SnapshotStore
+from protobench.vocab.percentiles import PERCENTILE_LABELS
 
 if TYPE_CHECKING:  # numpy and hdrhistogram load in the command, not for --help
     from protobench.snapshots.model import Snapshot
@@ -73,8 +74,8 @@ def diff_command(
         typer.Option(
             "--metric",
             "-m",
-            help="Comma-separated metrics: throughput,p50,p90,p95,p99,p99.9,error_rate "
-            "(default: all).",
+            help=f"Comma-separated metrics: throughput,{','.join(PERCENTILE_LABELS.values())},"
+            "error_rate (default: all).",
         ),
     ] = None,
     alpha: Annotated[

@@ -68,11 +68,18 @@ from protobench.snapshots.stats import (
     min_samples_for_ci,
     smallest_p,
 )
+from protobench.vocab.percentiles import PERCENTILE_KEYS, PERCENTILE_LABELS
 
-METRICS = ("throughput", "p50", "p90", "p95", "p99", "p999", "error_rate")
-LATENCY_METRICS = ("p50", "p90", "p95", "p99", "p999")
-LABELS = {"p999": "p99.9", "error_rate": "error rate"}
-ALIASES = {"p99.9": "p999", "error-rate": "error_rate", "errors": "error_rate", "rps": "throughput"}
+METRICS = ("throughput", *PERCENTILE_KEYS, "error_rate")
+LATENCY_METRICS = PERCENTILE_KEYS
+LABELS = {**PERCENTILE_LABELS, "error_rate": "error rate"}
+"""How a metric is shown (``p999`` as ``p99.9``); a metric not listed is shown by its name."""
+ALIASES = {
+    **{label: key for key, label in PERCENTILE_LABELS.items() if label != key},
+    "error-rate": "error_rate",
+    "errors": "error_rate",
+    "rps": "throughput",
+}
 ALPHA = 0.05
 EXIT_OK = 0
 EXIT_GATE_FAILED = 1
