@@ -46,7 +46,7 @@ def _side(metric: str, est: Estimate | None) -> str:
         return "-"
     spread = est.spread
     margin = "± ∞" if spread is None or math.isinf(spread) else f"± {spread:.0%}"
-    return f"{format_value(metric, est.center)} {margin}"
+    return f"{format_value(metric, est.median)} {margin}"
 
 
 def _verdict(row: Row) -> str:
@@ -60,11 +60,10 @@ def _verdict(row: Row) -> str:
 
 
 def _phase(row: Row) -> str:
-    base = format_value(row.metric, row.phase_base)
-    new = format_value(row.metric, row.phase_new)
-    change = (
-        f"? ({row.phase_note})" if row.phase_note else format_change(row.metric, row.phase_change)
-    )
+    phase = row.phase
+    base = format_value(row.metric, phase.base)
+    new = format_value(row.metric, phase.new)
+    change = f"? ({phase.note})" if phase.note else format_change(row.metric, phase.change)
     return f"{base} → {new} {change}"
 
 
@@ -130,16 +129,17 @@ def _metric_block(diff: Diff, metric: str, shown: list[str]) -> list[list[str]]:
         lines.append(
             [op, _side(metric, row.base), _side(metric, row.new), _verdict(row), _phase(row)]
         )
-    lines.extend(_geomean_cells(g) for g in diff.geomeans if g.metric == metric)
+    lines.extend(_geomean_cells(g) for g in diff.geomean if g.metric == metric)
     return lines
 
 
 def _gate_line(result: GateResult, accept_inconclusive: bool) -> str:
     if result.status == "failed":
-        where = ", ".join(f"{r.op} {format_change(r.metric, r.change)}" for r in result.crossed)
-        return f"gate FAILED: {result.gate.expr} ({where})"
+        metric = result.gate.metric
+        where = ", ".join(f"{r.op} {format_change(metric, r.change)}" for r in result.crossed)
+        return f"gate FAILED: {result.expr} ({where})"
     if result.status == "inconclusive":
-        why = "; ".join(f"{op}: {reason}" for op, reason in result.inconclusive)
+        why = "; ".join(f"{u.op}: {u.reason}" for u in result.inconclusive)
         accepted = " (accepted)" if accept_inconclusive else ""
-        return f"gate INCONCLUSIVE{accepted}: {result.gate.expr} ({why})"
-    return f"gate passed: {result.gate.expr}"
+        return f"gate INCONCLUSIVE{accepted}: {result.expr} ({why})"
+    return f"gate passed: {result.expr}"
