@@ -14,8 +14,8 @@ URLs (:mod:`.address`). Operations (:mod:`.options` lists their parameters):
 Sessions with wildcard selectors first read the device's object-list
 (:mod:`.inventory`: segmented, as an array, or after a Who-Is). Replies
 in segments are reassembled by the lean client (:mod:`.segments`).
-``protobench discover`` asks a device what it has (:mod:`.discover`) and
-fits a profile to it (:mod:`.fit`).
+``protobench discover bacnet://...`` asks a device what it has (:meth:`discover`:
+:mod:`.discover`) and fits a profile to it (:mod:`.fit`).
 
 Failures are mapped in :mod:`.errors`: BACnet Error/Reject/Abort are
 ``protocol`` errors with their class:code, a wrong reply is ``validation``.
@@ -27,9 +27,18 @@ from typing import ClassVar
 
 from protobench.protocols.bacnet_ip.address import parse_target
 from protobench.protocols.bacnet_ip.control import open_control_session
+from protobench.protocols.bacnet_ip.discover import discover as read_device
+from protobench.protocols.bacnet_ip.fit import fitted_profile, summary
 from protobench.protocols.bacnet_ip.options import OPERATIONS, BacnetIpOptions
 from protobench.protocols.bacnet_ip.sessions import BUILDERS, open_lean_session
-from protobench.protocols.base import ProtocolPlugin, Session, SessionContext, StrictModel
+from protobench.protocols.base import (
+    DiscoverRequest,
+    Discovery,
+    ProtocolPlugin,
+    Session,
+    SessionContext,
+    StrictModel,
+)
 from protobench.vocab.errors import ErrorClass, OpError
 
 
@@ -42,6 +51,7 @@ class BacnetIpProtocol(ProtocolPlugin):
     operations = OPERATIONS
     embedded_target = "bacnet-ip"
     url_schemes = ("bacnet",)
+    discover_by_scheme = True
 
     def check_target(self, url: str) -> None:
         parse_target(url)
@@ -56,6 +66,12 @@ class BacnetIpProtocol(ProtocolPlugin):
         if ctx.op in BUILDERS:
             return await open_lean_session(ctx, target, options)
         return await open_control_session(ctx, target, options)
+
+    async def discover(self, request: DiscoverRequest) -> Discovery:
+        options = request.options
+        assert isinstance(options, BacnetIpOptions)
+        info = await read_device(request.url, options, request.timeout)
+        return Discovery(summary(info), fitted_profile(info, request.profile_name))
 
 
 __all__ = ["BacnetIpProtocol"]

@@ -3,7 +3,9 @@
 A session logs in with SCRAM-SHA-256 (:mod:`.scram`) and pre-encodes its op's
 requests when it opens (:mod:`.sessions.opening`); each exchange is then one
 request on the fast path (:mod:`.sessions.http`, :mod:`.sessions.ws`). The
-options and each op's parameters are in :mod:`.options`.
+options and each op's parameters are in :mod:`.options`. ``protobench discover
+haystack URL`` asks a server what it has (:meth:`discover`: :mod:`.discover`) and
+fits a profile to it (:mod:`.fit`).
 """
 
 from __future__ import annotations
@@ -11,7 +13,16 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import ClassVar
 
-from protobench.protocols.base import ProtocolPlugin, Session, SessionContext, StrictModel
+from protobench.protocols.base import (
+    DiscoverRequest,
+    Discovery,
+    ProtocolPlugin,
+    Session,
+    SessionContext,
+    StrictModel,
+)
+from protobench.protocols.haystack.discover import discover as read_server
+from protobench.protocols.haystack.fit import fitted_profile, summary
 from protobench.protocols.haystack.options import OPERATIONS, HaystackOptions
 from protobench.protocols.haystack.sessions.opening import open_session
 
@@ -31,3 +42,10 @@ class HaystackProtocol(ProtocolPlugin):
 
     async def open_session(self, ctx: SessionContext) -> Session:
         return await open_session(ctx)
+
+    async def discover(self, request: DiscoverRequest) -> Discovery:
+        options = request.options
+        assert isinstance(options, HaystackOptions)
+        info = await read_server(request.url, options, request.timeout)
+        given = set(options.model_fields_set)
+        return Discovery(summary(info), fitted_profile(info, request.profile_name, options, given))
