@@ -77,7 +77,7 @@ def test_builtin_profile_bacnet_sc() -> None:
     profile = loader.load("bacnet-sc").profile
     assert profile.protocol == "bacnet-sc"
     assert (profile.warmup, profile.duration) == (5.0, 30.0)
-    assert profile.thresholds == ["error_rate <= 0%"]
+    assert profile.thresholds == ("error_rate <= 0%",)
     assert profile.serve == {"tls": True, "nodes": 2}
     unicast, broadcast = profile.group
     assert (unicast.op, unicast.count, unicast.every) == ("unicast", 8, None)
