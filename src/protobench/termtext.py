@@ -16,8 +16,8 @@ It is applied at the gates where text enters a terminal, never per call site:
   ``snapshots``, ``diff``, ``sweep``, ``profiles``, ``discover``, every error
   line on stderr); ``tests/unit/test_terminal_text.py`` fails when a command
   writes to stdout or stderr any other way. Its lines keep their breaks;
-  the table builders (``cli.render.summary_table`` and the ``diff`` and
-  ``sweep`` tables) pass their data through :func:`visible_tree` first, so a
+  the table builders (``cli.render.summary_table``, ``cli.diff_text.render_text``,
+  the ``sweep`` table) pass their data through :func:`visible_tree` first, so a
   line break inside a field is shown, not obeyed, and columns stay aligned;
 - the monitor renders a ``tui.display.Display`` that ``MonitorApp`` builds through
   :func:`visible_tree` (every panel), its notifications and its logs screen;
