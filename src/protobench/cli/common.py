@@ -10,7 +10,8 @@ from typing import TYPE_CHECKING, Annotated, Any, NoReturn
 
 import typer
 
-from protobench.cli.boundary import EXIT_BAD_INPUT, error
+from protobench.cli.boundary import error
+from protobench.vocab.exceptions import ExitCode
 from protobench.vocab.units import parse_duration, parse_rate, parse_scalar
 
 if TYPE_CHECKING:
@@ -56,7 +57,7 @@ StoreOption = Annotated[
 """The store that ``diff``, ``report`` and ``snapshots`` read."""
 
 
-def fail(message: str, code: int = EXIT_BAD_INPUT) -> NoReturn:
+def fail(message: str, code: int = ExitCode.BAD_INPUT) -> NoReturn:
     """Print an error on stderr (one line, secrets hidden) and exit with ``code``."""
     error(message)
     raise typer.Exit(code)

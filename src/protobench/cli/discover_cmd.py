@@ -15,10 +15,10 @@ from typing import Annotated
 
 import typer
 
-from protobench.cli.boundary import EXIT_INCOMPLETE
 from protobench.cli.common import OptOption, fail, parse_pairs, parse_value
 from protobench.protocols.registry import require
 from protobench.redaction import redact_text, redact_url
+from protobench.vocab.exceptions import ExitCode
 from protobench.vocab.units import parse_duration
 
 
@@ -37,7 +37,7 @@ def _bacnet(url: str, opts: dict[str, object], wait: float, name: str) -> tuple[
     try:
         info = asyncio.run(discover.discover(url, options, wait))
     except OpError as exc:
-        fail(f"discover {redact_url(url)}: {exc}", code=EXIT_INCOMPLETE)
+        fail(f"discover {redact_url(url)}: {exc}", code=exc.exit_code)
     return fit.summary(info), fit.fitted_profile(info, name)
 
 
@@ -60,7 +60,7 @@ def _haystack(url: str, opts: dict[str, object], wait: float, name: str) -> tupl
     try:
         info = asyncio.run(discover.discover(url, options, wait))
     except OpError as exc:
-        fail(f"discover haystack {redact_url(url)}: {redact_text(str(exc))}", code=EXIT_INCOMPLETE)
+        fail(f"discover haystack {redact_url(url)}: {redact_text(str(exc))}", code=exc.exit_code)
     given = set(options.model_fields_set)
     return fit.summary(info), fit.fitted_profile(info, name, options, given)
 
@@ -118,7 +118,7 @@ def discover_command(
     try:
         loader.parse(profile, str(write_profile))
     except loader.ProfileError as exc:
-        fail(f"the fitted profile does not load: {exc}", code=EXIT_INCOMPLETE)
+        fail(f"the fitted profile does not load: {exc}", code=ExitCode.INCOMPLETE)
     try:
         write_profile.write_text(profile, encoding="utf-8")
     except OSError as exc:

@@ -60,6 +60,7 @@ from protobench.protocols import registry
 from protobench.redaction import redact_text, redact_url, redact_value
 from protobench.targets.base import Announcement
 from protobench.targets.launcher import StartingTarget, TargetError, embedded_target
+from protobench.vocab.exceptions import leaves
 
 START_DELAY = 0.1
 """Seconds between the GO frame and the common start (every worker reads it by then)."""
@@ -70,17 +71,9 @@ PoolFactory = Callable[[list[WorkerSlice], Path], Any]
 """Makes the run's worker pool (``WorkerPool`` or a pool of the same interface)."""
 
 
-def leaves(group: BaseExceptionGroup[Any]) -> list[BaseException]:
-    """The exceptions of a (nested) exception group, in order."""
-    out: list[BaseException] = []
-    for exc in group.exceptions:
-        out.extend(leaves(exc) if isinstance(exc, BaseExceptionGroup) else [exc])
-    return out
-
-
 def describe_failure(exc: BaseException) -> str:
     """One line for a run that failed outright: the first leaf of an exception group, redacted."""
-    first = leaves(exc)[0] if isinstance(exc, BaseExceptionGroup) and exc.exceptions else exc
+    first = leaves(exc)[0]
     message = " ".join(str(first).split()) or type(first).__name__
     return redact_text(f"the run failed: {message}")
 

@@ -13,10 +13,12 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from protobench.vocab.exceptions import Incomplete
+
 MAX_FRAME = 64 * 1024 * 1024
 
 
-class FrameError(Exception):
+class FrameError(Incomplete):
     """A malformed frame: the peer is broken."""
 
 

@@ -23,6 +23,7 @@ from dataclasses import dataclass, field, fields, is_dataclass
 from typing import TYPE_CHECKING, Any, Literal
 
 from protobench.engine.summaries import OMIT_NONE, PhaseSummary
+from protobench.vocab.exceptions import BadInput
 
 if TYPE_CHECKING:
     from pydantic import TypeAdapter
@@ -257,7 +258,7 @@ class Report:
         return self.phases.get("sustain")
 
 
-class ReportError(ValueError):
+class ReportError(BadInput, ValueError):
     """A report that cannot be read: one line naming the bad field's path."""
 
 

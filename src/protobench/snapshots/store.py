@@ -48,6 +48,7 @@ from protobench.engine.report_model import ReportError, to_plain
 from protobench.home import home
 from protobench.redaction import redact_url, redact_value
 from protobench.snapshots.model import SCHEMA, Plan, Provenance, Snapshot, load_snapshot
+from protobench.vocab.exceptions import BadInput, NotSaved
 
 if TYPE_CHECKING:
     from protobench.engine.archive import RunRecord
@@ -62,11 +63,11 @@ _UNSAFE = re.compile(r"[^A-Za-z0-9_.-]+")
 _LATEST = re.compile(r"^latest(?:~(?P<back>\d+))?$")
 
 
-class SnapshotError(Exception):
+class SnapshotError(BadInput):
     """A snapshot that cannot be found or read, or a reference that is not one."""
 
 
-class SnapshotWriteError(OSError):
+class SnapshotWriteError(NotSaved, OSError):
     """A snapshot or log directory that could not be written: the path and the OS error."""
 
     def __init__(self, path: Path, cause: OSError) -> None:
