@@ -100,6 +100,43 @@ def describe(leaf: BaseException) -> str:
     return str(leaf)
 
 
+def _interrupted(found: list[BaseException]) -> int | None:
+    if not all(isinstance(leaf, KeyboardInterrupt | typer.Abort) for leaf in found):
+        return None
+    error("interrupted")
+    return ExitCode.INTERRUPTED
+
+
+def _expected(found: list[BaseException]) -> int | None:
+    """One line per error when every one is expected; the highest of their codes."""
+    codes = [expected_code(leaf) for leaf in found]
+    if None in codes:
+        return None
+    for leaf in found:
+        error(describe(leaf))
+    return max(code for code in codes if code is not None)
+
+
+def _missing_extras(found: list[BaseException]) -> int | None:
+    from protobench.protocols.registry import missing_extra, needs  # noqa: PLC0415
+
+    extras = {missing_extra(leaf) for leaf in found}
+    if None in extras:
+        return None
+    for extra in sorted(e for e in extras if e):
+        error(needs(extra, "this command"))
+    return ExitCode.BAD_INPUT
+
+
+def _bug(exc: BaseException, found: list[BaseException]) -> int:
+    """One line naming the first unexpected error and the log holding the traceback."""
+    first = next(leaf for leaf in found if expected_code(leaf) is None)
+    log = crash_log(exc)
+    where = f"; the traceback is in {log}" if log else ""
+    error(f"unexpected {type(first).__name__}: {first}{where} (a bug: please report it)")
+    return ExitCode.INCOMPLETE
+
+
 def exit_code_of(exc: BaseException) -> int:
     """Print what ``exc`` means on one line and return the exit code for it."""
     if isinstance(exc, typer.Exit):
@@ -107,26 +144,11 @@ def exit_code_of(exc: BaseException) -> int:
     if _is_click_error(exc):
         return _usage_error(exc)
     found = leaves(exc)
-    if all(isinstance(leaf, KeyboardInterrupt | typer.Abort) for leaf in found):
-        error("interrupted")
-        return ExitCode.INTERRUPTED
-    codes = [expected_code(leaf) for leaf in found]
-    if None not in codes:
-        for leaf in found:
-            error(describe(leaf))
-        return max(code for code in codes if code is not None)
-    from protobench.protocols.registry import missing_extra, needs  # noqa: PLC0415
-
-    extras = {missing_extra(leaf) for leaf in found}
-    if None not in extras:  # an optional extra that is not installed
-        for extra in sorted(e for e in extras if e):
-            error(needs(extra, "this command"))
-        return ExitCode.BAD_INPUT
-    first = next(leaf for leaf, code in zip(found, codes, strict=True) if code is None)
-    log = crash_log(exc)
-    where = f"; the traceback is in {log}" if log else ""
-    error(f"unexpected {type(first).__name__}: {first}{where} (a bug: please report it)")
-    return ExitCode.INCOMPLETE
+    for reader in (_interrupted, _expected, _missing_extras):
+        code = reader(found)
+        if code is not None:
+            return code
+    return _bug(exc, found)
 
 
 class Boundary(typer.core.TyperGroup):

@@ -47,8 +47,9 @@ from protobench.snapshots.store import SnapshotStore, read
 from protobench.vocab.exceptions import ExitCode
 
 if TYPE_CHECKING:  # the engine, pydantic and numpy load in the command, not for --help
-    from protobench.engine.controller import Controller, PoolFactory
+    from protobench.engine.controller import Controller
     from protobench.engine.plan import Overrides, RunPlan
+    from protobench.engine.pool_contract import PoolFactory
     from protobench.engine.sinks import Sink
     from protobench.tui.baseline import Baseline
 

@@ -32,7 +32,7 @@ from __future__ import annotations
 
 import contextlib
 import time
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
@@ -49,8 +49,10 @@ from protobench.engine.events import (
     RunFinished,
     RunStarted,
 )
-from protobench.engine.plan import RunPlan, WorkerSlice, worker_slices
-from protobench.engine.pool import WorkerHandle, WorkerPool
+from protobench.engine.frames import FrameKind
+from protobench.engine.plan import RunPlan, worker_slices
+from protobench.engine.pool import WorkerPool
+from protobench.engine.pool_contract import Pool, PoolFactory, WorkerHandle
 from protobench.engine.report import RunJudge, build_report, exit_code_for
 from protobench.engine.report_model import NoticeEntry, NoticeValue, Report
 from protobench.engine.resource_log import ResourceLog
@@ -66,9 +68,6 @@ START_DELAY = 0.1
 """Seconds between the GO frame and the common start (every worker reads it by then)."""
 HELLO_GRACE = 30.0
 BYE_GRACE = 10.0
-
-PoolFactory = Callable[[list[WorkerSlice], Path], Any]
-"""Makes the run's worker pool (``WorkerPool`` or a pool of the same interface)."""
 
 
 def describe_failure(exc: BaseException) -> str:
@@ -103,7 +102,7 @@ class Controller:
         pool_factory: PoolFactory | None = None,
     ) -> None:
         self.plan = plan
-        self.pool_factory = pool_factory or WorkerPool
+        self.pool_factory: PoolFactory = pool_factory or WorkerPool
         self.labels = dict(labels or {})
         self.archive = archive
         self.target_pid = target_pid
@@ -116,7 +115,7 @@ class Controller:
         self.notices: list[NoticeEntry] = []
         self.log_dir = log_dir
         self.resources = ResourceLog()
-        self.pool: WorkerPool | None = None
+        self.pool: Pool | None = None
         self.rate_factor = 1.0
         self._stop_event = anyio.Event()
         self.plugin = registry.load(plan.protocol)
@@ -157,12 +156,12 @@ class Controller:
 
     def pause(self) -> None:
         if self.pool is not None:
-            self.pool.broadcast("PAUSE", {})
+            self.pool.broadcast(FrameKind.PAUSE, {})
             self.notice("pause", "load paused")
 
     def resume(self) -> None:
         if self.pool is not None:
-            self.pool.broadcast("RESUME", {})
+            self.pool.broadcast(FrameKind.RESUME, {})
             self.notice("resume", "load resumed")
 
     def set_rate_factor(self, factor: float) -> None:
@@ -170,7 +169,7 @@ class Controller:
         if self.pool is None or self.plan.rate is None:
             return
         self.rate_factor = max(0.01, factor)
-        self.pool.broadcast("RATE", {"factor": self.rate_factor})
+        self.pool.broadcast(FrameKind.RATE, {"factor": self.rate_factor})
         self.notice(
             "rate",
             f"rate set to {self.plan.rate * self.rate_factor:.0f}/s",
@@ -184,7 +183,7 @@ class Controller:
         self.stop_requested = True
         self.stop_reason = reason
         if self.pool is not None:
-            self.pool.broadcast("STOP", {})
+            self.pool.broadcast(FrameKind.STOP, {})
         self._stop_event.set()
         if self.start_at is not None:
             self.emit(PhaseChanged("drain", round(self.elapsed(), 3)))
@@ -194,9 +193,8 @@ class Controller:
         or hung worker cannot hold the exit; the report and snapshot are still made."""
         self.stop()
         self.fanout.abandon()  # the run is over and a sink is stuck: stop waiting for it
-        abort = getattr(self.pool, "abort", None)
-        if abort is not None:
-            abort()
+        if self.pool is not None:
+            self.pool.abort()
 
     def _passive(self) -> frozenset[str]:
         """The groups whose op exchanges nothing by design."""
@@ -249,7 +247,7 @@ class Controller:
             findings=self._diagnose(),
             passive=self._passive(),
             labels=self.labels,
-            nodes=nodes() if (nodes := getattr(self.pool, "nodes", None)) is not None else None,
+            nodes=self.pool.nodes() if self.pool else None,
         )
         if self.archive is not None:
             kept = await anyio.to_thread.run_sync(self.archive.keep, self._record(report))
@@ -290,16 +288,11 @@ class Controller:
             yield starting
 
     async def _run_workers(
-        self, pool: WorkerPool, announcement: Announcement, target_pid: int | None
+        self, pool: Pool, announcement: Announcement, target_pid: int | None
     ) -> None:
         plan = self.plan
-        try:
-            with anyio.fail_after(HELLO_GRACE + plan.timeout + plan.sessions / 200):
-                hellos = await pool.wait_hello(self._stop_event)
-        except TimeoutError:
-            self.notice("workers", "workers did not open their sessions in time")
-            self.stop_reason = "error"
-            return
+        grace = HELLO_GRACE + plan.timeout + plan.sessions / 200
+        hellos = await pool.wait_hello(self._stop_event, grace)
         if self.stop_requested:  # interrupted while the sessions opened (the workers may be gone)
             return
         if not pool.live:
@@ -310,7 +303,7 @@ class Controller:
         opened = sum(h.get("opened", 0) for h in hellos)
         failed = sum(h.get("failed", 0) for h in hellos)
         self.start_at = time.monotonic() + START_DELAY
-        pool.broadcast("GO", {"start_at": self.start_at})
+        pool.broadcast(FrameKind.GO, {"start_at": self.start_at})
         self.emit(
             RunStarted(
                 plan=redact_value(plan.redacted()),
@@ -322,7 +315,7 @@ class Controller:
                 log_dir=str(self.log_dir),
             )
         )
-        sampler = Sampler(pool.pids(), target_pid, getattr(pool, "worker_samples", None))
+        sampler = Sampler(pool.pids(), target_pid, pool.worker_samples)
         deadline = self.start_at + plan.warmup + plan.duration + plan.drain + BYE_GRACE
         async with anyio.create_task_group() as group:
             group.start_soon(self._sample_resources, sampler)
@@ -331,15 +324,15 @@ class Controller:
             group.cancel_scope.cancel()
         self._report_failures(pool)
 
-    async def _consume(self, pool: WorkerPool, deadline: float) -> None:
+    async def _consume(self, pool: Pool, deadline: float) -> None:
         with anyio.move_on_after(max(0.0, deadline - time.monotonic())) as scope:
             async for handle, kind, payload in pool.frames():
-                if kind == "STATS":
+                if kind is FrameKind.STATS:
                     for update in self.aggregator.add(payload):
                         self.emit(update)
-                elif kind == "GONE":
+                elif kind is FrameKind.GONE and handle is not None:
                     self._worker_gone(handle)
-                elif kind == "NOTICE":
+                elif kind is FrameKind.NOTICE:
                     self.notice(payload["kind"], payload["message"])
         if scope.cancelled_caught:
             self.notice("workers", "workers did not finish in time; stopped")
@@ -362,7 +355,7 @@ class Controller:
                 log_tail=handle.log_tail(),
             )
 
-    def _report_failures(self, pool: WorkerPool) -> None:
+    def _report_failures(self, pool: Pool) -> None:
         for handle in pool.handles:
             if handle.error is not None and not any(
                 n.details.get("worker") == handle.index for n in self.notices

@@ -33,8 +33,9 @@ from collections.abc import Callable, Iterator
 from types import FrameType
 from typing import TYPE_CHECKING
 
-from protobench.engine.controller import PoolFactory, describe_failure
+from protobench.engine.controller import describe_failure
 from protobench.engine.plan import RunPlan
+from protobench.engine.pool_contract import PoolFactory
 from protobench.engine.report import exit_code_for
 from protobench.engine.report_model import Report
 from protobench.snapshots.model import Snapshot
