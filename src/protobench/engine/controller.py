@@ -4,8 +4,10 @@
 
 1. starts the embedded target when the plan has none (``targets.launcher``),
    measuring the target's RSS before any session opens;
-2. starts the worker processes (``engine.pool``) and sends each its slice;
-3. when every worker has opened its sessions, sends one common start time;
+2. starts the worker processes (a pool of :mod:`engine.pool_contract`: local
+   ``engine.pool`` or a factory's, such as the Ray pool) and sends each its slice;
+3. when every worker has opened its sessions, sends one common start time (a
+   worker still silent at the deadline is killed; the others start without it);
 4. merges the workers' interval reports (``engine.aggregate``), samples
    resources once per interval, and publishes :mod:`engine.events` to its
    sinks (:mod:`engine.sinks`: each reads its own bounded buffer in its own
@@ -13,7 +15,9 @@
 5. ends when the workers say ``BYE``, or stops them on :meth:`stop` (Ctrl-C,
    the TUI's ``q``), marking the run partial; a worker that dies is reported
    with its exit code and log tail, the run goes on with the others and is
-   marked partial (``stop_reason = "worker-failed"``): its figures lack a share;
+   marked partial (``stop_reason = "worker-failed"``): its figures lack a share,
+   what it reported before stays; a run none of whose sessions could open stops
+   after a few seconds (``stop_reason = "no-session"``, :mod:`engine.no_session`);
 6. builds the report, evaluates thresholds and verdicts (with the plugin's
    diagnosis of its counters), hands the run to the caller's archive (the
    snapshot, :mod:`engine.archive`), publishes ``RunFinished`` and waits until
@@ -43,6 +47,7 @@ from protobench.engine.aggregate import Aggregator
 from protobench.engine.archive import Archive, Kept, RunRecord
 from protobench.engine.events import (
     Event,
+    IntervalUpdate,
     Notice,
     PhaseChanged,
     ResourceSample,
@@ -50,11 +55,18 @@ from protobench.engine.events import (
     RunStarted,
 )
 from protobench.engine.frames import FrameKind
+from protobench.engine.no_session import NoSessionWatch
 from protobench.engine.plan import RunPlan, worker_slices
 from protobench.engine.pool import WorkerPool
 from protobench.engine.pool_contract import Pool, PoolFactory, WorkerHandle
 from protobench.engine.report import RunJudge, build_report, exit_code_for
-from protobench.engine.report_model import NoticeEntry, NoticeValue, Report
+from protobench.engine.report_model import (
+    NO_SESSION,
+    NO_SESSION_NOTICE,
+    NoticeEntry,
+    NoticeValue,
+    Report,
+)
 from protobench.engine.resource_log import ResourceLog
 from protobench.engine.resources import Sampler, find_listener, target_rss
 from protobench.engine.sinks import Fanout, Sink
@@ -117,6 +129,7 @@ class Controller:
         self.resources = ResourceLog()
         self.pool: Pool | None = None
         self.rate_factor = 1.0
+        self.no_session = NoSessionWatch(0, 0)
         self._stop_event = anyio.Event()
         self.plugin = registry.load(plan.protocol)
         offsets = {"warmup": 0.0, "sustain": plan.warmup, "drain": plan.warmup + plan.duration}
@@ -302,6 +315,7 @@ class Controller:
         self.aggregator.live = set(pool.live)
         opened = sum(h.get("opened", 0) for h in hellos)
         failed = sum(h.get("failed", 0) for h in hellos)
+        self.no_session = NoSessionWatch(opened, failed)
         self.start_at = time.monotonic() + START_DELAY
         pool.broadcast(FrameKind.GO, {"start_at": self.start_at})
         self.emit(
@@ -330,6 +344,7 @@ class Controller:
                 if kind is FrameKind.STATS:
                     for update in self.aggregator.add(payload):
                         self.emit(update)
+                        self._watch_sessions(update)
                 elif kind is FrameKind.GONE and handle is not None:
                     self._worker_gone(handle)
                 elif kind is FrameKind.NOTICE:
@@ -340,6 +355,13 @@ class Controller:
         await pool.shutdown()
         for update in self.aggregator.finish():
             self.emit(update)
+
+    def _watch_sessions(self, update: IntervalUpdate) -> None:
+        """Stop a run none of whose sessions could open for a few seconds (no_session)."""
+        reason = self.no_session.add(update)
+        if reason is not None and not self.stop_requested:
+            self.notice(NO_SESSION_NOTICE, reason)
+            self.stop(NO_SESSION)
 
     def _worker_gone(self, handle: WorkerHandle) -> None:
         for update in self.aggregator.worker_gone(handle.index):
