@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import ClassVar
 
 from protobench.protocols.base import Session, SessionContext
-from protobench.protocols.http import HttpProtocol
+from protobench.protocols.http.plugin import HttpProtocol
 
 NAME = "blocking-http"
 AFTER_ENV = "PROTOBENCH_TEST_BLOCK_AFTER"
