@@ -58,7 +58,7 @@ def installed(directory: Path, after: float, how: str = "sleep") -> dict[str, st
     info.mkdir(parents=True, exist_ok=True)
     (info / "METADATA").write_text("Metadata-Version: 2.1\nName: blocking-plugin\nVersion: 0\n")
     (info / "entry_points.txt").write_text(
-        f"[protobench.protocols]\n{NAME} = tests.integration.blocking_plugin:BlockingHttp\n"
+        f"[protobench.protocols]\n{NAME} = {__name__}:{BlockingHttp.__name__}\n"
     )
     entries = (str(directory), str(REPO), os.environ.get("PYTHONPATH"))
     path = os.pathsep.join(entry for entry in entries if entry)
