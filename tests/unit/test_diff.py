@@ -10,7 +10,6 @@ import pytest
 from protobench.engine.metrics import merge
 from protobench.engine.report_model import ReportError
 from protobench.snapshots.diff import (
-    EXIT_INCONCLUSIVE,
     UndecidedRow,
     compare,
     metric_name,
@@ -19,6 +18,7 @@ from protobench.snapshots.diff import (
 )
 from protobench.snapshots.series import TOTAL
 from protobench.snapshots.stats import estimate, geomean
+from protobench.vocab.exceptions import ExitCode
 from tests.unit.conftest_snapshots import OpSpec, make_snapshot, typed, typed_snapshot
 
 SLOWER = {"get": OpSpec(median_us=1500.0)}
@@ -172,7 +172,7 @@ def test_operations_on_one_side_only_are_reported_and_gates_on_them_cannot_decid
         UndecidedRow(op=TOTAL, reason="the runs do not have the same operations")
     ]
     assert on_get.status == "passed"
-    assert diff.exit_code == EXIT_INCONCLUSIVE
+    assert diff.exit_code == ExitCode.INCONCLUSIVE
     with pytest.raises(ValueError, match="no operation 'put'"):
         compare(
             [typed_snapshot(both, seed=1)],
@@ -192,7 +192,7 @@ def test_a_gate_with_one_interval_a_side_is_inconclusive_not_passed() -> None:
     assert row.inconclusive == "need >= 6 samples a side, have 1 + 1"
     assert [g for g in diff.gates if g.status == "failed"] == []
     assert [g.expr for g in diff.gates if g.status == "inconclusive"] == ["p50:+10%"]
-    assert diff.exit_code == EXIT_INCONCLUSIVE == 4
+    assert diff.exit_code == ExitCode.INCONCLUSIVE == 4
     data = diff.to_dict()
     assert data["gates"][0]["status"] == "inconclusive"
     assert data["exit_code"] == 4
@@ -209,7 +209,7 @@ def test_five_intervals_a_side_still_cannot_decide_six_can() -> None:
         gates=[parse_gate("p50:+10%")],
     )
     assert five.row(TOTAL, "p50").significant  # p = 2/252: significant, yet too few for a CI
-    assert five.exit_code == EXIT_INCONCLUSIVE
+    assert five.exit_code == ExitCode.INCONCLUSIVE
     six = compare(
         [typed_snapshot(seed=1, intervals=6)],
         [typed_snapshot(slower, seed=2, intervals=6)],
@@ -228,7 +228,7 @@ def test_a_small_alpha_needs_more_samples() -> None:
     )
     reason = diff.row(TOTAL, "p50").inconclusive
     assert reason == "no change can be significant at alpha=0.001 with 6 + 6 samples"
-    assert diff.exit_code == EXIT_INCONCLUSIVE
+    assert diff.exit_code == ExitCode.INCONCLUSIVE
 
 
 def test_runs_of_other_protocols_cannot_pass_a_gate() -> None:
@@ -237,7 +237,7 @@ def test_runs_of_other_protocols_cannot_pass_a_gate() -> None:
     diff = compare([typed_snapshot(seed=1)], [typed(other)], gates=[parse_gate("*:p50:+10%")])
     assert "other protocol: base http, new websocket" in diff.warnings
     assert diff.gates[0].status == "inconclusive"
-    assert diff.exit_code == EXIT_INCONCLUSIVE
+    assert diff.exit_code == ExitCode.INCONCLUSIVE
 
 
 def test_a_whole_phase_percentile_needs_enough_samples_to_differ_from_the_max() -> None:

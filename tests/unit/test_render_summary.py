@@ -8,7 +8,15 @@ from dataclasses import replace
 import pytest
 
 from protobench.cli.render import describe_model, summary_table
-from protobench.engine.report_model import LoadModel, ReportError, load_report, to_plain
+from protobench.engine.report_model import (
+    NO_SESSION,
+    NO_SESSION_NOTICE,
+    LoadModel,
+    NoticeEntry,
+    ReportError,
+    load_report,
+    to_plain,
+)
 from tests.unit.report_frames import frame, plan_of, report_of
 
 
@@ -93,3 +101,23 @@ def test_a_run_that_measured_nothing_prints_its_thresholds_as_not_evaluated() ->
         assert any(line.startswith("NOTHING MEASURED") for line in lines)
         assert "threshold NOT EVALUATED: error_rate < 0.5% (nothing measured)" in lines
         assert not any("PASS" in line for line in lines)
+
+
+def test_a_run_stopped_because_no_session_could_open_says_why_in_one_line() -> None:
+    why = "no session could open in 5 s (4 sessions, 12 failed opens); stopped early"
+    report = report_of(
+        plan_of({"read": 2, "write": 2}, ("error_rate < 0.5%",)),
+        [frame("sustain", 0, 0.0, 1.0, {"read": {"errors": 6}, "write": {"errors": 6}})],
+        stop_reason=NO_SESSION,
+    )
+    notices = [
+        NoticeEntry(kind=NO_SESSION_NOTICE, message=why, elapsed=5.0),
+        NoticeEntry(kind="target", message="the target process (pid 7) is gone", elapsed=5.5),
+    ]
+    lines = summary_table(replace(report, notices=notices)).splitlines()
+    assert lines[1] == f"NOTHING MEASURED: {why}"
+    assert lines[2].startswith("generator cpu peak")
+    assert lines[3:] == [
+        "notice [target]: the target process (pid 7) is gone",
+        "PARTIAL RUN (no-session)",
+    ]

@@ -50,13 +50,8 @@ from protobench.engine.verdicts import (
 from protobench.redaction import redact_url
 from protobench.targets.base import Announcement
 from protobench.vocab.counters import CONNECTS
+from protobench.vocab.exceptions import ExitCode
 from protobench.vocab.thresholds import Threshold, parse_threshold
-
-EXIT_OK = 0
-EXIT_THRESHOLDS = 1
-EXIT_BAD_INPUT = 2
-EXIT_INCOMPLETE = 3
-EXIT_NOT_SAVED = 5
 
 
 def _iso(timestamp: float) -> str:
@@ -166,12 +161,8 @@ def build_report(
         nodes=list(nodes) if nodes is not None else None,
     )
     judge = RunJudge.of(plan, resources, passive)
-    if report.partial or incomplete_reason(report, passive) is None:
-        thresholds = evaluate_all(judge.thresholds, report.sustain)
-    else:  # nothing measured: no figure to judge, none passed (and the exit code is 3)
-        thresholds = [ThresholdResult(expr=t.expr, value=None, ok=False) for t in judge.thresholds]
-    report = replace(report, thresholds=thresholds)
-    return replace(
+    report = replace(report, thresholds=evaluate_all(judge.thresholds, report.sustain))
+    report = replace(
         report,
         verdicts=verdicts(
             report,
@@ -180,6 +171,15 @@ def build_report(
             findings or [],
             passive,
         ),
+    )
+    if not report.nothing_measured:
+        return report
+    # no figure to judge: none evaluated, none passed (and the exit code is 3)
+    unjudged = [ThresholdResult(expr=t.expr, value=None, ok=False) for t in judge.thresholds]
+    return replace(
+        report,
+        thresholds=unjudged,
+        verdicts=replace(report.verdicts, thresholds_passed=not unjudged),
     )
 
 
@@ -269,14 +269,14 @@ def verdicts(
     )
 
 
-def exit_code_for(report: Report) -> int:
+def exit_code_for(report: Report) -> ExitCode:
     """The exit code of a run (see the module's docstring).
 
     A ``snapshot_error`` in the report means the snapshot is not in the store.
     """
     verdict = report.verdicts
     if report.partial or report.sustain is None or not verdict.complete:
-        return EXIT_INCOMPLETE
+        return ExitCode.INCOMPLETE
     if not verdict.thresholds_passed or not verdict.checks_passed:
-        return EXIT_THRESHOLDS
-    return EXIT_NOT_SAVED if report.snapshot_error else EXIT_OK
+        return ExitCode.FAILED
+    return ExitCode.NOT_SAVED if report.snapshot_error else ExitCode.OK
