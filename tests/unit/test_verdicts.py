@@ -12,7 +12,7 @@ from protobench.engine.bounds import Tally
 from protobench.engine.report import (
     exit_code_for,
 )
-from protobench.engine.report_model import HostResources, to_plain
+from protobench.engine.report_model import NO_SESSION, HostResources, to_plain
 from protobench.engine.resource_log import ResourceLog
 from protobench.engine.summaries import LatencySummary, OpSummary, PhaseSummary
 from protobench.engine.verdicts import cpu_verdicts
@@ -242,19 +242,20 @@ def test_ops_that_only_hold_sessions_are_not_expected_to_exchange() -> None:
     assert "completed no exchange" in str(mixed.verdicts.incomplete_reason)
 
 
+NO_EXCHANGE = [frame("sustain", 0, 0.0, 1.0, {"get": {}})]  # no reply and no error
+REFUSED = [frame("sustain", 0, 0.0, 1.0, {"get": {"errors": 4, "error_class": "auth"}})]
+
+
 @pytest.mark.parametrize(
-    ("frames", "opened"),
-    [
-        ([frame("sustain", 0, 0.0, 1.0, {"get": {}})], 1),  # no reply and no error
-        ([frame("sustain", 0, 0.0, 1.0, {"get": {"errors": 4, "error_class": "auth"}})], 0),
-    ],
-    ids=["no-exchange", "no-session"],
+    ("frames", "opened", "stop_reason"),
+    [(NO_EXCHANGE, 1, "completed"), (REFUSED, 0, "completed"), (REFUSED, 0, NO_SESSION)],
+    ids=["no-exchange", "no-session", "stopped-no-session"],
 )
 def test_a_run_that_measured_nothing_evaluates_no_threshold(
-    frames: list[dict[str, Any]], opened: int
+    frames: list[dict[str, Any]], opened: int, stop_reason: str
 ) -> None:
     plan = plan_of({"get": 4}, ("error_rate < 0.5%", "late < 1%"))
-    report = report_of(plan, frames, opened=opened, failed=4 - 4 * opened)
+    report = report_of(plan, frames, opened=opened, failed=4 - 4 * opened, stop_reason=stop_reason)
     assert report.nothing_measured
     assert [(t.expr, t.value, t.ok) for t in report.thresholds] == [
         ("error_rate < 0.5%", None, False),
