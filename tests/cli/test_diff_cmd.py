@@ -10,7 +10,7 @@ from protobench.cli import app
 from protobench.cli.diff_cmd import format_change, format_value, render_text
 from protobench.snapshots.diff import compare, parse_gate
 from protobench.snapshots.store import SnapshotStore
-from tests.unit.conftest_snapshots import OpSpec, make_snapshot, typed_snapshot
+from tests.support.snapshots import OpSpec, make_snapshot, typed_snapshot
 
 TWO_OPS = {"get": OpSpec(), "post": OpSpec(rate=500.0, median_us=4000.0)}
 TWO_OPS_SLOWER = {"get": OpSpec(median_us=2000.0), "post": OpSpec(rate=500.0, median_us=4000.0)}

@@ -25,7 +25,7 @@ from hdrh.histogram import HdrHistogram
 from hdrh.log import HistogramLogReader
 
 from protobench.engine.metrics import new_histogram, summary
-from tests.conftest import CliResult, run_cli
+from tests.support.cli import CliResult, run_cli
 
 # The module fixture runs three benchmarks; a loaded machine needs more than 120 s.
 pytestmark = pytest.mark.timeout(480)

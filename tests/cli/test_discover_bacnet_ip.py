@@ -16,8 +16,8 @@ from protobench.protocols.bacnet_ip.discover import discover
 from protobench.protocols.bacnet_ip.fit import summary
 from protobench.protocols.bacnet_ip.params import BacnetIpOptions
 from protobench.targets.bacnet import BacnetIpTarget
-from tests.conftest import CliResult
-from tests.integration.conftest_bacnet import bacpypes3_device, served
+from tests.support.bacnet import bacpypes3_device, served
+from tests.support.cli import CliResult
 
 RUN = ("--warmup", "1s", "--duration", "2s", "--json", "--quiet")
 

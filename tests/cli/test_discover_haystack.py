@@ -21,8 +21,8 @@ from hs_py.grid import Grid
 from hs_py.ops import HaystackOps
 
 from protobench.targets.haystack import HaystackServeOptions, build_storage
-from tests.conftest import CliResult
-from tests.integration.conftest_haystack import SMALL, haystack_server
+from tests.support.cli import CliResult
+from tests.support.haystack import SMALL, haystack_server
 
 RUN = ("--warmup", "1s", "--duration", "2s", "--json", "--quiet", "--processes", "1")
 

@@ -7,7 +7,7 @@ import pytest
 
 from protobench.cli.render import describe_model, summary_table
 from protobench.engine.report_model import LoadModel, ReportError, load_report, to_plain
-from tests.unit.report_frames import frame, plan_of, report_of
+from tests.support.report_frames import frame, plan_of, report_of
 
 
 def test_a_run_stopped_before_sustain_prints_no_none() -> None:

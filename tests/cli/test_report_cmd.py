@@ -10,8 +10,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from pathlib import Path
 
-from tests.browser import browser, find_chromium
-from tests.conftest import CliResult
+from tests.support.browser import browser, find_chromium
+from tests.support.cli import CliResult
 
 RUN = ["run", "http-get", "--rate", "300/s", "--duration", "2s", "--warmup", "1s"]
 

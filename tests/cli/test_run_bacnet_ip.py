@@ -17,7 +17,7 @@ from typing import Any
 
 import pytest
 
-from tests.conftest import REPO, CliResult
+from tests.support.cli import REPO, CliResult
 
 SHORT = ("--warmup", "1s", "--duration", "3s", "--json", "--quiet")
 OPS = {

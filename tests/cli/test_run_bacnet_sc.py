@@ -7,7 +7,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from tests.targets import served
+from tests.support.targets import served
 
 
 def _run(cwd: Path, *args: str) -> subprocess.Popen[str]:

@@ -13,8 +13,8 @@ from pathlib import Path
 import httpx
 
 from protobench.targets.http import STATS_PATH
-from tests.integration.conftest_beckn import SPEC_PRIVATE_KEY, SPEC_PUBLIC_KEY
-from tests.integration.conftest_haystack import SHORT, assert_all_groups_clean, run, stored_text
+from tests.support.beckn import SPEC_PRIVATE_KEY, SPEC_PUBLIC_KEY
+from tests.support.haystack import SHORT, assert_all_groups_clean, run, stored_text
 
 GROUPS = ["discover", "select", "init", "confirm"]
 

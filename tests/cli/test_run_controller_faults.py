@@ -21,9 +21,9 @@ from typing import Any
 import psutil
 import pytest
 
-from tests.conftest import CliResult
-from tests.integration.http_server import http_target
-from tests.integration.processes import FORKSERVER, workers_of
+from tests.support.cli import CliResult
+from tests.support.http_server import http_target
+from tests.support.processes import FORKSERVER, workers_of
 
 QUICK = ("-c", "2", "-p", "1", "--warmup", "0s", "--duration", "1s", "--interval", "250ms")
 F_SETPIPE_SZ = 1031

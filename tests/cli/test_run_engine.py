@@ -19,9 +19,9 @@ from typing import Any
 
 import pytest
 
-from tests.conftest import CliResult
-from tests.integration.http_server import http_target
-from tests.integration.processes import workers_of
+from tests.support.cli import CliResult
+from tests.support.http_server import http_target
+from tests.support.processes import workers_of
 
 SHORT = ("--warmup", "1s", "--duration", "3s", "--json", "--quiet")
 

@@ -22,9 +22,9 @@ import psutil
 import pytest
 
 from protobench.targets.launcher import embedded_target
-from tests.conftest import CliResult
-from tests.integration.http_server import http_target
-from tests.integration.processes import workers_of
+from tests.support.cli import CliResult
+from tests.support.http_server import http_target
+from tests.support.processes import workers_of
 
 
 @contextmanager

@@ -5,7 +5,7 @@ from __future__ import annotations
 import secrets
 from pathlib import Path
 
-from tests.integration.conftest_haystack import SHORT, assert_all_groups_clean, run, stored_text
+from tests.support.haystack import SHORT, assert_all_groups_clean, run, stored_text
 
 
 def test_haystack_http_profile_runs_clean_and_keeps_the_password_secret(tmp_path: Path) -> None:

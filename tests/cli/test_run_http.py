@@ -7,8 +7,8 @@ import json
 from collections.abc import Callable
 from pathlib import Path
 
-from tests.conftest import CliResult
-from tests.integration.http_server import http_target
+from tests.support.cli import CliResult
+from tests.support.http_server import http_target
 
 SHORT = ("--warmup", "1s", "--duration", "2s", "--processes", "1", "--json", "--quiet")
 

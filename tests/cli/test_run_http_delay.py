@@ -8,8 +8,8 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from tests.conftest import CliResult
-from tests.integration.http_server import http_target
+from tests.support.cli import CliResult
+from tests.support.http_server import http_target
 
 CONNECTIONS = 10
 

@@ -14,8 +14,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from tests.conftest import CliResult
-from tests.integration.nginx_http import nginx
+from tests.support.cli import CliResult
+from tests.support.nginx import nginx
 
 SHORT = ("--warmup", "1s", "--duration", "2s", "--processes", "1", "--json", "--quiet")
 BODY = "x" * 300

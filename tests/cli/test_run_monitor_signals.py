@@ -32,7 +32,7 @@ import pytest
 from protobench.engine.report import exit_code_for
 from protobench.engine.report_model import to_plain
 from protobench.snapshots.store import SnapshotStore
-from tests.tui.script import scripted_snapshot
+from tests.support.scripted_run import scripted_snapshot
 
 pytestmark = pytest.mark.skipif(
     importlib.util.find_spec("protobench.protocols.http") is None,

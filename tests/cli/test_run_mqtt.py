@@ -13,8 +13,8 @@ from typing import Any
 
 import psutil
 
-from tests.conftest import CliResult
-from tests.integration.conftest_mqtt import Broker, mosquitto, needs_mosquitto
+from tests.support.cli import CliResult
+from tests.support.mqtt import Broker, mosquitto, needs_mosquitto
 
 pytestmark = needs_mosquitto
 

@@ -18,7 +18,7 @@ import jsonschema
 import pytest
 
 from protobench.snapshots.schemas import json_schema
-from tests.conftest import CliResult
+from tests.support.cli import CliResult
 
 SHORT = ("--warmup", "1s", "--duration", "2s", "--quiet")
 

@@ -25,7 +25,7 @@ import pytest
 from typer.testing import CliRunner
 
 from protobench.cli import app
-from tests.targets import served
+from tests.support.targets import served
 
 MARK = "S3CRET"
 RUN = ("--warmup", "0s", "--duration", "1s", "--processes", "1", "--ndjson", "--quiet")

@@ -18,7 +18,7 @@ from typing import Any
 
 import pytest
 
-from tests.conftest import CliResult
+from tests.support.cli import CliResult
 
 pytestmark = pytest.mark.soak
 SECONDS = int(os.environ.get("PROTOBENCH_SOAK_SECONDS", "300"))

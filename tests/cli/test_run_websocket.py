@@ -5,8 +5,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from tests.conftest import CliResult
-from tests.targets import served
+from tests.support.cli import CliResult
+from tests.support.targets import served
 
 SHORT = ("--warmup", "1s", "--duration", "2s", "--json", "--quiet")
 

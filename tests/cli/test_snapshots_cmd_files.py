@@ -27,7 +27,7 @@ from typer.testing import CliRunner, Result
 
 from protobench.cli import app
 from protobench.snapshots.store import SnapshotError, SnapshotStore, read
-from tests.unit.conftest_snapshots import make_snapshot
+from tests.support.snapshots import make_snapshot
 
 EXAMPLES = int(os.environ.get("PROTOBENCH_HYPOTHESIS_EXAMPLES", "20"))
 SETTINGS = settings(

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import CliResult
+from tests.support.cli import CliResult
 
 # Each sweep is several full runs (start, warmup, sustain, drain, snapshot).
 pytestmark = pytest.mark.timeout(480)

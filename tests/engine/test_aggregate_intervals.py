@@ -9,7 +9,7 @@ from protobench.engine.report import RunJudge, build_report
 from protobench.engine.report_model import WorkerEntry
 from protobench.engine.resource_log import ResourceLog
 from protobench.targets.base import Announcement
-from tests.unit.report_frames import frame, plan_of
+from tests.support.report_frames import frame, plan_of
 
 PLAN = plan_of({"read": 2, "write": 1}, ("p99 < 5ms", "error_rate < 1%"))
 FRAMES = [

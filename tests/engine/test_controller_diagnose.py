@@ -11,7 +11,7 @@ from protobench.cli.render import summary_table
 from protobench.engine.controller import Controller
 from protobench.engine.plan import Overrides, resolve
 from protobench.profiles import loader
-from tests.unit.report_frames import frame, plan_of, report_of
+from tests.support.report_frames import frame, plan_of, report_of
 
 
 def _controller(tmp_path: Path) -> Controller:

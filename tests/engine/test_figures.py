@@ -14,7 +14,7 @@ from protobench.engine.figures import (
     run_seconds,
 )
 from protobench.engine.resources import sample_process
-from tests.tui.script import Script, scripted_run
+from tests.support.scripted_run import Script, scripted_run
 
 
 def test_error_shares_group_codes_under_their_class() -> None:

@@ -21,7 +21,7 @@ import pytest
 from protobench.engine import pool as pool_module
 from protobench.engine.plan import GroupPlan, RunPlan, worker_slices
 from protobench.engine.pool import Frame, WorkerPool
-from tests.integration.http_server import http_target
+from tests.support.http_server import http_target
 
 pytestmark = pytest.mark.anyio
 

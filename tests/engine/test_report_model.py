@@ -23,7 +23,7 @@ from protobench.engine.report_model import (
     to_plain,
 )
 from protobench.engine.summaries import LatencySummary, OpSummary
-from tests.unit.conftest_snapshots import make_snapshot
+from tests.support.snapshots import make_snapshot
 
 REPORTS = Path(__file__).parent / "reports"
 NAMES = ("closed", "open", "mqtt", "failed")

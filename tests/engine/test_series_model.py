@@ -1,7 +1,7 @@
 """The typed interval series: the same bytes as before, old records load, bad ones name the field.
 
 ``series_golden.json`` was written by the code before the series was typed
-(records as plain dicts), from the payloads of :mod:`tests.unit.series_frames`.
+(records as plain dicts), from the payloads of :mod:`tests.support.series_frames`.
 """
 
 from __future__ import annotations
@@ -23,8 +23,8 @@ from protobench.snapshots.series import (
     latency,
     phase_histogram,
 )
-from tests.unit.conftest_snapshots import make_snapshot, typed
-from tests.unit.series_frames import aggregated, payload, series_json
+from tests.support.series_frames import aggregated, payload, series_json
+from tests.support.snapshots import make_snapshot, typed
 
 GOLDEN = Path(__file__).parent / "series_golden.json"
 

@@ -18,7 +18,7 @@ from protobench.engine.resource_log import ResourceLog
 from protobench.engine.summaries import LatencySummary, OpSummary, PhaseSummary
 from protobench.engine.verdicts import cpu_verdicts
 from protobench.vocab.thresholds import format_value, observed, parse_threshold
-from tests.unit.report_frames import frame, plan_of, report_of
+from tests.support.report_frames import frame, plan_of, report_of
 
 
 def test_a_sustain_phase_with_no_exchange_exits_3_with_the_reason_even_without_thresholds() -> None:

@@ -20,9 +20,9 @@ from protobench.htmlreport.view import Mark, run_view, spectrum_points
 from protobench.snapshots.diff import compare
 from protobench.snapshots.series import TOTAL
 from protobench.snapshots.store import SnapshotStore
-from tests.conftest import run_cli
-from tests.unit.conftest_snapshots import typed
-from tests.unit.html_snapshot import NEW_COUNTERS, SECRET, report_snapshot
+from tests.support.cli import run_cli
+from tests.support.html_snapshot import NEW_COUNTERS, SECRET, report_snapshot
+from tests.support.snapshots import typed
 
 
 def test_marks_pauses_rate_changes_and_notices() -> None:

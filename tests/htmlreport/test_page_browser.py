@@ -17,9 +17,9 @@ from PIL import Image
 from protobench.htmlreport.compare import compare_page
 from protobench.htmlreport.page import run_page
 from protobench.htmlreport.view import run_view
-from tests.browser import browser, find_chromium
-from tests.unit.conftest_snapshots import typed
-from tests.unit.html_snapshot import report_snapshot
+from tests.support.browser import browser, find_chromium
+from tests.support.html_snapshot import report_snapshot
+from tests.support.snapshots import typed
 
 CHROMIUM = find_chromium()
 MIN_COLORED_PIXELS = 150

@@ -24,7 +24,7 @@ from protobench.cli import app, run_cmd
 from protobench.engine.plan import Overrides, RunPlan, resolve
 from protobench.profiles import loader
 from protobench.vocab.units import MAX_DURATION, MAX_RATE
-from tests.unit.mutations import (
+from tests.support.mutations import (
     EXAMPLES,
     REMOVE,
     hostile_values,

@@ -18,7 +18,7 @@ from protobench.engine.report_model import Report
 from protobench.profiles import loader
 from protobench.snapshots.archive import SnapshotArchive
 from protobench.snapshots.store import SnapshotStore, read
-from tests.unit.report_frames import frame, plan_of, report_of
+from tests.support.report_frames import frame, plan_of, report_of
 
 
 def _refuse(*args: Any, **kwargs: Any) -> Path:

@@ -19,7 +19,7 @@ from protobench.snapshots.diff import (
 )
 from protobench.snapshots.series import TOTAL
 from protobench.snapshots.stats import estimate, geomean
-from tests.unit.conftest_snapshots import OpSpec, make_snapshot, typed, typed_snapshot
+from tests.support.snapshots import OpSpec, make_snapshot, typed, typed_snapshot
 
 SLOWER = {"get": OpSpec(median_us=1500.0)}
 

@@ -17,7 +17,7 @@ from protobench.engine.report_model import to_plain
 from protobench.snapshots.export import CSV_COLUMNS, export, tag_of, write_csv, write_hlog
 from protobench.snapshots.hgrm import percentile_distribution
 from protobench.snapshots.series import TOTAL
-from tests.unit.conftest_snapshots import OpSpec, make_snapshot, typed, typed_snapshot
+from tests.support.snapshots import OpSpec, make_snapshot, typed, typed_snapshot
 
 OPS = {"get": OpSpec(), "post item": OpSpec(rate=500.0, median_us=3000.0, error_rate=0.02)}
 

@@ -8,7 +8,7 @@ import pytest
 
 from protobench.snapshots.prune import prune
 from protobench.snapshots.store import SnapshotStore
-from tests.unit.conftest_snapshots import make_snapshot
+from tests.support.snapshots import make_snapshot
 
 
 def _store(tmp_path: Path, count: int) -> SnapshotStore:

@@ -19,10 +19,10 @@ from protobench.profiles import loader
 from protobench.snapshots.diff import compare, parse_gate
 from protobench.snapshots.model import Snapshot
 from protobench.snapshots.schemas import NAMES, json_schema, schema_id
-from tests.unit.conftest_snapshots import OpSpec, make_snapshot, typed_snapshot
-from tests.unit.report_frames import frame, plan_of, report_of
+from tests.support.report_frames import frame, plan_of, report_of
+from tests.support.snapshots import OpSpec, make_snapshot, typed_snapshot
 
-REPORTS = Path(__file__).parent / "reports"
+REPORTS = Path(__file__).parents[1] / "engine" / "reports"
 
 
 def _validator(name: str) -> jsonschema.protocols.Validator:

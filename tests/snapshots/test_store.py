@@ -26,7 +26,7 @@ from protobench.snapshots.store import (
     redacted,
     safe_name,
 )
-from tests.unit.conftest_snapshots import make_snapshot, typed
+from tests.support.snapshots import make_snapshot, typed
 
 
 @pytest.mark.parametrize(

@@ -47,17 +47,17 @@ from protobench.protocols.base import AsyncSession, CallbackSession, Session, Se
 from protobench.targets.bacnet import free_udp_port
 from protobench.targets.base import Announcement, EmbeddedTarget
 from protobench.vocab.errors import OpError
-from tests.conftest import REPO
+from tests.support.cli import REPO
 
 WILDCARD_DEVICE = ObjectIdentifier(ObjectType.DEVICE, 4_194_303)
-DEVICE_MODULE = "tests.integration.bacnet_bacpypes3_device"
+DEVICE_MODULE = "tests.support.peers.bacpypes3_device"
 BACPYPES3_READY = 20.0
 """Seconds a BACpypes3 device may take to bind its sockets."""
 
 
 @contextlib.contextmanager
 def bacpypes3_device(*args: str) -> Iterator[tuple[str, int]]:
-    """A BACpypes3 device in a subprocess on 127.0.0.1 (:mod:`.bacnet_bacpypes3_device`).
+    """A BACpypes3 device in a subprocess on 127.0.0.1 (:mod:`..peers.bacpypes3_device`).
 
     Yields its ``HOST:PORT`` and device instance; ``args`` are the script's options.
     """

@@ -11,7 +11,7 @@ from protobench.protocols.base import SessionContext
 from protobench.protocols.beckn.models import OPERATIONS, BecknOptions
 from protobench.targets.beckn import BecknBppOptions, BecknBppTarget
 from protobench.targets.http import STATS_PATH
-from tests.targets import running
+from tests.support.targets import running
 
 SPEC_PRIVATE_KEY = (
     "lP3sHA+9gileOkXYJXh4Jg8tK0gEEMbf9yCPnFpbldhrAY+NErqL9WD+Vav7TE5tyVXGXBle9ONZi2W7o144eQ=="

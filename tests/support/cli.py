@@ -1,4 +1,4 @@
-"""Shared fixtures: running the CLI in a subprocess, a private snapshot store, free ports."""
+"""Running ``python -m protobench`` in a subprocess, and the repository's root."""
 
 from __future__ import annotations
 
@@ -6,19 +6,11 @@ import json
 import os
 import subprocess
 import sys
-from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import pytest
-
-REPO = Path(__file__).resolve().parent.parent
-
-
-@pytest.fixture
-def anyio_backend() -> str:
-    return "asyncio"
+REPO = Path(__file__).resolve().parents[2]
 
 
 @dataclass
@@ -45,13 +37,3 @@ def run_cli(args: list[str], cwd: Path, timeout: float = 120.0, **kwargs: Any) -
         **kwargs,
     )
     return CliResult(done.returncode, done.stdout, done.stderr)
-
-
-@pytest.fixture
-def cli(tmp_path: Path) -> Callable[..., CliResult]:
-    """Run the CLI with the test's own working directory (and so its own store)."""
-
-    def invoke(*args: str, timeout: float = 120.0) -> CliResult:
-        return run_cli(list(args), tmp_path, timeout=timeout)
-
-    return invoke

@@ -1,6 +1,6 @@
 """The monitor's test double of a source: scripted events, every command recorded.
 
-:class:`FakeSource` emits a list of events (see :mod:`tests.tui.script`) and
+:class:`FakeSource` emits a list of events (see :mod:`tests.support.scripted_run`) and
 records every command in ``commands``, like ``httpx.MockTransport``. It
 answers commands as the controller does (a ``pause`` notice, a ``rate``
 notice) and holds ``RunFinished`` back until it is stopped or

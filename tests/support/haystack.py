@@ -25,8 +25,8 @@ from protobench.protocols.haystack.credentials import DEV_PASSWORD
 from protobench.protocols.haystack.models import OPERATIONS, HaystackOptions
 from protobench.targets.haystack import HaystackServeOptions, HaystackTarget
 from protobench.vocab.errors import ErrorClass, OpError
-from tests.conftest import CliResult
-from tests.targets import running
+from tests.support.cli import CliResult
+from tests.support.targets import running
 
 UVLOOP_BACKEND = ("asyncio", {"use_uvloop": True})
 SMALL: dict[str, Any] = {

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from tests.unit.conftest_snapshots import OpSpec, make_snapshot
+from tests.support.snapshots import OpSpec, make_snapshot
 
 NEW_COUNTERS = {"down_us": 2500, "connect_failed": 1}
 NEW_VERDICTS = {"host_saturated": True, "findings": ["host CPU at 97%"]}

@@ -6,7 +6,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 
 from protobench.targets.http import STATS_PATH
-from tests.targets import ServedProcess, served
+from tests.support.targets import ServedProcess, served
 
 
 class ServedHttpTarget(ServedProcess):

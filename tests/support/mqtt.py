@@ -186,7 +186,7 @@ async def wait_for_count(recorder: OpRecorder, name: str, expected: int, within:
 
 AMQTT_VERSION = "0.12.1"
 PEERS = Path(__file__).resolve().parents[2] / ".venv-peers"
-AMQTT_SCRIPT = Path(__file__).with_name("mqtt_amqtt_broker.py")
+AMQTT_SCRIPT = Path(__file__).parent / "peers" / "amqtt_broker.py"
 
 
 def amqtt_python() -> Path:

@@ -13,8 +13,8 @@ from textual.pilot import Pilot
 from protobench.snapshots.store import SnapshotStore
 from protobench.tui.app import MonitorApp
 from protobench.tui.widgets.panel import Panel
-from tests.tui.fake_source import FakeSource
-from tests.tui.script import Script, scripted_run
+from tests.support.fake_source import FakeSource
+from tests.support.scripted_run import Script, scripted_run
 
 WAIT_LIMIT = 20.0
 

@@ -3,7 +3,7 @@
 Two workers, two ops (one with errors, counters and open-model latencies),
 warmup and sustain, with a series limit low enough that old records merge:
 every kind of record the interval series holds. It imports nothing newer
-than the plain-dict aggregator, so ``series_golden.json`` (beside it) was written
+than the plain-dict aggregator, so ``tests/engine/series_golden.json`` was written
 from it by the code before the series was typed: the bytes a snapshot holds.
 """
 

@@ -11,7 +11,7 @@ import pytest
 
 from protobench.protocols.http_client import HttpConnection, build_request, parse_url
 from protobench.targets.http import HttpTargetOptions, start_server
-from tests.integration.conftest_http import UVLOOP_BACKEND, http_target
+from tests.support.http import UVLOOP_BACKEND, http_target
 
 pytestmark = pytest.mark.anyio
 

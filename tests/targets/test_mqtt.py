@@ -10,7 +10,7 @@ import pytest
 
 from protobench.targets.base import Announcement
 from protobench.targets.mqtt import BrokerUnavailable, MqttBrokerOptions, MqttBrokerTarget
-from tests.integration.conftest_mqtt import PLUGIN, context, needs_mosquitto
+from tests.support.mqtt import PLUGIN, context, needs_mosquitto
 
 pytestmark = [needs_mosquitto, pytest.mark.anyio]
 

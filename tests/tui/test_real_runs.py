@@ -26,7 +26,7 @@ from protobench.tui.app import MonitorApp
 from protobench.tui.screens.monitor import throughput_series
 from protobench.tui.source import LiveSource, ReplaySource
 from protobench.tui.widgets.line_chart import LineChart
-from tests.tui.helpers import panel_text, wait_for
+from tests.support.pilot import panel_text, wait_for
 
 pytestmark = [pytest.mark.anyio, pytest.mark.timeout(300)]
 

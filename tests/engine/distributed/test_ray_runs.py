@@ -35,9 +35,9 @@ from protobench.engine.sinks import Each
 from protobench.profiles import loader
 from protobench.snapshots.archive import stored_controller
 from protobench.snapshots.store import SnapshotStore
-from tests.conftest import run_cli
-from tests.integration.http_server import http_target
-from tests.integration.test_mqtt_runs import _phases_sum
+from tests.cli.test_run_mqtt import _phases_sum
+from tests.support.cli import run_cli
+from tests.support.http_server import http_target
 
 pytestmark = [
     pytest.mark.ray,

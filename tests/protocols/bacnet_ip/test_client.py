@@ -13,7 +13,7 @@ from bac_py.types.primitives import ObjectIdentifier
 from protobench.protocols.bacnet_ip.client import DatagramClient
 from protobench.protocols.bacnet_ip.codec import DeviceProbe, ReadRequest
 from protobench.vocab.errors import ErrorClass, OpError
-from tests.integration.conftest_bacnet import Responder, SegmentingResponder
+from tests.support.bacnet import Responder, SegmentingResponder
 
 pytestmark = pytest.mark.anyio
 

@@ -14,7 +14,7 @@ from protobench.protocols.bacnet_ip.params import (
     WritePropertyParams,
 )
 from protobench.protocols.bacnet_ip.session import selectors_of, write_property
-from tests.unit.test_bacnet_codec import decoded_request
+from tests.protocols.bacnet_ip.test_codec import decoded_request
 
 DEVICE = ObjectIdentifier(ObjectType.DEVICE, 1)
 

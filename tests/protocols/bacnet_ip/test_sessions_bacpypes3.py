@@ -1,6 +1,6 @@
 """BACnet/IP against BACpypes3, an independent stack, over real UDP on loopback.
 
-The devices run in subprocesses (:mod:`.bacnet_bacpypes3_device`) bound to
+The devices run in subprocesses (:mod:`tests.support.peers.bacpypes3_device`) bound to
 127.0.0.1 with 127.255.255.255 as broadcast address. BACpypes3 refuses the
 wildcard device instance, segments big replies (unless told not to) and
 answers a unicast Who-Is with a unicast I-Am.
@@ -19,7 +19,7 @@ from protobench.protocols.bacnet_ip import inventory
 from protobench.protocols.bacnet_ip.session import LeanSession
 from protobench.protocols.base import StreamSession
 from protobench.vocab.errors import ErrorClass, OpError
-from tests.integration.conftest_bacnet import bacpypes3_device, exchange, open_op
+from tests.support.bacnet import bacpypes3_device, exchange, open_op
 
 pytestmark = pytest.mark.anyio
 

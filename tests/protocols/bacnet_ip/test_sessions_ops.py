@@ -29,7 +29,7 @@ from protobench.targets.bacnet import (
 )
 from protobench.targets.bacnet_objects import add_stress_objects
 from protobench.vocab.errors import ErrorClass, OpError
-from tests.integration.conftest_bacnet import (
+from tests.support.bacnet import (
     ArrayOnlyResponder,
     DropProxy,
     Responder,

@@ -23,7 +23,7 @@ from protobench.protocols.base import CallbackSession
 from protobench.targets.bacnet_sc import BacnetScTarget
 from protobench.tlsutil import CertPair, MockPki, generate, split_url_files, url_with_files
 from protobench.vocab.errors import ErrorClass, OpError
-from tests.integration.conftest_echo import drive, open_session, serving
+from tests.support.echo import drive, open_session, serving
 
 pytestmark = pytest.mark.anyio
 PLUGIN = BacnetScProtocol()

@@ -19,7 +19,7 @@ from protobench.protocols.beckn.keys import (
 from protobench.protocols.beckn.models import BecknOptions
 from protobench.protocols.beckn.signing import Signer
 from protobench.vocab.errors import ErrorClass
-from tests.unit.test_beckn_signing import SPEC_PRIVATE, SPEC_PUBLIC
+from tests.protocols.beckn.test_signing import SPEC_PRIVATE, SPEC_PUBLIC
 
 MID = "6f6e6978-0000-4000-8000-000000000001"
 TID = "6f6e6978-0000-4000-8000-000000000002"

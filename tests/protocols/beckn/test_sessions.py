@@ -16,14 +16,14 @@ from protobench.protocols.beckn.models import OPERATIONS
 from protobench.protocols.beckn.payloads import BodyFactory
 from protobench.protocols.beckn.signing import Signer
 from protobench.vocab.errors import ErrorClass
-from tests.integration.conftest_beckn import (
+from tests.support.beckn import (
     SPEC_PRIVATE_KEY,
     SPEC_PUBLIC_KEY,
     beckn_context,
     bpp_server,
     bpp_stats,
 )
-from tests.integration.conftest_haystack import UVLOOP_BACKEND, error_of, exchange
+from tests.support.haystack import UVLOOP_BACKEND, error_of, exchange
 
 pytestmark = pytest.mark.anyio
 

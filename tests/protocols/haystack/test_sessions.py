@@ -22,7 +22,7 @@ from protobench.protocols.haystack.scram import login
 from protobench.protocols.haystack.ws_session import HaystackWsSession, open_ws
 from protobench.protocols.http_client import HttpConnection, parse_url
 from protobench.vocab.errors import ErrorClass, OpError
-from tests.integration.conftest_haystack import (
+from tests.support.haystack import (
     UVLOOP_BACKEND,
     context,
     error_of,

@@ -28,7 +28,7 @@ from websockets.http11 import Response as WsResponse
 from protobench.protocols.haystack import HaystackProtocol, scram_proof
 from protobench.protocols.haystack.ws_session import HaystackWsSession, open_ws
 from protobench.vocab.errors import ErrorClass, OpError
-from tests.integration.conftest_haystack import (
+from tests.support.haystack import (
     UVLOOP_BACKEND,
     context,
     error_of,
@@ -36,7 +36,7 @@ from tests.integration.conftest_haystack import (
     haystack_server,
     open_and_run,
 )
-from tests.integration.conftest_http import raw_server
+from tests.support.http import raw_server
 
 pytestmark = pytest.mark.anyio
 

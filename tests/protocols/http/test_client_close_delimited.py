@@ -19,7 +19,7 @@ from protobench.protocols.http_client import (
     close_delimited_status,
 )
 from protobench.vocab.errors import ErrorClass, OpError
-from tests.unit.test_http_repeat import CONTINUE, REQUEST, Harness, harness
+from tests.protocols.http.test_client_repeat import CONTINUE, REQUEST, Harness, harness
 
 pytestmark = pytest.mark.anyio
 

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from protobench.vocab.errors import ErrorClass, OpError
-from tests.integration.conftest_http import (
+from tests.support.http import (
     UVLOOP_BACKEND,
     back_to_back,
     closed_port,

@@ -39,7 +39,7 @@ from protobench.protocols.mqtt.codec import (
     publish_prefix,
     reason_text,
 )
-from tests.unit.mqtt_bytes import h
+from tests.support.mqtt_bytes import h
 
 
 @pytest.mark.parametrize(

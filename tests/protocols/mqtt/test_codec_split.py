@@ -29,7 +29,7 @@ from protobench.protocols.mqtt.codec import (
     Suback,
     encode,
 )
-from tests.unit.mqtt_bytes import h
+from tests.support.mqtt_bytes import h
 
 type Split = tuple[list[bytes], list[int], list[int], list[Packet]]
 

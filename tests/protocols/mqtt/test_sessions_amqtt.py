@@ -1,6 +1,6 @@
 """protobench against amqtt, an MQTT broker we did not write (Python, MQTT 3.1.1 only).
 
-The broker runs from its own venv (see :func:`~tests.integration.conftest_mqtt.amqtt`)
+The broker runs from its own venv (see :func:`~tests.support.mqtt.amqtt`)
 and counts every PUBLISH it receives and sends: our publishers' and subscribers'
 counts must be the broker's. Every load is bounded in count and time.
 """
@@ -18,8 +18,8 @@ import pytest
 from protobench.engine.metrics import OpRecorder
 from protobench.protocols.mqtt.sessions import ConnectSession, PublishSession, SubscribeSession
 from protobench.vocab.errors import ErrorClass, OpError
-from tests.conftest import CliResult
-from tests.integration.conftest_mqtt import PLUGIN, amqtt, context, publish_n, wait_for_count
+from tests.support.cli import CliResult
+from tests.support.mqtt import PLUGIN, amqtt, context, publish_n, wait_for_count
 
 pytestmark = pytest.mark.anyio
 

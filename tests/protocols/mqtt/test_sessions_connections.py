@@ -23,8 +23,8 @@ from protobench.protocols.mqtt.sessions import (
     SubscribeSession,
 )
 from protobench.vocab.errors import ErrorClass, OpError
-from tests.integration.conftest_http import self_signed
-from tests.integration.conftest_mqtt import PLUGIN, context, mosquitto, needs_mosquitto, publish_n
+from tests.support.http import self_signed
+from tests.support.mqtt import PLUGIN, context, mosquitto, needs_mosquitto, publish_n
 
 pytestmark = [needs_mosquitto, pytest.mark.anyio]
 

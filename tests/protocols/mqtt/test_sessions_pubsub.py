@@ -17,7 +17,7 @@ from paho.mqtt.enums import CallbackAPIVersion
 from protobench.engine.metrics import OpRecorder, fold, new_histogram, summary
 from protobench.protocols.mqtt.payload import HEADER, stamp
 from protobench.protocols.mqtt.sessions import PublishSession, SubscribeSession
-from tests.integration.conftest_mqtt import (
+from tests.support.mqtt import (
     PLUGIN,
     context,
     mosquitto,

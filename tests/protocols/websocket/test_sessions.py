@@ -21,7 +21,7 @@ from protobench.protocols.websocket.sessions import EchoSession, SubscribeSessio
 from protobench.targets.ws import WsEchoTarget
 from protobench.vocab.errors import ErrorClass, OpError
 from protobench.vocab.recorder import Tally
-from tests.integration.conftest_echo import drive, open_session, serving
+from tests.support.echo import drive, open_session, serving
 
 pytestmark = pytest.mark.anyio
 PLUGIN = WebSocketProtocol()

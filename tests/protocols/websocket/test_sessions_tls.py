@@ -11,7 +11,7 @@ from protobench.protocols.websocket import WebSocketProtocol
 from protobench.targets.ws import WsEchoTarget
 from protobench.tlsutil import generate, split_url_files
 from protobench.vocab.errors import ErrorClass, OpError
-from tests.integration.conftest_echo import drive, open_session, serving
+from tests.support.echo import drive, open_session, serving
 
 pytestmark = pytest.mark.anyio
 PLUGIN = WebSocketProtocol()

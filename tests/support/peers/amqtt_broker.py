@@ -1,6 +1,6 @@
-"""An amqtt broker for the MQTT interop tests, run by the peer venv's Python (see conftest_mqtt).
+"""An amqtt broker for the MQTT interop tests, run by the peer venv's Python (see support.mqtt).
 
-``python mqtt_amqtt_broker.py PORT COUNTS_FILE``: an anonymous amqtt broker on
+``python amqtt_broker.py PORT COUNTS_FILE``: an anonymous amqtt broker on
 127.0.0.1:PORT that counts every PUBLISH it received and sent, by the first
 level of the topic, and writes the counts as JSON to COUNTS_FILE each time it
 is asked (SIGUSR1) and when it stops (SIGTERM): the broker's own truth.

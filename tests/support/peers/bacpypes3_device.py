@@ -1,6 +1,6 @@
 """A BACnet/IP device built on BACpypes3 (an independent stack), run as a subprocess by tests.
 
-``python -m tests.integration.bacnet_bacpypes3_device --port P [options]`` binds
+``python -m tests.support.peers.bacpypes3_device --port P [options]`` binds
 127.0.0.1:P (and BACpypes3's broadcast listener on 127.255.255.255:P: the
 address ``127.0.0.1/8:P`` makes 127.255.255.255 its broadcast address) and
 serves, with BACpypes3's own services (ReadProperty, WriteProperty, RPM, WPM,
