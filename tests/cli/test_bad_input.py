@@ -12,6 +12,8 @@ from pathlib import Path
 
 import pytest
 
+pytestmark = pytest.mark.integration
+
 RUN = (sys.executable, "-m", "protobench", "run", "--no-tui", "--quiet")
 
 

@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 
-pytestmark = pytest.mark.soak
+pytestmark = [pytest.mark.integration, pytest.mark.soak]
 BENCH = Path(__file__).parents[2] / "bench" / "connections.py"
 
 

@@ -28,7 +28,7 @@ from protobench.engine.metrics import new_histogram, summary
 from tests.support.cli import CliResult, run_cli
 
 # The module fixture runs three benchmarks; a loaded machine needs more than 120 s.
-pytestmark = pytest.mark.timeout(480)
+pytestmark = [pytest.mark.integration, pytest.mark.timeout(480)]
 
 PROFILE = """\
 name = "diff-http"

@@ -19,6 +19,8 @@ from protobench.targets.bacnet import BacnetIpTarget
 from tests.support.bacnet import bacpypes3_device, served
 from tests.support.cli import CliResult
 
+pytestmark = pytest.mark.integration
+
 RUN = ("--warmup", "1s", "--duration", "2s", "--json", "--quiet")
 
 

@@ -24,6 +24,8 @@ from protobench.targets.haystack import HaystackServeOptions, build_storage
 from tests.support.cli import CliResult
 from tests.support.haystack import SMALL, haystack_server
 
+pytestmark = pytest.mark.integration
+
 RUN = ("--warmup", "1s", "--duration", "2s", "--json", "--quiet", "--processes", "1")
 
 

@@ -18,6 +18,8 @@ import pytest
 from protobench.cli import boundary
 from protobench.protocols.registry import PluginError, missing_extra, needs, require
 
+pytestmark = pytest.mark.integration
+
 BLOCKER = """
 import os, sys
 from importlib.abc import MetaPathFinder

@@ -9,6 +9,8 @@ from pathlib import Path
 
 import pytest
 
+pytestmark = pytest.mark.integration
+
 
 def protobench(cwd: Path, *args: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run(

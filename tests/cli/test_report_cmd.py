@@ -10,8 +10,12 @@ from __future__ import annotations
 from collections.abc import Callable
 from pathlib import Path
 
+import pytest
+
 from tests.support.browser import browser, find_chromium
 from tests.support.cli import CliResult
+
+pytestmark = pytest.mark.integration
 
 RUN = ["run", "http-get", "--rate", "300/s", "--duration", "2s", "--warmup", "1s"]
 

@@ -19,6 +19,8 @@ import pytest
 
 from tests.support.cli import REPO, CliResult
 
+pytestmark = pytest.mark.integration
+
 SHORT = ("--warmup", "1s", "--duration", "3s", "--json", "--quiet")
 OPS = {
     "bacnet-ip": {

@@ -7,7 +7,11 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from tests.support.targets import served
+
+pytestmark = pytest.mark.integration
 
 
 def _run(cwd: Path, *args: str) -> subprocess.Popen[str]:

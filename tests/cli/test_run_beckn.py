@@ -11,10 +11,13 @@ from contextlib import contextmanager
 from pathlib import Path
 
 import httpx
+import pytest
 
 from protobench.targets.http import STATS_PATH
 from tests.support.beckn import SPEC_PRIVATE_KEY, SPEC_PUBLIC_KEY
 from tests.support.haystack import SHORT, assert_all_groups_clean, run, stored_text
+
+pytestmark = pytest.mark.integration
 
 GROUPS = ["discover", "select", "init", "confirm"]
 

@@ -25,6 +25,8 @@ from tests.support.cli import CliResult
 from tests.support.http_server import http_target
 from tests.support.processes import FORKSERVER, workers_of
 
+pytestmark = pytest.mark.integration
+
 QUICK = ("-c", "2", "-p", "1", "--warmup", "0s", "--duration", "1s", "--interval", "250ms")
 F_SETPIPE_SZ = 1031
 

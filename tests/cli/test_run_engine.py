@@ -23,6 +23,8 @@ from tests.support.cli import CliResult
 from tests.support.http_server import http_target
 from tests.support.processes import workers_of
 
+pytestmark = pytest.mark.integration
+
 SHORT = ("--warmup", "1s", "--duration", "3s", "--json", "--quiet")
 
 

@@ -26,6 +26,8 @@ from tests.support.cli import CliResult
 from tests.support.http_server import http_target
 from tests.support.processes import workers_of
 
+pytestmark = pytest.mark.integration
+
 
 @contextmanager
 def _silent_target() -> Iterator[str]:

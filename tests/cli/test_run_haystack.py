@@ -5,7 +5,11 @@ from __future__ import annotations
 import secrets
 from pathlib import Path
 
+import pytest
+
 from tests.support.haystack import SHORT, assert_all_groups_clean, run, stored_text
+
+pytestmark = pytest.mark.integration
 
 
 def test_haystack_http_profile_runs_clean_and_keeps_the_password_secret(tmp_path: Path) -> None:

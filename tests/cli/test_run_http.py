@@ -7,8 +7,12 @@ import json
 from collections.abc import Callable
 from pathlib import Path
 
+import pytest
+
 from tests.support.cli import CliResult
 from tests.support.http_server import http_target
+
+pytestmark = pytest.mark.integration
 
 SHORT = ("--warmup", "1s", "--duration", "2s", "--processes", "1", "--json", "--quiet")
 

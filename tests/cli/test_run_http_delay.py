@@ -8,8 +8,12 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
+import pytest
+
 from tests.support.cli import CliResult
 from tests.support.http_server import http_target
+
+pytestmark = pytest.mark.integration
 
 CONNECTIONS = 10
 

@@ -14,8 +14,12 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from tests.support.cli import CliResult
 from tests.support.nginx import nginx
+
+pytestmark = pytest.mark.integration
 
 SHORT = ("--warmup", "1s", "--duration", "2s", "--processes", "1", "--json", "--quiet")
 BODY = "x" * 300

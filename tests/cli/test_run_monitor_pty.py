@@ -19,6 +19,7 @@ import pytest
 from protobench.snapshots.store import SnapshotStore
 
 pytestmark = [
+    pytest.mark.integration,
     pytest.mark.skipif(shutil.which("tmux") is None, reason="tmux is not installed"),
     pytest.mark.skipif(
         importlib.util.find_spec("protobench.protocols.http") is None,

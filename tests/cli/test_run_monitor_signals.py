@@ -34,10 +34,13 @@ from protobench.engine.report_model import to_plain
 from protobench.snapshots.store import SnapshotStore
 from tests.support.scripted_run import scripted_snapshot
 
-pytestmark = pytest.mark.skipif(
-    importlib.util.find_spec("protobench.protocols.http") is None,
-    reason="the http plugin (protobench.protocols.http) is not in the tree",
-)
+pytestmark = [
+    pytest.mark.integration,
+    pytest.mark.skipif(
+        importlib.util.find_spec("protobench.protocols.http") is None,
+        reason="the http plugin (protobench.protocols.http) is not in the tree",
+    ),
+]
 LIMIT = 60.0
 """Seconds any one wait may take before the test fails."""
 LEAVE_ALTERNATE_SCREEN = b"\x1b[?1049l"

@@ -12,11 +12,12 @@ from pathlib import Path
 from typing import Any
 
 import psutil
+import pytest
 
 from tests.support.cli import CliResult
 from tests.support.mqtt import Broker, mosquitto, needs_mosquitto
 
-pytestmark = needs_mosquitto
+pytestmark = [pytest.mark.integration, needs_mosquitto]
 
 SHORT = ("--warmup", "1s", "--duration", "2s", "--json", "--quiet")
 

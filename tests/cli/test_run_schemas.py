@@ -20,6 +20,8 @@ import pytest
 from protobench.snapshots.schemas import json_schema
 from tests.support.cli import CliResult
 
+pytestmark = pytest.mark.integration
+
 SHORT = ("--warmup", "1s", "--duration", "2s", "--quiet")
 
 

@@ -27,6 +27,8 @@ from typer.testing import CliRunner
 from protobench.cli import app
 from tests.support.targets import served
 
+pytestmark = pytest.mark.integration
+
 MARK = "S3CRET"
 RUN = ("--warmup", "0s", "--duration", "1s", "--processes", "1", "--ndjson", "--quiet")
 KEY = base64.b64encode(b"S3CRETkey-" + bytes(22)).decode()

@@ -20,7 +20,7 @@ import pytest
 
 from tests.support.cli import CliResult
 
-pytestmark = pytest.mark.soak
+pytestmark = [pytest.mark.integration, pytest.mark.soak]
 SECONDS = int(os.environ.get("PROTOBENCH_SOAK_SECONDS", "300"))
 
 

@@ -5,8 +5,12 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+import pytest
+
 from tests.support.cli import CliResult
 from tests.support.targets import served
+
+pytestmark = pytest.mark.integration
 
 SHORT = ("--warmup", "1s", "--duration", "2s", "--json", "--quiet")
 

@@ -12,7 +12,7 @@ import pytest
 from tests.support.cli import CliResult
 
 # Each sweep is several full runs (start, warmup, sustain, drain, snapshot).
-pytestmark = pytest.mark.timeout(480)
+pytestmark = [pytest.mark.integration, pytest.mark.timeout(480)]
 
 SHORT = ("--warmup", "250ms", "--duration", "1s", "--interval", "250ms", "--processes", "1")
 

@@ -23,7 +23,7 @@ from protobench.engine.plan import GroupPlan, RunPlan, worker_slices
 from protobench.engine.pool import Frame, WorkerPool
 from tests.support.http_server import http_target
 
-pytestmark = pytest.mark.anyio
+pytestmark = [pytest.mark.integration, pytest.mark.anyio]
 
 
 def _plan(url: str, processes: int, duration: float) -> RunPlan:

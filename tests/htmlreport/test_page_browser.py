@@ -25,9 +25,12 @@ CHROMIUM = find_chromium()
 MIN_COLORED_PIXELS = 150
 """A drawn chart has its coloured lines; an empty canvas or axes alone have none."""
 
-pytestmark = pytest.mark.skipif(
-    CHROMIUM is None, reason="chromium is not installed (scripts/setup installs it)"
-)
+pytestmark = [
+    pytest.mark.integration,
+    pytest.mark.skipif(
+        CHROMIUM is None, reason="chromium is not installed (scripts/setup installs it)"
+    ),
+]
 
 
 def _check_page(page: Path, expected_charts: int) -> None:

@@ -13,7 +13,7 @@ from protobench.protocols.http_client import HttpConnection, build_request, pars
 from protobench.targets.http import HttpTargetOptions, start_server
 from tests.support.http import UVLOOP_BACKEND, http_target
 
-pytestmark = pytest.mark.anyio
+pytestmark = [pytest.mark.integration, pytest.mark.anyio]
 
 
 @pytest.fixture

@@ -12,7 +12,7 @@ from protobench.targets.base import Announcement
 from protobench.targets.mqtt import BrokerUnavailable, MqttBrokerOptions, MqttBrokerTarget
 from tests.support.mqtt import PLUGIN, context, needs_mosquitto
 
-pytestmark = [needs_mosquitto, pytest.mark.anyio]
+pytestmark = [pytest.mark.integration, needs_mosquitto, pytest.mark.anyio]
 
 
 @pytest.fixture

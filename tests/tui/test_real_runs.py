@@ -28,7 +28,7 @@ from protobench.tui.source import LiveSource, ReplaySource
 from protobench.tui.widgets.line_chart import LineChart
 from tests.support.pilot import panel_text, wait_for
 
-pytestmark = [pytest.mark.anyio, pytest.mark.timeout(300)]
+pytestmark = [pytest.mark.integration, pytest.mark.anyio, pytest.mark.timeout(300)]
 
 SIZE = (160, 48)
 RUNS = {

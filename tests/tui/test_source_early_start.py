@@ -6,11 +6,15 @@ import asyncio
 import time
 from pathlib import Path
 
+import pytest
+
 from protobench.engine.events import Event, IntervalUpdate, RunFinished, RunStarted
 from protobench.engine.plan import Overrides, resolve
 from protobench.profiles import loader
 from protobench.snapshots.store import SnapshotStore
 from protobench.tui.source import LiveSource
+
+pytestmark = pytest.mark.integration
 
 
 def test_events_sent_before_the_monitor_attaches_are_delivered_in_order(tmp_path: Path) -> None:

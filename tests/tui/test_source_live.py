@@ -18,10 +18,13 @@ from protobench.profiles import loader
 from protobench.snapshots.store import SnapshotStore
 from protobench.tui.source import LiveSource
 
-pytestmark = pytest.mark.skipif(
-    importlib.util.find_spec("protobench.protocols.http") is None,
-    reason="the http plugin (protobench.protocols.http) is not in the tree yet",
-)
+pytestmark = [
+    pytest.mark.integration,
+    pytest.mark.skipif(
+        importlib.util.find_spec("protobench.protocols.http") is None,
+        reason="the http plugin (protobench.protocols.http) is not in the tree yet",
+    ),
+]
 
 
 def test_commands_from_another_thread_reach_the_engine(tmp_path: Path) -> None:

@@ -40,6 +40,7 @@ from tests.support.cli import run_cli
 from tests.support.http_server import http_target
 
 pytestmark = [
+    pytest.mark.integration,
     pytest.mark.ray,
     pytest.mark.timeout(300),
     pytest.mark.skipif(

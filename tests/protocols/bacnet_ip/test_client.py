@@ -15,7 +15,7 @@ from protobench.protocols.bacnet_ip.codec import DeviceProbe, ReadRequest
 from protobench.vocab.errors import ErrorClass, OpError
 from tests.support.bacnet import Responder, SegmentingResponder
 
-pytestmark = pytest.mark.anyio
+pytestmark = [pytest.mark.integration, pytest.mark.anyio]
 
 AI1 = ObjectIdentifier(ObjectType.ANALOG_INPUT, 1)
 PV = PropertyIdentifier.PRESENT_VALUE

@@ -21,7 +21,7 @@ from protobench.protocols.base import StreamSession
 from protobench.vocab.errors import ErrorClass, OpError
 from tests.support.bacnet import bacpypes3_device, exchange, open_op
 
-pytestmark = pytest.mark.anyio
+pytestmark = [pytest.mark.integration, pytest.mark.anyio]
 
 BIG = 400
 """Analog inputs of the big device: with the device, its network port and the

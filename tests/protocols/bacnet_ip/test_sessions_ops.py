@@ -38,7 +38,7 @@ from tests.support.bacnet import (
     served,
 )
 
-pytestmark = pytest.mark.anyio
+pytestmark = [pytest.mark.integration, pytest.mark.anyio]
 
 
 @pytest.fixture

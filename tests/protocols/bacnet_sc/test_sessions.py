@@ -17,7 +17,7 @@ from protobench.tlsutil import generate, split_url_files, url_with_files
 from protobench.vocab.errors import ErrorClass, OpError
 from tests.support.echo import drive, open_session, serving
 
-pytestmark = pytest.mark.anyio
+pytestmark = [pytest.mark.integration, pytest.mark.anyio]
 PLUGIN = BacnetScProtocol()
 MIX = "25:30%, 200:30%, 800:25%, 1400:15%"
 

@@ -25,7 +25,7 @@ from protobench.tlsutil import CertPair, MockPki, generate, split_url_files, url
 from protobench.vocab.errors import ErrorClass, OpError
 from tests.support.echo import drive, open_session, serving
 
-pytestmark = pytest.mark.anyio
+pytestmark = [pytest.mark.integration, pytest.mark.anyio]
 PLUGIN = BacnetScProtocol()
 NODES = (b"\x02\xbb\x00\x00\x00\x01", b"\x02\xbb\x00\x00\x00\x02")
 

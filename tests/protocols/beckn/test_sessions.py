@@ -25,7 +25,7 @@ from tests.support.beckn import (
 )
 from tests.support.haystack import UVLOOP_BACKEND, error_of, exchange
 
-pytestmark = pytest.mark.anyio
+pytestmark = [pytest.mark.integration, pytest.mark.anyio]
 
 
 @pytest.fixture

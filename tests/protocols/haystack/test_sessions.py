@@ -31,7 +31,7 @@ from tests.support.haystack import (
     open_and_run,
 )
 
-pytestmark = pytest.mark.anyio
+pytestmark = [pytest.mark.integration, pytest.mark.anyio]
 
 
 @pytest.fixture(scope="module")

@@ -38,7 +38,7 @@ from tests.support.haystack import (
 )
 from tests.support.http import raw_server
 
-pytestmark = pytest.mark.anyio
+pytestmark = [pytest.mark.integration, pytest.mark.anyio]
 
 ABOUT = bytes(hs_json.encode_grid(Grid.make_rows([{"serverName": "raw"}])))
 

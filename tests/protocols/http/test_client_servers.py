@@ -12,7 +12,7 @@ from protobench.targets.http import encode_response
 from protobench.vocab.errors import ErrorClass, OpError
 from tests.support.http import UVLOOP_BACKEND, closed_port, http_target, raw_server
 
-pytestmark = pytest.mark.anyio
+pytestmark = [pytest.mark.integration, pytest.mark.anyio]
 
 
 @pytest.fixture

@@ -21,7 +21,7 @@ from tests.support.http import (
     self_signed,
 )
 
-pytestmark = pytest.mark.anyio
+pytestmark = [pytest.mark.integration, pytest.mark.anyio]
 
 
 @pytest.fixture

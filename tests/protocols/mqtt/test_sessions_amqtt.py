@@ -21,7 +21,7 @@ from protobench.vocab.errors import ErrorClass, OpError
 from tests.support.cli import CliResult
 from tests.support.mqtt import PLUGIN, amqtt, context, publish_n, wait_for_count
 
-pytestmark = pytest.mark.anyio
+pytestmark = [pytest.mark.integration, pytest.mark.anyio]
 
 
 @pytest.fixture

@@ -26,7 +26,7 @@ from protobench.vocab.errors import ErrorClass, OpError
 from tests.support.http import self_signed
 from tests.support.mqtt import PLUGIN, context, mosquitto, needs_mosquitto, publish_n
 
-pytestmark = [needs_mosquitto, pytest.mark.anyio]
+pytestmark = [pytest.mark.integration, needs_mosquitto, pytest.mark.anyio]
 
 
 @pytest.fixture

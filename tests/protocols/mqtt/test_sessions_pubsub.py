@@ -26,7 +26,7 @@ from tests.support.mqtt import (
     wait_for_count,
 )
 
-pytestmark = [needs_mosquitto, pytest.mark.anyio]
+pytestmark = [pytest.mark.integration, needs_mosquitto, pytest.mark.anyio]
 
 
 @pytest.fixture

@@ -23,7 +23,7 @@ from protobench.vocab.errors import ErrorClass, OpError
 from protobench.vocab.recorder import Tally
 from tests.support.echo import drive, open_session, serving
 
-pytestmark = pytest.mark.anyio
+pytestmark = [pytest.mark.integration, pytest.mark.anyio]
 PLUGIN = WebSocketProtocol()
 
 

@@ -13,7 +13,7 @@ from protobench.tlsutil import generate, split_url_files
 from protobench.vocab.errors import ErrorClass, OpError
 from tests.support.echo import drive, open_session, serving
 
-pytestmark = pytest.mark.anyio
+pytestmark = [pytest.mark.integration, pytest.mark.anyio]
 PLUGIN = WebSocketProtocol()
 
 
