@@ -1,13 +1,34 @@
-"""Fixtures of every test: the anyio backend, and the CLI run in the test's own directory."""
+"""Fixtures of every test (the anyio backend, the CLI in the test's own directory), and the
+time scale applied to every test's time limit (see :mod:`tests.support.timing`)."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import os
 from pathlib import Path
 
 import pytest
 
-from tests.support.cli import CliResult, run_cli
+from tests.support.cli import Cli
+from tests.support.timing import SCALE, SCALE_VARIABLE
+
+
+def pytest_report_header() -> str:
+    given = os.environ.get(SCALE_VARIABLE)
+    source = f"{SCALE_VARIABLE}={given}" if given is not None else "from the load average"
+    return f"time scale: {SCALE:g} ({source})"
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Stretch each test's time limit (``--timeout`` or its ``timeout`` mark) by the time scale."""
+    if SCALE == 1:
+        return
+    default = float(config.getoption("timeout", None) or 0)
+    for item in items:
+        marker = item.get_closest_marker("timeout")
+        kwargs = dict(marker.kwargs) if marker else {}
+        limit = float(marker.args[0] if marker and marker.args else kwargs.pop("timeout", default))
+        if limit > 0:
+            item.add_marker(pytest.mark.timeout(limit * SCALE, **kwargs), append=False)
 
 
 @pytest.fixture
@@ -16,10 +37,6 @@ def anyio_backend() -> str:
 
 
 @pytest.fixture
-def cli(tmp_path: Path) -> Callable[..., CliResult]:
+def cli(tmp_path: Path) -> Cli:
     """Run the CLI with the test's own working directory (and so its own store)."""
-
-    def invoke(*args: str, timeout: float = 120.0) -> CliResult:
-        return run_cli(list(args), tmp_path, timeout=timeout)
-
-    return invoke
+    return Cli(tmp_path)

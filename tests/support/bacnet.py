@@ -48,11 +48,12 @@ from protobench.targets.bacnet import free_udp_port
 from protobench.targets.base import Announcement, EmbeddedTarget
 from protobench.vocab.errors import OpError
 from tests.support.cli import REPO
+from tests.support.timing import S
 
 WILDCARD_DEVICE = ObjectIdentifier(ObjectType.DEVICE, 4_194_303)
 DEVICE_MODULE = "tests.support.peers.bacpypes3_device"
-BACPYPES3_READY = 20.0
-"""Seconds a BACpypes3 device may take to bind its sockets."""
+BACPYPES3_READY = 20 * S
+"""How long a BACpypes3 device may take to bind its sockets."""
 
 
 @contextlib.contextmanager
@@ -105,7 +106,7 @@ async def served(target: EmbeddedTarget, **options: Any) -> AsyncIterator[Announ
         target.serve("127.0.0.1", 0, target.options(**options), announced.set_result)
     )
     try:
-        yield await asyncio.wait_for(asyncio.shield(announced), 20)
+        yield await asyncio.wait_for(asyncio.shield(announced), 20 * S)
     finally:
         task.cancel()
         with contextlib.suppress(asyncio.CancelledError):

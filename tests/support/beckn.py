@@ -12,6 +12,7 @@ from protobench.protocols.beckn.models import OPERATIONS, BecknOptions
 from protobench.targets.beckn import BecknBppOptions, BecknBppTarget
 from protobench.targets.http import STATS_PATH
 from tests.support.targets import running
+from tests.support.timing import S
 
 SPEC_PRIVATE_KEY = (
     "lP3sHA+9gileOkXYJXh4Jg8tK0gEEMbf9yCPnFpbldhrAY+NErqL9WD+Vav7TE5tyVXGXBle9ONZi2W7o144eQ=="
@@ -22,7 +23,7 @@ SPEC_PUBLIC_KEY = "awGPjRK6i/Vg/lWr+0xObclVxlwZXvTjWYtlu6NeOHk="
 
 def bpp_server(**options: Any) -> contextlib.AbstractAsyncContextManager[str]:
     """The mock BPP in this loop; yields its URL."""
-    return running(BecknBppTarget(), BecknBppOptions(**options), start_timeout=30)
+    return running(BecknBppTarget(), BecknBppOptions(**options), start_timeout=30 * S)
 
 
 async def bpp_stats(url: str) -> dict[str, int]:

@@ -10,6 +10,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from tests.support.timing import SCALE
+
 REPO = Path(__file__).resolve().parents[2]
 
 
@@ -24,16 +26,31 @@ class CliResult:
 
 
 def run_cli(args: list[str], cwd: Path, timeout: float = 120.0, **kwargs: Any) -> CliResult:
-    """Run ``python -m protobench ARGS`` in ``cwd`` and capture its output."""
+    """Run ``python -m protobench ARGS`` in ``cwd`` and capture its output.
+
+    ``timeout`` (seconds on a quiet machine) is stretched by the tests' time scale.
+    """
     env = {**os.environ, "PYTHONUNBUFFERED": "1"}
     done = subprocess.run(
         [sys.executable, "-m", "protobench", *args],
         cwd=cwd,
         capture_output=True,
         text=True,
-        timeout=timeout,
+        timeout=timeout * SCALE,
         env=env,
         check=False,
         **kwargs,
     )
     return CliResult(done.returncode, done.stdout, done.stderr)
+
+
+@dataclass
+class Cli:
+    """``python -m protobench`` in one directory (a test's own store); keeps the last result."""
+
+    cwd: Path
+    last: CliResult | None = None
+
+    def __call__(self, *args: str, timeout: float = 120.0) -> CliResult:
+        self.last = run_cli(list(args), self.cwd, timeout=timeout)
+        return self.last

@@ -19,6 +19,7 @@ from protobench.protocols.base import CallbackSession, Protocol, Session, Sessio
 from protobench.targets.base import Announcement, EmbeddedTarget
 from protobench.vocab.errors import OpError
 from protobench.vocab.recorder import Tally
+from tests.support.timing import S
 
 
 @asynccontextmanager
@@ -30,7 +31,7 @@ async def serving(target: EmbeddedTarget, **options: Any) -> AsyncIterator[Annou
         target.serve("127.0.0.1", 0, target.options.model_validate(options), announced.set_result)
     )
     try:
-        async with asyncio.timeout(30):
+        async with asyncio.timeout(30 * S):
             done, _ = await asyncio.wait([announced, task], return_when=asyncio.FIRST_COMPLETED)
         if task in done:
             task.result()
@@ -80,7 +81,9 @@ class Outcome:
             self.messages.append(str(error))
 
 
-async def drive(sessions: list[CallbackSession], per_session: int, limit: float = 60.0) -> Outcome:
+async def drive(
+    sessions: list[CallbackSession], per_session: int, limit: float = 60 * S
+) -> Outcome:
     """Run ``per_session`` back-to-back exchanges on every session (bounded by ``limit`` s)."""
     loop = asyncio.get_running_loop()
     outcome = Outcome()

@@ -27,6 +27,7 @@ from protobench.targets.haystack import HaystackServeOptions, HaystackTarget
 from protobench.vocab.errors import ErrorClass, OpError
 from tests.support.cli import CliResult
 from tests.support.targets import running
+from tests.support.timing import S
 
 UVLOOP_BACKEND = ("asyncio", {"use_uvloop": True})
 SMALL: dict[str, Any] = {
@@ -89,7 +90,7 @@ async def exchange(session: Session, n: int = 1) -> list[tuple[OpError | None, i
                 future.set_result((error, nbytes))
 
             session.submit(done)
-            results.append(await asyncio.wait_for(future, 15))
+            results.append(await asyncio.wait_for(future, 15 * S))
         else:
             assert isinstance(session, AsyncSession)
             try:
@@ -126,7 +127,7 @@ def run(tmp_path: Path, *args: str, env: dict[str, str] | None = None) -> CliRes
         cwd=tmp_path,
         capture_output=True,
         text=True,
-        timeout=180,
+        timeout=180 * S,
         env={**os.environ, "PYTHONUNBUFFERED": "1", **(env or {})},
         check=False,
     )

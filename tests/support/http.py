@@ -21,6 +21,7 @@ from protobench.protocols.base import CallbackSession, SessionContext
 from protobench.protocols.http import HttpOptions, HttpProtocol, RequestParams
 from protobench.targets.http import HttpServer, HttpTargetOptions, start_server
 from protobench.vocab.errors import OpError
+from tests.support.timing import S
 
 UVLOOP_BACKEND = ("asyncio", {"use_uvloop": True})
 
@@ -144,7 +145,7 @@ async def exchange(session: CallbackSession) -> tuple[OpError | None, int]:
     """One exchange on a callback session, awaited."""
     future: asyncio.Future[tuple[OpError | None, int]] = asyncio.get_running_loop().create_future()
     session.submit(lambda error, nbytes: future.set_result((error, nbytes)))
-    return await asyncio.wait_for(future, 30)
+    return await asyncio.wait_for(future, 30 * S)
 
 
 async def back_to_back(session: CallbackSession, count: int) -> list[tuple[OpError | None, int]]:
@@ -161,5 +162,5 @@ async def back_to_back(session: CallbackSession, count: int) -> list[tuple[OpErr
             finished.set_result(None)
 
     session.submit(done)
-    await asyncio.wait_for(finished, 60)
+    await asyncio.wait_for(finished, 60 * S)
     return results

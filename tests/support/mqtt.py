@@ -34,6 +34,7 @@ from protobench.protocols.mqtt import MqttProtocol
 from protobench.protocols.mqtt.options import MqttOptions
 from protobench.targets.mqtt import find_mosquitto
 from protobench.vocab.errors import OpError
+from tests.support.timing import S
 
 MOSQUITTO = find_mosquitto()
 needs_mosquitto = pytest.mark.skipif(MOSQUITTO is None, reason="mosquitto is not installed")
@@ -70,7 +71,7 @@ class Broker:
             self.proc = subprocess.Popen(
                 [MOSQUITTO, "-c", str(self.conf)], stdout=log, stderr=log, stdin=subprocess.DEVNULL
             )
-        deadline = time.monotonic() + 10
+        deadline = time.monotonic() + 10 * S
         while time.monotonic() < deadline:
             if self.proc.poll() is not None:
                 raise RuntimeError(f"mosquitto exited: {self.log.read_text()[-2000:]}")
@@ -79,7 +80,7 @@ class Broker:
                 return
             except OSError:
                 time.sleep(0.02)
-        raise RuntimeError("mosquitto did not listen in 10 s")
+        raise RuntimeError(f"mosquitto did not listen in {10 * S:.0f} s")
 
 
 @contextmanager
@@ -170,11 +171,13 @@ async def publish_n(session: CallbackSession, count: int) -> tuple[list[OpError]
 
     state["start"] = time.perf_counter_ns()
     session.submit(done)
-    await asyncio.wait_for(finished, 60)
+    await asyncio.wait_for(finished, 60 * S)
     return errors, latencies
 
 
-async def wait_for_count(recorder: OpRecorder, name: str, expected: int, within: float = 10) -> int:
+async def wait_for_count(
+    recorder: OpRecorder, name: str, expected: int, within: float = 10 * S
+) -> int:
     """Wait until ``recorder.counters[name]`` reaches ``expected`` (or the time runs out)."""
     deadline = time.monotonic() + within
     while recorder.counters[name] < expected and time.monotonic() < deadline:  # noqa: ASYNC110
@@ -230,7 +233,7 @@ class Amqtt:
         """The broker's own PUBLISH counts (received, sent) by the topic's first level."""
         self.counts_file.unlink(missing_ok=True)
         self.proc.send_signal(signal.SIGUSR1)
-        deadline = time.monotonic() + 10
+        deadline = time.monotonic() + 10 * S
         while not self.counts_file.is_file() and time.monotonic() < deadline:
             time.sleep(0.02)
         counts: dict[str, dict[str, int]] = json.loads(self.counts_file.read_text())
@@ -252,7 +255,7 @@ def amqtt(directory: Path) -> Iterator[Amqtt]:
         )
     broker = Amqtt(port, proc, directory / "counts.json")
     try:
-        deadline = time.monotonic() + 20
+        deadline = time.monotonic() + 20 * S
         while True:
             if proc.poll() is not None or time.monotonic() > deadline:
                 raise RuntimeError(f"amqtt did not start: {log.read_text()[-2000:]}")

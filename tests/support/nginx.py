@@ -20,6 +20,8 @@ from pathlib import Path
 
 import pytest
 
+from tests.support.timing import S
+
 NGINX_PATHS = ("/usr/sbin/nginx",)
 
 
@@ -102,7 +104,7 @@ http {{
 
 
 def _wait_listening(port: int, process: subprocess.Popen[bytes]) -> None:
-    deadline = time.monotonic() + 10
+    deadline = time.monotonic() + 10 * S
     while time.monotonic() < deadline:
         try:
             with socket.create_connection(("127.0.0.1", port), timeout=0.2):
@@ -112,4 +114,4 @@ def _wait_listening(port: int, process: subprocess.Popen[bytes]) -> None:
                 error = process.stderr.read().decode() if process.stderr else ""
                 raise RuntimeError(f"nginx did not start: {error.strip()}") from None
             time.sleep(0.05)
-    raise RuntimeError("nginx did not listen within 10 s")
+    raise RuntimeError(f"nginx did not listen within {10 * S:.0f} s")

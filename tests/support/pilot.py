@@ -15,8 +15,9 @@ from protobench.tui.app import MonitorApp
 from protobench.tui.widgets.panel import Panel
 from tests.support.fake_source import FakeSource
 from tests.support.scripted_run import Script, scripted_run
+from tests.support.timing import S
 
-WAIT_LIMIT = 20.0
+WAIT_LIMIT = 20 * S
 
 
 def scripted_app(

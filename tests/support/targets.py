@@ -15,6 +15,7 @@ from typing import Any
 
 from protobench.protocols.base import StrictModel
 from protobench.targets.base import Announcement, EmbeddedTarget
+from tests.support.timing import S
 
 
 @dataclass
@@ -65,7 +66,7 @@ def served(name: str, *flags: str) -> Iterator[ServedProcess]:
 
 @contextlib.asynccontextmanager
 async def running(
-    target: EmbeddedTarget, options: StrictModel, start_timeout: float = 60.0
+    target: EmbeddedTarget, options: StrictModel, start_timeout: float = 60 * S
 ) -> AsyncIterator[str]:
     """``target`` serving on 127.0.0.1 (a free port) in this event loop; yields its URL."""
     loop = asyncio.get_running_loop()
