@@ -4,11 +4,12 @@ time scale applied to every test's time limit (see :mod:`tests.support.timing`).
 from __future__ import annotations
 
 import os
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
 
-from tests.support.cli import Cli
+from tests.support.cli import CliResult, run_cli
 from tests.support.timing import SCALE, SCALE_VARIABLE
 
 
@@ -37,6 +38,10 @@ def anyio_backend() -> str:
 
 
 @pytest.fixture
-def cli(tmp_path: Path) -> Cli:
+def cli(tmp_path: Path) -> Callable[..., CliResult]:
     """Run the CLI with the test's own working directory (and so its own store)."""
-    return Cli(tmp_path)
+
+    def invoke(*args: str, timeout: float = 120.0) -> CliResult:
+        return run_cli(list(args), tmp_path, timeout=timeout)
+
+    return invoke

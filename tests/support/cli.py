@@ -42,15 +42,3 @@ def run_cli(args: list[str], cwd: Path, timeout: float = 120.0, **kwargs: Any) -
         **kwargs,
     )
     return CliResult(done.returncode, done.stdout, done.stderr)
-
-
-@dataclass
-class Cli:
-    """``python -m protobench`` in one directory (a test's own store); keeps the last result."""
-
-    cwd: Path
-    last: CliResult | None = None
-
-    def __call__(self, *args: str, timeout: float = 120.0) -> CliResult:
-        self.last = run_cli(list(args), self.cwd, timeout=timeout)
-        return self.last
