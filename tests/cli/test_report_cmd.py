@@ -14,6 +14,7 @@ import pytest
 
 from tests.support.browser import browser, find_chromium
 from tests.support.cli import CliResult
+from tests.support.timing import S
 
 pytestmark = pytest.mark.integration
 
@@ -36,7 +37,7 @@ def test_report_of_a_real_run(cli: Callable[..., CliResult], tmp_path: Path) -> 
     if chromium is None:
         return
     with browser(chromium) as b:
-        loaded = b.load(page, 150, timeout=60.0)
+        loaded = b.load(page, 150, timeout=60 * S)
     assert loaded.errors == []
     assert [url for url in loaded.requests[1:] if not url.startswith("data:")] == []
     assert loaded.charts

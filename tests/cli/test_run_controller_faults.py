@@ -24,6 +24,7 @@ import pytest
 from tests.support.cli import CliResult
 from tests.support.http_server import http_target
 from tests.support.processes import FORKSERVER, workers_of
+from tests.support.timing import S
 
 pytestmark = pytest.mark.integration
 
@@ -182,7 +183,7 @@ def test_an_ndjson_consumer_that_stops_reading_does_not_stall_the_run(tmp_path: 
         )  # fmt: skip
         os.close(write_end)
         store = tmp_path / ".protobench" / "snapshots"
-        deadline = time.monotonic() + 90
+        deadline = time.monotonic() + 90 * S
         while not list(store.glob("*.json.gz")) and time.monotonic() < deadline:
             if process.poll() not in (None, 0):  # bad input: no use waiting
                 break

@@ -17,6 +17,7 @@ import psutil
 import pytest
 
 from protobench.snapshots.store import SnapshotStore
+from tests.support.timing import S
 
 pytestmark = [
     pytest.mark.integration,
@@ -26,7 +27,7 @@ pytestmark = [
         reason="the http plugin (protobench.protocols.http) is not in the tree yet",
     ),
 ]
-LIMIT = 100.0
+LIMIT = 100 * S
 RATE_ROW = re.compile(r"│ get\s+[\d.,]+\s+[\d.]+(µs|ms)")
 CPU_METER = re.compile(r"\d+ [█░]+\s+\d+\.\d%")
 

@@ -33,6 +33,7 @@ from protobench.engine.report import exit_code_for
 from protobench.engine.report_model import to_plain
 from protobench.snapshots.store import SnapshotStore
 from tests.support.scripted_run import scripted_snapshot
+from tests.support.timing import S
 
 pytestmark = [
     pytest.mark.integration,
@@ -41,7 +42,7 @@ pytestmark = [
         reason="the http plugin (protobench.protocols.http) is not in the tree",
     ),
 ]
-LIMIT = 60.0
+LIMIT = 60 * S
 """Seconds any one wait may take before the test fails."""
 LEAVE_ALTERNATE_SCREEN = b"\x1b[?1049l"
 """What Textual writes last when it closes: the terminal is given back."""
@@ -148,7 +149,7 @@ def under_load(term: Terminal) -> list[psutil.Process]:
         return b"p99" in term.output and has_forkserver(term) and len(term.children()) >= 3
 
     wait_until(running, "the monitor with its fork server and worker", term)
-    time.sleep(1.0)  # an interval of load on screen
+    time.sleep(1 * S)  # an interval of load on screen
     return term.children()
 
 

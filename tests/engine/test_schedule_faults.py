@@ -37,6 +37,7 @@ from protobench.protocols.base import (
     SessionContext,
 )
 from protobench.vocab.errors import ErrorClass, OpError
+from tests.support.timing import MS, S, eventually
 
 TIMEOUT = 0.1
 
@@ -120,7 +121,7 @@ def _slots(plugin: Protocol, recorder: OpRecorder, n: int) -> list[Slot]:
 
 
 def _run(main: Callable[[], Coroutine[Any, Any, None]]) -> None:
-    uvloop.run(asyncio.wait_for(main(), 10.0))
+    uvloop.run(asyncio.wait_for(main(), 10 * S))
 
 
 async def _sweep_for(driver: ExchangeDriver, seconds: float) -> None:
@@ -275,7 +276,11 @@ def test_an_unexpected_exception_in_an_exchange_is_local_and_reopens(
         await _open_all(slots)
         driver = _driver(model, slots, recorder, state)
         task = await _start(driver)
-        await asyncio.sleep(0.5)
+        await eventually(  # each failed exchange reopens after a backoff of 0.1 s, 0.2 s, ...
+            lambda: recorder.errors["local"] >= 2 and recorder.counters["reconnects"] >= 2,
+            10 * S,
+            "two local errors and their reopens",
+        )
         state.stop()
         if task is not None:
             await task
@@ -299,7 +304,7 @@ def test_down_time_is_accrued_into_the_interval_it_falls_in() -> None:
         t1 = time.perf_counter_ns()
         slot.accrue_down(t1)
         first = recorder.flush().counters
-        await asyncio.sleep(0.1)
+        await asyncio.sleep(100 * MS)
         t2 = time.perf_counter_ns()
         slot.accrue_down(t2)
         second = recorder.flush().counters

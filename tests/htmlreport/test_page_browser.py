@@ -20,6 +20,7 @@ from protobench.htmlreport.view import run_view
 from tests.support.browser import browser, find_chromium
 from tests.support.html_snapshot import report_snapshot
 from tests.support.snapshots import typed
+from tests.support.timing import S
 
 CHROMIUM = find_chromium()
 MIN_COLORED_PIXELS = 150
@@ -37,7 +38,7 @@ def _check_page(page: Path, expected_charts: int) -> None:
     assert CHROMIUM is not None
     assert page.read_text().count('class="chart"') == expected_charts
     with browser(CHROMIUM, height=1600) as chromium:
-        loaded = chromium.load(page, MIN_COLORED_PIXELS, timeout=60.0)
+        loaded = chromium.load(page, MIN_COLORED_PIXELS, timeout=60 * S)
         png = chromium.screenshot()
     assert loaded.errors == []
     assert loaded.requests[0] == page.as_uri()

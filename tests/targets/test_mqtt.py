@@ -11,6 +11,7 @@ import pytest
 from protobench.targets.base import Announcement
 from protobench.targets.mqtt import BrokerUnavailable, MqttBrokerOptions, MqttBrokerTarget
 from tests.support.mqtt import PLUGIN, context, needs_mosquitto
+from tests.support.timing import S
 
 pytestmark = [pytest.mark.integration, needs_mosquitto, pytest.mark.anyio]
 
@@ -25,7 +26,7 @@ async def test_serve_announces_mosquittos_pid_and_stops_it() -> None:
     serving = asyncio.create_task(
         MqttBrokerTarget().serve("127.0.0.1", 0, MqttBrokerOptions(), announced.set_result)
     )
-    announcement = await asyncio.wait_for(announced, 15)
+    announcement = await asyncio.wait_for(announced, 15 * S)
     assert announcement.url.startswith("mqtt://127.0.0.1:")
     assert announcement.kind.startswith("mosquitto 2.")
     broker = psutil.Process(announcement.pid)
@@ -55,7 +56,7 @@ async def test_mosquitto_gets_the_open_file_limit_for_max_connections_or_one_lin
     serving = asyncio.create_task(
         MqttBrokerTarget().serve("127.0.0.1", 0, options, announced.set_result)
     )
-    announcement = await asyncio.wait_for(announced, 15)
+    announcement = await asyncio.wait_for(announced, 15 * S)
     soft, hard = psutil.Process(announcement.pid).rlimit(psutil.RLIMIT_NOFILE)
     conf = next(a for a in psutil.Process(announcement.pid).cmdline() if a.endswith(".conf"))
     assert f"max_connections {wanted}\n" in Path(conf).read_text()  # noqa: ASYNC240

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-import time
 from pathlib import Path
 
 import pytest
@@ -13,6 +12,7 @@ from protobench.engine.plan import Overrides, resolve
 from protobench.profiles import loader
 from protobench.snapshots.store import SnapshotStore
 from protobench.tui.source import LiveSource
+from tests.support.timing import S, until
 
 pytestmark = pytest.mark.integration
 
@@ -22,10 +22,11 @@ def test_events_sent_before_the_monitor_attaches_are_delivered_in_order(tmp_path
     plan = resolve(loader.load("http-get"), overrides)
     source = LiveSource(plan, SnapshotStore(tmp_path / "snapshots"))
     source.start()
-    deadline = time.monotonic() + 60
-    while not any(isinstance(e, IntervalUpdate) for e in source.handover.pending):
-        assert time.monotonic() < deadline, "no interval within 60 s"
-        time.sleep(0.05)
+    until(
+        lambda: any(isinstance(e, IntervalUpdate) for e in source.handover.pending),
+        60 * S,
+        "an interval",
+    )
     seen: list[Event] = []
     asyncio.run(source.run(seen.append))
     assert isinstance(seen[0], RunStarted)

@@ -14,6 +14,7 @@ from protobench.protocols.bacnet_ip.client import DatagramClient
 from protobench.protocols.bacnet_ip.codec import DeviceProbe, ReadRequest
 from protobench.vocab.errors import ErrorClass, OpError
 from tests.support.bacnet import Responder, SegmentingResponder
+from tests.support.timing import S, eventually
 
 pytestmark = [pytest.mark.integration, pytest.mark.anyio]
 
@@ -100,7 +101,7 @@ async def test_late_reply_is_ignored_after_the_timeout() -> None:
     try:
         with pytest.raises(OpError) as caught:
             await client.request(ReadRequest(AI1, PV, None))
-        await asyncio.sleep(0.6)
+        await eventually(lambda: client.stray > 0, 10 * S, "the late reply")
     finally:
         client.close()
         responder.close()

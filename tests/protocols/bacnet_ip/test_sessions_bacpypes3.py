@@ -20,6 +20,7 @@ from protobench.protocols.bacnet_ip.session import LeanSession
 from protobench.protocols.base import StreamSession
 from protobench.vocab.errors import ErrorClass, OpError
 from tests.support.bacnet import bacpypes3_device, exchange, open_op
+from tests.support.timing import S, eventually
 
 pytestmark = [pytest.mark.integration, pytest.mark.anyio]
 
@@ -171,7 +172,7 @@ async def test_cov_notifications_from_bacpypes3(small: str) -> None:
     assert isinstance(session, StreamSession)
     recorder = OpRecorder("cov")
     task = asyncio.create_task(session.run(recorder))
-    await asyncio.sleep(2.0)
+    await eventually(lambda: recorder.counters["notifications"] >= 2, 15 * S, "notifications")
     task.cancel()
     await asyncio.gather(task, return_exceptions=True)
     await session.close()

@@ -37,6 +37,7 @@ from tests.support.bacnet import (
     open_op,
     served,
 )
+from tests.support.timing import S, eventually
 
 pytestmark = [pytest.mark.integration, pytest.mark.anyio]
 
@@ -185,7 +186,7 @@ async def test_cov_counts_notifications_of_drifting_values() -> None:
         assert isinstance(session, StreamSession)
         recorder = OpRecorder("cov")
         task = asyncio.create_task(session.run(recorder))
-        await asyncio.sleep(1.5)
+        await eventually(lambda: recorder.counters["notifications"] >= 5, 15 * S, "notifications")
         task.cancel()
         await asyncio.gather(task, return_exceptions=True)
         await session.close()

@@ -24,6 +24,7 @@ from tests.support.beckn import (
     bpp_stats,
 )
 from tests.support.haystack import UVLOOP_BACKEND, error_of, exchange
+from tests.support.timing import MS
 
 pytestmark = [pytest.mark.integration, pytest.mark.anyio]
 
@@ -171,7 +172,7 @@ async def test_connection_closed_by_the_bpp_while_idle_is_reopened() -> None:
         session = await BecknProtocol().open_session(beckn_context(url, "discover"))
         try:
             first = await exchange(session, 1)
-            await asyncio.sleep(0.8)
+            await asyncio.sleep(800 * MS)
             second = await exchange(session, 2)
         finally:
             await session.close()

@@ -30,6 +30,7 @@ from tests.support.haystack import (
     haystack_server,
     open_and_run,
 )
+from tests.support.timing import MS
 
 pytestmark = [pytest.mark.integration, pytest.mark.anyio]
 
@@ -212,7 +213,7 @@ async def test_connection_closed_by_the_server_while_idle_is_reopened() -> None:
             session = await HaystackProtocol().open_session(context(served, op))
             try:
                 first = await exchange(session, 1)
-                await asyncio.sleep(0.8)
+                await asyncio.sleep(800 * MS)
                 second = await exchange(session, 2)
             finally:
                 await session.close()

@@ -37,6 +37,7 @@ from tests.support.haystack import (
     open_and_run,
 )
 from tests.support.http import raw_server
+from tests.support.timing import MS
 
 pytestmark = [pytest.mark.integration, pytest.mark.anyio]
 
@@ -114,7 +115,7 @@ async def test_reopened_connections_count_in_connects() -> None:
         session = await HaystackProtocol().open_session(context(served, "read", counters=counters))
         try:
             first = await exchange(session, 1)
-            await asyncio.sleep(0.8)
+            await asyncio.sleep(800 * MS)
             second = await exchange(session, 2)
         finally:
             await session.close()

@@ -12,6 +12,7 @@ from protobench.protocols.mqtt.client import MqttConnection
 from protobench.protocols.mqtt.codec import V311
 from protobench.protocols.mqtt.keepalive import SLOTS, wheel
 from protobench.vocab.errors import ErrorClass
+from tests.support.timing import MS, S, eventually
 
 pytestmark = pytest.mark.anyio
 
@@ -44,7 +45,7 @@ class Wire:
 
 
 async def test_each_connection_gets_one_turn_per_period_and_leaves_when_done() -> None:
-    period = 0.1
+    period = 100 * MS
     shared = wheel(period)
     assert wheel(period) is shared
     forever = [Counted(10**9) for _ in range(200)]
@@ -62,7 +63,7 @@ async def test_each_connection_gets_one_turn_per_period_and_leaves_when_done() -
 async def test_a_wheel_with_no_connection_left_stops_its_timer() -> None:
     shared = wheel(0.05)
     shared.add(Counted(1))
-    await asyncio.sleep(0.2)
+    await eventually(lambda: shared.handle is None, 5 * S, "the wheel's timer stopped")
     assert shared.size == 0
     assert shared.handle is None
 

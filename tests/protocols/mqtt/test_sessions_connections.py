@@ -25,6 +25,7 @@ from protobench.protocols.mqtt.sessions import (
 from protobench.vocab.errors import ErrorClass, OpError
 from tests.support.http import self_signed
 from tests.support.mqtt import PLUGIN, context, mosquitto, needs_mosquitto, publish_n
+from tests.support.timing import MS, S, eventually
 
 pytestmark = [pytest.mark.integration, needs_mosquitto, pytest.mark.anyio]
 
@@ -108,7 +109,9 @@ async def test_1000_idle_connections_stay_up_with_keepalive(tmp_path: Path) -> N
         sessions = await asyncio.gather(*(open_one(i) for i in range(1000)))
         recorder = OpRecorder("idle")
         tasks = [asyncio.create_task(s.run(recorder)) for s in sessions]
-        await asyncio.sleep(2.5)  # every connection pinged at least once
+        await eventually(  # every connection pinged at least once (keepalive 2 s)
+            lambda: all(s.conn.sent_packets >= 2 for s in sessions), 20 * S, "a PINGREQ on each"
+        )
         assert _established(broker.pid, broker.port) == 1000
         assert psutil.Process(broker.pid).memory_info().rss > rss_before
         assert all(s.conn.sent_packets >= 2 for s in sessions)  # CONNECT + PINGREQ
@@ -244,7 +247,7 @@ async def test_backpressure_stops_qos0_completions_until_the_socket_drains() -> 
                 break
         assert pub.conn.paused
         at_pause = completed
-        await asyncio.sleep(0.3)
+        await asyncio.sleep(300 * MS)
         assert completed == at_pause < 10_000  # nothing completes while the socket is full
         stalled[0].resume_reading()
         for _ in range(500):

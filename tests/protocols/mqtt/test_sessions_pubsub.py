@@ -25,6 +25,7 @@ from tests.support.mqtt import (
     publish_n,
     wait_for_count,
 )
+from tests.support.timing import MS, S, eventually
 
 pytestmark = [pytest.mark.integration, needs_mosquitto, pytest.mark.anyio]
 
@@ -84,7 +85,7 @@ async def test_fanout_with_acks_delivers_everything_once(
             assert len(latencies) == 300
         for _, recorder, _ in subs:
             assert await wait_for_count(recorder, "received", 900) == 900
-        await asyncio.sleep(0.1)
+        await asyncio.sleep(100 * MS)
         total: Counter[str] = Counter()
         hist = new_histogram()
         for _, recorder, _ in subs:
@@ -111,12 +112,12 @@ async def test_qos0_loss_in_a_tiny_broker_queue_is_detected(tmp_path: Path) -> N
         assert session.conn.transport is not None
         session.conn.transport.pause_reading()  # a slow subscriber: the broker must drop QoS 0
         errors, _ = await publish_n(pub, 5000)
-        await asyncio.sleep(0.5)
+        await asyncio.sleep(500 * MS)
         session.conn.transport.resume_reading()
-        await asyncio.sleep(0.5)
+        await asyncio.sleep(500 * MS)
         more, _ = await publish_n(pub, 5)  # the gap before the last messages shows
         assert errors == more == []
-        await asyncio.sleep(0.3)
+        await asyncio.sleep(300 * MS)
         counters = recorder.counters
         assert counters["lost"] > 0
         assert counters["received"] + counters["lost"] == 5005
@@ -151,10 +152,7 @@ async def test_messages_a_backlogged_subscriber_never_got_are_undelivered(
             pub.stopping()
         _, on_time, _ = subs[0]
         assert await wait_for_count(on_time, "received", 6000) == 6000
-        deadline = time.monotonic() + 10
-        while not subs[0][0].settled() and time.monotonic() < deadline:  # noqa: ASYNC110
-            await asyncio.sleep(0.02)
-        assert subs[0][0].settled()
+        await eventually(subs[0][0].settled, 10 * S, "the subscriber settled")
         assert not late.settled()  # both publishers' ends are on the board, 6000 owed
         await _close(subs)
         assert on_time.counters == Counter(received=6000, expected=6000)
@@ -188,7 +186,11 @@ async def test_topic_template_size_mix_and_shared_subscriptions(tmp_path: Path) 
         assert errors == []
         assert await wait_for_count(plain[0][1], "received", 400) == 400
         assert plain[0][1].counters["lost"] == 0
-        await asyncio.sleep(0.2)
+        await eventually(
+            lambda: sum(r.counters["received"] for _, r, _ in shared) >= 400,
+            10 * S,
+            "400 messages to the shared group",
+        )
         shares = [r.counters["received"] for _, r, _ in shared]
         assert sum(shares) == 400  # each message to one member of the group
         assert all(r.counters["lost"] == 0 for _, r, _ in shared)  # no false loss on a share
@@ -224,7 +226,7 @@ async def test_paho_publishes_our_subscriber_receives(tmp_path: Path) -> None:
 
         await asyncio.to_thread(publish)
         assert await wait_for_count(recorder, "received", 200) == 200
-        await asyncio.sleep(0.1)
+        await asyncio.sleep(100 * MS)
         assert recorder.counters == Counter(received=200, expected=200, foreign=1)
         assert len(recorder.latencies) == 200
         await _close(subs)
@@ -277,7 +279,7 @@ async def test_retained_message_reaches_a_later_paho_subscriber(tmp_path: Path) 
             await PLUGIN.open_session(context(broker.url, "publish", topic="ret/x", retain=True)),
         )
         assert (await publish_n(pub, 1))[0] == []
-        await asyncio.sleep(0.1)
+        await asyncio.sleep(100 * MS)
         got: list[paho.MQTTMessage] = []
         client = _paho(broker.port, client_id="paho-late")
         client.on_message = lambda c, u, msg: got.append(msg)
@@ -309,7 +311,7 @@ async def test_inflight_sessions_share_a_connection(tmp_path: Path) -> None:
         results = await asyncio.gather(*(publish_n(p, 50) for p in pubs))
         assert all(errors == [] for errors, _ in results)
         assert await wait_for_count(subs[0][1], "received", 2000) == 2000
-        await asyncio.sleep(0.1)
+        await asyncio.sleep(100 * MS)
         assert subs[0][1].counters == Counter(received=2000, expected=2000)
         first = pubs[0].conn
         for p in pubs[:20]:

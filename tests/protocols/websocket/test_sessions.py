@@ -22,6 +22,7 @@ from protobench.targets.ws import WsEchoTarget
 from protobench.vocab.errors import ErrorClass, OpError
 from protobench.vocab.recorder import Tally
 from tests.support.echo import drive, open_session, serving
+from tests.support.timing import MS
 
 pytestmark = [pytest.mark.integration, pytest.mark.anyio]
 PLUGIN = WebSocketProtocol()
@@ -240,7 +241,7 @@ async def test_subscribe_raises_closed_when_the_server_goes() -> None:
         session = await open_session(PLUGIN, target.url, "subscribe", path="/push")
         assert isinstance(session, StreamSession)
         task = asyncio.create_task(session.run(OpRecorder("subscribe")))
-        await asyncio.sleep(0.1)
+        await asyncio.sleep(100 * MS)
     with pytest.raises(OpError) as info:
         async with asyncio.timeout(10):
             await task
