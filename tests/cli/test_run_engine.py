@@ -19,6 +19,7 @@ from typing import Any
 
 import pytest
 
+from tests.support.busy import figures, retry_figures_once
 from tests.support.cli import CliResult
 from tests.support.http_server import http_target
 from tests.support.processes import workers_of
@@ -89,6 +90,7 @@ def _reference_p50_us(url: str, requests: int = 100) -> float:
     return statistics.median(samples)
 
 
+@retry_figures_once
 def test_latency_truth_against_a_20ms_target(cli: Callable[..., CliResult]) -> None:
     """The injected 20 ms is what is measured: never less, and the same as a plain client.
 
@@ -104,11 +106,13 @@ def test_latency_truth_against_a_20ms_target(cli: Callable[..., CliResult]) -> N
     assert result.returncode == 0, result.stderr
     latency = result.json()["phases"]["sustain"]["total"]["latency_us"]
     assert latency["min"] >= 20_000 - 16, latency  # one histogram bucket at 20 ms
-    assert abs(latency["p50"] - 20_000) <= 300, latency
-    assert abs(latency["p99"] - 20_000) <= 1_000, latency
-    assert abs(latency["p50"] - reference) <= 200, (latency, reference)
+    with figures(result):
+        assert abs(latency["p50"] - 20_000) <= 300, latency
+        assert abs(latency["p99"] - 20_000) <= 1_000, latency
+        assert abs(latency["p50"] - reference) <= 200, (latency, reference)
 
 
+@retry_figures_once
 def test_coordinated_omission_shows_in_corrected_not_uncorrected(
     cli: Callable[..., CliResult],
 ) -> None:
@@ -121,10 +125,12 @@ def test_coordinated_omission_shows_in_corrected_not_uncorrected(
     total = report["phases"]["sustain"]["total"]
     assert total["errors"] == 0
     assert total["latency_us"]["p999"] >= 500_000, total["latency_us"]
-    assert total["latency_uncorrected_us"]["p999"] < 100_000, total["latency_uncorrected_us"]
+    with figures(result):
+        assert total["latency_uncorrected_us"]["p999"] < 100_000, total["latency_uncorrected_us"]
     assert total["late"] > 1000
 
 
+@retry_figures_once
 def test_open_model_waits_asleep_between_arrivals(cli: Callable[..., CliResult]) -> None:
     """At a modest rate the worker sleeps between arrivals: it is not flagged generator-bound.
 
@@ -137,14 +143,16 @@ def test_open_model_waits_asleep_between_arrivals(cli: Callable[..., CliResult])
             "--warmup", "1s", "--duration", "4s", "--json", "--quiet",
         )  # fmt: skip
     report = result.json()
-    assert report["phases"]["sustain"]["total"]["throughput"] >= 4_900
+    with figures(result):
+        assert report["phases"]["sustain"]["total"]["throughput"] >= 4_900
     assert report["resources"]["generator"]["worker_cpu_mean"] < 80, report["resources"]
     assert not report["verdicts"]["generator_bound"], report["verdicts"]
     # what precision the run got: every send's lateness (intended -> sent), per op and total
     total = report["phases"]["sustain"]["total"]
     lateness = report["phases"]["sustain"]["ops"]["get"]["send_lateness_us"]
     assert lateness == total["send_lateness_us"]
-    assert lateness["count"] >= total["ok"] - total["late"], (lateness, total)
+    with figures(result):  # on a busy host arrivals wait across the warmup's end
+        assert lateness["count"] >= total["ok"] - total["late"], (lateness, total)
     assert lateness["min"] >= 0
 
 

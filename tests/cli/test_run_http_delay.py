@@ -10,6 +10,7 @@ from collections.abc import Callable
 
 import pytest
 
+from tests.support.busy import figures, retry_figures_once
 from tests.support.cli import CliResult
 from tests.support.http_server import http_target
 
@@ -18,6 +19,7 @@ pytestmark = pytest.mark.integration
 CONNECTIONS = 10
 
 
+@retry_figures_once
 def test_ten_connections_at_1ms_lose_no_response(cli: Callable[..., CliResult]) -> None:
     """No timeout, every response counted by both sides, and no connection idles.
 
@@ -41,4 +43,5 @@ def test_ten_connections_at_1ms_lose_no_response(cli: Callable[..., CliResult]) 
     latency = sustain["latency_us"]
     assert latency["min"] >= 1_000 - 1, latency
     busy = sustain["throughput"] * latency["mean"] / 1e6
-    assert busy >= 0.9 * CONNECTIONS, (busy, sustain["throughput"], latency)
+    with figures(result):
+        assert busy >= 0.9 * CONNECTIONS, (busy, sustain["throughput"], latency)
