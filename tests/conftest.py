@@ -1,5 +1,6 @@
 """Fixtures of every test (the anyio backend, the CLI in the test's own directory), and the
-time scale applied to every test's time limit (see :mod:`tests.support.timing`)."""
+time scale applied to every test's time limit and hypothesis's deadline per example
+(see :mod:`tests.support.timing`)."""
 
 from __future__ import annotations
 
@@ -8,9 +9,13 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
+from hypothesis import settings
 
 from tests.support.cli import CliResult, run_cli
 from tests.support.timing import SCALE, SCALE_VARIABLE
+
+settings.register_profile("timescale", deadline=settings().deadline * SCALE)
+settings.load_profile("timescale")
 
 
 def pytest_report_header() -> str:

@@ -13,16 +13,20 @@ whose effect a test asserts (an op's timeout, a keepalive period) are the
 behaviour under test and stay as written.
 
 A wait for a condition is a poll bounded by a scaled limit (:func:`until`,
-:func:`eventually`), not a fixed sleep.
+:func:`eventually`), not a fixed sleep. A unit test that counts what happened
+in a time window measures how late its own event loop woke meanwhile
+(:func:`loop_lag`): beyond what the test allows, the machine, not the code,
+set the count, and the test says so instead of judging it.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import math
 import os
 import time
-from collections.abc import Callable
+from collections.abc import AsyncIterator, Callable
 
 SCALE_VARIABLE = "PROTOBENCH_TEST_TIMESCALE"
 
@@ -72,3 +76,22 @@ async def eventually(condition: Callable[[], bool], limit: float, what: str) -> 
     while not condition():
         assert time.monotonic() < deadline, f"{what}: not within {limit:.1f} s"
         await asyncio.sleep(POLL)
+
+
+@contextlib.asynccontextmanager
+async def loop_lag(step: float = 0.005) -> AsyncIterator[list[float]]:
+    """Seconds the running loop woke late for a ``step``-long sleep, sampled during the block."""
+    lags: list[float] = []
+
+    async def probe() -> None:
+        while True:
+            start = time.perf_counter()
+            await asyncio.sleep(step)
+            lags.append(max(0.0, time.perf_counter() - start - step))
+
+    task = asyncio.create_task(probe())
+    try:
+        yield lags
+    finally:
+        task.cancel()
+        await asyncio.gather(task, return_exceptions=True)
