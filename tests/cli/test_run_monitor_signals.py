@@ -38,8 +38,8 @@ from tests.support.timing import S
 pytestmark = [
     pytest.mark.integration,
     pytest.mark.skipif(
-        importlib.util.find_spec("protobench.protocols.http") is None,
-        reason="the http plugin (protobench.protocols.http) is not in the tree",
+        importlib.util.find_spec("protobench.protocols.http.plugin") is None,
+        reason="the http plugin (protobench.protocols.http.plugin) is not in the tree",
     ),
 ]
 LIMIT = 60 * S

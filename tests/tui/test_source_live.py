@@ -21,8 +21,8 @@ from protobench.tui.source import LiveSource
 pytestmark = [
     pytest.mark.integration,
     pytest.mark.skipif(
-        importlib.util.find_spec("protobench.protocols.http") is None,
-        reason="the http plugin (protobench.protocols.http) is not in the tree yet",
+        importlib.util.find_spec("protobench.protocols.http.plugin") is None,
+        reason="the http plugin (protobench.protocols.http.plugin) is not in the tree yet",
     ),
 ]
 
