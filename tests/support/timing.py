@@ -15,8 +15,7 @@ behaviour under test and stay as written.
 A wait for a condition is a poll bounded by a scaled limit (:func:`until`,
 :func:`eventually`), not a fixed sleep. A unit test that counts what happened
 in a time window measures how late its own event loop woke meanwhile
-(:func:`loop_lag`): beyond what the test allows, the machine, not the code,
-set the count, and the test says so instead of judging it.
+(:func:`loop_lag`) and allows for exactly what the machine took, no more.
 """
 
 from __future__ import annotations
@@ -29,7 +28,6 @@ import time
 from collections.abc import AsyncIterator, Callable
 
 SCALE_VARIABLE = "PROTOBENCH_TEST_TIMESCALE"
-
 
 AUTO_LIMIT = 10.0
 """The largest scale taken from the load average when the variable is not set."""
