@@ -14,7 +14,7 @@ It is applied at the gates where text enters a terminal, never per call site:
 
 - :func:`echo` is the only writer of plain text for a terminal (the summary,
   ``snapshots``, ``diff``, ``sweep``, ``profiles``, ``discover``, every error
-  line on stderr); ``tests/unit/test_terminal_text.py`` fails when a command
+  line on stderr); ``tests/test_termtext.py`` fails when a command
   writes to stdout or stderr any other way. Its lines keep their breaks;
   the table builders (``cli.render.summary_table``, ``cli.diff_text.render_text``,
   the ``sweep`` table) pass their data through :func:`visible_tree` first, so a

@@ -18,9 +18,9 @@ from protobench.tui.source import ReplaySource
 from protobench.tui.widgets.panel import Panel
 from protobench.tui.widgets.run_summary import RunSummary
 from protobench.tui.widgets.threshold_list import ThresholdList
-from tests.hostile import EVERYTHING, assert_no_escapes, hostile_snapshot
-from tests.tui.helpers import text_of, wait_for
-from tests.unit.report_frames import frame, plan_of, report_of
+from tests.support.hostile import EVERYTHING, assert_no_escapes, hostile_snapshot
+from tests.support.pilot import text_of, wait_for
+from tests.support.report_frames import frame, plan_of, report_of
 
 SIZE = (160, 50)
 RUN_ID = "20250101-000000-hostile-0001"
