@@ -18,15 +18,16 @@ from protobench.engine.metrics import OpRecorder
 from protobench.protocols.bacnet_ip import inventory
 from protobench.protocols.bacnet_ip.address import parse_target
 from protobench.protocols.bacnet_ip.inventory import learn_instance
+from protobench.protocols.bacnet_ip.options import BacnetIpOptions
 from protobench.protocols.bacnet_ip.sessions import LeanSession
 from protobench.protocols.base import StreamSession
 from protobench.targets.bacnet import (
     BacnetBbmdTarget,
     BacnetIpTarget,
-    BacnetRouterTarget,
     device_config,
     free_udp_port,
 )
+from protobench.targets.bacnet_router import BacnetRouterTarget
 from protobench.targets.bacnet_objects import add_stress_objects
 from protobench.vocab.errors import ErrorClass, OpError
 from tests.support.bacnet import (
@@ -351,7 +352,7 @@ async def test_who_is_learns_the_instance_through_the_targets_bbmd() -> None:
     async with served(BacnetIpTarget(), bbmd=True) as announced:
         target = parse_target(announced.url.replace("device=400&", ""))
         assert target.device is None
-        assert await learn_instance(target, "127.0.0.1", "127.255.255.255", 1.0) == 400
+        assert await learn_instance(target, BacnetIpOptions(), 1.0) == 400
 
 
 async def test_object_list_of_a_device_without_segmentation_or_rpm_is_read_element_by_element() -> (
