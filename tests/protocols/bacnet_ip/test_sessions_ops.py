@@ -27,8 +27,8 @@ from protobench.targets.bacnet import (
     device_config,
     free_udp_port,
 )
-from protobench.targets.bacnet_router import BacnetRouterTarget
 from protobench.targets.bacnet_objects import add_stress_objects
+from protobench.targets.bacnet_router import BacnetRouterTarget
 from protobench.vocab.errors import ErrorClass, OpError
 from tests.support.bacnet import (
     ArrayOnlyResponder,
