@@ -28,6 +28,7 @@ announcement's ``kind`` lists every server's ``dadr``.
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import logging
 import socket
@@ -70,6 +71,8 @@ REGISTRATION_TTL = 60
 """Seconds a BACnet/IPv6 server's foreign-device registration lasts (renewed at half)."""
 SC_CONNECT = 10.0
 """Seconds an SC server may take to connect to the hub."""
+HUB_STOP = 2.0
+"""Seconds the SC hub may take to stop."""
 
 
 class BacnetRouterServeOptions(StrictModel):
@@ -190,7 +193,11 @@ class Remote:
             try:
                 yield
             finally:
-                await hub.stop()
+                # bac-py's hub waits for every TLS connection's closing handshake, up to
+                # asyncio's 30 s, which a node that stopped reading never completes.
+                with contextlib.suppress(TimeoutError):
+                    async with asyncio.timeout(HUB_STOP):
+                        await hub.stop()
 
     def _sc_config(self, name: str, vmac: bytes | None) -> SCTransportConfig:
         pair = self.pki.leaves.get(name) if self.pki else None
