@@ -14,7 +14,9 @@ Who-Is, SubscribeCOV):
 * ``--no-segmentation``: the device declares segmentation-not-supported, so a
   reply larger than one APDU is an Abort;
 * ``--bbmd``: the port is a BBMD accepting foreign devices;
-* ``--drift``: AnalogInput 1 moves every 0.2 s (COV notifications flow).
+* ``--drift``: AnalogInput 1 moves every 0.2 s (COV notifications flow);
+* ``--timer``: a Timer 1 (present value 0) first in the object-list, which
+  BACpypes3 refuses to subscribe to (``services:cov-subscription-failed``).
 
 It prints ``ready`` once its sockets are bound.
 """
@@ -33,7 +35,7 @@ from bacpypes3.local.binary import BinaryValueObjectCmd
 from bacpypes3.local.device import DeviceObject
 from bacpypes3.local.multistate import MultiStateValueObject
 from bacpypes3.local.networkport import NetworkPortObject
-from bacpypes3.object import NotificationClassObject
+from bacpypes3.object import NotificationClassObject, TimerObject
 
 NORMAL = {"statusFlags": [0, 0, 0, 0], "eventState": "normal", "outOfService": False}
 
@@ -57,6 +59,17 @@ def objects(args: argparse.Namespace) -> list[Any]:
         port.bbmdForeignDeviceTable = []
         port.bbmdBroadcastDistributionTable = [BDTEntry(f"127.0.0.1:{args.port}")]
     found: list[Any] = [device, port]
+    if args.timer:
+        found.append(
+            TimerObject(
+                objectIdentifier=("timer", 1),
+                objectName="Timer-1",
+                presentValue=0,
+                statusFlags=[0, 0, 0, 0],
+                timerState="idle",
+                timerRunning=False,
+            )
+        )
     found += [
         AnalogInputObject(
             objectIdentifier=("analog-input", i),
@@ -127,6 +140,7 @@ async def main() -> None:
     parser.add_argument("--no-segmentation", action="store_true")
     parser.add_argument("--bbmd", action="store_true")
     parser.add_argument("--drift", action="store_true")
+    parser.add_argument("--timer", action="store_true")
     args = parser.parse_args()
     app = Application.from_object_list(objects(args))
     for link in app.link_layers.values():

@@ -83,9 +83,10 @@ def summary(info: DeviceInfo) -> str:
 
 
 def _cov_summary(info: DeviceInfo) -> str:
-    if info.cov_object is not None:
-        return f"yes (a subscription to {object_name(info.cov_object)} was accepted)"
-    return f"no: {info.cov_note}" if info.cov else "no"
+    if info.cov_object is None:
+        return f"no: {info.cov_note}" if info.cov else "no"
+    refused = "".join(f"; {object_name(oid)} refused it: {code}" for oid, code in info.cov_refusals)
+    return f"yes (a subscription to {object_name(info.cov_object)} was accepted{refused})"
 
 
 def _toml(value: object) -> str:
@@ -103,8 +104,11 @@ def _write_values(obj: ObjectInfo) -> list[object] | None:
         return [round(base, 2), round(base + 1.0, 2)]
     if obj.datatype == "enumerated":
         return [0, 1]
+    if obj.datatype == "unsigned" and obj.states is not None:
+        return [1, 2] if obj.states >= 2 else None
     if obj.datatype == "unsigned":
-        return [1, 2] if (obj.states or 2) >= 2 else None
+        base = int(value) if isinstance(value, int) else 0
+        return [base, base + 1]
     if obj.datatype == "signed":
         base = int(value) if isinstance(value, int) else 0
         return [base, base + 1]
