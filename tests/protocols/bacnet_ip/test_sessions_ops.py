@@ -208,6 +208,11 @@ async def test_bbmd_who_is_and_tables_with_foreign_devices() -> None:
             for op, params in (("who-is", {}), ("read-fdt", {"min_entries": 1}), ("read-bdt", {})):
                 error, _ = await outcome(announced.url, op, params)
                 assert error is None, (op, error)
+            # The Who-Is and the device's broadcast I-Am reach the foreign device too.
+            assert isinstance(reader, LeanSession)
+            await eventually(lambda: reader.client.forwarded >= 2, 10 * S, "forwarded broadcasts")
+            assert (await exchange(reader))[0] is None
+            assert reader.client.stray == 0
         finally:
             await reader.close()
         error, _ = await outcome(announced.url, "read-fdt", {"min_entries": 5})
