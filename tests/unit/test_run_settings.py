@@ -49,9 +49,8 @@ def test_every_flag_of_the_table_is_an_option_of_run_and_sweep(command: str) -> 
     options = {p.name: p for p in COMMANDS[command].load(command).params}
     for setting in FLAGGED:
         option = options[setting.name]
-        assert option.opts[0] == setting.flag
+        assert tuple(option.opts) == setting.names
         assert option.secondary_opts == []
-        assert option.opts[1:] == ([setting.short] if setting.short else [])
         assert option.help == setting.help
         assert option.multiple == setting.kind.repeatable
 

@@ -16,8 +16,7 @@ from protobench.profiles.settings import BY_NAME, Setting, parse_pair
 
 def setting_option(spec: Setting) -> Any:
     """The Typer option of a run setting's flag: its names and ``--help`` line."""
-    names = (spec.flag, spec.short) if spec.short else (spec.flag,)
-    return typer.Option(*names, help=spec.help)
+    return typer.Option(*spec.names, help=spec.help)
 
 
 OptOption = Annotated[list[str] | None, setting_option(BY_NAME["options"])]

@@ -2,8 +2,9 @@
 
 A frame is ``KIND LEN\\n`` followed by ``LEN`` bytes of JSON payload. Kinds from
 worker to controller: ``HELLO`` (sessions opened), ``STATS`` (one interval),
-``BEAT`` (alive: at least one frame every interval), ``ERROR`` (a fatal error
-with its message), ``BYE`` (finished). From controller
+``BEAT`` (alive: at least one frame every interval), ``DONE`` (its share of
+the request count has ended), ``ERROR`` (a fatal error with its message),
+``BYE`` (finished). From controller
 to worker: ``PLAN`` (the worker's slice), ``GO`` (start time), ``PAUSE``,
 ``RESUME``, ``RATE`` (new total rate factor), ``STOP``.
 """

@@ -45,12 +45,14 @@ class Tool:
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class LoadModel:
-    """``closed`` (sessions back to back) or ``open`` (a rate of arrivals, maybe ramped)."""
+    """``closed`` (sessions back to back) or ``open`` (a rate of arrivals, maybe ramped);
+    ``requests``: the exchanges that end the sustain (``-n``), when counted."""
 
     type: Literal["closed", "open"]
     sessions: int = 0
     rate: float | None = field(default=None, metadata=OMIT_NONE)
     ramp_to: float | None = field(default=None, metadata=OMIT_NONE)
+    requests: int | None = field(default=None, metadata=OMIT_NONE)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

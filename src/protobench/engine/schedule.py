@@ -113,13 +113,23 @@ def unexpected(exc: Exception, where: str) -> OpError:
 
 
 class RunState:
-    """Shared flags of one worker: running, paused, and the live rate factor."""
+    """Shared flags of one worker: running, paused, the live rate factor, the request count.
+
+    ``left`` is how many exchanges may still start (-1: no count): every driver
+    takes one (:meth:`take`) as it starts an exchange or, in the open model, as
+    an arrival comes; at 0 the count is spent (:meth:`spend`): no exchange starts
+    any more, pause and resume notwithstanding, while the run goes on (the
+    exchanges in flight end, an open model's backlog is served) until it stops.
+    """
 
     def __init__(self) -> None:
         self.running = True
         self.paused = False
         self.active = True
-        """``running and not paused``, kept as a plain attribute for the hot path."""
+        """Running, not paused, the count not spent: a plain attribute for the hot path."""
+        self.left = -1
+        self.spent = asyncio.Event()
+        """Set when the request count is spent."""
         self.rate_factor = 1.0
         self.paused_ns = 0
         """Time spent paused so far (the open model's schedule skips it)."""
@@ -150,7 +160,7 @@ class RunState:
         self.last_pause_ns = perf_ns() - self._paused_at if self.paused else 0
         self.paused_ns += self.last_pause_ns
         self.paused = False
-        self.active = self.running
+        self.active = self.running and self.left != 0
         self._resumed.set()
         for callback in self._listeners:
             callback()
@@ -162,6 +172,33 @@ class RunState:
 
     async def wait_resumed(self) -> None:
         await self._resumed.wait()
+
+    @property
+    def serving(self) -> bool:
+        """An arrival already due may still be sent: running, not paused (a spent count
+        stops new arrivals, not those waiting)."""
+        return self.running and not self.paused
+
+    def allow(self, count: int) -> None:
+        """From now on at most ``count`` more exchanges start (none when it is 0 or less)."""
+        self.left = count
+        if count <= 0:
+            self.spend()
+
+    def take(self) -> None:
+        """An exchange starts (or an arrival comes): one less of the count; the last spends it.
+
+        :class:`_CallbackLoop` inlines it on its hot path.
+        """
+        self.left -= 1
+        if not self.left:
+            self.spend()
+
+    def spend(self) -> None:
+        """The request count is reached: no exchange starts from now on."""
+        self.left = 0
+        self.active = False
+        self.spent.set()
 
 
 class Slot:
@@ -180,6 +217,7 @@ class Slot:
         "ctx",
         "down_since",
         "expired",
+        "on_failed",
         "on_open",
         "paced",
         "pending_since",
@@ -196,6 +234,8 @@ class Slot:
         self.session: Session | None = None
         self._reopening: asyncio.Task[None] | None = None
         self.on_open: Callable[[Slot], None] | None = None
+        self.on_failed: Callable[[], None] | None = None
+        """Told of each failed reopen (the closed model counts it against a request count)."""
         self.counts_connects = bool(getattr(plugin, "counts_connects", False))
         self.pending_since = 0
         self.expired = False
@@ -270,6 +310,8 @@ class Slot:
                 if self.on_open is not None:
                     self.on_open(self)
                 return
+            if self.on_failed is not None:
+                self.on_failed()
             delay = min(REOPEN_MAX_DELAY, max(REOPEN_DELAY, delay * 2))
 
     async def close(self) -> None:
@@ -293,6 +335,11 @@ class ExchangeDriver:
         self.recorder = recorder
         self.state = state
         self.inflight = 0
+
+    @property
+    def pending(self) -> int:
+        """Exchanges not ended yet: in flight (and, in the open model, waiting for a session)."""
+        return self.inflight
 
     def sweep(self, now: int, timeout: float, final: bool = False) -> None:
         """Count exchanges pending longer than ``timeout`` seconds as timeouts (once each).
@@ -344,6 +391,7 @@ class ClosedDriver(ExchangeDriver):
     def start(self) -> None:
         for slot in self.slots:
             slot.on_open = self._begin
+            slot.on_failed = self._open_failed
             if slot.session is None:
                 slot.reopen(self.state)
             else:
@@ -356,11 +404,13 @@ class ClosedDriver(ExchangeDriver):
 
     def _begin(self, slot: Slot) -> None:
         session = slot.session
-        if session is None or not self.state.running:
+        state = self.state
+        if session is None or not state.running:
             return
-        if self.state.paused:
+        if not state.active:  # paused, or the request count is spent
             self._idle.append(slot)
         elif isinstance(session, CallbackSession):
+            state.take()
             _CallbackLoop(self, slot, session).next(perf_ns())
         elif isinstance(session, AsyncSession):
             task = asyncio.get_running_loop().create_task(self._async_loop(slot, session))
@@ -368,6 +418,12 @@ class ClosedDriver(ExchangeDriver):
             task.add_done_callback(self._tasks.discard)
         else:
             raise TypeError(f"{type(session).__name__} cannot run back-to-back")
+
+    def _open_failed(self) -> None:
+        """A session failed to reopen: an exchange of a request count, so that a target that
+        stays down ends a counted run (as oha and hey count a refused connection)."""
+        if self.state.active:
+            self.state.take()
 
     def failed(self, slot: Slot, exc: OpError, counted: bool = True) -> bool:
         """Record a failure (unless counted already); True if the loop on this slot must end."""
@@ -384,9 +440,10 @@ class ClosedDriver(ExchangeDriver):
         slot.task = asyncio.current_task()
         try:
             while self.state.running:
-                if self.state.paused:
+                if not self.state.active:
                     self._idle.append(slot)
                     return
+                self.state.take()
                 self.inflight += 1
                 start = slot.pending_since = perf_ns()
                 try:
@@ -463,11 +520,15 @@ class _CallbackLoop:
             slot.expired = counted = False
         else:
             counted = True
+        state = self.state
         if error is None:
             if counted:
                 self.append(now - self.start)
                 self.recorder.bytes_in += nbytes
-            if self.state.active:
+            if state.active:
+                state.left -= 1  # state.take(), inlined
+                if not state.left:
+                    state.spend()
                 self.start = slot.pending_since = now
                 try:
                     self.session.submit(self.callback)
@@ -480,10 +541,11 @@ class _CallbackLoop:
         if error is not None:
             if driver.failed(slot, error, counted):
                 return
-            if self.state.active:
+            if state.active:
+                state.take()
                 asyncio.get_running_loop().call_soon(self.next, now)
                 return
-        if self.state.running:
+        if state.running:
             driver._idle.append(slot)
 
 
@@ -522,6 +584,10 @@ class ArrivalDriver(ExchangeDriver):
     def current_rate(self, elapsed: float) -> float:
         fraction = min(1.0, max(0.0, elapsed / self.ramp_seconds))
         return (self.rate + (self.ramp_to - self.rate) * fraction) * self.state.rate_factor
+
+    @property
+    def pending(self) -> int:
+        return self.inflight + len(self._backlog)
 
     @property
     def due(self) -> int:
@@ -585,8 +651,10 @@ class ArrivalDriver(ExchangeDriver):
         The schedule moves on before an arrival is issued, so a session that
         completes inside ``submit`` (and catches up itself) cannot take it twice.
         """
-        while self.state.active and (intended := self.due) <= now:
+        state = self.state
+        while state.active and (intended := self.due) <= now:
             self._next += self._gap()
+            state.take()
             self._arrive(intended, now)
 
     def _gap(self) -> int:
@@ -630,7 +698,7 @@ class ArrivalDriver(ExchangeDriver):
         shift = self.state.last_pause_ns
         if shift and self._backlog:
             self._backlog = deque(intended + shift for intended in self._backlog)
-        while self._backlog and self._free and self.state.active:
+        while self._backlog and self._free and self.state.serving:
             slot = self._free.popleft()
             if slot.session is not None:
                 self._issue(slot, self._backlog.popleft())
@@ -642,7 +710,7 @@ class ArrivalDriver(ExchangeDriver):
     def _release(self, slot: Slot, now: int) -> None:
         """A session is free: it takes the oldest waiting arrival, or waits for the next one."""
         self._catch_up(now)
-        if self._backlog and self.state.active and slot.session is not None:
+        if self._backlog and self.state.serving and slot.session is not None:
             self._issue(slot, self._backlog.popleft())
             return
         self._free.append(slot)
