@@ -68,7 +68,11 @@ def snapshot_refs(ctx: typer.Context, incomplete: str) -> list[tuple[str, str]]:
 
 ProfileArgument = Annotated[
     str,
-    typer.Argument(help="Built-in profile name or a profile file.", autocompletion=profiles),
+    typer.Argument(
+        help="Built-in profile name, a profile file, or a URL (a run of one HTTP request).",
+        metavar="PROFILE|URL",
+        autocompletion=profiles,
+    ),
 ]
 """The PROFILE argument of ``run`` and ``sweep``: built-in names and files complete."""
 

@@ -21,7 +21,11 @@ reported as that request's error. Each such reopening adds one to the op's
 
 Options: ``insecure`` (skip TLS verification), ``ca_file``, ``cert_file`` and
 ``key_file`` (mutual TLS), ``secret_headers`` (header names whose values are
-never stored or printed, in addition to names that look like credentials).
+never stored or printed, in addition to names that look like credentials),
+``connect_to`` (connect to another address than the URL's; ``Host`` and the TLS
+name stay the URL's) and ``keepalive`` (false: every request on a new
+connection, with ``Connection: close``). The one-line runs' flags
+(``protobench run URL -H ...``) are :mod:`protobench.protocols.http_flags`.
 """
 
 from __future__ import annotations
@@ -29,6 +33,7 @@ from __future__ import annotations
 import asyncio
 import ssl
 from collections.abc import Callable, Mapping
+from dataclasses import replace
 from functools import cache, partial
 from pathlib import Path
 from typing import ClassVar
@@ -50,6 +55,7 @@ from protobench.protocols.http_client import (
     parse_url,
     status_error,
 )
+from protobench.protocols.http_flags import CONNECT_TO, connect_target
 from protobench.vocab.counters import CONNECTS
 from protobench.vocab.errors import ErrorClass, OpError
 from protobench.vocab.recorder import Tally
@@ -66,6 +72,22 @@ class HttpOptions(StrictModel):
         default_factory=list,
         description="more headers whose values are never stored or printed",
     )
+    connect_to: str | None = Field(
+        default=None,
+        description=f"connect to this address instead of the URL's ({CONNECT_TO}); the Host"
+        " header and the TLS name stay the URL's",
+    )
+    keepalive: bool = Field(
+        default=True,
+        description="false: every request on a new connection (Connection: close)",
+    )
+
+    @field_validator("connect_to")
+    @classmethod
+    def _connect_to(cls, value: str | None) -> str | None:
+        if value is not None:
+            connect_target(value)
+        return value
 
     @model_validator(mode="after")
     def _key_needs_cert(self) -> HttpOptions:
@@ -84,6 +106,11 @@ class RequestParams(StrictModel):
         " unset: the target URL's path as given",
     )
     headers: dict[str, str] = Field(default_factory=dict, description="request headers")
+    headers_file: str | None = Field(
+        default=None,
+        description="file of 'Name: value' lines, more request headers (read by each worker;"
+        " never stored)",
+    )
     body: str | None = Field(default=None, description="request body (UTF-8)")
     body_file: str | None = Field(default=None, description="file whose bytes are the body")
     expect_status: list[int] | None = Field(
@@ -113,6 +140,13 @@ class RequestParams(StrictModel):
             raise ValueError(f"body_file {value!r} is not a readable file")
         return value
 
+    @field_validator("headers_file")
+    @classmethod
+    def _headers_readable(cls, value: str | None) -> str | None:
+        if value is not None:
+            check_request("GET", "/", read_headers(value))
+        return value
+
     @model_validator(mode="after")
     def _consistent(self) -> RequestParams:
         if self.body is not None and self.body_file is not None:
@@ -121,6 +155,37 @@ class RequestParams(StrictModel):
             check_relative_path(self.path)
         check_request(self.method, "/", self.headers)
         return self
+
+
+MAX_HEADERS_FILE = 1024 * 1024
+"""The largest ``headers_file`` read (bytes)."""
+
+
+def read_headers(path: str) -> list[tuple[str, str]]:
+    """The ``Name: value`` lines of a headers file (blank and ``#`` lines skipped).
+
+    ``ValueError`` names the file and the line, never a value (it may be a secret).
+    """
+    try:
+        with open(path, "rb") as file:
+            data = file.read(MAX_HEADERS_FILE + 1)
+    except OSError as exc:
+        raise ValueError(f"headers_file {path!r} cannot be read: {exc.strerror}") from None
+    if len(data) > MAX_HEADERS_FILE:
+        raise ValueError(f"headers_file {path!r} is larger than {MAX_HEADERS_FILE:,} bytes")
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError:
+        raise ValueError(f"headers_file {path!r} is not UTF-8 text") from None
+    headers = []
+    for number, line in enumerate(text.splitlines(), 1):
+        if not line.strip() or line.lstrip().startswith("#"):
+            continue
+        name, colon, value = line.partition(":")
+        if not colon or not name.strip():
+            raise ValueError(f"headers_file {path!r} line {number}: expected 'Name: value'")
+        headers.append((name.strip(), value.strip()))
+    return headers
 
 
 @cache
@@ -138,6 +203,8 @@ class HttpSession(CallbackSession):
     a connection that died goes to :meth:`_reopen` through ``on_dead``.
     ``count`` adds to the op's counters (``connects``: one per reopened connection);
     every connection it binds counts the requests it writes in ``sent``.
+    Without ``keepalive`` every request after a connection's first goes on a
+    new connection (the request says ``Connection: close``; the old one is closed).
     """
 
     def __init__(
@@ -148,26 +215,39 @@ class HttpSession(CallbackSession):
         tls: ssl.SSLContext | None,
         count: Callable[[str, int], None],
         sent: Tally,
+        keepalive: bool = True,
     ) -> None:
         self._request = request
         self._sent = sent
         self._accept = accept
         self._tls = tls
         self._count = count
+        self._keepalive = keepalive
+        self._used = False
         self._reopening: asyncio.Task[None] | None = None
         self._conn = self._bind(conn)
 
     def _bind(self, conn: HttpConnection) -> HttpConnection:
         conn.accept = self._accept
         conn.sent = self._sent
-        conn.on_dead = self._reopen
-        self.submit = partial(conn.submit, self._request)  # type: ignore[method-assign]
+        self._used = False
+        if self._keepalive:
+            conn.on_dead = self._reopen
+            self.submit = partial(conn.submit, self._request)  # type: ignore[method-assign]
         return conn
 
     def submit(self, done: Done) -> None:
-        self._conn.submit(self._request, done)
+        """The path of a session without ``keepalive`` (and of HEAD requests): a connection
+        that served a request already, or died, is replaced first."""
+        conn = self._conn
+        if conn.alive and (self._keepalive or not self._used):
+            self._start(conn, done)
+        else:
+            conn.close()
+            self._reopen(self._request, done)
 
     def _start(self, conn: HttpConnection, done: Done) -> None:
+        self._used = True
         conn.submit(self._request, done)
 
     def _reopen(self, request: bytes, done: Done) -> None:
@@ -197,16 +277,11 @@ class HeadSession(HttpSession):
     def _bind(self, conn: HttpConnection) -> HttpConnection:
         conn.accept = self._accept
         conn.sent = self._sent
+        self._used = False
         return conn
 
-    def submit(self, done: Done) -> None:
-        conn = self._conn
-        if conn.alive:
-            self._start(conn, done)
-        else:
-            self._reopen(self._request, done)
-
     def _start(self, conn: HttpConnection, done: Done) -> None:
+        self._used = True
         accept = self._accept
 
         def on_response(error: OpError | None, response: Response | None) -> None:
@@ -236,6 +311,22 @@ class HttpProtocol(Protocol):
 
     def __init__(self) -> None:
         self._bodies: dict[str, bytes] = {}
+        self._headers: dict[str, list[tuple[str, str]]] = {}
+
+    def _file_headers(self, params: RequestParams) -> list[tuple[str, str]]:
+        """The headers of ``headers_file`` (read once per worker), then the ``headers`` table's."""
+        named = list(params.headers.items())
+        if params.headers_file is None:
+            return named
+        headers = self._headers.get(params.headers_file)
+        if headers is None:
+            try:
+                headers = read_headers(params.headers_file)
+            except ValueError as exc:
+                raise OpError(ErrorClass.LOCAL, str(exc)) from None
+            self._headers[params.headers_file] = headers
+        given = {name.lower() for name, _ in named}
+        return [(n, v) for n, v in headers if n.lower() not in given] + named
 
     def _body(self, params: RequestParams) -> bytes:
         if params.body is not None:
@@ -269,11 +360,25 @@ class HttpProtocol(Protocol):
                 )
             except (OSError, ssl.SSLError, ValueError) as exc:
                 raise OpError(ErrorClass.LOCAL, f"TLS setup failed: {exc}") from None
+        if options.connect_to is not None:
+            endpoint = connect_via(endpoint, options.connect_to)
         target = join_path(urlsplit(ctx.target).path, params.path)
+        headers = self._file_headers(params)
+        if not options.keepalive and not any(n.lower() == "connection" for n, _ in headers):
+            headers.append(("Connection", "close"))
         request = build_request(
-            params.method, endpoint, target, params.headers, self._body(params), under_base=False
+            params.method, endpoint, target, headers, self._body(params), under_base=False
         )
         accept = SUCCESS if params.expect_status is None else frozenset(params.expect_status)
         conn = await HttpConnection.connect(endpoint, ssl=tls, timeout=ctx.timeout)
         kind = HeadSession if params.method == "HEAD" else HttpSession
-        return kind(conn, request, accept, tls, ctx.count, ctx.sent)
+        return kind(conn, request, accept, tls, ctx.count, ctx.sent, options.keepalive)
+
+
+def connect_via(endpoint: Endpoint, connect_to: str) -> Endpoint:
+    """``endpoint`` connected at ``connect_to``'s address when it names the endpoint's host and
+    port (or any), as curl's and oha's ``--connect-to``."""
+    url_host, url_port, host, port = connect_target(connect_to)
+    if url_host not in (None, endpoint.host) or url_port not in (None, endpoint.port):
+        return endpoint
+    return replace(endpoint, via=(host, port))

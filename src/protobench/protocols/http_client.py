@@ -70,13 +70,18 @@ OnResponse = Callable[[OpError | None, "Response | None"], None]
 
 @dataclass(frozen=True)
 class Endpoint:
-    """Where requests go: ``scheme://host:port`` plus a path prefix (no trailing slash)."""
+    """Where requests go: ``scheme://host:port`` plus a path prefix (no trailing slash).
+
+    ``via`` is the address connected to when it is not ``host:port`` (``connect_to``);
+    the ``Host`` header and the TLS server name stay ``host``'s.
+    """
 
     scheme: str
     host: str
     port: int
     base_path: str
     tls: bool
+    via: tuple[str, int] | None = None
 
     @property
     def authority(self) -> str:
@@ -108,7 +113,10 @@ def parse_url(url: str) -> Endpoint:
             f"bad URL {url!r}: put the query string in the request path, not the target"
         )
     if parts.username or parts.password:
-        raise ValueError(f"bad URL {url!r}: credentials in URLs are not supported; use a header")
+        raise ValueError(
+            f"bad URL {url!r}: credentials in URLs are not supported; use a header"
+            " (-a USER:PASSWORD)"
+        )
     return Endpoint(
         scheme=scheme,
         host=parts.hostname,
@@ -140,6 +148,8 @@ def check_request(
         _check_token("header name", name)
         if any(c in value for c in "\r\n\0"):
             raise ValueError(f"bad value for HTTP header {name!r}: line breaks are not allowed")
+        if not value.isascii() and any(ord(c) > 255 for c in value):
+            raise ValueError(f"bad value for HTTP header {name!r}: only Latin-1 characters")
         if name.lower() in ("content-length", "transfer-encoding"):
             raise ValueError(f"do not set {name}: the request's length is computed from its body")
     return items
@@ -408,33 +418,35 @@ class HttpConnection(asyncio.Protocol):
         if endpoint.tls and ssl is None:
             raise OpError(ErrorClass.CONNECT, f"{endpoint.url}: https needs an SSL context")
         tls = ssl if endpoint.tls else None
+        host, port = endpoint.via or (endpoint.host, endpoint.port)
+        where = endpoint.url if endpoint.via is None else f"{endpoint.url} (at {host}:{port})"
         try:
             async with asyncio.timeout(timeout):
                 _, conn = await loop.create_connection(
                     lambda: cls(loop, endpoint, timeout),
-                    endpoint.host,
-                    endpoint.port,
+                    host,
+                    port,
                     ssl=tls,
                     server_hostname=endpoint.host if tls is not None else None,
                 )
         except TimeoutError:
             raise OpError(
-                ErrorClass.TIMEOUT, f"connect to {endpoint.url} took more than {timeout:g}s"
+                ErrorClass.TIMEOUT, f"connect to {where} took more than {timeout:g}s"
             ) from None
         except ConnectionRefusedError:
-            raise OpError(ErrorClass.REFUSED, f"{endpoint.url} refused the connection") from None
+            raise OpError(ErrorClass.REFUSED, f"{where} refused the connection") from None
         except ssl_module.SSLCertVerificationError as exc:
             raise OpError(
                 ErrorClass.CONNECT,
-                f"TLS certificate verification failed for {endpoint.url}: {exc.verify_message}"
+                f"TLS certificate verification failed for {where}: {exc.verify_message}"
                 " (give ca_file, or insecure = true to skip verification)",
             ) from None
         except ssl_module.SSLError as exc:
             raise OpError(
-                ErrorClass.CONNECT, f"TLS handshake with {endpoint.url} failed: {exc.reason or exc}"
+                ErrorClass.CONNECT, f"TLS handshake with {where} failed: {exc.reason or exc}"
             ) from None
         except OSError as exc:
-            raise OpError(ErrorClass.CONNECT, f"connect to {endpoint.url}: {exc}") from None
+            raise OpError(ErrorClass.CONNECT, f"connect to {where}: {exc}") from None
         return conn
 
     @property
