@@ -28,7 +28,7 @@ from protobench.protocols.base import (
     AsyncSession,
     CallbackSession,
     Done,
-    Protocol,
+    ProtocolPlugin,
     Session,
     SessionContext,
 )
@@ -69,7 +69,7 @@ class _Async(AsyncSession):
         return None
 
 
-class _Refusing(Protocol):
+class _Refusing(ProtocolPlugin):
     """Every open is refused."""
 
     name: ClassVar[str] = "fake"

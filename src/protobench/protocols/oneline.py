@@ -8,7 +8,7 @@ plugin; :data:`FLAGS` are the flags of them all, the options ``run`` and
 from __future__ import annotations
 
 from protobench.protocols.flags import OneLine, ProtocolFlag
-from protobench.protocols.http_flags import HTTP
+from protobench.protocols.http.flags import HTTP
 
 LINES: tuple[OneLine, ...] = (HTTP,)
 
