@@ -45,7 +45,7 @@ def _fields(text: str) -> list[str]:
 
 def _port(text: str) -> int:
     if not text.isdigit() or not 1 <= int(text) <= 65535:
-        raise ValueError(f"expected {CONNECT_TO} with ports 1-65535, got port {text[:20]!r}")
+        raise ValueError(f"expected a port 1-65535, got {text[:20]!r}")
     return int(text)
 
 
