@@ -15,6 +15,7 @@ from protobench.engine.plan import RunPlan, resolve
 from protobench.profiles import loader
 from protobench.profiles.model import Profile, ProfileKeys
 from protobench.profiles.settings import FLAGGED, SETTINGS, VARY_KEYS, Overrides, RunSettings
+from protobench.protocols.oneline import FLAGS
 
 README = Path(__file__).resolve().parents[2] / "README.md"
 NAMES = [s.name for s in SETTINGS]
@@ -107,8 +108,14 @@ def _flag_cells(section: str) -> str:
 def test_the_readme_lists_every_run_flag_with_its_short_flag_and_placeholder() -> None:
     cells = _flag_cells(_section("### `protobench run`"))
     for setting in FLAGGED:
-        names = f"{setting.flag}, {setting.short}" if setting.short else str(setting.flag)
-        assert f"`{names} {setting.metavar}`" in cells, setting.name
+        assert f"`{', '.join(setting.names)} {setting.metavar}`" in cells, setting.name
+
+
+def test_the_readme_lists_every_one_line_flag_with_its_names_and_placeholder() -> None:
+    cells = _flag_cells(_section("### One-line HTTP runs: `protobench run URL`"))
+    for flag in FLAGS:
+        names = ", ".join(flag.names) + (f" {flag.metavar}" if flag.metavar else "")
+        assert f"`{names}`" in cells, flag.name
 
 
 def test_the_readme_sweep_section_names_every_axis_and_run_flag() -> None:
