@@ -99,6 +99,13 @@ def _slots(sessions: list[Session], recorder: OpRecorder) -> list[Slot]:
     return slots
 
 
+def _counted() -> RunState:
+    """The state of a worker whose slice has a request count (the worker sets ``counted``)."""
+    state = RunState()
+    state.counted = True
+    return state
+
+
 def _run(main: Callable[[], Coroutine[Any, Any, None]]) -> None:
     uvloop.run(asyncio.wait_for(main(), 20.0))
 
@@ -113,7 +120,7 @@ async def _until_spent(state: RunState, pending: Callable[[], int]) -> None:
 @pytest.mark.parametrize("fail_every", [0, 7])
 def test_the_closed_model_starts_exactly_the_count(delay: float, fail_every: int) -> None:
     starts: list[int] = []
-    recorder, state = OpRecorder("op"), RunState()
+    recorder, state = OpRecorder("op"), _counted()
 
     async def main() -> None:
         sessions: list[Session] = [_Callback(starts, delay, fail_every) for _ in range(5)]
@@ -133,7 +140,7 @@ def test_the_closed_model_starts_exactly_the_count(delay: float, fail_every: int
 
 def test_async_sessions_start_exactly_the_count() -> None:
     starts: list[int] = []
-    recorder, state = OpRecorder("op"), RunState()
+    recorder, state = OpRecorder("op"), _counted()
 
     async def main() -> None:
         sessions: list[Session] = [_Async(starts) for _ in range(3)]
@@ -149,7 +156,7 @@ def test_async_sessions_start_exactly_the_count() -> None:
 
 def test_a_spent_count_stays_spent_through_a_pause_and_a_resume() -> None:
     starts: list[int] = []
-    recorder, state = OpRecorder("op"), RunState()
+    recorder, state = OpRecorder("op"), _counted()
 
     async def main() -> None:
         sessions: list[Session] = [_Callback(starts, 0.001) for _ in range(2)]
@@ -169,7 +176,7 @@ def test_a_spent_count_stays_spent_through_a_pause_and_a_resume() -> None:
 def test_what_a_count_takes_before_it_starts_leaves_the_rest() -> None:
     """A warmup's exchanges still in flight count in sustain: the count starts fewer."""
     starts: list[int] = []
-    recorder, state = OpRecorder("op"), RunState()
+    recorder, state = OpRecorder("op"), _counted()
 
     async def main() -> None:
         sessions: list[Session] = [_Callback(starts, 0.005) for _ in range(4)]
@@ -192,7 +199,7 @@ def test_what_a_count_takes_before_it_starts_leaves_the_rest() -> None:
 def test_the_open_model_counts_arrivals_and_serves_its_backlog(rate: float) -> None:
     """At 50,000/s on 2 sessions of 2 ms most arrivals wait: every one is still sent."""
     starts: list[int] = []
-    recorder, state = OpRecorder("op"), RunState()
+    recorder, state = OpRecorder("op"), _counted()
 
     async def main() -> None:
         sessions: list[Session] = [_Callback(starts, 0.002) for _ in range(2)]
@@ -210,7 +217,7 @@ def test_the_open_model_counts_arrivals_and_serves_its_backlog(rate: float) -> N
 
 
 def test_failed_reopens_take_from_the_count_in_the_closed_model() -> None:
-    recorder, state = OpRecorder("op"), RunState()
+    recorder, state = OpRecorder("op"), _counted()
     plugin = _Refusing()
 
     async def main() -> None:
@@ -238,6 +245,7 @@ def test_no_count_never_spends() -> None:
     _run(main)
     assert not state.spent.is_set()
     assert len(starts) > 10
+    assert state.left == -1  # a run without a count takes nothing on its hot path
 
 
 @pytest.mark.parametrize(

@@ -66,6 +66,7 @@ from protobench.engine.waker import Timer
 from protobench.protocols.base import (
     AsyncSession,
     CallbackSession,
+    Done,
     ProtocolPlugin,
     Session,
     SessionContext,
@@ -115,11 +116,14 @@ def unexpected(exc: Exception, where: str) -> OpError:
 class RunState:
     """Shared flags of one worker: running, paused, the live rate factor, the request count.
 
-    ``left`` is how many exchanges may still start (-1: no count): every driver
-    takes one (:meth:`take`) as it starts an exchange or, in the open model, as
-    an arrival comes; at 0 the count is spent (:meth:`spend`): no exchange starts
+    ``counted``: the run has a request count (from the start, its warmup too).
+    ``left`` is how many exchanges may still start (-1: no limit yet): every
+    driver of a counted run takes one (:meth:`take`) as it starts an exchange
+    (a callback session through :class:`_Counted`) or, in the open model, as an
+    arrival comes; at 0 the count is spent (:meth:`spend`): no exchange starts
     any more, pause and resume notwithstanding, while the run goes on (the
     exchanges in flight end, an open model's backlog is served) until it stops.
+    A run without a count takes nothing: its hot path is as it was.
     """
 
     def __init__(self) -> None:
@@ -127,6 +131,7 @@ class RunState:
         self.paused = False
         self.active = True
         """Running, not paused, the count not spent: a plain attribute for the hot path."""
+        self.counted = False
         self.left = -1
         self.spent = asyncio.Event()
         """Set when the request count is spent."""
@@ -186,10 +191,7 @@ class RunState:
             self.spend()
 
     def take(self) -> None:
-        """An exchange starts (or an arrival comes): one less of the count; the last spends it.
-
-        :class:`_CallbackLoop` inlines it on its hot path.
-        """
+        """An exchange starts (or an arrival comes): one less of the count; the last spends it."""
         self.left -= 1
         if not self.left:
             self.spend()
@@ -410,7 +412,6 @@ class ClosedDriver(ExchangeDriver):
         if not state.active:  # paused, or the request count is spent
             self._idle.append(slot)
         elif isinstance(session, CallbackSession):
-            state.take()
             _CallbackLoop(self, slot, session).next(perf_ns())
         elif isinstance(session, AsyncSession):
             task = asyncio.get_running_loop().create_task(self._async_loop(slot, session))
@@ -422,7 +423,7 @@ class ClosedDriver(ExchangeDriver):
     def _open_failed(self) -> None:
         """A session failed to reopen: an exchange of a request count, so that a target that
         stays down ends a counted run (as oha and hey count a refused connection)."""
-        if self.state.active:
+        if self.state.counted and self.state.active:
             self.state.take()
 
     def failed(self, slot: Slot, exc: OpError, counted: bool = True) -> bool:
@@ -443,7 +444,8 @@ class ClosedDriver(ExchangeDriver):
                 if not self.state.active:
                     self._idle.append(slot)
                     return
-                self.state.take()
+                if self.state.counted:
+                    self.state.take()
                 self.inflight += 1
                 start = slot.pending_since = perf_ns()
                 try:
@@ -491,13 +493,18 @@ class _CallbackLoop:
         self.driver = driver
         self.state = driver.state
         self.slot = slot
-        self.session = session
+        self.session = _Counted(session, driver.state) if driver.state.counted else session
         self.recorder = driver.recorder
         self.append = driver.recorder.latencies.append
         self.callback = self.done
         self.start = 0
 
     def next(self, now: int) -> None:
+        """Start an exchange (the first, or the next after a failure) unless the load stopped."""
+        if not self.state.active:
+            if self.state.running:
+                self.driver._idle.append(self.slot)
+            return
         self.driver.inflight += 1
         self.start = self.slot.pending_since = now
         try:
@@ -520,15 +527,11 @@ class _CallbackLoop:
             slot.expired = counted = False
         else:
             counted = True
-        state = self.state
         if error is None:
             if counted:
                 self.append(now - self.start)
                 self.recorder.bytes_in += nbytes
-            if state.active:
-                state.left -= 1  # state.take(), inlined
-                if not state.left:
-                    state.spend()
+            if self.state.active:
                 self.start = slot.pending_since = now
                 try:
                     self.session.submit(self.callback)
@@ -541,12 +544,32 @@ class _CallbackLoop:
         if error is not None:
             if driver.failed(slot, error, counted):
                 return
-            if state.active:
-                state.take()
+            if self.state.active:
                 asyncio.get_running_loop().call_soon(self.next, now)
                 return
-        if state.running:
+        if self.state.running:
             driver._idle.append(slot)
+
+
+class _Counted(CallbackSession):
+    """A callback session of a counted run: each exchange it starts takes one of the count
+    (a frame more per exchange, for counted runs only)."""
+
+    __slots__ = ("inner", "state")
+
+    def __init__(self, inner: CallbackSession, state: RunState) -> None:
+        self.inner = inner
+        self.state = state
+
+    def submit(self, done: Done) -> None:
+        state = self.state
+        state.left -= 1  # state.take(), inlined
+        if not state.left:
+            state.spend()
+        self.inner.submit(done)
+
+    async def close(self) -> None:
+        await self.inner.close()
 
 
 class ArrivalDriver(ExchangeDriver):
@@ -652,9 +675,11 @@ class ArrivalDriver(ExchangeDriver):
         completes inside ``submit`` (and catches up itself) cannot take it twice.
         """
         state = self.state
+        counted = state.counted
         while state.active and (intended := self.due) <= now:
             self._next += self._gap()
-            state.take()
+            if counted:
+                state.take()
             self._arrive(intended, now)
 
     def _gap(self) -> int:

@@ -118,6 +118,7 @@ class Worker:
         self.slots: dict[str, list[Slot]] = {}
         self.drivers: list[Driver] = []
         self.max_lag = 0.0
+        self.state.counted = spec.requests is not None
         self.done_at: float | None = None
         """When this worker's share of the request count had all ended (monotonic)."""
         self._counting: asyncio.Task[None] | None = None
