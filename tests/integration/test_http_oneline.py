@@ -218,3 +218,20 @@ def test_a_saved_profile_sends_the_same_requests_and_keeps_its_secrets_apart(
     refused = cli("run", f"{server.url}/s", "--save-profile", "api.toml", *QUIET)
     assert refused.returncode == 2
     assert "api.toml exists" in refused.stderr
+
+
+def test_a_sweep_of_a_url_runs_each_level_with_its_flags(
+    cli: Callable[..., CliResult], tmp_path: Path
+) -> None:
+    root = tmp_path / "nginx"
+    with nginx(root, _server(root), LOG_FORMAT) as server:
+        result = cli(
+            "sweep", f"{server.url}/sweep", "--vary", "connections=1,3", "-n", "50",
+            "-H", "X-Test: sweep", "-p", "1", "--json", "--quiet",
+        )  # fmt: skip
+    assert result.returncode == 0, result.stderr
+    points = result.json()["points"]
+    assert [p["assignment"] for p in points] == [{"connections": 1}, {"connections": 3}]
+    lines = _lines(server)
+    assert len(lines) == 100
+    assert {" ".join(line[:3]) for line in lines} == {"GET /sweep sweep"}
