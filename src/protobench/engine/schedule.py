@@ -27,6 +27,12 @@
   the generator's lateness, not the target's or the batching's) is counted as
   ``behind``.
 
+A request count (``-n``) is kept in :class:`RunState`: a counted run's drivers
+take one per exchange they start (callback sessions through :class:`_Counted`,
+so a run without a count pays nothing on its hot path), per arrival in the
+open model (arrivals waiting for a session are still sent), and per failed
+reopen in the closed model; once it is spent nothing more starts.
+
 Sessions live in :class:`Slot` objects that reopen them after a connection
 failure (immediately, then after 0.1 s, doubling up to 2 s, so that a
 refused login does not hammer the server), counting ``reconnects``. A slot
