@@ -11,15 +11,17 @@ from typing import Annotated, Any, NoReturn
 import typer
 
 from protobench.cli.boundary import EXIT_BAD_INPUT, error
-from protobench.profiles.settings import BY_NAME, Setting, parse_pair
+from protobench.profiles.settings import BY_NAME, parse_pair
+from protobench.vocab.flagnames import FlagNames
 
 
-def setting_option(spec: Setting) -> Any:
-    """The Typer option of a run setting's flag: its names and ``--help`` line."""
-    return typer.Option(*spec.names, help=spec.help)
+def flag_option(spec: FlagNames) -> Any:
+    """The Typer option of a flag (a run setting's or a one-line run's): its names,
+    placeholder and ``--help`` line."""
+    return typer.Option(*spec.names, help=spec.help, metavar=spec.metavar or None)
 
 
-OptOption = Annotated[list[str] | None, setting_option(BY_NAME["options"])]
+OptOption = Annotated[list[str] | None, flag_option(BY_NAME["options"])]
 """``--opt`` (the run setting ``options``), also for a command that runs no profile."""
 QuietOption = Annotated[bool, typer.Option("--quiet", "-q", help="No progress on stderr.")]
 SnapshotsDirOption = Annotated[

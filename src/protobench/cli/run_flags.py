@@ -21,9 +21,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Annotated, Any
 
-import typer
-
-from protobench.cli.common import parse_items, parse_value, setting_option
+from protobench.cli.common import flag_option, parse_items, parse_value
 from protobench.profiles.settings import BY_NAME, FLAGGED, Overrides, Setting
 from protobench.protocols.flags import ProtocolFlag
 from protobench.protocols.oneline import FLAGS
@@ -84,12 +82,12 @@ def _hinted(parse: Callable[[str], Any], hint: str) -> Callable[[str], Any]:
 def _option(spec: Setting) -> Any:
     """The annotation of a setting's flag: its value as Typer parses it, and its option."""
     value_type = list[str] if spec.kind.repeatable else spec.kind.option
-    return Annotated[value_type | None, setting_option(spec)]
+    return Annotated[value_type | None, flag_option(spec)]
 
 
 def _line_option(flag: ProtocolFlag) -> tuple[Any, Any]:
     """The annotation and default of a one-line flag's option."""
-    option = typer.Option(*flag.names, help=flag.help, metavar=flag.metavar or None)
+    option = flag_option(flag)
     if flag.switch:
         return Annotated[bool, option], False
     value_type = list[str] if flag.repeatable else str

@@ -23,6 +23,7 @@ from dataclasses import dataclass, field, fields
 from types import MappingProxyType
 from typing import Any, Final, cast
 
+from protobench.vocab.flagnames import FlagNames
 from protobench.vocab.thresholds import parse_threshold
 from protobench.vocab.units import MAX_DURATION, parse_duration, parse_rate, parse_scalar
 
@@ -113,35 +114,23 @@ PAIRS: Final = Kind(parse=parse_pair, collect=dict, merge=lambda old, new: {**ol
 
 
 @dataclass(frozen=True, kw_only=True)
-class Setting:
+class Setting(FlagNames):
     """One row of the table: a field of :class:`RunSettings` and what :func:`setting` says of it.
 
-    ``flag`` is ``None`` for a profile key that no flag overrides; ``aliases``
-    are more names of the flag (other tools' habits: ``-z``, oha's and hey's
-    duration); ``hint`` follows an error about the flag's value; ``metavar`` is
-    the flag's placeholder in the docs; ``help`` its ``--help`` line; ``ge`` and
+    Its flag's names, placeholder (in ``--help`` and the docs) and ``--help``
+    line are :class:`FlagNames`'; ``flag`` is ``None`` for a profile key that no
+    flag overrides. ``hint`` follows an error about the flag's value; ``ge`` and
     ``le`` bound it; ``check`` validates it after its type (``ValueError`` says
     what was expected); ``vary``: ``sweep --vary`` takes it (a table as ``NAME.KEY``).
     """
 
     name: str = ""
     kind: Kind
-    flag: str | None = None
-    short: str | None = None
-    aliases: tuple[str, ...] = ()
     hint: str = ""
-    metavar: str = ""
-    help: str = ""
     vary: bool = False
     ge: float | None = None
     le: float | None = None
     check: Callable[[Any], Any] | None = None
-
-    @property
-    def names(self) -> tuple[str, ...]:
-        """The flag's names: long, short, aliases."""
-        short = (self.short,) if self.short else ()
-        return (str(self.flag), *short, *self.aliases)
 
     @property
     def vary_key(self) -> str:

@@ -19,15 +19,17 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, Literal
 
+from protobench.vocab.flagnames import FlagNames
+
 Scope = Literal["options", "params"]
 
 
 @dataclass(frozen=True, kw_only=True)
-class ProtocolFlag:
+class ProtocolFlag(FlagNames):
     """One flag of a protocol's one-line runs.
 
-    ``name`` is the flag's parameter name; ``flag``, ``short`` and ``aliases``
-    its names; ``metavar`` its placeholder; ``help`` its ``--help`` line.
+    ``name`` is the flag's parameter name; its names, placeholder and
+    ``--help`` line are :class:`FlagNames`' (it always has a long name).
     ``parse`` reads one value (``ValueError`` says what was expected; ``None``:
     a switch, given or not); a ``repeatable`` flag's values come as a list.
     ``to`` turns the value (or the list) into the keys it sets in ``scope``;
@@ -36,33 +38,17 @@ class ProtocolFlag:
     """
 
     name: str
-    flag: str
     scope: Scope
     keys: tuple[str, ...]
     to: Callable[[Any], Mapping[str, Any]]
-    short: str | None = None
-    aliases: tuple[str, ...] = ()
-    metavar: str = ""
-    help: str = ""
     parse: Callable[[str], Any] | None = str
     repeatable: bool = False
     secret: bool = False
 
     @property
-    def names(self) -> tuple[str, ...]:
-        """The flag's names: long, short, aliases."""
-        short = (self.short,) if self.short else ()
-        return (self.flag, *short, *self.aliases)
-
-    @property
     def switch(self) -> bool:
         """A flag without a value (``--insecure``)."""
         return self.parse is None
-
-    @property
-    def label(self) -> str:
-        """How an error names it: ``--header/-H``."""
-        return "/".join(self.names)
 
 
 @dataclass(frozen=True, kw_only=True)
