@@ -4,5 +4,6 @@ Units and their parsers (:mod:`.units`), the pydantic field types built on them
 (:mod:`.fields`), the threshold grammar (:mod:`.thresholds`), the error taxonomy
 (:mod:`.errors`), the recorder interface a protocol plugin writes to
 (:mod:`.recorder`), the counter names shared by plugins and the engine
-(:mod:`.counters`) and what a command-line flag is called (:mod:`.flagnames`). It imports nothing of protobench's own.
+(:mod:`.counters`) and what a command-line flag is called (:mod:`.flagnames`).
+It imports nothing of protobench's own.
 """
