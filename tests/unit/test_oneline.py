@@ -111,6 +111,8 @@ def test_options_from_flags() -> None:
     [
         ({"header": ["no colon"]}, "--header/-H: expected 'Name: value' or @FILE"),
         ({"header": ["Bad Name: 1"]}, "--header/-H: bad HTTP header name 'Bad Name'"),
+        ({"header": ["Bad Name: 1"], "method": "PUT"}, "--header/-H: bad HTTP header name"),
+        ({"content_type": "a\x01b", "method": "PUT"}, "--content-type/-T: bad value for"),
         ({"header": ["@a", "@b"]}, "--header/-H: one @FILE of headers at most"),
         ({"auth": "S3CRET"}, "--auth/-a: expected USER:PASSWORD"),
         ({"method": "G T"}, "--method/-m: bad HTTP method 'G T'"),

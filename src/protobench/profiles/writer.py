@@ -14,7 +14,7 @@ import re
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-_BARE = re.compile(r"^[A-Za-z0-9_-]+$")
+_BARE = re.compile(r"[A-Za-z0-9_-]+")
 _ESCAPES = {'"': '\\"', "\\": "\\\\", "\b": "\\b", "\t": "\\t", "\n": "\\n", "\f": "\\f"}
 _ESCAPES["\r"] = "\\r"
 
@@ -34,7 +34,7 @@ def string(text: str) -> str:
 
 def key(name: str) -> str:
     """A key: bare when it can be, else quoted."""
-    return name if _BARE.match(name) else string(name)
+    return name if _BARE.fullmatch(name) else string(name)
 
 
 def value(item: Any) -> str:

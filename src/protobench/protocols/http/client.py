@@ -146,8 +146,11 @@ def check_request(
     items = list(headers.items() if isinstance(headers, Mapping) else headers)
     for name, value in items:
         _check_token("header name", name)
-        if any(c in value for c in "\r\n\0"):
-            raise ValueError(f"bad value for HTTP header {name!r}: line breaks are not allowed")
+        if any((c < " " and c != "\t") or c == "\x7f" for c in value):
+            raise ValueError(
+                f"bad value for HTTP header {name!r}: line breaks and control characters"
+                " are not allowed"
+            )
         if not value.isascii() and any(ord(c) > 255 for c in value):
             raise ValueError(f"bad value for HTTP header {name!r}: only Latin-1 characters")
         if name.lower() in ("content-length", "transfer-encoding"):

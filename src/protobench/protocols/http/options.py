@@ -80,7 +80,14 @@ class RequestParams(StrictModel):
     @field_validator("method")
     @classmethod
     def _upper(cls, value: str) -> str:
+        check_request(value.upper(), "/", {})
         return value.upper()
+
+    @field_validator("headers")
+    @classmethod
+    def _headers(cls, value: dict[str, str]) -> dict[str, str]:
+        check_request("GET", "/", value)
+        return value
 
     @field_validator("expect_status")
     @classmethod
@@ -113,7 +120,6 @@ class RequestParams(StrictModel):
             raise ValueError("give body or body_file, not both")
         if self.path:
             check_relative_path(self.path)
-        check_request(self.method, "/", self.headers)
         return self
 
 
