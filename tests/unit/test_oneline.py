@@ -148,6 +148,16 @@ def test_a_bad_url_is_an_error_naming_it_without_its_secret(url: str, message: s
     assert str(caught.value).startswith(message)
 
 
+def test_a_body_file_that_is_a_directory_or_too_large_is_refused(tmp_path: Path) -> None:
+    with pytest.raises(loader.ProfileError, match="is not a readable file"):
+        _run(body_file=str(tmp_path))
+    large = tmp_path / "large.bin"
+    with large.open("wb") as file:
+        file.truncate(64 * 2**20 + 1)  # sparse: no disk used
+    with pytest.raises(loader.ProfileError, match=r"--data: body_file .* is larger than 64 MiB"):
+        _run(data=f"@{large}")
+
+
 def test_a_headers_file_never_shows_its_values_in_an_error(tmp_path: Path) -> None:
     file = tmp_path / "h.txt"
     file.write_text("# comment\n\nAuthorization: Bearer S3CRET\nX-A: 1\n")

@@ -12,6 +12,7 @@ read by :func:`read_headers`. The one-line runs' flags (``protobench run URL
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 from pydantic import Field, field_validator, model_validator
@@ -103,8 +104,17 @@ class RequestParams(StrictModel):
     @field_validator("body_file")
     @classmethod
     def _file_exists(cls, value: str | None) -> str | None:
-        if value is not None and not Path(value).is_file():
+        if value is None:
+            return value
+        if not Path(value).is_file():
             raise ValueError(f"body_file {value!r} is not a readable file")
+        try:
+            with open(value, "rb") as file:
+                size = os.fstat(file.fileno()).st_size
+        except OSError as exc:
+            raise ValueError(f"body_file {value!r} cannot be read: {exc.strerror}") from None
+        if size > MAX_BODY_FILE:
+            raise ValueError(f"body_file {value!r} is larger than {MAX_BODY_FILE >> 20} MiB")
         return value
 
     @field_validator("headers_file")
@@ -125,6 +135,8 @@ class RequestParams(StrictModel):
 
 MAX_HEADERS_FILE = 1024 * 1024
 """The largest ``headers_file`` read (bytes)."""
+MAX_BODY_FILE = 64 * 1024 * 1024
+"""The largest ``body_file`` (bytes): every worker holds it in memory."""
 
 
 def read_headers(path: str) -> list[tuple[str, str]]:
