@@ -18,7 +18,6 @@ from pathlib import Path
 import pytest
 
 from protobench.engine.plan import Overrides, resolve
-from protobench.engine.report import EXIT_INCOMPLETE
 from protobench.profiles import loader
 from protobench.profiles.oneline import url_profile
 from protobench.snapshots.model import Snapshot
@@ -27,10 +26,11 @@ from protobench.tui.app import MonitorApp
 from protobench.tui.screens.monitor import throughput_series
 from protobench.tui.source import LiveSource, ReplaySource
 from protobench.tui.widgets.line_chart import LineChart
-from tests.targets import served
-from tests.tui.helpers import panel_text, wait_for
+from protobench.vocab.exceptions import ExitCode
+from tests.support.pilot import panel_text, wait_for
+from tests.support.targets import served
 
-pytestmark = [pytest.mark.anyio, pytest.mark.timeout(300)]
+pytestmark = [pytest.mark.integration, pytest.mark.anyio, pytest.mark.timeout(300)]
 
 SIZE = (160, 48)
 RUNS = {
@@ -153,7 +153,7 @@ async def test_ctrl_c_in_a_live_run_shows_the_time_it_really_went(tmp_path: Path
         if source.running:
             source.stop("interrupted")
         source.join(30)
-    assert app.return_value == EXIT_INCOMPLETE  # a partial run, as a headless one exits
+    assert app.return_value == ExitCode.INCOMPLETE  # a partial run, as a headless one exits
 
 
 async def test_a_live_url_run_with_a_count_ends_on_it_and_shows_it(tmp_path: Path) -> None:
@@ -200,4 +200,4 @@ async def test_a_real_run_that_cannot_open_a_session_says_why_and_exits_3(
             await pilot.pause()
     finally:
         source.join(30)
-    assert app.return_value == EXIT_INCOMPLETE
+    assert app.return_value == ExitCode.INCOMPLETE

@@ -10,8 +10,9 @@ from typing import Annotated, Any, NoReturn
 
 import typer
 
-from protobench.cli.boundary import EXIT_BAD_INPUT, error
+from protobench.cli.boundary import error
 from protobench.profiles.settings import BY_NAME, parse_pair
+from protobench.vocab.exceptions import ExitCode
 from protobench.vocab.flagnames import FlagNames
 
 
@@ -38,7 +39,7 @@ StoreOption = Annotated[
 """The store that ``diff``, ``report`` and ``snapshots`` read."""
 
 
-def fail(message: str, code: int = EXIT_BAD_INPUT) -> NoReturn:
+def fail(message: str, code: int = ExitCode.BAD_INPUT) -> NoReturn:
     """Print an error on stderr (one line, secrets hidden) and exit with ``code``."""
     error(message)
     raise typer.Exit(code)

@@ -17,10 +17,10 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from protobench.cli.boundary import EXIT_INCOMPLETE
 from protobench.cli.common import OptOption, fail, parse_pairs, parse_value
 from protobench.protocols import registry
 from protobench.redaction import redact_text, redact_url
+from protobench.vocab.exceptions import ExitCode
 from protobench.vocab.units import parse_duration
 
 if TYPE_CHECKING:
@@ -104,7 +104,7 @@ def _discover(
     try:
         return asyncio.run(plugin.discover(request))
     except OpError as exc:
-        fail(f"{said} {redact_url(url)}: {redact_text(str(exc))}", code=EXIT_INCOMPLETE)
+        fail(f"{said} {redact_url(url)}: {redact_text(str(exc))}", code=exc.exit_code)
 
 
 def discover_command(
@@ -155,7 +155,7 @@ def discover_command(
     try:
         loader.parse(profile, str(write_profile))
     except loader.ProfileError as exc:
-        fail(f"the fitted profile does not load: {exc}", code=EXIT_INCOMPLETE)
+        fail(f"the fitted profile does not load: {exc}", code=ExitCode.INCOMPLETE)
     try:
         write_profile.write_text(profile, encoding="utf-8")
     except OSError as exc:

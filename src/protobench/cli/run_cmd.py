@@ -24,7 +24,6 @@ import typer
 
 from protobench.cli import report_cmd
 from protobench.cli.baseline_opt import BaselineOption, load_baseline
-from protobench.cli.boundary import EXIT_INCOMPLETE
 from protobench.cli.common import QuietOption, SnapshotsDirOption, fail
 from protobench.cli.complete import ProfileArgument
 from protobench.cli.profile_arg import SaveProfileOption, load_profile, save_run
@@ -33,10 +32,12 @@ from protobench.cli.run_flags import RunFlags, takes_run_flags
 from protobench.engine.report_model import Report, report_to_json
 from protobench.protocols.registry import PluginError
 from protobench.snapshots.store import SnapshotStore, read
+from protobench.vocab.exceptions import ExitCode
 
 if TYPE_CHECKING:  # the engine, pydantic and numpy load in the command, not for --help
-    from protobench.engine.controller import Controller, PoolFactory
+    from protobench.engine.controller import Controller
     from protobench.engine.plan import RunPlan
+    from protobench.engine.pool_contract import PoolFactory
     from protobench.engine.sinks import Sink
     from protobench.tui.baseline import Baseline
 
@@ -99,7 +100,7 @@ def run_plan(
     except Exception as exc:  # the run failed outright: one line, exit 3, no traceback
         with contextlib.suppress(OSError):
             sys.stderr.write(f"protobench: error: {describe_failure(exc)}\n")
-        raise typer.Exit(EXIT_INCOMPLETE) from None
+        raise typer.Exit(ExitCode.INCOMPLETE) from None
 
 
 @takes_run_flags

@@ -17,7 +17,6 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
-from protobench.cli.boundary import EXIT_INCOMPLETE
 from protobench.cli.common import QuietOption, SnapshotsDirOption, fail, print_json
 from protobench.cli.complete import ProfileArgument
 from protobench.cli.profile_arg import load_profile
@@ -27,6 +26,7 @@ from protobench.cli.run_flags import RunFlags, takes_run_flags
 from protobench.profiles.settings import VARY_KEYS
 from protobench.protocols.registry import PluginError
 from protobench.snapshots.store import SUFFIX, SnapshotStore
+from protobench.vocab.exceptions import ExitCode
 
 if TYPE_CHECKING:  # the engine and pydantic load in the command, not for --help
     from protobench.engine.plan import RunPlan
@@ -157,7 +157,7 @@ def sweep_command(
     else:
         typer.echo(render_table(result))
     sys.stdout.flush()
-    raise typer.Exit(EXIT_INCOMPLETE if result.interrupted else 0)
+    raise typer.Exit(ExitCode.INCOMPLETE if result.interrupted else ExitCode.OK)
 
 
 @dataclass

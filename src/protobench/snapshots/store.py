@@ -55,6 +55,7 @@ from protobench.snapshots.model import (
     check_run_id,
     load_snapshot,
 )
+from protobench.vocab.exceptions import BadInput, NotSaved
 
 if TYPE_CHECKING:
     from protobench.engine.archive import RunRecord
@@ -68,11 +69,11 @@ _UNSAFE = re.compile(r"[^A-Za-z0-9_.-]+")
 _LATEST = re.compile(r"^latest(?:~(?P<back>\d+))?$")
 
 
-class SnapshotError(Exception):
+class SnapshotError(BadInput):
     """A snapshot that cannot be found or read, or a reference that is not one."""
 
 
-class SnapshotWriteError(OSError):
+class SnapshotWriteError(NotSaved, OSError):
     """A snapshot or log directory that could not be written: the path and the OS error."""
 
     def __init__(self, path: Path, cause: OSError) -> None:
