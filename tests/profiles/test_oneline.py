@@ -137,6 +137,7 @@ def test_a_bad_value_is_an_error_naming_its_flag(line: dict[str, Any], message: 
         ("ftp://x/", "URL: ftp://: a URL run speaks http://, https://"),
         ("http://u:S3CRET@x/", "URL: bad URL 'http://u:<secret>@x/': credentials"),
         ("http://x/?q=1", "URL: bad URL 'http://x/?q=1': put the query string"),
+        ("http://x/\x1b[31m", "URL: bad URL 'http://x/\\x1b[31m': control characters"),
     ],
 )
 def test_a_bad_url_is_an_error_naming_it_without_its_secret(url: str, message: str) -> None:

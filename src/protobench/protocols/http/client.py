@@ -98,6 +98,8 @@ class Endpoint:
 
 def parse_url(url: str) -> Endpoint:
     """The :class:`Endpoint` of an ``http://`` or ``https://`` URL; ``ValueError`` otherwise."""
+    if any(c < " " or c == "\x7f" for c in url):
+        raise ValueError(f"bad URL {url!r}: control characters are not allowed")
     try:
         parts = urlsplit(url)
         port = parts.port
@@ -160,9 +162,9 @@ def check_request(
 
 def check_relative_path(path: str) -> None:
     """Raise ``ValueError`` unless ``path`` is a path reference :func:`join_path` can resolve."""
-    if any(c in path for c in " \r\n\0\t") or not path.isascii():
+    if any(c <= " " or c == "\x7f" for c in path) or not path.isascii():
         raise ValueError(
-            f"bad HTTP path {path!r}: spaces, line breaks and non-ASCII are not allowed"
+            f"bad HTTP path {path!r}: spaces, control characters and non-ASCII are not allowed"
         )
     parts = urlsplit(path)
     if parts.scheme or parts.netloc or path.startswith("//"):
