@@ -25,7 +25,7 @@ from protobench.protocols import registry
 from protobench.protocols.base import is_secret_header
 from protobench.protocols.flags import OneLine, ProtocolFlag
 from protobench.protocols.oneline import for_url
-from protobench.redaction import redact_url
+from protobench.redaction import redact_url, redact_value
 
 SOURCE = "<command line>"
 """The source of a URL run's profile, in its plan and snapshot."""
@@ -134,14 +134,17 @@ def url_profile(url: str, given: Mapping[str, Any], name: str | None = None) -> 
 
 
 def redacted(data: Mapping[str, Any]) -> dict[str, Any]:
-    """A URL run's profile data with its secrets replaced (the plugin's rule)."""
+    """A URL run's profile data with its secrets replaced, as a plan's are
+    (:meth:`~protobench.engine.plan.RunPlan.redacted`: the plugin's rule, then every
+    URL's password and every value named as a secret)."""
     plugin = registry.load(str(data["protocol"]))
     options = dict(data.get("options", {}))
-    out = {**data, "target": redact_url(str(data["target"]))}
+    out = dict(data)
     if options:
         out["options"] = plugin.redact(options)
     out["group"] = [plugin.redact(group, options) for group in data["group"]]
-    return out
+    hidden: dict[str, Any] = redact_value(out)
+    return hidden
 
 
 def _about_flag(exc: ProfileError, setters: Setters, url: str) -> ProfileError:
