@@ -1,5 +1,5 @@
 # The two commands of the README: `make run` and `make test`.
-.PHONY: setup run test lint bench
+.PHONY: setup run test lint bench docs
 
 setup:
 	@scripts/setup
@@ -19,3 +19,7 @@ test: setup
 bench: setup
 	PROTOBENCH_BENCH_TOOLS=1 scripts/setup
 	@echo "see bench/README.md: each script prints its figures and ratios"
+
+# The documentation site on http://127.0.0.1:8000/, rebuilt on every change.
+docs: setup
+	NO_MKDOCS_2_WARNING=1 .venv/bin/mkdocs serve --dev-addr 127.0.0.1:8000

@@ -9,7 +9,7 @@ whether ``sweep --vary`` takes it. Derived from it: the profile model
 (:data:`protobench.profiles.model.Profile`), :class:`Overrides`, the fields of
 :class:`~protobench.engine.plan.RunPlan` (a subclass), the flags of ``run`` and
 ``sweep`` (:mod:`protobench.cli.run_flags`), the ``--vary`` keys, and a test
-that the README lists every setting with its flag. A new setting is one field
+that the docs list every setting with its flag. A new setting is one field
 here plus its use.
 
 Nothing here imports pydantic: the command line's ``--help`` reads this table.
