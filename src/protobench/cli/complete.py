@@ -68,14 +68,18 @@ def snapshot_refs(ctx: typer.Context, incomplete: str) -> list[tuple[str, str]]:
 
 ProfileArgument = Annotated[
     str,
-    typer.Argument(help="Built-in profile name or a profile file.", autocompletion=profiles),
+    typer.Argument(
+        metavar="PROFILE", help="Built-in profile name or a profile file.", autocompletion=profiles
+    ),
 ]
 """The PROFILE argument of ``run`` and ``sweep``: built-in names and files complete."""
 
 SnapshotRef = Annotated[
     str,
     typer.Argument(
-        help="Snapshot id, id prefix, file, latest or latest~N.", autocompletion=snapshot_refs
+        metavar="REF",
+        help="Snapshot id, id prefix, file, latest or latest~N.",
+        autocompletion=snapshot_refs,
     ),
 ]
 """A snapshot reference argument: latest, latest~N and the stored ids complete."""

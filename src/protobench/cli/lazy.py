@@ -6,9 +6,8 @@ completion under ``run``) imports ``run``'s module alone. A command module
 either has ``register(app)`` (which adds its one command, a module-level
 function) or ``app`` (a group of them).
 
-Help is Click's plain formatting (Typer's rich help imports rich and costs
-about 0.2 s more CPU than the rest of ``--help``): each loaded command is set to
-``rich_markup_mode = None``.
+Help is Click's plain formatting with readable placeholders
+(:func:`~protobench.cli.helpfmt.readable`, applied to each loaded command).
 """
 
 from __future__ import annotations
@@ -23,6 +22,7 @@ import typer.core
 import typer.main
 
 from protobench.cli.boundary import Boundary
+from protobench.cli.helpfmt import readable
 
 
 @dataclass(frozen=True)
@@ -42,15 +42,8 @@ class Lazy:
         else:
             module.register(parent)
         command = typer.main.get_group(parent).commands[name]
-        plain(command)
+        readable(command)
         return command
-
-
-def plain(command: Any) -> None:
-    """Click's plain help for ``command`` and every command under it."""
-    command.rich_markup_mode = None
-    for sub in getattr(command, "commands", {}).values():
-        plain(sub)
 
 
 class FlagsOff(typer.core.TyperGroup):

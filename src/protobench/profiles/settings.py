@@ -189,13 +189,13 @@ class RunSettings:
         10.0,
         flag="--duration",
         short="-d",
-        metavar="D",
+        metavar="DURATION",
         help="Sustain phase, e.g. 30s.",
         vary=True,
         check=positive("a duration"),
     )
     warmup: float = setting(
-        DURATION, 2.0, flag="--warmup", metavar="D", help="Warmup phase, e.g. 5s.", vary=True
+        DURATION, 2.0, flag="--warmup", metavar="DURATION", help="Warmup phase, e.g. 5s.", vary=True
     )
     connections: int | None = setting(
         COUNT,
@@ -214,7 +214,7 @@ class RunSettings:
         None,
         flag="--rate",
         short="-r",
-        metavar="R",
+        metavar="RATE",
         help="Open model: total rate, e.g. 20000/s.",
         vary=True,
     )
@@ -222,7 +222,7 @@ class RunSettings:
         RATE,
         None,
         flag="--ramp-to",
-        metavar="R2",
+        metavar="RATE",
         help="Open model: ramp linearly to this rate.",
         vary=True,
     )
@@ -242,7 +242,7 @@ class RunSettings:
         DURATION,
         1.0,
         flag="--interval",
-        metavar="D",
+        metavar="DURATION",
         help="Report interval, e.g. 1s.",
         vary=True,
         check=_interval,
@@ -251,7 +251,7 @@ class RunSettings:
         DURATION,
         5.0,
         flag="--timeout",
-        metavar="D",
+        metavar="DURATION",
         help="Per-operation timeout.",
         vary=True,
         check=positive("a timeout"),
@@ -260,7 +260,7 @@ class RunSettings:
         DURATION,
         0.0001,
         flag="--pacing-precision",
-        metavar="D",
+        metavar="DURATION",
         help="Open model: sends may batch this late (default 100us).",
         le=0.1,
     )
