@@ -10,8 +10,8 @@ run: setup
 
 # The whole test suite, with type, lint and import-layer checks (CI runs exactly this).
 test: setup
-	.venv/bin/ruff check src tests bench
-	.venv/bin/ruff format --check src tests bench
+	.venv/bin/ruff check src tests bench scripts
+	.venv/bin/ruff format --check src tests bench scripts
 	.venv/bin/mypy
 	.venv/bin/lint-imports --no-cache
 	.venv/bin/pytest -q -m "not soak"

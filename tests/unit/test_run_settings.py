@@ -127,3 +127,30 @@ def test_the_profiles_page_example_has_every_setting() -> None:
     keys = re.findall(r"^(?:# )?(\w+) = ", example, re.MULTILINE)
     tables = re.findall(r"^\[(\w+)\]", example, re.MULTILINE)
     assert set(NAMES) <= {*keys, *tables}
+
+
+def test_every_single_valued_flag_has_its_environment_variable() -> None:
+    envs = {s.name: s.env for s in FLAGGED}
+    assert envs["target"] == "PROTOBENCH_TARGET"
+    assert envs["duration"] == "PROTOBENCH_DURATION"
+    assert envs["thresholds"] is None  # repeatable: an expression holds spaces
+    text = " ".join(CliRunner().invoke(app, ["run", "--help"]).stdout.split())
+    for setting in FLAGGED:
+        if setting.env:
+            assert f"env var: {setting.env}" in text, setting.name
+
+
+def test_a_bad_value_from_the_environment_names_its_variable() -> None:
+    result = CliRunner().invoke(app, ["run", "http-get"], env={"PROTOBENCH_DURATION": "abc"})
+    assert result.exit_code == 2
+    assert "--duration (from $PROTOBENCH_DURATION): expected a duration" in result.stderr
+
+
+def test_a_flag_wins_over_its_environment_variable() -> None:
+    # The bad duration in the environment is not read: the error is the interval's.
+    result = CliRunner().invoke(
+        app, ["run", "http-get", "-d", "5s", "--interval", "0s"], env={"PROTOBENCH_DURATION": "abc"}
+    )
+    assert result.exit_code == 2
+    assert "PROTOBENCH_DURATION" not in result.stderr
+    assert "--interval" in result.stderr

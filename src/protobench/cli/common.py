@@ -16,9 +16,11 @@ from protobench.vocab.exceptions import ExitCode
 
 
 def setting_option(spec: Setting) -> Any:
-    """The Typer option of a run setting's flag: its names and ``--help`` line."""
+    """The Typer option of a run setting's flag: names, placeholder, help, variable."""
     names = (spec.flag, spec.short) if spec.short else (spec.flag,)
-    return typer.Option(*names, help=spec.help, metavar=spec.metavar)
+    return typer.Option(
+        *names, help=spec.help, metavar=spec.metavar, envvar=spec.env, show_envvar=True
+    )
 
 
 OptOption = Annotated[list[str] | None, setting_option(BY_NAME["options"])]

@@ -113,9 +113,10 @@ class Setting:
     """One row of the table: a field of :class:`RunSettings` and what :func:`setting` says of it.
 
     ``flag`` is ``None`` for a profile key that no flag overrides; ``metavar`` is
-    the flag's placeholder in the docs; ``help`` its ``--help`` line; ``ge`` and
-    ``le`` bound it; ``check`` validates it after its type (``ValueError`` says
-    what was expected); ``vary``: ``sweep --vary`` takes it (a table as ``NAME.KEY``).
+    the flag's placeholder in ``--help`` and the docs; ``help`` its ``--help`` line
+    and its description in the profile schema; ``ge`` and ``le`` bound it;
+    ``check`` validates it after its type (``ValueError`` says what was
+    expected); ``vary``: ``sweep --vary`` takes it (a table as ``NAME.KEY``).
     """
 
     name: str = ""
@@ -133,6 +134,17 @@ class Setting:
     def vary_key(self) -> str:
         """The key ``--vary`` names it by."""
         return f"{self.name}.KEY" if self.kind.repeatable else self.name
+
+    @property
+    def env(self) -> str | None:
+        """The environment variable that gives the flag's value when it is not given.
+
+        ``PROTOBENCH_TARGET``, ``PROTOBENCH_DURATION``...: one per flag that takes
+        one value (a repeatable flag takes none: an expression holds spaces).
+        """
+        if self.flag is None or self.kind.repeatable:
+            return None
+        return f"PROTOBENCH_{self.name.upper()}"
 
 
 _SPEC = "protobench.setting"
@@ -265,8 +277,10 @@ class RunSettings:
         le=0.1,
     )
     """Open model: see :data:`~protobench.engine.schedule.PACING_PRECISION_NS`."""
-    drain: float = setting(DURATION, 2.0)
-    """How long in-flight exchanges may finish after sustain (no flag)."""
+    drain: float = setting(
+        DURATION, 2.0, help="How long in-flight exchanges may finish after sustain, e.g. 2s."
+    )
+    """No flag sets it."""
     thresholds: tuple[str, ...] = setting(
         EXPRESSIONS,
         (),
