@@ -4,8 +4,10 @@
 setup:
 	@scripts/setup
 
-# The default profile (http-get) against its embedded target, headless.
-run: setup
+# The default profile (http-get) against its embedded target, headless; installs the
+# package alone (scripts/setup run), not the test and docs tools.
+run:
+	@scripts/setup run
 	.venv/bin/protobench run http-get --no-tui
 
 # The whole test suite, with type, lint and import-layer checks (CI runs exactly this).

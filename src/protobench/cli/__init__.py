@@ -101,7 +101,7 @@ def _root(
       protobench profiles list               the built-in workloads
       protobench run http-get                a run against the embedded HTTP target
       protobench run mqtt-qos1 -t mqtt://127.0.0.1:1883/ -d 30s
-      protobench snapshots list              saved runs (in $PROTOBENCH_HOME, else ./.protobench)
+      protobench snapshots list              saved runs ($PROTOBENCH_HOME, else your data dir)
       protobench diff latest~1 latest        did it get faster?
 
     \b

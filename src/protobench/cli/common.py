@@ -35,7 +35,7 @@ StoreOption = Annotated[
     typer.Option(
         "--snapshots-dir",
         metavar="DIR",
-        help="Snapshot store (default: $PROTOBENCH_HOME/snapshots, else ./.protobench/snapshots).",
+        help="Snapshot store (default: $PROTOBENCH_HOME/snapshots, else the user's data dir).",
     ),
 ]
 """The store that ``diff``, ``report`` and ``snapshots`` read."""

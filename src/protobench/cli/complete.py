@@ -8,7 +8,7 @@ loading a profile or reading a snapshot, so a TAB answers as fast as ``--help``.
 - :func:`builtins`: the built-in profiles alone (``profiles new --from``);
 - :func:`snapshot_refs`: ``latest``, ``latest~N`` for each older run, and the
   ids in the store (``--snapshots-dir`` when given before, else
-  ``$PROTOBENCH_HOME/snapshots``, else ``./.protobench/snapshots``).
+  ``<home>/snapshots``, :mod:`protobench.home`).
 """
 
 from __future__ import annotations
