@@ -27,7 +27,9 @@ from protobench.cli.sweep_cmd import render_table
 from protobench.engine.sweep import Axis, Point, SweepResult
 from protobench.snapshots.diff import compare, parse_gate
 from protobench.snapshots.schemas import json_schema
-from tests.unit.conftest_snapshots import OpSpec, typed_snapshot
+from tests.support.snapshots import OpSpec, typed_snapshot
+
+pytestmark = pytest.mark.integration  # a whole run
 
 DOCS = Path(__file__).resolve().parents[1] / "docs"
 MARK = re.compile(

@@ -21,6 +21,8 @@ from pathlib import Path
 
 import pytest
 
+pytestmark = pytest.mark.integration  # a whole run
+
 ROOT = Path(__file__).resolve().parents[1]
 VERSION = "0.1.0"
 

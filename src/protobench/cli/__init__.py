@@ -6,7 +6,7 @@ exit code, and prints: results on stdout, diagnostics on stderr.
 imported when it is used, and a command module imports the engine, pydantic,
 numpy or a protocol library only inside its function, so ``--help``,
 ``--version`` and every command's ``--help`` import none of them
-(``tests/unit/test_cli_start.py``). ``protobench``, ``protobench --help`` and
+(``tests/cli/test_start.py``). ``protobench``, ``protobench --help`` and
 ``-h`` print the root's help without importing Typer (:mod:`.roothelp`); the
 Typer app is in :mod:`.root` (``from protobench.cli import app`` loads it).
 Exit codes: 0 ok, 1 thresholds failed (or a diff gate), 2 bad input, 3 the run

@@ -12,6 +12,7 @@ import typer
 
 from protobench.cli.lazy import LazyGroup
 from protobench.cli.table import COMMANDS, ROOT_HELP, VERSION_HELP
+from protobench.termtext import echo
 
 
 class Root(LazyGroup):
@@ -34,7 +35,7 @@ def _version(value: bool) -> None:
     if value:
         from protobench.cli.version import version_line  # noqa: PLC0415 - only for --version
 
-        typer.echo(version_line())
+        echo(version_line())
         raise typer.Exit()
 
 
