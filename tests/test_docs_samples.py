@@ -12,10 +12,7 @@ of the report's schema.
 from __future__ import annotations
 
 import json
-import os
 import re
-import subprocess
-import sys
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -27,6 +24,7 @@ from protobench.cli.sweep_cmd import render_table
 from protobench.engine.sweep import Axis, Point, SweepResult
 from protobench.snapshots.diff import compare, parse_gate
 from protobench.snapshots.schemas import json_schema
+from tests.support.cli import run_cli
 from tests.support.snapshots import OpSpec, typed_snapshot
 
 pytestmark = pytest.mark.integration  # a whole run
@@ -73,17 +71,8 @@ def assert_shows(sample: str, output: str) -> None:
 
 
 def run_summary(tmp_path: Path) -> str:
-    env = {**os.environ, "PROTOBENCH_HOME": str(tmp_path)}
     args = ["run", "http-get", "--no-tui", "-d", "1s", "--warmup", "0s", "-c", "4", "-p", "1"]
-    done = subprocess.run(
-        [sys.executable, "-m", "protobench", *args],
-        cwd=tmp_path,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=120,
-        check=False,
-    )
+    done = run_cli(args, tmp_path, env={"PROTOBENCH_HOME": str(tmp_path)})
     assert done.returncode == 0, done.stderr
     return done.stdout
 
@@ -97,14 +86,7 @@ def profile_errors(tmp_path: Path) -> str:
     )
     for duration, count in (("1s", "cuont"), ("2 sec", "count")):
         (tmp_path / "mine.toml").write_text(good.format(duration=duration, count=count))
-        done = subprocess.run(
-            [sys.executable, "-m", "protobench", "run", "mine.toml", "--no-tui"],
-            cwd=tmp_path,
-            capture_output=True,
-            text=True,
-            timeout=60,
-            check=False,
-        )
+        done = run_cli(["run", "mine.toml", "--no-tui"], tmp_path, timeout=60)
         assert done.returncode == 2
         lines.append(done.stderr.strip())
     return "\n".join(lines)

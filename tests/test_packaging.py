@@ -11,7 +11,6 @@ directory unless ``PROTOBENCH_HOME`` says otherwise, and the run's end says wher
 from __future__ import annotations
 
 import email.parser
-import os
 import re
 import subprocess
 import sys
@@ -20,6 +19,8 @@ import zipfile
 from pathlib import Path
 
 import pytest
+
+from tests.support.cli import run_cli
 
 pytestmark = pytest.mark.integration  # a whole run
 
@@ -121,18 +122,9 @@ def test_an_installed_wheel_keeps_its_runs_in_the_users_data_directory(
     wheel_of(dist).extractall(installed)
     cwd, data = tmp_path / "cwd", tmp_path / "xdg"
     cwd.mkdir()
-    env = {k: v for k, v in os.environ.items() if k != "PROTOBENCH_HOME"}
-    env.update(PYTHONPATH=str(installed), XDG_DATA_HOME=str(data), NO_COLOR="1")
+    env = {"PYTHONPATH": str(installed), "XDG_DATA_HOME": str(data), "PROTOBENCH_HOME": ""}
     args = ["run", "http-get", "--no-tui", "-d", "0.5s", "--warmup", "0s", "-c", "2", "-p", "1"]
-    done = subprocess.run(
-        [sys.executable, "-m", "protobench", *args],
-        cwd=cwd,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=120,
-        check=False,
-    )
+    done = run_cli(args, cwd, env=env)
     assert done.returncode == 0, done.stderr
     snapshots = list((data / "protobench" / "snapshots").glob("*.json.gz"))
     assert len(snapshots) == 1
@@ -140,15 +132,6 @@ def test_an_installed_wheel_keeps_its_runs_in_the_users_data_directory(
     assert not (cwd / ".protobench").exists()
     # PROTOBENCH_HOME still wins.
     home = tmp_path / "home"
-    env["PROTOBENCH_HOME"] = str(home)
-    again = subprocess.run(
-        [sys.executable, "-m", "protobench", *args],
-        cwd=cwd,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=120,
-        check=False,
-    )
+    again = run_cli(args, cwd, env={**env, "PROTOBENCH_HOME": str(home)})
     assert again.returncode == 0, again.stderr
     assert len(list((home / "snapshots").glob("*.json.gz"))) == 1
