@@ -41,7 +41,9 @@ def _fence(text: str) -> str:
 
 
 def _cell(text: object) -> str:
-    return str(text).replace("|", "\\|").replace("\n", " ")
+    """Text for a table cell: ``|`` escaped outside code spans (inside, Markdown keeps it)."""
+    parts = str(text).replace("\n", " ").split("`")
+    return "`".join(p if i % 2 else p.replace("|", "\\|") for i, p in enumerate(parts))
 
 
 def cli_reference() -> str:
@@ -78,7 +80,7 @@ def cli_reference() -> str:
             parts.append(f"{exc}\n")
             continue
         table = ["| option | meaning |", "|---|---|"]
-        table += [f"| `{_cell(flag)}` | {_cell(about)} |" for flag, about in rows]
+        table += [f"| {_cell(f'`{flag}`')} | {_cell(about)} |" for flag, about in rows]
         parts.append("\n".join(table) + "\n")
     return "\n".join(parts)
 
