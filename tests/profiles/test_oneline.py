@@ -271,3 +271,14 @@ def test_a_host_and_port_without_a_scheme_is_told_to_add_one() -> None:
     result = CliRunner().invoke(app, ["run", "127.0.0.1:8080/api"])
     assert result.exit_code == 2
     assert "(a URL needs its scheme: http://...)" in result.stderr
+
+
+def test_protobench_target_from_the_environment_does_not_apply_to_a_url_run() -> None:
+    from protobench.cli.profile_arg import load_profile  # noqa: PLC0415
+
+    flags = RunFlags({"target": "http://127.0.0.1:1/"}, {}, frozenset({"target"}))
+    first = load_profile(URL, flags)
+    assert resolve(first.loaded, first.flags.overrides()).target == URL
+    result = CliRunner().invoke(app, ["run", URL, "-t", "http://127.0.0.1:1/"])
+    assert result.exit_code == 2
+    assert "a URL run's target is its URL" in result.stderr

@@ -18,22 +18,29 @@ from protobench.vocab.flagnames import FlagNames
 
 def flag_option(spec: FlagNames) -> Any:
     """The Typer option of a flag (a run setting's or a one-line run's): its names,
-    placeholder and ``--help`` line."""
-    return typer.Option(*spec.names, help=spec.help, metavar=spec.metavar or None)
+    placeholder, ``--help`` line and environment variable (a run setting's)."""
+    return typer.Option(
+        *spec.names,
+        help=spec.help,
+        metavar=spec.metavar or None,
+        envvar=spec.env,
+        show_envvar=spec.env is not None,
+    )
 
 
 OptOption = Annotated[list[str] | None, flag_option(BY_NAME["options"])]
 """``--opt`` (the run setting ``options``), also for a command that runs no profile."""
 QuietOption = Annotated[bool, typer.Option("--quiet", "-q", help="No progress on stderr.")]
 SnapshotsDirOption = Annotated[
-    Path | None, typer.Option("--snapshots-dir", help="Where snapshots are saved.")
+    Path | None, typer.Option("--snapshots-dir", metavar="DIR", help="Where snapshots are saved.")
 ]
 """Flags that ``run`` and ``sweep`` share beside the run settings' (:mod:`.run_flags`)."""
 StoreOption = Annotated[
     Path | None,
     typer.Option(
         "--snapshots-dir",
-        help="Snapshot store (default: $PROTOBENCH_HOME/snapshots, else ./.protobench/snapshots).",
+        metavar="DIR",
+        help="Snapshot store (default: $PROTOBENCH_HOME/snapshots, else the user's data dir).",
     ),
 ]
 """The store that ``diff``, ``report`` and ``snapshots`` read."""

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import os
 import re
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
 
@@ -38,9 +39,17 @@ HEADERS_SUFFIX = ".headers"
 _HOST_PORT = re.compile(r"^[\w.-]+:\d+(/|$)")
 
 
-def load_profile(
-    profile: str, flags: RunFlags, save: Path | None = None
-) -> tuple[LoadedProfile, UrlRun | None]:
+@dataclass(frozen=True)
+class FirstArgument:
+    """What a run's first argument names: the profile, its URL run when it is a URL, and the
+    flags that apply to it (a URL run's are without ``$PROTOBENCH_TARGET``)."""
+
+    loaded: LoadedProfile
+    url_run: UrlRun | None
+    flags: RunFlags
+
+
+def load_profile(profile: str, flags: RunFlags, save: Path | None = None) -> FirstArgument:
     """The profile a run's first argument names, and its URL run when it is a URL
     (named after ``save``, the file it is to be kept in: :func:`save_run`)."""
     from protobench.profiles import loader, oneline  # noqa: PLC0415 - pydantic: not for --help
@@ -53,20 +62,20 @@ def load_profile(
         if save is not None:
             fail("--save-profile: applies to a URL run (a profile is a file already)")
         try:
-            return loader.load(profile), None
+            return FirstArgument(loader.load(profile), None, flags)
         except loader.ProfileError as exc:
             hint = " (a URL needs its scheme: http://...)" if _HOST_PORT.match(profile) else ""
             fail(f"{exc}{hint}")
         except PluginError as exc:
             fail(str(exc))
-    if flags.given.get("target") is not None:
+    if flags.given.get("target") is not None and "target" not in flags.from_env:
         fail(f"{flag_of('target')}: a URL run's target is its URL; give one of them")
     name = save.stem if save is not None and _valid_name(save.stem) else None
     try:
         run = oneline.url_profile(profile, flags.line, name)
     except (loader.ProfileError, PluginError) as exc:
         fail(str(exc))
-    return run.loaded, run
+    return FirstArgument(run.loaded, run, flags.without("target"))
 
 
 def _valid_name(name: str) -> bool:

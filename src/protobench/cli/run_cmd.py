@@ -110,7 +110,9 @@ def run_command(
     flags: RunFlags,
     target_pid: Annotated[
         int | None,
-        typer.Option("--target-pid", min=1, help="PID of the target, for its resources."),
+        typer.Option(
+            "--target-pid", min=1, metavar="PID", help="PID of the target, for its resources."
+        ),
     ] = None,
     as_json: Annotated[
         bool, typer.Option("--json", help="Print the final report as JSON.")
@@ -124,11 +126,17 @@ def run_command(
     snapshots_dir: SnapshotsDirOption = None,
     report_file: Annotated[
         Path | None,
-        typer.Option("--report", help="Also write the run as one HTML page (report extra)."),
+        typer.Option(
+            "--report", metavar="FILE", help="Also write the run as one HTML page (report extra)."
+        ),
     ] = None,
     ray: Annotated[
         str | None,
-        typer.Option("--ray", help="Run the workers on a Ray cluster: auto, HOST:PORT, local:N."),
+        typer.Option(
+            "--ray",
+            metavar="SPEC",
+            help="Run the workers on a Ray cluster: auto, HOST:PORT, local:N.",
+        ),
     ] = None,
     baseline: BaselineOption = None,
     save_profile: SaveProfileOption = None,
@@ -178,14 +186,13 @@ def _resolve(profile: str, flags: RunFlags, save: Path | None = None) -> RunPlan
     from protobench.engine.plan import resolve  # noqa: PLC0415
     from protobench.profiles import loader  # noqa: PLC0415
 
-    overrides = flags.overrides()
-    loaded, url_run = load_profile(profile, flags, save)
+    first = load_profile(profile, flags, save)
     try:
-        plan = resolve(loaded, overrides)
+        plan = resolve(first.loaded, first.flags.overrides())
     except (loader.ProfileError, PluginError) as exc:
         fail(str(exc))
-    if save is not None and url_run is not None:
-        save_run(url_run, flags, save)
+    if save is not None and first.url_run is not None:
+        save_run(first.url_run, first.flags, save)
     if plan.duration <= 0:
         fail("--duration: expected a duration > 0")
     return plan

@@ -18,8 +18,10 @@ from __future__ import annotations
 import functools
 import inspect
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Annotated, Any
+
+import typer
 
 from protobench.cli.common import flag_option, parse_items, parse_value
 from protobench.profiles.settings import BY_NAME, FLAGGED, Overrides, Setting
@@ -30,20 +32,29 @@ from protobench.protocols.oneline import FLAGS
 @dataclass(frozen=True)
 class RunFlags:
     """The values of the run settings' flags as given (``None``: not given), by setting name,
-    and of the one-line flags (``line``, by flag name: ``None``, ``False`` or ``[]``: not given)."""
+    and of the one-line flags (``line``, by flag name: ``None``, ``False`` or ``[]``: not given).
+
+    ``from_env``: the settings whose value came from their environment variable
+    (``PROTOBENCH_TARGET``...: :attr:`Setting.env`), not from the command line.
+    """
 
     given: Mapping[str, Any]
     line: Mapping[str, Any] = field(default_factory=dict)
+    from_env: frozenset[str] = frozenset()
 
     def overrides(self) -> Overrides:
-        """The given values parsed; a bad one exits 2 naming its flag."""
+        """The given values parsed; a bad one exits 2 naming its flag (and its variable)."""
         return Overrides(
             **{
-                s.name: _parse(s, raw)
+                s.name: _parse(s, raw, s.name in self.from_env)
                 for s in FLAGGED
                 if (raw := self.given.get(s.name)) is not None
             }
         )
+
+    def without(self, name: str) -> RunFlags:
+        """These flags with setting ``name`` not given (a URL run's target is its URL)."""
+        return replace(self, given={**self.given, name: None}, from_env=self.from_env - {name})
 
     def line_given(self) -> list[ProtocolFlag]:
         """The one-line flags that were given."""
@@ -57,9 +68,11 @@ class RunFlags:
         }
 
 
-def _parse(spec: Setting, raw: Any) -> Any:
+def _parse(spec: Setting, raw: Any, from_env: bool) -> Any:
     flag, kind = str(spec.flag), spec.kind
     parse = kind.parse if not spec.hint else _hinted(kind.parse, spec.hint)
+    if from_env:  # an error names where the value came from
+        flag = f"{flag} (from ${spec.env})"
     if kind.collect is not None:
         return kind.collect(parse_items(raw, parse, flag))
     if isinstance(raw, str):
@@ -94,6 +107,16 @@ def _line_option(flag: ProtocolFlag) -> tuple[Any, Any]:
     return Annotated[value_type | None, option], None
 
 
+_CONTEXT = "run_flags_context"
+"""The parameter the flags' context comes in (a command takes none of its own)."""
+
+
+def _source(ctx: typer.Context, name: str) -> str | None:
+    """Where a parameter's value came from: ``COMMANDLINE``, ``ENVIRONMENT``, ``DEFAULT``..."""
+    source = ctx.get_parameter_source(name)
+    return None if source is None else source.name
+
+
 def takes_run_flags[R](command: Callable[..., R]) -> Callable[..., R]:
     """``command`` with its ``flags: RunFlags`` parameter made one option per run setting
     and per one-line flag."""
@@ -117,7 +140,10 @@ def takes_run_flags[R](command: Callable[..., R]) -> Callable[..., R]:
                 )
         else:
             params.append(param)
-
+    # Typer gives the context to the parameter of its type: where each value came from.
+    params.append(
+        inspect.Parameter(_CONTEXT, inspect.Parameter.KEYWORD_ONLY, annotation=typer.Context)
+    )
     shown = signature.replace(parameters=params)
 
     @functools.wraps(command)
@@ -125,9 +151,11 @@ def takes_run_flags[R](command: Callable[..., R]) -> Callable[..., R]:
         bound = shown.bind(*args, **kwargs)
         bound.apply_defaults()
         values = dict(bound.arguments)
+        ctx = values.pop(_CONTEXT)
         given = {s.name: values.pop(s.name) for s in FLAGGED}
         line = {f.name: values.pop(f.name) for f in FLAGS}
-        return command(**values, **{marker.name: RunFlags(given, line)})
+        from_env = frozenset(s.name for s in FLAGGED if _source(ctx, s.name) == "ENVIRONMENT")
+        return command(**values, **{marker.name: RunFlags(given, line, from_env)})
 
     with_flags.__signature__ = shown  # type: ignore[attr-defined]
     with_flags.__annotations__ = {p.name: p.annotation for p in params}

@@ -105,6 +105,7 @@ def sweep_command(
         list[str],
         typer.Option(
             "--vary",
+            metavar="KEY=LEVELS",
             help=f"KEY=L1,L2,... (repeatable): {', '.join(VARY_KEYS)}. The first is the load axis.",
         ),
     ],
@@ -112,6 +113,7 @@ def sweep_command(
         list[str] | None,
         typer.Option(
             "--stop-on",
+            metavar="EXPR",
             help=f"Skip the higher levels once this holds (repeatable; default '{DEFAULT_STOP}').",
         ),
     ] = None,
@@ -137,7 +139,6 @@ def sweep_command(
     from protobench.engine.sweep import Sweep, apply_level, describe, parse_axis  # noqa: PLC0415
     from protobench.profiles import loader  # noqa: PLC0415
 
-    base = flags.overrides()
     try:
         axes = [parse_axis(v) for v in vary]
     except ValueError as exc:
@@ -146,11 +147,12 @@ def sweep_command(
         sweep = Sweep(axes, stop_on or [DEFAULT_STOP])
     except ValueError as exc:
         fail(f"--stop-on: {exc}" if stop_on else str(exc))
-    loaded, _ = load_profile(profile, flags)
+    first = load_profile(profile, flags)
+    base = first.flags.overrides()
     plans: dict[str, RunPlan] = {}
     for level in sweep.levels():
         try:
-            plans[_key(level)] = resolve(loaded, apply_level(base, level))
+            plans[_key(level)] = resolve(first.loaded, apply_level(base, level))
         except (loader.ProfileError, PluginError) as exc:
             fail(f"--vary {describe(level)}: {exc}")
     store = SnapshotStore(snapshots_dir)

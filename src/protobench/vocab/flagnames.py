@@ -34,6 +34,12 @@ class FlagNames:
         return (self.flag, *short, *self.aliases)
 
     @property
+    def env(self) -> str | None:
+        """The environment variable that gives the flag's value when it is not given (none
+        here; a run setting's is ``PROTOBENCH_NAME``)."""
+        return None
+
+    @property
     def label(self) -> str:
         """How an error names it: ``--header/-H``."""
         return "/".join(self.names)
