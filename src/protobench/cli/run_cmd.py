@@ -14,6 +14,7 @@ all the same.
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import signal
 import sys
 from collections.abc import Iterator
@@ -160,6 +161,32 @@ def run_command(
         typer.Option("--ray", help="Run the workers on a Ray cluster: auto, HOST:PORT, local:N."),
     ] = None,
     baseline: BaselineOption = None,
+    profile_target: Annotated[
+        bool,
+        typer.Option(
+            "--profile-target",
+            help="Sample the target's stacks during sustain (py-spy, perf or --pprof).",
+        ),
+    ] = False,
+    profiler: Annotated[
+        str | None,
+        typer.Option(help="The target's profiler: auto, py-spy, perf or pprof (implies on)."),
+    ] = None,
+    profile_rate: Annotated[
+        float | None,
+        typer.Option(help="Target samples per second (default 100; implies on)."),
+    ] = None,
+    profile_native: Annotated[
+        bool, typer.Option(help="py-spy: sample the target's C frames too (implies on).")
+    ] = False,
+    pprof: Annotated[
+        str | None,
+        typer.Option(help="A Go target's net/http/pprof URL, e.g. http://HOST:6060/debug/pprof."),
+    ] = None,
+    pprof_extra: Annotated[
+        str | None,
+        typer.Option(help="With --pprof: also the heap and/or mutex profile (heap,mutex)."),
+    ] = None,
 ) -> None:
     """Run a profile: warmup, sustain, report, thresholds, snapshot.
 
@@ -168,6 +195,7 @@ def run_command(
       protobench run http-get                        embedded target, live monitor
       protobench run mqtt-qos1 -t mqtt://127.0.0.1:1883/ -d 30s --no-tui
       protobench run ./mine.toml -r 2000/s --threshold 'p99<5ms' --json
+      protobench run bacnet-ip --profile-target      where the server spends sustain
 
     \b
     Exit codes: 0 ok, 1 a threshold or check failed, 2 bad input (nothing
@@ -190,6 +218,11 @@ def run_command(
         threshold=threshold,
         pacing_precision=pacing_precision,
     )
+    profiling = profiling_overrides(
+        profile_target, profiler, profile_rate, profile_native, pprof, pprof_extra
+    )
+    if profiling is not None:
+        overrides = dataclasses.replace(overrides, profile_target=profiling)
     plan = _resolve(profile, overrides)
     store = SnapshotStore(snapshots_dir)
     compared = load_baseline(store, baseline)
@@ -206,6 +239,29 @@ def run_command(
     if report_file is not None and report.snapshot:
         report_cmd.write_run_report(read(Path(report.snapshot)), report_file)
     raise typer.Exit(_exit_code(report))
+
+
+def profiling_overrides(
+    on: bool,
+    tool: str | None,
+    rate: float | None,
+    native: bool,
+    pprof: str | None,
+    extra: str | None,
+) -> dict[str, Any] | None:
+    """The ``[profile_target]`` keys the profiling flags give (None: no flag given)."""
+    keys: dict[str, Any] = {}
+    if tool is not None:
+        keys["tool"] = tool
+    if rate is not None:
+        keys["rate"] = rate
+    if native:
+        keys["native"] = True
+    if pprof is not None:
+        keys["pprof"] = pprof
+    if extra is not None:
+        keys["pprof_extra"] = [part.strip() for part in extra.split(",") if part.strip()]
+    return keys if keys or on else None
 
 
 def register(app: typer.Typer) -> None:

@@ -56,6 +56,7 @@ from protobench.engine.report_model import NoticeEntry, NoticeValue, Report
 from protobench.engine.resource_log import ResourceLog
 from protobench.engine.resources import Sampler, find_listener, target_rss
 from protobench.engine.sinks import Fanout, Sink
+from protobench.engine.stacks.recorder import TargetProfiler, start_profiler
 from protobench.protocols import registry
 from protobench.redaction import redact_text, redact_url, redact_value
 from protobench.targets.base import Announcement
@@ -65,6 +66,8 @@ START_DELAY = 0.1
 """Seconds between the GO frame and the common start (every worker reads it by then)."""
 HELLO_GRACE = 30.0
 BYE_GRACE = 10.0
+PROFILER_GRACE = 20.0
+"""Seconds the target's profiler has, once the workers are done, to stop and read its last chunk."""
 
 PoolFactory = Callable[[list[WorkerSlice], Path], Any]
 """Makes the run's worker pool (``WorkerPool`` or a pool of the same interface)."""
@@ -124,6 +127,7 @@ class Controller:
         self.log_dir = log_dir
         self.resources = ResourceLog()
         self.pool: WorkerPool | None = None
+        self.profiler: TargetProfiler | None = None
         self.rate_factor = 1.0
         self._stop_event = anyio.Event()
         self.plugin = registry.load(plan.protocol)
@@ -193,6 +197,8 @@ class Controller:
         if self.pool is not None:
             self.pool.broadcast("STOP", {})
         self._stop_event.set()
+        if self.profiler is not None:
+            self.profiler.quit()
         if self.start_at is not None:
             self.emit(PhaseChanged("drain", round(self.elapsed(), 3)))
 
@@ -255,6 +261,7 @@ class Controller:
             target_rss_peak=peak,
             findings=self._diagnose(),
             passive=self._passive(),
+            profile=self.profiler.result() if self.profiler else None,
             labels=self.labels,
             nodes=nodes() if (nodes := getattr(self.pool, "nodes", None)) is not None else None,
         )
@@ -270,6 +277,7 @@ class Controller:
             series=self.aggregator.series,
             histograms=self.aggregator.phase_histograms(),
             resources=self.resources.series,
+            target_profile=self.profiler.result() if self.profiler else None,
         )
 
     def _diagnose(self) -> list[str]:
@@ -331,10 +339,25 @@ class Controller:
         )
         sampler = Sampler(pool.pids(), target_pid, getattr(pool, "worker_samples", None))
         deadline = self.start_at + plan.warmup + plan.duration + plan.drain + BYE_GRACE
+        self.profiler = start_profiler(
+            plan.profile_target,
+            target_pid,
+            self.log_dir,
+            self.emit,
+            lambda line: self.notice("profile", line),
+            self.elapsed,
+        )
         async with anyio.create_task_group() as group:
             group.start_soon(self._sample_resources, sampler)
             group.start_soon(self._phase_clock)
+            if self.profiler is not None:
+                sustain = self.start_at + plan.warmup
+                group.start_soon(self.profiler.run, sustain, sustain + plan.duration)
             await self._consume(pool, deadline)
+            if self.profiler is not None:  # its last chunk is read before the report
+                self.profiler.quit()
+                with anyio.move_on_after(PROFILER_GRACE):
+                    await self.profiler.done.wait()
             group.cancel_scope.cancel()
         self._report_failures(pool)
 

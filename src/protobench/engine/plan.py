@@ -53,6 +53,22 @@ class GroupPlan:
 
 
 @dataclass(frozen=True)
+class TargetProfiling:
+    """Sample the target's stacks during sustain (``[profile_target]``, ``--profile-target``).
+
+    ``tool``: ``auto``, ``py-spy``, ``perf`` or ``pprof``; ``rate`` in samples per
+    second; ``native``: py-spy's C frames too; ``pprof``: a Go target's pprof
+    URL; ``pprof_extra``: its ``heap``/``mutex`` profiles as well.
+    """
+
+    tool: str = "auto"
+    rate: float = 100.0
+    native: bool = False
+    pprof: str | None = None
+    pprof_extra: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
 class Overrides:
     """What the command line changes in a profile (``None`` = keep the profile's)."""
 
@@ -69,10 +85,15 @@ class Overrides:
     thresholds: tuple[str, ...] = ()
     options: dict[str, Any] = field(default_factory=dict)
     serve: dict[str, Any] = field(default_factory=dict)
+    profile_target: dict[str, Any] | None = None
+    """The ``[profile_target]`` keys the profiling flags set (``{}``: on, as the profile says)."""
 
     def as_dict(self) -> dict[str, Any]:
         """The overrides that were given, for provenance."""
-        return {k: v for k, v in asdict(self).items() if v not in (None, (), {})}
+        given = asdict(self).items()
+        return {
+            k: v for k, v in given if v not in (None, (), {}) or (k == "profile_target" and v == {})
+        }
 
 
 @dataclass(frozen=True)
@@ -106,6 +127,8 @@ class RunPlan:
     overrides: dict[str, Any]
     pacing_precision: float = 0.0001
     """Open model: see :data:`~protobench.engine.schedule.PACING_PRECISION_NS`."""
+    profile_target: TargetProfiling | None = None
+    """Sample the target's stacks during sustain (None: not)."""
 
     @property
     def sessions(self) -> int:
@@ -119,6 +142,9 @@ class RunPlan:
         values = dict(data)
         values["groups"] = tuple(GroupPlan(**g) for g in values["groups"])
         values["thresholds"] = tuple(values["thresholds"])
+        if isinstance(profiling := values.get("profile_target"), dict):
+            profiling["pprof_extra"] = tuple(profiling.get("pprof_extra", ()))
+            values["profile_target"] = TargetProfiling(**profiling)
         return cls(**values)
 
     def redacted(self) -> dict[str, Any]:
@@ -174,6 +200,7 @@ FLAGS = {
     "thresholds": "--threshold",
     "options": "--opt",
     "serve": "--serve-opt",
+    "profile_target": "--profile-target",
 }
 """The flag that overrides each profile key (named in errors about an overridden value)."""
 
@@ -250,6 +277,20 @@ def resolve(loaded: LoadedProfile, overrides: Overrides) -> RunPlan:
         groups=groups,
         overrides=overrides.as_dict(),
         pacing_precision=profile.pacing_precision,
+        profile_target=_profiling(profile),
+    )
+
+
+def _profiling(profile: Profile) -> TargetProfiling | None:
+    spec = profile.profile_target
+    if spec is None:
+        return None
+    return TargetProfiling(
+        tool=spec.tool,
+        rate=spec.rate,
+        native=spec.native,
+        pprof=spec.pprof,
+        pprof_extra=tuple(spec.pprof_extra),
     )
 
 
@@ -265,6 +306,9 @@ def _override(loaded: LoadedProfile, overrides: Overrides) -> Profile:
         changes["options"] = {**profile.options, **overrides.options}
     if overrides.serve:
         changes["serve"] = {**profile.serve, **overrides.serve}
+    if overrides.profile_target is not None:
+        before = profile.profile_target.model_dump() if profile.profile_target else {}
+        changes["profile_target"] = {**before, **overrides.profile_target}
     if not changes:
         return profile
     try:

@@ -10,7 +10,7 @@ is one a worker can run.
 from __future__ import annotations
 
 import re
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
@@ -65,6 +65,24 @@ class GroupSpec(BaseModel):
         return dict(self.model_extra or {})
 
 
+class ProfileTargetSpec(BaseModel):
+    """``[profile_target]`` (or ``profile_target = true``): sample the target's stacks in sustain.
+
+    ``tool``: ``auto`` (py-spy for a Python process, perf for another), ``py-spy``,
+    ``perf`` or ``pprof`` (a Go server's ``net/http/pprof``, at ``pprof``);
+    ``rate``: samples per second; ``native``: py-spy also samples C frames;
+    ``pprof_extra``: a Go target's ``heap`` and ``mutex`` profiles at the end of sustain.
+    """
+
+    model_config = ConfigDict(extra="forbid", frozen=True, allow_inf_nan=False)
+
+    tool: Literal["auto", "py-spy", "perf", "pprof"] = "auto"
+    rate: float = Field(default=100.0, ge=1, le=1000)
+    native: bool = False
+    pprof: str | None = Field(default=None, pattern=r"^https?://\S+$", max_length=2000)
+    pprof_extra: list[Literal["heap", "mutex"]] = Field(default_factory=list)
+
+
 class Profile(BaseModel):
     """A whole profile file."""
 
@@ -88,7 +106,16 @@ class Profile(BaseModel):
     thresholds: list[str] = Field(default_factory=list)
     options: dict[str, Any] = Field(default_factory=dict)
     serve: dict[str, Any] = Field(default_factory=dict)
+    profile_target: ProfileTargetSpec | None = None
     group: list[GroupSpec] = Field(min_length=1)
+
+    @field_validator("profile_target", mode="before")
+    @classmethod
+    def _profile_target_flag(cls, value: object) -> object:
+        """``profile_target = true`` is the table with its defaults; ``false`` is none."""
+        if value is True:
+            return {}
+        return None if value is False else value
 
     @field_validator("name")
     @classmethod
