@@ -24,6 +24,7 @@ from typer.core import TyperCommand
 from protobench.cli import report_cmd
 from protobench.cli.common import StoreOption, fail, print_json
 from protobench.cli.complete import snapshot_refs
+from protobench.cli.profile_render import change_lines
 from protobench.cli.render import us
 from protobench.snapshots.store import SnapshotError, SnapshotStore
 
@@ -150,6 +151,9 @@ def render_text(diff: Diff) -> str:
     )
     shown = [*diff.ops, TOTAL] if len(diff.ops) > 1 else diff.ops or [TOTAL]
     out.extend(_tables([_metric_block(diff, metric, shown) for metric in diff.metrics]))
+    if diff.profile:
+        out.append("")
+        out.extend(change_lines(diff.profile))
     if diff.gates:
         out.append("")
     out.extend(_gate_line(result, diff.accept_inconclusive) for result in diff.gates)

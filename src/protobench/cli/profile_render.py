@@ -1,13 +1,14 @@
 """The target's profile as terminal text: how it was sampled, then its top functions.
 
 ``run`` prints the first few functions under its summary, ``snapshots show``
-the first 15 (:data:`~protobench.engine.stacks.model.TOP`). Every name was
+the first 15 (:data:`~protobench.engine.stacks.model.TOP`), ``diff`` the
+functions whose share changed most (:func:`change_lines`). Every name was
 cleaned of control characters when the profile was read.
 """
 
 from __future__ import annotations
 
-from protobench.engine.stacks.model import ProfileSummary
+from protobench.engine.stacks.model import ProfileSummary, ShareChange
 
 
 def percent(share: float) -> str:
@@ -32,5 +33,27 @@ def profile_lines(summary: ProfileSummary, top: int) -> list[str]:
         lines.append(
             f"  {percent(item.self_share):>6} {percent(item.total_share):>6}  "
             f"{item.function}{where}"
+        )
+    return lines
+
+
+def points(change: float) -> str:
+    return f"{change * 100:+.1f}pp"
+
+
+def change_lines(changes: list[ShareChange]) -> list[str]:
+    """``diff``'s table of the target's functions whose share of the running samples changed
+    most: self share base → new (change), total share base → new (change)."""
+    lines = [
+        "target profile: share of the running samples, largest change in self share first",
+        f"  {'self: base':>10} {'new':>6} {'change':>8}   {'total: base':>11} {'new':>6} "
+        f"{'change':>8}  function",
+    ]
+    for c in changes:
+        where = f" ({c.file})" if c.file else ""
+        lines.append(
+            f"  {percent(c.base_self):>10} {percent(c.new_self):>6} {points(c.self_change):>8}   "
+            f"{percent(c.base_total):>11} {percent(c.new_total):>6} {points(c.total_change):>8}  "
+            f"{c.function}{where}"
         )
     return lines

@@ -49,6 +49,9 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from protobench.engine.report_model import Report, to_plain
+from protobench.engine.stacks.cost import overhead
+from protobench.engine.stacks.model import ShareChange, merged, share_changes
+from protobench.engine.summaries import OMIT_NONE
 from protobench.snapshots.model import Provenance, Snapshot
 from protobench.snapshots.series import (
     LATENCY_PERCENTILES,
@@ -254,6 +257,7 @@ class Diff:
     geomeans: list[GeomeanRow] = field(default_factory=list)
     gates: list[GateResult] = field(default_factory=list)
     accept_inconclusive: bool = False
+    profile: list[ShareChange] | None = None
 
     @property
     def failed_gates(self) -> list[Gate]:
@@ -297,6 +301,7 @@ class Diff:
             gates=[result.result() for result in self.gates],
             accept_inconclusive=self.accept_inconclusive,
             exit_code=self.exit_code,
+            profile=self.profile,
         )
 
     def to_dict(self) -> dict[str, Any]:
@@ -388,6 +393,9 @@ class DiffResult:
     gates: list[GateOutcome]
     accept_inconclusive: bool
     exit_code: int
+    profile: list[ShareChange] | None = field(default=None, metadata=OMIT_NONE)
+    """The target's functions whose share of the running samples changed most (both sides
+    profiled with ``--profile-target``; else null)."""
 
 
 def change_kind(metric: str) -> ChangeKind:
@@ -505,6 +513,7 @@ _FACTS: tuple[tuple[str, Callable[[Run], object]], ...] = (
     ("profile", lambda run: run.report.profile),
     ("profile hash", lambda run: str(run.provenance.get("profile_sha256"))[:12]),
     ("tool version", lambda run: run.provenance["tool_version"]),
+    ("target sampling", lambda run: _sampling(run.snapshot)),
 )
 """What two runs must share to be compared: each fact's name and how to read it."""
 
@@ -512,7 +521,8 @@ _FACTS: tuple[tuple[str, Callable[[Run], object]], ...] = (
 def comparability(base: Sequence[Run], new: Sequence[Run]) -> list[str]:
     """Why these runs may not be comparable, one sentence each (empty when they are)."""
     warnings = []
-    keys = sorted({key for run in [*base, *new] for key in run.provenance.get("overrides", {})})
+    given = {key for run in [*base, *new] for key in run.provenance.get("overrides", {})}
+    keys = sorted(given - {"profile_target"})  # the "target sampling" fact says it
     overrides = [(f"{key} override", _override(key)) for key in keys]
     for name, fact in [*_FACTS, *overrides]:
         base_values = sorted({str(fact(run)) for run in base})
@@ -524,6 +534,31 @@ def comparability(base: Sequence[Run], new: Sequence[Run]) -> list[str]:
     for side, runs in (("base", base), ("new", new)):
         warnings.extend(warning for run in runs for warning in _run_warnings(side, run))
     return warnings
+
+
+def _sampling(snapshot: Snapshot) -> str:
+    """How the run's target was sampled (``off``): sampling perturbs the target it measures."""
+    profile = snapshot.target_profile
+    if profile is None:
+        return "off"
+    return f"{profile.label} (costs the target: {overhead(profile)})"
+
+
+PROFILE_CHANGES = 15
+"""The functions ``diff`` lists, largest change in share first."""
+MOVED = 0.001
+"""The least change in share (0.1 percentage point) that ``diff`` lists."""
+
+
+def profile_changes(base: Sequence[Snapshot], new: Sequence[Snapshot]) -> list[ShareChange] | None:
+    """The functions whose share of the target's running samples changed most between the
+    sides (each side's profiles merged), or None when a side has no target profile."""
+    sides = [[s.target_profile.cpu for s in side if s.target_profile] for side in (base, new)]
+    if not all(sides):
+        return None
+    changes = share_changes(merged(sides[0]), merged(sides[1]))
+    moved = [c for c in changes if max(abs(c.self_change), abs(c.total_change)) >= MOVED]
+    return moved[:PROFILE_CHANGES]
 
 
 def _run_warnings(side: str, run: Run) -> list[str]:
@@ -589,6 +624,7 @@ def compare(
         ops=ops,
         warnings=comparability(base_side.runs, new_side.runs),
         accept_inconclusive=accept_inconclusive,
+        profile=profile_changes(base, new),
     )
     result.warnings.extend(
         f"operation {op!r} is only in the {side} runs" for op, side in one_side.items()

@@ -316,16 +316,10 @@ class ShareChange:
     module: str = ""
     base_self: float = 0.0
     new_self: float = 0.0
+    self_change: float = 0.0
     base_total: float = 0.0
     new_total: float = 0.0
-
-    @property
-    def self_change(self) -> float:
-        return round(self.new_self - self.base_self, 4)
-
-    @property
-    def total_change(self) -> float:
-        return round(self.new_total - self.base_total, 4)
+    total_change: float = 0.0
 
 
 def share_changes(base: StackProfile, new: StackProfile) -> list[ShareChange]:
@@ -338,15 +332,20 @@ def share_changes(base: StackProfile, new: StackProfile) -> list[ShareChange]:
         old, now = before.get(key), after.get(key)
         either = now or old
         assert either is not None
+        base_self, new_self = (old.self_share if old else 0.0), (now.self_share if now else 0.0)
+        base_total = old.total_share if old else 0.0
+        new_total = now.total_share if now else 0.0
         changes.append(
             ShareChange(
                 function=key[0],
                 file=key[1],
                 module=either.module,
-                base_self=old.self_share if old else 0.0,
-                new_self=now.self_share if now else 0.0,
-                base_total=old.total_share if old else 0.0,
-                new_total=now.total_share if now else 0.0,
+                base_self=base_self,
+                new_self=new_self,
+                self_change=round(new_self - base_self, 4),
+                base_total=base_total,
+                new_total=new_total,
+                total_change=round(new_total - base_total, 4),
             )
         )
     return sorted(changes, key=lambda c: (-abs(c.self_change), -abs(c.total_change), c.function))
