@@ -128,7 +128,7 @@ def export_snapshot(
             "-f",
             help="hlog (HdrHistogram interval log), hgrm (percentile distribution, ms), "
             "csv (interval series), json, or the target profile as speedscope, collapsed "
-            "or pprof (default: from the -o suffix).",
+            "or pprof (default: from the -o suffix; .pb.gz is pprof, .folded collapsed).",
         ),
     ] = None,
     output: Annotated[
@@ -161,6 +161,9 @@ def export_snapshot(
     formats = (*FORMATS, *PROFILE_FORMATS)
     if fmt is None:
         suffix = output.suffix.lstrip(".") if output else ""
+        if output is not None and output.name.endswith(".pb.gz"):
+            suffix = "pprof"
+        suffix = {"folded": "collapsed"}.get(suffix, suffix)
         if suffix not in formats:
             fail(f"--format: give one of {', '.join(formats)}")
         fmt = suffix
