@@ -1,3 +1,3 @@
 module protobench.test/pprofdemo
 
-go 1.21
+go 1.19
