@@ -51,7 +51,6 @@ from typing import Any, Literal
 from protobench.engine.report_model import Report, to_plain
 from protobench.engine.stacks.cost import overhead
 from protobench.engine.stacks.model import ShareChange, merged, share_changes
-from protobench.engine.summaries import OMIT_NONE
 from protobench.snapshots.model import Provenance, Snapshot
 from protobench.snapshots.series import (
     LATENCY_PERCENTILES,
@@ -393,7 +392,7 @@ class DiffResult:
     gates: list[GateOutcome]
     accept_inconclusive: bool
     exit_code: int
-    profile: list[ShareChange] | None = field(default=None, metadata=OMIT_NONE)
+    profile: list[ShareChange] | None = None
     """The target's functions whose share of the running samples changed most (both sides
     profiled with ``--profile-target``; else null)."""
 
