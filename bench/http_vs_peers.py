@@ -78,7 +78,8 @@ import uvloop
 
 from protobench.engine.metrics import fold, new_histogram
 from protobench.protocols.base import CallbackSession, SessionContext
-from protobench.protocols.http import HttpOptions, HttpProtocol, RequestParams
+from protobench.protocols.http.options import HttpOptions, RequestParams
+from protobench.protocols.http.plugin import HttpProtocol
 from protobench.vocab.errors import OpError
 
 REPO = Path(__file__).resolve().parent.parent
@@ -461,16 +462,20 @@ def run_protobench(
         start_new_session=True,
     )
     assert process.stdout is not None
-    marks: list[tuple[float, float, int, int]] = []
+    marks: list[tuple[float, float, int, int, int]] = []
     report: dict[str, Any] = {}
     for line in process.stdout:
         item = json.loads(line)
         if item.get("type") == "interval" and item.get("phase") == "sustain":
             ok = sum(op["ok"] for op in item["ops"].values())
             own, workers = tree_cpu_split(process.pid)
-            marks.append((own + workers, workers, ok, descendants_sleeps(process.pid)))
+            alive = len(psutil.Process(process.pid).children(recursive=True))
+            marks.append((own + workers, workers, ok, descendants_sleeps(process.pid), alive))
         elif item.get("type") == "report":
             report = item
+    # The worker may end before the last interval's line is read here: its CPU then leaves
+    # the tree's sum. Only the marks taken while the first mark's processes all lived count.
+    marks = [mark for mark in marks if mark[4] == marks[0][4]] if marks else []
     stderr = process.stderr.read() if process.stderr else ""
     process.wait(timeout=60)
     if not report:

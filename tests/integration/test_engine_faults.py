@@ -1,10 +1,14 @@
 """Whole runs under faults: a target that never answers, a hung worker, a killed controller.
 
-Also: a secret serve option never reaches a command line. Every run and wait is bounded.
+A worker killed mid-run (SIGKILL, or by the watchdog when its plugin blocks its event
+loop) leaves what it reported, and the other workers' figures, in the report and the
+snapshot. Also: a secret serve option never reaches a command line. Every run and wait
+is bounded.
 """
 
 from __future__ import annotations
 
+import gzip
 import json
 import os
 import signal
@@ -23,6 +27,7 @@ import pytest
 
 from protobench.targets.launcher import embedded_target
 from tests.conftest import CliResult
+from tests.integration import blocking_plugin
 from tests.integration.http_server import http_target
 from tests.integration.processes import workers_of
 
@@ -108,9 +113,86 @@ def test_a_hung_worker_is_killed_and_the_run_goes_on_partial(tmp_path: Path) -> 
     assert report["partial"]
     failed = [w for w in report["workers"] if w["error"]]
     assert len(failed) == 1
-    assert "hung (SIGSTOP?)" in failed[0]["error"]
+    assert "stopped (SIGSTOP or a debugger); killed" in failed[0]["error"]
     assert report["phases"]["sustain"]["total"]["ok"] > 0
     assert not workers[0].is_running()
+
+
+def _blocking_profile(directory: Path, url: str) -> Path:
+    path = directory / "blocking.toml"
+    path.write_text(
+        f'name = "blocking"\nprotocol = "{blocking_plugin.NAME}"\ntarget = "{url}"\n'
+        '[[group]]\nname = "get"\nop = "request"\ncount = 4\n'
+    )
+    return path
+
+
+@pytest.mark.parametrize("killed_by", ["SIGKILL", "its loop blocked"])
+def test_a_worker_killed_mid_run_leaves_its_intervals_and_the_others(
+    tmp_path: Path, killed_by: str
+) -> None:
+    env = {**os.environ, **blocking_plugin.installed(tmp_path / "plugin", after=2.0)}
+    with http_target() as target:
+        profile = "http-get"
+        if killed_by != "SIGKILL":
+            profile = str(_blocking_profile(tmp_path, target.url))
+        args = [profile, "--target", target.url, "-c", "4", "-p", "2", "--interval", "500ms"]
+        args += ["--warmup", "0s", "--duration", "6s", "--ndjson", "--quiet"]
+        process = subprocess.Popen(
+            [sys.executable, "-m", "protobench", "run", *args],
+            cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env,
+        )  # fmt: skip
+        assert process.stdout is not None
+        sustain = 0
+        for line in process.stdout:
+            event = json.loads(line)
+            if event["type"] == "interval" and event["phase"] == "sustain":
+                sustain += 1
+                if sustain == 3 and killed_by == "SIGKILL":
+                    workers_of(process.pid)[0].send_signal(signal.SIGKILL)
+            if event["type"] == "report":
+                report = event
+                break
+        _, stderr = process.communicate(timeout=60)
+    assert process.returncode == 3, stderr
+    assert (report["partial"], report["stop_reason"]) == (True, "worker-failed")
+    failed = {w["worker"]: w["error"] for w in report["workers"] if w["error"]}
+    assert len(failed) == 1
+    (error,) = failed.values()
+    if killed_by == "SIGKILL":
+        assert error == "exited with code -9"
+    else:
+        assert "its event loop is blocked" in error
+    snapshot = json.loads(gzip.decompress(Path(report["snapshot"]).read_bytes()))
+    series = [r for r in snapshot["series"] if r["phase"] == "sustain"]
+    both = [r for r in series if len(r["worker_lag_ms"]) == 2]
+    after = [r for r in series if len(r["worker_lag_ms"]) == 1]
+    assert len(both) >= 2  # the killed worker's intervals before it died stay
+    assert after  # and the other worker's after it
+    assert series.index(both[-1]) < series.index(after[0])
+    kept = sum(r["ops"]["get"]["ok"] for r in snapshot["series"])
+    assert kept == sum(phase["total"]["ok"] for phase in report["phases"].values())
+    assert sum(r["ops"]["get"]["ok"] for r in both) > 0
+    assert report["phases"]["sustain"]["total"]["ok"] > 0
+
+
+def test_a_run_whose_sessions_cannot_open_stops_early_with_one_line(
+    cli: Callable[..., CliResult],
+) -> None:
+    with socket.socket() as reserved:  # bound, never listening: every connect is refused
+        reserved.bind(("127.0.0.1", 0))
+        url = f"http://127.0.0.1:{reserved.getsockname()[1]}/"
+        args = ["http-get", "--target", url, "-c", "4", "-p", "2", "--duration", "60s"]
+        result = cli("run", *args, "--json", "--quiet", timeout=50)
+    report = result.json()
+    assert result.returncode == 3, result.stderr
+    assert (report["partial"], report["stop_reason"]) == (True, "no-session")
+    (why,) = [n["message"] for n in report["notices"] if n["kind"] == "sessions"]
+    assert why.startswith("no session could open in 5 s (4 sessions, ")
+    assert f"; first error: refused: {url}" in why
+    assert why.endswith("stopped early")
+    ended = max(phase["end_s"] for phase in report["phases"].values())
+    assert ended < 15  # of the 62 s planned
 
 
 def test_kill_9_of_the_controller_leaves_no_process(tmp_path: Path) -> None:

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import secrets
+import subprocess
+import sys
 from pathlib import Path
 
 from tests.integration.conftest_haystack import SHORT, assert_all_groups_clean, run, stored_text
@@ -51,3 +53,26 @@ def test_wrong_password_is_counted_as_auth_with_the_server_message(tmp_path: Pat
     assert "Authentication failed" in total["last_errors"]["auth"]
     assert wrong not in result.stdout
     assert wrong not in stored_text(tmp_path)
+
+
+def test_a_wrong_password_stops_the_run_early_with_one_line(tmp_path: Path) -> None:
+    """Every session fails to open: the run stops after a few seconds, not after its minute,
+    and says why in one line instead of a table of auth errors."""
+    wrong = "wrong-" + secrets.token_hex(8)
+    done = subprocess.run(
+        [sys.executable, "-m", "protobench", "run", "haystack-http", "--no-tui",
+         "--duration", "60s", "-c", "5", "-p", "1", "--opt", f"password={wrong}"],
+        cwd=tmp_path, capture_output=True, text=True, timeout=50, check=False,
+    )  # fmt: skip
+    assert done.returncode == 3, done.stderr
+    lines = done.stdout.splitlines()
+    (why,) = [line for line in lines if line.startswith("NOTHING MEASURED: ")]
+    assert why.startswith("NOTHING MEASURED: no session could open in ")
+    assert "(5 sessions, " in why
+    assert "; first error: auth: " in why
+    assert "Authentication failed" in why
+    assert why.endswith(" times); stopped early")
+    assert "PARTIAL RUN (no-session)" in lines
+    assert not [line for line in lines if line.startswith(("TOTAL", "op ", "threshold"))]
+    assert len(lines) <= 8
+    assert wrong not in done.stdout

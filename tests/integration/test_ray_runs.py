@@ -332,6 +332,39 @@ def test_a_killed_worker_is_gone_and_the_other_node_goes_on(
     assert exit_code_for(load_report(report)) == 3
 
 
+def test_abort_has_every_agent_kill_its_workers_at_once(
+    backend: RayBackend, tmp_path: Path
+) -> None:
+    """A worker stopped with SIGSTOP cannot take its STOP: the second Ctrl-C's abort has its
+    agent kill it (and the other node's) at once, and says so."""
+    controllers: list[Controller] = []
+
+    def stop_one_then_abort(event: Event) -> None:
+        if isinstance(event, IntervalUpdate) and event.index == 1:
+            pool = controllers[0].pool
+            assert pool is not None
+            assert pool.handles[0].pid is not None
+            os.kill(pool.handles[0].pid, signal.SIGSTOP)
+            controllers[0].abort()
+
+    with http_target() as target:
+        plan = _plan(target.url, warmup=0.0, duration=60.0)
+        controllers.append(
+            stored_controller(
+                plan,
+                SnapshotStore(tmp_path / "s"),
+                sinks=[Each("test", stop_one_then_abort)],
+                pool_factory=RayPoolFactory(backend),
+            )
+        )
+        report = _run(controllers[0])
+    assert report["stop_reason"] == "interrupted"
+    stopped = report["workers"][0]
+    assert (stopped["exit_code"], stopped["completed"]) == (-9, False)
+    assert stopped["error"] == "killed: the run was stopped at once"
+    assert report["phases"]["sustain"]["total"]["ok"] > 0
+
+
 def test_a_removed_node_makes_the_run_partial(backend: RayBackend, tmp_path: Path) -> None:
     assert backend.local is not None
     store = SnapshotStore(tmp_path / "snapshots")

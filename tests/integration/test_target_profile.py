@@ -159,7 +159,7 @@ def test_a_go_servers_pprof_gives_its_cpu_heap_and_mutex_profiles(
 ) -> None:
     url = f"http://127.0.0.1:{go_server}"
     args = ["run", "http-get", "-t", f"{url}/", "-c", "8", "-p", "1"]
-    pprof = ["--pprof", f"{url}/debug/pprof", "--pprof-extra", "heap,mutex"]
+    pprof = ["--pprof", f"{url}/debug/pprof", "--pprof-extra", "heap", "--pprof-extra", "mutex"]
     summary = profiled(run_cli([*args, *pprof, *RUN], tmp_path))
     assert summary["tool"] == "pprof"
     assert summary["extra"] == ["heap", "mutex"]

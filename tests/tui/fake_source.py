@@ -16,8 +16,8 @@ from pathlib import Path
 from typing import Any
 
 from protobench.engine.events import Event, Notice, RunFinished
-from protobench.engine.report import EXIT_INCOMPLETE
 from protobench.tui.source import Emit
+from protobench.vocab.exceptions import ExitCode
 
 
 class FakeSource:
@@ -62,7 +62,7 @@ class FakeSource:
             await self._release.wait()
         if self._stop_reason is not None:
             report = replace(finished.report, partial=True, stop_reason=self._stop_reason)
-            finished = RunFinished(report, EXIT_INCOMPLETE)
+            finished = RunFinished(report, ExitCode.INCOMPLETE)
         emit(finished)
         self.emitted += 1
 

@@ -10,6 +10,8 @@ from typer.testing import CliRunner
 
 from protobench.cli import app, boundary
 from protobench.profiles import loader
+from protobench.targets.launcher import TargetError
+from protobench.vocab.exceptions import NotSaved, leaves
 
 
 def test_unexpected_exception_is_one_line_with_a_log(
@@ -34,7 +36,7 @@ def test_unexpected_exception_is_one_line_with_a_log(
 
 def test_exception_groups_are_unwrapped() -> None:
     group = ExceptionGroup("tasks", [loader.ProfileError("p.toml", "duration", "bad")])
-    assert boundary.leaves(group)[0].args == ("p.toml: duration: bad",)
+    assert leaves(group)[0].args == ("p.toml: duration: bad",)
 
 
 def test_usage_errors_are_one_line_exit_2() -> None:
@@ -62,3 +64,35 @@ def test_connections_above_the_bound_name_it() -> None:
     result = CliRunner().invoke(app, ["run", "http-get", "--connections", "10000000"])
     assert result.exit_code == 2
     assert "--connections: Input should be less than or equal to 1000000" in result.stderr
+
+
+class _Unsaved(NotSaved):
+    """An error of the tree that no list of types names: the boundary reads its code."""
+
+
+@pytest.mark.parametrize(
+    ("exc", "code", "lines"),
+    [
+        (loader.ProfileError("p.toml", "duration", "bad"), 2, ["p.toml: duration: bad"]),
+        (TargetError("the embedded target exited"), 3, ["the embedded target exited"]),
+        (_Unsaved("cannot write /store"), 5, ["cannot write /store"]),
+        (
+            ExceptionGroup(
+                "tasks",
+                [loader.ProfileError("p.toml", "rate", "bad"), TargetError("did not start")],
+            ),
+            3,
+            ["p.toml: rate: bad", "did not start"],
+        ),
+        (
+            PermissionError(13, "Permission denied", "/out.json"),
+            3,
+            ["/out.json: Permission denied"],
+        ),
+    ],
+)
+def test_an_expected_error_is_one_line_each_and_the_code_it_carries(
+    capsys: pytest.CaptureFixture[str], exc: BaseException, code: int, lines: list[str]
+) -> None:
+    assert boundary.exit_code_of(exc) == code
+    assert capsys.readouterr().err.splitlines() == [f"protobench: error: {x}" for x in lines]

@@ -6,22 +6,33 @@ from dataclasses import replace
 
 import pytest
 
-from protobench.engine.frames import FrameDecoder, FrameError, encode_frame
+from protobench.engine.frames import FrameDecoder, FrameError, FrameKind, encode_frame
 from protobench.engine.plan import GroupPlan, RunPlan, worker_slices
 
 
 def test_frames_survive_arbitrary_chunking() -> None:
-    data = b"".join(encode_frame(k, {"n": i, "s": "x" * i}) for i, k in enumerate("ABCDE"))
+    kinds = list(FrameKind)
+    data = b"".join(encode_frame(k, {"n": i, "s": "x" * i}) for i, k in enumerate(kinds))
     decoder = FrameDecoder()
     frames = []
     for position in range(0, len(data), 7):
         frames += decoder.feed(data[position : position + 7])
-    assert [(k, p["n"]) for k, p in frames] == [(k, i) for i, k in enumerate("ABCDE")]
+    assert [(k, p["n"]) for k, p in frames] == [(k, i) for i, k in enumerate(kinds)]
+    assert all(type(k) is FrameKind for k, _ in frames)
+    assert data.startswith(b"PLAN 14\n")  # the kind's name on the wire, as before the enum
 
 
-def test_garbage_is_a_frame_error() -> None:
+@pytest.mark.parametrize(
+    "data",
+    [
+        b"this is not a frame header at all, it goes on and on and on and on\n",
+        b"HELLO many\n{}",
+        b"SPAM 2\n{}",  # a kind no peer sends
+    ],
+)
+def test_garbage_is_a_frame_error(data: bytes) -> None:
     with pytest.raises(FrameError):
-        FrameDecoder().feed(b"this is not a frame header at all, it goes on and on and on and on\n")
+        FrameDecoder().feed(data)
 
 
 def _plan(groups: tuple[GroupPlan, ...], processes: int, rate: float | None = None) -> RunPlan:

@@ -13,6 +13,7 @@ from types import SimpleNamespace
 from typing import Any
 
 import anyio
+import psutil
 import pytest
 
 from protobench.engine.bounds import Tally
@@ -217,3 +218,58 @@ def test_each_node_s_resources_are_running_figures_of_its_agent_s_frames() -> No
         host_cpu_mean=50.0,
     )
     assert idle == NodeResourceSummary(samples=0)
+
+
+TIMED_OUT = (
+    "The current node timed out during startup. This could happen because some of the raylet "
+    "failed to startup or the GCS has become overloaded."
+)
+"""Ray's own words when a node does not start in 30 s (a busy host): not producible at will."""
+
+FAILING_CLUSTER = f"""
+import subprocess, sys
+import ray.cluster_utils
+
+def _init(self, *args, **kwargs):
+    subprocess.Popen([sys.executable, "-c", "import time; time.sleep(120)"])
+    raise Exception({TIMED_OUT!r})
+
+ray.cluster_utils.Cluster.__init__ = _init
+"""
+
+
+def test_a_local_cluster_that_does_not_start_is_one_line_exit_3_and_leaves_nothing(
+    tmp_path: Path,
+) -> None:
+    site = tmp_path / "site"
+    site.mkdir()
+    (site / "sitecustomize.py").write_text(FAILING_CLUSTER)
+    env = {
+        **os.environ,
+        "PYTHONPATH": os.pathsep.join([str(site), os.environ.get("PYTHONPATH", "")]),
+    }
+    process = subprocess.Popen(
+        [sys.executable, "-m", "protobench", "run", "http-get", "--ray", "local:2", "--json"],
+        cwd=tmp_path,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=env,
+    )
+    stdout, stderr = process.communicate(timeout=120)
+    assert process.returncode == 3, stderr
+    assert stdout == ""
+    lines = stderr.splitlines()
+    assert lines[-1].startswith(
+        "protobench: error: --ray local:2: the local Ray cluster did not start: "
+        "The current node timed out during startup."
+    )
+    assert "unexpected" not in stderr
+    assert "try again" in lines[-1]
+    assert len([line for line in lines if line.startswith("protobench: error:")]) == 1
+    leftovers = [
+        p
+        for p in psutil.process_iter(["cmdline"])
+        if "time.sleep(120)" in " ".join(p.info["cmdline"] or [])
+    ]
+    assert leftovers == []

@@ -3,10 +3,20 @@ each op's latency kind, down time, the verdicts' reasons."""
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import pytest
 
 from protobench.cli.render import describe_model, summary_table
-from protobench.engine.report_model import LoadModel, ReportError, load_report, to_plain
+from protobench.engine.report_model import (
+    NO_SESSION,
+    NO_SESSION_NOTICE,
+    LoadModel,
+    NoticeEntry,
+    ReportError,
+    load_report,
+    to_plain,
+)
 from tests.unit.report_frames import frame, plan_of, report_of
 
 
@@ -80,3 +90,23 @@ def test_a_report_whose_model_is_neither_open_nor_closed_does_not_load() -> None
     plain["model"]["type"] = "sideways"
     with pytest.raises(ReportError, match=r"model\.type"):
         load_report(plain)
+
+
+def test_a_run_stopped_because_no_session_could_open_says_why_in_one_line() -> None:
+    why = "no session could open in 5 s (4 sessions, 12 failed opens); stopped early"
+    report = report_of(
+        plan_of({"read": 2, "write": 2}, ("error_rate < 0.5%",)),
+        [frame("sustain", 0, 0.0, 1.0, {"read": {"errors": 6}, "write": {"errors": 6}})],
+        stop_reason=NO_SESSION,
+    )
+    notices = [
+        NoticeEntry(kind=NO_SESSION_NOTICE, message=why, elapsed=5.0),
+        NoticeEntry(kind="target", message="the target process (pid 7) is gone", elapsed=5.5),
+    ]
+    lines = summary_table(replace(report, notices=notices)).splitlines()
+    assert lines[1] == f"NOTHING MEASURED: {why}"
+    assert lines[2].startswith("generator cpu peak")
+    assert lines[3:] == [
+        "notice [target]: the target process (pid 7) is gone",
+        "PARTIAL RUN (no-session)",
+    ]

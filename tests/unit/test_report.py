@@ -4,15 +4,13 @@ from __future__ import annotations
 
 from protobench.engine.bounds import Tally, busy, lagging
 from protobench.engine.report import (
-    EXIT_INCOMPLETE,
-    EXIT_OK,
-    EXIT_THRESHOLDS,
     exit_code_for,
 )
 from protobench.engine.report_model import CpuVerdict, HostResources, LoadModel, Report, Verdicts
 from protobench.engine.summaries import LatencySummary, OpSummary, PhaseSummary
 from protobench.engine.verdicts import cpu_verdicts
 from protobench.redaction import redact_url
+from protobench.vocab.exceptions import ExitCode
 
 
 def _sustain(late: int = 0, behind: int = 0) -> PhaseSummary:
@@ -96,9 +94,9 @@ def test_open_model_busy_worker_that_keeps_arrivals_on_time_is_not_generator_bou
 
 
 def test_exit_codes() -> None:
-    assert exit_code_for(_report()) == EXIT_OK
-    assert exit_code_for(_report(thresholds_passed=False)) == EXIT_THRESHOLDS
-    assert exit_code_for(_report(partial=True)) == EXIT_INCOMPLETE
+    assert exit_code_for(_report()) == ExitCode.OK
+    assert exit_code_for(_report(thresholds_passed=False)) == ExitCode.FAILED
+    assert exit_code_for(_report(partial=True)) == ExitCode.INCOMPLETE
 
 
 def test_passwords_in_urls_are_redacted() -> None:

@@ -13,11 +13,12 @@ from protobench.engine.aggregate import Aggregator
 from protobench.engine.archive import RunRecord
 from protobench.engine.controller import say_where
 from protobench.engine.plan import Overrides, resolve
-from protobench.engine.report import EXIT_NOT_SAVED, exit_code_for
+from protobench.engine.report import exit_code_for
 from protobench.engine.report_model import Report
 from protobench.profiles import loader
 from protobench.snapshots.archive import SnapshotArchive
 from protobench.snapshots.store import SnapshotStore, read
+from protobench.vocab.exceptions import ExitCode
 from tests.unit.report_frames import frame, plan_of, report_of
 
 
@@ -55,7 +56,7 @@ def test_a_store_that_cannot_be_written_falls_back_to_a_temporary_directory(
         "cannot save the snapshot in /full/snaps: No space left on device; "
         f"saved in {saved} instead"
     )
-    assert exit_code_for(report) == EXIT_NOT_SAVED
+    assert exit_code_for(report) == ExitCode.NOT_SAVED
     kept = read(saved).report  # the saved report says it is not in the store
     assert kept.snapshot is None
     assert kept.snapshot_error == "cannot save the snapshot in /full/snaps: No space left on device"
@@ -77,4 +78,4 @@ def test_when_nothing_can_be_written_the_report_says_so(
     assert str(report.snapshot_error).endswith(
         "; nothing could be written ([Errno 28] No space left on device: '/full/snaps')"
     )
-    assert exit_code_for(report) == EXIT_NOT_SAVED
+    assert exit_code_for(report) == ExitCode.NOT_SAVED

@@ -7,23 +7,20 @@ import dataclasses
 
 from protobench.engine.bounds import Tally
 from protobench.engine.report import (
-    EXIT_INCOMPLETE,
-    EXIT_NOT_SAVED,
-    EXIT_OK,
-    EXIT_THRESHOLDS,
     exit_code_for,
 )
 from protobench.engine.report_model import HostResources, to_plain
 from protobench.engine.resource_log import ResourceLog
 from protobench.engine.summaries import LatencySummary, OpSummary, PhaseSummary
 from protobench.engine.verdicts import cpu_verdicts
+from protobench.vocab.exceptions import ExitCode
 from protobench.vocab.thresholds import format_value, observed, parse_threshold
 from tests.unit.report_frames import frame, plan_of, report_of
 
 
 def test_a_sustain_phase_with_no_exchange_exits_3_with_the_reason_even_without_thresholds() -> None:
     report = report_of(plan_of({"get": 4}), [frame("sustain", 0, 0.0, 1.0, {"get": {}})])
-    assert exit_code_for(report) == EXIT_INCOMPLETE
+    assert exit_code_for(report) == ExitCode.INCOMPLETE
     reason = str(report.verdicts.incomplete_reason)
     assert "completed no exchange" in reason
     assert "still pending" in reason
@@ -33,7 +30,7 @@ def test_a_run_where_every_exchange_timed_out_exits_3_and_names_the_errors() -> 
     plan = plan_of({"get": 4}, ("error_rate < 100%",))
     frames = [frame("sustain", 0, 0.0, 1.0, {"get": {"errors": 5, "error_class": "timeout"}})]
     report = report_of(plan, frames)
-    assert exit_code_for(report) == EXIT_INCOMPLETE
+    assert exit_code_for(report) == ExitCode.INCOMPLETE
     assert "timeout=5" in str(report.verdicts.incomplete_reason)
     assert "no reply in time" in str(report.verdicts.incomplete_reason)
 
@@ -44,13 +41,13 @@ def test_a_target_that_answers_every_request_with_an_error_fails_even_without_th
     assert report.verdicts.incomplete_reason is None
     failed = [c.expr for c in report.verdicts.checks if not c.ok]
     assert failed == ["ok[get] > 0"]
-    assert exit_code_for(report) == EXIT_THRESHOLDS
+    assert exit_code_for(report) == ExitCode.FAILED
 
 
 def test_a_run_where_no_session_could_open_exits_3() -> None:
     frames = [frame("sustain", 0, 0.0, 1.0, {"get": {"ok": 3}})]
     report = report_of(plan_of({"get": 4}), frames, opened=0, failed=4)
-    assert exit_code_for(report) == EXIT_INCOMPLETE
+    assert exit_code_for(report) == ExitCode.INCOMPLETE
     assert "no session could open (4 failed)" in str(report.verdicts.incomplete_reason)
 
 
@@ -63,7 +60,7 @@ def test_an_op_that_never_worked_fails_the_run_although_the_total_passes() -> No
     assert [c.expr for c in failed] == ["ok[write] > 0", "error_rate[write] < 0.50%"]
     assert "op write never succeeded (10 errors in sustain" in str(failed[0].reason)
     assert "403 Forbidden" in str(failed[0].reason)
-    assert exit_code_for(report) == EXIT_THRESHOLDS
+    assert exit_code_for(report) == ExitCode.FAILED
 
 
 def test_a_profile_can_say_that_an_op_may_fail() -> None:
@@ -76,7 +73,7 @@ def test_a_profile_can_say_that_an_op_may_fail() -> None:
     checks = [c.expr for c in report.verdicts.checks]
     assert checks == ["ok[read] > 0", "error_rate[read] < 0.50%", "down < 5%"]
     assert all(c.ok for c in report.verdicts.checks)
-    assert exit_code_for(report) == EXIT_OK
+    assert exit_code_for(report) == ExitCode.OK
 
 
 def test_sessions_down_for_most_of_sustain_fail_by_default_with_the_reason() -> None:
@@ -96,10 +93,10 @@ def test_sessions_down_for_most_of_sustain_fail_by_default_with_the_reason() -> 
     assert check.expr == "down < 5%"
     assert "without a connection for 70.00% of sustain" in str(check.reason)
     assert "40 failed connects" in str(check.reason)
-    assert exit_code_for(report) == EXIT_THRESHOLDS
+    assert exit_code_for(report) == ExitCode.FAILED
     relaxed = report_of(plan_of({"get": 4}, ("down < 80%",)), frames)
     assert [c.expr for c in relaxed.verdicts.checks] == ["ok[get] > 0"]
-    assert exit_code_for(relaxed) == EXIT_OK
+    assert exit_code_for(relaxed) == ExitCode.OK
 
 
 def test_the_total_shows_a_latency_only_across_ops_of_one_kind() -> None:
@@ -173,9 +170,9 @@ def test_a_saturated_host_is_not_blamed_on_the_generator() -> None:
 
 def test_a_snapshot_that_could_not_be_saved_has_its_own_exit_code() -> None:
     report = report_of(plan_of({"get": 1}), [frame("sustain", 0, 0.0, 1.0, {"get": {"ok": 5}})])
-    assert exit_code_for(report) == EXIT_OK
+    assert exit_code_for(report) == ExitCode.OK
     error = "cannot save the snapshot in /x: Read-only file system"
-    assert exit_code_for(dataclasses.replace(report, snapshot_error=error)) == EXIT_NOT_SAVED
+    assert exit_code_for(dataclasses.replace(report, snapshot_error=error)) == ExitCode.NOT_SAVED
 
 
 def test_threshold_values_are_printed_in_their_units() -> None:
@@ -221,7 +218,7 @@ def test_an_op_that_worked_only_in_warmup_has_worked() -> None:
     (ok_cov,) = [c for c in report.verdicts.checks if c.expr == "ok[cov] > 0"]
     assert ok_cov.ok
     assert ok_cov.value == 1.0
-    assert exit_code_for(report) == EXIT_OK
+    assert exit_code_for(report) == ExitCode.OK
 
 
 def test_ops_that_only_hold_sessions_are_not_expected_to_exchange() -> None:
@@ -232,7 +229,7 @@ def test_ops_that_only_hold_sessions_are_not_expected_to_exchange() -> None:
         passive=frozenset({"idle"}),
     )
     assert idle.verdicts.incomplete_reason is None
-    assert exit_code_for(idle) == EXIT_OK
+    assert exit_code_for(idle) == ExitCode.OK
     mixed = report_of(
         plan_of({"idle": 4, "get": 1}),
         [frame("sustain", 0, 0.0, 1.0, {"idle": {}, "get": {}})],

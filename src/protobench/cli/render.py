@@ -17,6 +17,8 @@ from protobench.engine.events import (
     RunStarted,
 )
 from protobench.engine.report_model import (
+    NO_SESSION,
+    NO_SESSION_NOTICE,
     LoadModel,
     Report,
     Resources,
@@ -54,6 +56,8 @@ def summary_table(report: Report, profile_top: int = 5) -> str:
         f"protobench {report.tool.version}  profile {report.profile}  "
         f"protocol {report.protocol}  target {report.target} ({report.target_kind})",
     ]
+    if report.stop_reason == NO_SESSION:
+        return "\n".join(lines + _no_session_lines(report))
     sustain = report.sustain
     verdicts = report.verdicts
     failing = {c.op for c in verdicts.checks if not c.ok and c.op}
@@ -71,14 +75,29 @@ def summary_table(report: Report, profile_top: int = 5) -> str:
     lines.append(_resources_line(report.resources))
     if report.target_profile is not None:
         lines.extend(profile_lines(report.target_profile, profile_top))
-    lines.extend(f"notice [{n.kind}]: {n.message}" for n in report.notices)
+    lines.extend(_tail(report))
+    return "\n".join(lines)
+
+
+def _tail(report: Report, but: str | None = None) -> list[str]:
+    """The notices (but those of kind ``but``), whether the run is partial, where it is kept."""
+    lines = [f"notice [{n.kind}]: {n.message}" for n in report.notices if n.kind != but]
     if report.partial:
         lines.append(f"PARTIAL RUN ({report.stop_reason})")
     if report.snapshot_error:
         lines.append(f"SNAPSHOT NOT IN THE STORE: {report.snapshot_error}")
     elif report.snapshot:
         lines.append(f"snapshot {report.snapshot}")
-    return "\n".join(lines)
+    return lines
+
+
+def _no_session_lines(report: Report) -> list[str]:
+    """A run stopped early because no session could open: why, in one line, instead of a
+    table of errors; then its resources, its other notices and where it was kept."""
+    why = [n.message for n in report.notices if n.kind == NO_SESSION_NOTICE]
+    lines = [f"NOTHING MEASURED: {line}" for line in why[:1]]
+    lines.append(_resources_line(report.resources))
+    return lines + _tail(report, but=NO_SESSION_NOTICE)
 
 
 def _verdict_lines(verdicts: Verdicts, partial: bool) -> list[str]:

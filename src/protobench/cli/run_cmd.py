@@ -14,7 +14,6 @@ all the same.
 from __future__ import annotations
 
 import contextlib
-import dataclasses
 import signal
 import sys
 from collections.abc import Iterator
@@ -25,32 +24,21 @@ import typer
 
 from protobench.cli import report_cmd
 from protobench.cli.baseline_opt import BaselineOption, load_baseline
-from protobench.cli.boundary import EXIT_INCOMPLETE
-from protobench.cli.common import (
-    ConnectionsOption,
-    DurationOption,
-    IntervalOption,
-    OptOption,
-    ProcessesOption,
-    QuietOption,
-    RateOption,
-    ServeOptOption,
-    SnapshotsDirOption,
-    TargetOption,
-    WarmupOption,
-    build_overrides,
-    fail,
-)
+from protobench.cli.common import QuietOption, SnapshotsDirOption, fail
 from protobench.cli.complete import ProfileArgument
 from protobench.cli.render import Progress, summary_table
+from protobench.cli.run_flags import RunFlags, takes_run_flags
 from protobench.engine.report_model import Report, report_to_json
 from protobench.protocols.registry import PluginError
 from protobench.snapshots.store import SnapshotStore, read
+from protobench.vocab.exceptions import ExitCode
 
 if TYPE_CHECKING:  # the engine, pydantic and numpy load in the command, not for --help
-    from protobench.engine.controller import Controller, PoolFactory
-    from protobench.engine.plan import Overrides, RunPlan
+    from protobench.engine.controller import Controller
+    from protobench.engine.plan import RunPlan
+    from protobench.engine.pool_contract import PoolFactory
     from protobench.engine.sinks import Sink
+    from protobench.profiles.settings import Overrides
     from protobench.tui.baseline import Baseline
 
 STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
@@ -112,32 +100,13 @@ def run_plan(
     except Exception as exc:  # the run failed outright: one line, exit 3, no traceback
         with contextlib.suppress(OSError):
             sys.stderr.write(f"protobench: error: {describe_failure(exc)}\n")
-        raise typer.Exit(EXIT_INCOMPLETE) from None
+        raise typer.Exit(ExitCode.INCOMPLETE) from None
 
 
+@takes_run_flags
 def run_command(
     profile: ProfileArgument,
-    target: TargetOption = None,
-    duration: DurationOption = None,
-    warmup: WarmupOption = None,
-    connections: ConnectionsOption = None,
-    rate: RateOption = None,
-    ramp_to: Annotated[
-        str | None, typer.Option("--ramp-to", help="Open model: ramp linearly to this rate.")
-    ] = None,
-    processes: ProcessesOption = None,
-    interval: IntervalOption = None,
-    timeout: Annotated[str | None, typer.Option(help="Per-operation timeout.")] = None,
-    pacing_precision: Annotated[
-        str | None,
-        typer.Option(help="Open model: sends may batch this late (default 100us)."),
-    ] = None,
-    threshold: Annotated[
-        list[str] | None,
-        typer.Option("--threshold", help="Extra threshold, e.g. 'p99<5ms' (repeatable)."),
-    ] = None,
-    opt: OptOption = None,
-    serve_opt: ServeOptOption = None,
+    flags: RunFlags,
     target_pid: Annotated[
         int | None,
         typer.Option("--target-pid", min=1, help="PID of the target, for its resources."),
@@ -161,32 +130,6 @@ def run_command(
         typer.Option("--ray", help="Run the workers on a Ray cluster: auto, HOST:PORT, local:N."),
     ] = None,
     baseline: BaselineOption = None,
-    profile_target: Annotated[
-        bool,
-        typer.Option(
-            "--profile-target",
-            help="Sample the target's stacks during sustain (py-spy, perf or --pprof).",
-        ),
-    ] = False,
-    profiler: Annotated[
-        str | None,
-        typer.Option(help="The target's profiler: auto, py-spy, perf or pprof (implies on)."),
-    ] = None,
-    profile_rate: Annotated[
-        float | None,
-        typer.Option(help="Target samples per second (default 100; implies on)."),
-    ] = None,
-    profile_native: Annotated[
-        bool, typer.Option(help="py-spy: sample the target's C frames too (implies on).")
-    ] = False,
-    pprof: Annotated[
-        str | None,
-        typer.Option(help="A Go target's net/http/pprof URL, e.g. http://HOST:6060/debug/pprof."),
-    ] = None,
-    pprof_extra: Annotated[
-        str | None,
-        typer.Option(help="With --pprof: also the heap and/or mutex profile (heap,mutex)."),
-    ] = None,
 ) -> None:
     """Run a profile: warmup, sustain, report, thresholds, snapshot.
 
@@ -203,27 +146,7 @@ def run_command(
     """
     if report_file is not None:
         report_cmd.require_extra()  # before the run, not after it
-    overrides = build_overrides(
-        target=target,
-        duration=duration,
-        warmup=warmup,
-        interval=interval,
-        connections=connections,
-        rate=rate,
-        processes=processes,
-        opt=opt,
-        serve_opt=serve_opt,
-        ramp_to=ramp_to,
-        timeout=timeout,
-        threshold=threshold,
-        pacing_precision=pacing_precision,
-    )
-    profiling = profiling_overrides(
-        profile_target, profiler, profile_rate, profile_native, pprof, pprof_extra
-    )
-    if profiling is not None:
-        overrides = dataclasses.replace(overrides, profile_target=profiling)
-    plan = _resolve(profile, overrides)
+    plan = _resolve(profile, flags.overrides())
     store = SnapshotStore(snapshots_dir)
     compared = load_baseline(store, baseline)
     with _pool_factory(ray, plan, quiet=quiet) as factory:
@@ -239,29 +162,6 @@ def run_command(
     if report_file is not None and report.snapshot:
         report_cmd.write_run_report(read(Path(report.snapshot)), report_file)
     raise typer.Exit(_exit_code(report))
-
-
-def profiling_overrides(
-    on: bool,
-    tool: str | None,
-    rate: float | None,
-    native: bool,
-    pprof: str | None,
-    extra: str | None,
-) -> dict[str, Any] | None:
-    """The ``[profile_target]`` keys the profiling flags give (None: no flag given)."""
-    keys: dict[str, Any] = {}
-    if tool is not None:
-        keys["tool"] = tool
-    if rate is not None:
-        keys["rate"] = rate
-    if native:
-        keys["native"] = True
-    if pprof is not None:
-        keys["pprof"] = pprof
-    if extra is not None:
-        keys["pprof_extra"] = [part.strip() for part in extra.split(",") if part.strip()]
-    return keys if keys or on else None
 
 
 def register(app: typer.Typer) -> None:

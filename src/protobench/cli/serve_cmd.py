@@ -9,6 +9,7 @@ import typer
 from protobench.cli.common import fail
 from protobench.protocols.registry import PluginError
 from protobench.targets import registry
+from protobench.vocab.exceptions import ExitCode
 
 
 def serve_command(
@@ -45,7 +46,7 @@ def serve_command(
     except (ServeError, PluginError) as exc:
         fail(str(exc))
     except OSError as exc:
-        fail(f"serve {name}: {exc.strerror or exc}", code=3)
+        fail(f"serve {name}: {exc.strerror or exc}", code=ExitCode.INCOMPLETE)
 
 
 def register(app: typer.Typer) -> None:

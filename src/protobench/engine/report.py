@@ -51,13 +51,8 @@ from protobench.engine.verdicts import (
 from protobench.redaction import redact_url
 from protobench.targets.base import Announcement
 from protobench.vocab.counters import CONNECTS
+from protobench.vocab.exceptions import ExitCode
 from protobench.vocab.thresholds import Threshold, parse_threshold
-
-EXIT_OK = 0
-EXIT_THRESHOLDS = 1
-EXIT_BAD_INPUT = 2
-EXIT_INCOMPLETE = 3
-EXIT_NOT_SAVED = 5
 
 
 def _iso(timestamp: float) -> str:
@@ -270,14 +265,14 @@ def verdicts(
     )
 
 
-def exit_code_for(report: Report) -> int:
+def exit_code_for(report: Report) -> ExitCode:
     """The exit code of a run (see the module's docstring).
 
     A ``snapshot_error`` in the report means the snapshot is not in the store.
     """
     verdict = report.verdicts
     if report.partial or report.sustain is None or not verdict.complete:
-        return EXIT_INCOMPLETE
+        return ExitCode.INCOMPLETE
     if not verdict.thresholds_passed or not verdict.checks_passed:
-        return EXIT_THRESHOLDS
-    return EXIT_NOT_SAVED if report.snapshot_error else EXIT_OK
+        return ExitCode.FAILED
+    return ExitCode.NOT_SAVED if report.snapshot_error else ExitCode.OK

@@ -24,6 +24,7 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from protobench.engine.stacks.model import ProfileSummary
 from protobench.engine.summaries import OMIT_NONE, PhaseSummary
+from protobench.vocab.exceptions import BadInput
 
 if TYPE_CHECKING:
     from pydantic import TypeAdapter
@@ -36,6 +37,10 @@ FLATTEN: dict[str, Any] = {"flatten": True}
 """Field metadata: the field's mapping is merged into its object's keys."""
 NoticeValue = str | int | float | bool | None
 """A notice's detail: a worker's index, an exit code, a pid, a log's tail..."""
+NO_SESSION = "no-session"
+"""The ``stop_reason`` of a run stopped early because none of its sessions could open."""
+NO_SESSION_NOTICE = "sessions"
+"""The kind of the notice that says why such a run stopped (one line)."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -260,7 +265,7 @@ class Report:
         return self.phases.get("sustain")
 
 
-class ReportError(ValueError):
+class ReportError(BadInput, ValueError):
     """A report that cannot be read: one line naming the bad field's path."""
 
 

@@ -29,7 +29,6 @@ from textual.binding import Binding, BindingType
 from textual.worker import Worker, WorkerState
 
 from protobench.engine.controller import describe_failure
-from protobench.engine.report import EXIT_INCOMPLETE
 from protobench.engine.report_model import Report, report_to_json
 from protobench.snapshots.store import SUFFIX, SnapshotError, SnapshotStore
 from protobench.tui.baseline import Baseline
@@ -46,6 +45,7 @@ from protobench.tui.screens.op_filter import OpFilter
 from protobench.tui.source import MetricsSource, ReplaySource
 from protobench.tui.view import RunView, is_alert
 from protobench.tui.widgets.line_chart import REDRAW
+from protobench.vocab.exceptions import ExitCode
 
 RATE_STEP = 0.1
 VIEWS = Binding.Group("views", compact=True)
@@ -206,7 +206,7 @@ class MonitorApp(App[int]):
         self.finished = True
         self.notify(self.error, title="engine", severity="error", timeout=30)
         if self.exit_when_finished:
-            self.exit(EXIT_INCOMPLETE)
+            self.exit(ExitCode.INCOMPLETE)
         self.monitor.switch("summary")
         self.render_view()
         self.refresh_bindings()
@@ -316,7 +316,7 @@ class MonitorApp(App[int]):
     def action_quit_now(self) -> None:
         code = self.view.exit_code
         if self.error is not None and code is None and not self.replay:
-            code = EXIT_INCOMPLETE
+            code = ExitCode.INCOMPLETE
         self.exit(code if code is not None and not self.replay else 0)
 
     def action_pause(self) -> None:

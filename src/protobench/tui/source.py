@@ -33,9 +33,9 @@ from typing import Any, Protocol
 
 import anyio
 
-from protobench.engine.controller import PoolFactory
 from protobench.engine.events import Event, RunFinished
 from protobench.engine.plan import RunPlan
+from protobench.engine.pool_contract import PoolFactory
 from protobench.engine.report_model import Report
 from protobench.engine.sinks import Each
 from protobench.snapshots.archive import stored_controller

@@ -21,10 +21,10 @@ from protobench.engine.events import (
     ProfileUpdate,
     RunStarted,
 )
-from protobench.engine.report_model import Report, to_plain
+from protobench.engine.report_model import NO_SESSION_NOTICE, Report, to_plain
 from protobench.engine.summaries import EMPTY_OP, LatencySummary, PhaseSummary
 
-ALERT_KINDS = frozenset({"worker", "workers", "target"})
+ALERT_KINDS = frozenset({"worker", "workers", "target", NO_SESSION_NOTICE})
 
 
 @dataclass(frozen=True)
@@ -167,7 +167,7 @@ def _plain(latency: LatencySummary | None) -> dict[str, float]:
 
 
 def is_alert(notice: Notice) -> bool:
-    """A notice the user must see at once (a worker or the target gone)."""
+    """A notice the user must see at once (a worker or the target gone, no session open)."""
     return notice.kind in ALERT_KINDS
 
 

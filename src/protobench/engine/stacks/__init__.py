@@ -2,6 +2,6 @@
 
 ``model`` holds the typed profile (stacks with counts, idle or running, the
 shares per function and module); ``pyspy``, ``perf`` and ``pprof`` read what
-each tool records; ``choose`` picks the tool for a process; ``recorder`` runs
-it over the sustain phase in chunks, one live update per chunk.
+each tool records; ``choose`` picks the tool for a process. The recorder that runs it over the
+sustain phase in chunks, one live update per chunk, is :mod:`protobench.engine.profiler`.
 """
