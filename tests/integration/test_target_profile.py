@@ -122,7 +122,17 @@ def test_mosquitto_is_sampled_with_perf(tmp_path: Path) -> None:
 def test_a_missing_tool_is_one_notice_and_the_run_goes_on(tmp_path: Path) -> None:
     env = {**os.environ, "PATH": str(tmp_path / "nothing")}
     done = subprocess.run(
-        [sys.executable, "-m", "protobench", "run", "http-get", "--profile-target", "--profiler", "perf", *RUN],
+        [
+            sys.executable,
+            "-m",
+            "protobench",
+            "run",
+            "http-get",
+            "--profile-target",
+            "--profiler",
+            "perf",
+            *RUN,
+        ],
         cwd=tmp_path,
         capture_output=True,
         text=True,
