@@ -42,6 +42,7 @@ from protobench.engine.stacks.model import (
     function_shares,
 )
 from protobench.lifeline import preexec
+from protobench.vocab.exceptions import Incomplete
 
 CHUNK = 2.0
 """Seconds per py-spy or pprof recording (the live view's update period)."""
@@ -57,7 +58,7 @@ Say = Callable[[str], None]
 Clock = Callable[[], float]
 
 
-class ProfilerFailed(Exception):
+class ProfilerFailed(Incomplete):
     """The tool could not record: one line (its own last words) for the notice."""
 
 

@@ -20,6 +20,7 @@ from dataclasses import dataclass
 
 from protobench.engine.stacks.model import Frame, StackCounter, StackProfile, clean
 from protobench.engine.stacks.protowire import BYTES, WireError, Writer, fields, signed, varints
+from protobench.vocab.exceptions import Incomplete
 
 MAX_BYTES = 64 * 1024 * 1024
 """The most bytes of a fetched profile, compressed or not."""
@@ -27,7 +28,7 @@ KINDS = ("heap", "mutex")
 """The profiles besides the CPU's that ``pprof_extra`` may ask for."""
 
 
-class PprofError(ValueError):
+class PprofError(Incomplete, ValueError):
     """A profile that could not be fetched or read: one line saying why."""
 
 

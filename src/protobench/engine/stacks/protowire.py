@@ -12,10 +12,12 @@ from __future__ import annotations
 import struct
 from collections.abc import Iterator
 
+from protobench.vocab.exceptions import Incomplete
+
 VARINT, FIXED64, BYTES, FIXED32 = 0, 1, 2, 5
 
 
-class WireError(ValueError):
+class WireError(Incomplete, ValueError):
     """Bytes that are not a protocol buffers message."""
 
 
