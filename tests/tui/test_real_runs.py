@@ -26,9 +26,9 @@ from protobench.tui.screens.monitor import throughput_series
 from protobench.tui.source import LiveSource, ReplaySource
 from protobench.tui.widgets.line_chart import LineChart
 from protobench.vocab.exceptions import ExitCode
-from tests.tui.helpers import panel_text, wait_for
+from tests.support.pilot import panel_text, wait_for
 
-pytestmark = [pytest.mark.anyio, pytest.mark.timeout(300)]
+pytestmark = [pytest.mark.integration, pytest.mark.anyio, pytest.mark.timeout(300)]
 
 SIZE = (160, 48)
 RUNS = {

@@ -7,9 +7,9 @@ import pytest
 from protobench.engine.events import ProfileUpdate
 from protobench.engine.stacks.model import FunctionShare
 from protobench.tui.app import MonitorApp
-from tests.tui.fake_source import FakeSource
-from tests.tui.helpers import panel_text, settle
-from tests.tui.script import Script, scripted_run
+from tests.support.fake_source import FakeSource
+from tests.support.pilot import panel_text, settle
+from tests.support.scripted_run import Script, scripted_run
 
 pytestmark = pytest.mark.anyio
 

@@ -18,7 +18,7 @@ which of them mean something for this source.
   those the engine sent, recomputed by its own code) at their recorded pace
   divided by ``speed``, with pause and seek.
 
-The tests' double, a scripted source, is ``tests.tui.fake_source.FakeSource``.
+The tests' double, a scripted source, is ``tests.support.fake_source.FakeSource``.
 """
 
 from __future__ import annotations
