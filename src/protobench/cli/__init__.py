@@ -19,6 +19,7 @@ from typing import Annotated
 import typer
 
 from protobench.cli.lazy import Lazy, LazyGroup
+from protobench.termtext import echo
 
 COMMANDS = {
     "run": Lazy(
@@ -78,7 +79,7 @@ def _version(value: bool) -> None:
     if value:
         from protobench.cli.version import version_line  # noqa: PLC0415 - only for --version
 
-        typer.echo(version_line())
+        echo(version_line())
         raise typer.Exit()
 
 

@@ -16,6 +16,7 @@ from typing import Annotated
 import typer
 
 from protobench.cli.common import fail, print_json
+from protobench.termtext import echo
 
 PRIVATE_KEY_ENV = "BECKN_PRIVATE_KEY"
 """The default variable holding the private key (the same name as the beckn plugin's)."""
@@ -105,5 +106,5 @@ def keys(
         print_json(record)
         return
     for name, value in record.items():
-        typer.echo(f"{name:20} {value}")
-    typer.echo(f"# private key: {source} (never printed)", err=True)
+        echo(f"{name:20} {value}")
+    echo(f"# private key: {source} (never printed)", err=True)

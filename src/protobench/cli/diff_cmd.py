@@ -25,6 +25,7 @@ from protobench.cli.common import StoreOption, fail, print_json
 from protobench.cli.complete import snapshot_refs
 from protobench.cli.diff_text import render_text
 from protobench.snapshots.store import SnapshotError, SnapshotStore
+from protobench.termtext import echo
 from protobench.vocab.percentiles import PERCENTILE_LABELS
 
 if TYPE_CHECKING:  # numpy and hdrhistogram load in the command, not for --help
@@ -146,7 +147,7 @@ def diff_command(
     if as_json:
         print_json(diff.to_dict())
     else:
-        typer.echo(render_text(diff))
+        echo(render_text(diff))
     raise typer.Exit(diff.exit_code)
 
 

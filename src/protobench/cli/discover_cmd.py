@@ -20,6 +20,7 @@ import typer
 from protobench.cli.common import OptOption, fail, parse_pairs, parse_value
 from protobench.protocols import registry
 from protobench.redaction import redact_text, redact_url
+from protobench.termtext import echo
 from protobench.vocab.exceptions import ExitCode
 from protobench.vocab.units import parse_duration
 
@@ -147,7 +148,7 @@ def discover_command(
     plugin, target, said = _plugin(what, url)
     found = _discover(plugin, target, said, opts, wait, profile_name)
     profile = found.profile
-    typer.echo(found.summary)
+    echo(found.summary)
     if write_profile is None:
         return
     from protobench.profiles import loader  # noqa: PLC0415 - pydantic: not for --help
@@ -160,7 +161,7 @@ def discover_command(
         write_profile.write_text(profile, encoding="utf-8")
     except OSError as exc:
         fail(f"{write_profile}: cannot write: {exc.strerror}")
-    typer.echo(f"profile written to {write_profile}")
+    echo(f"profile written to {write_profile}")
 
 
 def register(app: typer.Typer) -> None:

@@ -2,8 +2,9 @@
 
 ``run`` prints the first few functions under its summary, ``snapshots show``
 the first 15 (:data:`~protobench.engine.stacks.model.TOP`), ``diff`` the
-functions whose share changed most (:func:`change_lines`). Every name was
-cleaned of control characters when the profile was read.
+functions whose share changed most (:func:`change_lines`). The tables that hold
+these lines (``summary_table``, ``render_text``) pass the target's names
+through ``termtext.visible_tree`` first.
 """
 
 from __future__ import annotations

@@ -10,6 +10,7 @@ import typer
 
 from protobench.cli.common import fail
 from protobench.cli.complete import builtins, profiles
+from protobench.termtext import echo
 
 _NAME_KEY = re.compile(r"^name\s*=")
 
@@ -32,9 +33,9 @@ def list_profiles() -> None:
     for name in loader.builtin_names():
         try:
             profile = loader.load(name).profile
-            typer.echo(f"{name:20} {profile.protocol:10} {profile.description}")
+            echo(f"{name:20} {profile.protocol:10} {profile.description}")
         except loader.ProfileError as exc:
-            typer.echo(f"{name:20} {'?':10} (cannot load: {exc})")
+            echo(f"{name:20} {'?':10} (cannot load: {exc})")
 
 
 @app.command("show")
@@ -56,7 +57,7 @@ def show(
     from protobench.profiles import loader  # noqa: PLC0415 - pydantic: not for --help
 
     try:
-        typer.echo(loader.load(name).text, nl=False)
+        echo(loader.load(name).text, nl=False)
     except loader.ProfileError as exc:
         fail(str(exc))
 
@@ -98,7 +99,7 @@ def new(
         path.write_text(rename(text, name), encoding="utf-8")
     except OSError as exc:
         fail(f"{path}: cannot write: {exc.strerror or exc}")
-    typer.echo(str(path))
+    echo(str(path))
 
 
 def rename(text: str, name: str) -> str:

@@ -19,6 +19,7 @@ from protobench.cli.common import fail
 from protobench.cli.complete import SnapshotRef
 from protobench.cli.render import summary_table
 from protobench.snapshots.store import SnapshotError, SnapshotStore
+from protobench.termtext import echo
 
 
 def replay_command(
@@ -51,7 +52,7 @@ def replay_command(
         fail(str(exc))
     compared = load_baseline(store, baseline)
     if not sys.stdout.isatty():
-        typer.echo(summary_table(report))
+        echo(summary_table(report))
         return
     from protobench.tui.live import run_replay  # noqa: PLC0415 - Textual loads only here
 

@@ -31,6 +31,7 @@ from protobench.cli.run_flags import RunFlags, takes_run_flags
 from protobench.engine.report_model import Report, report_to_json
 from protobench.protocols.registry import PluginError
 from protobench.snapshots.store import SnapshotStore, read
+from protobench.termtext import echo
 from protobench.vocab.exceptions import ExitCode
 
 if TYPE_CHECKING:  # the engine, pydantic and numpy load in the command, not for --help
@@ -99,7 +100,7 @@ def run_plan(
         )
     except Exception as exc:  # the run failed outright: one line, exit 3, no traceback
         with contextlib.suppress(OSError):
-            sys.stderr.write(f"protobench: error: {describe_failure(exc)}\n")
+            echo(f"protobench: error: {describe_failure(exc)}", err=True)
         raise typer.Exit(ExitCode.INCOMPLETE) from None
 
 
@@ -203,7 +204,7 @@ def _pool_factory(ray: str | None, plan: RunPlan, *, quiet: bool) -> Iterator[Po
         _, simulated = parse_spec(ray)
         if simulated and not quiet:
             nodes = f"{simulated} node{'s' if simulated > 1 else ''}"
-            typer.echo(f"protobench: starting a local Ray cluster of {nodes}…", err=True)
+            echo(f"protobench: starting a local Ray cluster of {nodes}…", err=True)
         backend = open_backend(ray, plan.target is None)
     except RayBackendError as exc:
         fail(str(exc))
@@ -258,8 +259,7 @@ def say_snapshot_error(report: Report) -> None:
         lines.append(report.snapshot_error)
     with contextlib.suppress(OSError):  # a closed terminal (SIGHUP) has no stderr
         for line in lines:
-            sys.stderr.write(f"protobench: {line}\n")
-        sys.stderr.flush()
+            echo(f"protobench: {line}", err=True)
 
 
 def _print_report(report: Report, as_json: bool) -> None:
@@ -269,7 +269,7 @@ def _print_report(report: Report, as_json: bool) -> None:
             sys.stdout.write(report_to_json(report, indent=True).decode() + "\n")
             sys.stdout.flush()
         else:
-            typer.echo(summary_table(report))
+            echo(summary_table(report))
 
 
 def _run_interactive(

@@ -14,6 +14,7 @@ import typer
 
 from protobench.cli.common import fail
 from protobench.snapshots.schemas import NAMES, json_schema
+from protobench.termtext import echo
 
 
 def schema_command(
@@ -37,7 +38,7 @@ def schema_command(
         fail(f"unknown schema {name!r} (expected one of {', '.join(NAMES)})")
     text = json.dumps(json_schema(name), indent=2) + "\n"
     if output is None:
-        typer.echo(text, nl=False)
+        echo(text, nl=False)
         return
     try:
         output.write_text(text, encoding="utf-8")

@@ -23,6 +23,7 @@ from protobench.engine.report_model import to_plain
 from protobench.engine.stacks.model import TOP
 from protobench.snapshots.prune import prune
 from protobench.snapshots.store import SnapshotError, SnapshotStore, redacted
+from protobench.termtext import echo
 
 app = typer.Typer(help="List and inspect saved runs.", no_args_is_help=True)
 
@@ -48,7 +49,7 @@ def list_snapshots(
         try:
             data = store.load(str(path))
         except SnapshotError as exc:
-            typer.echo(f"protobench: warning: skipping {exc}", err=True)
+            echo(f"protobench: warning: skipping {exc}", err=True)
             continue
         report = data.report
         total = report.sustain.total if report.sustain else None
@@ -71,7 +72,7 @@ def list_snapshots(
     for row in rows:
         flag = " PARTIAL" if row["partial"] else ""
         throughput = row["throughput"] or 0.0
-        typer.echo(
+        echo(
             f"{row['id']:44} {row['protocol']:10} {throughput:>11,.1f}/s "
             f"p99 {us(row['p99_us']):>8}{flag}"
         )
@@ -109,13 +110,13 @@ def show(
     except SnapshotError as exc:
         fail(f"{path}: the report cannot be shown ({exc})")
     prov = data.provenance
-    typer.echo(f"snapshot {data.id}  created {data.created_at}")
-    typer.echo(
+    echo(f"snapshot {data.id}  created {data.created_at}")
+    echo(
         f"host {prov.get('host', '?')}  cpu {prov.get('cpu_model', '?')} "
         f"x{prov.get('cpu_count', '?')}  python {prov.get('python', '?')}  "
         f"protobench {prov['tool_version']}"
     )
-    typer.echo(table)
+    echo(table)
 
 
 @app.command("export")
@@ -193,7 +194,7 @@ def export_snapshot(
         output.write_bytes(data)
     except OSError as exc:
         fail(f"cannot write {output}: {exc.strerror or exc}")
-    typer.echo(f"wrote {output}", err=True)
+    echo(f"wrote {output}", err=True)
 
 
 @app.command("prune")
@@ -206,6 +207,9 @@ def prune_snapshots(
 ) -> None:
     """Remove all but the newest --keep snapshots, with their logs.
 
+    Only files that read as snapshots count and are removed; anything else
+    (an unreadable file, a symbolic link) is left alone, with a warning.
+
     \b
     Examples:
       protobench snapshots prune --keep 20 --dry-run
@@ -216,10 +220,10 @@ def prune_snapshots(
     """
     if keep < 0:
         fail("--keep: expected a number >= 0")
-    store = SnapshotStore(snapshots_dir)
-    total = len(store.paths())
-    removed = prune(store, keep, dry_run)
+    pruning = prune(SnapshotStore(snapshots_dir), keep, dry_run)
+    for why in pruning.skipped:
+        echo(f"protobench: warning: left alone {why}", err=True)
     verb = "would remove" if dry_run else "removed"
-    for path in removed:
-        typer.echo(f"{verb} {path.name}")
-    typer.echo(f"{verb} {len(removed)} snapshots, kept {total - len(removed)}")
+    for path in pruning.removed:
+        echo(f"{verb} {path.name}")
+    echo(f"{verb} {len(pruning.removed)} snapshots, kept {len(pruning.kept)}")

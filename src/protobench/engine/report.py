@@ -33,6 +33,7 @@ from protobench.engine.report_model import (
     Report,
     Resources,
     TargetResources,
+    ThresholdResult,
     Tool,
     Verdicts,
     WorkerEntry,
@@ -165,9 +166,8 @@ def build_report(
         nodes=list(nodes) if nodes is not None else None,
     )
     judge = RunJudge.of(plan, resources, passive)
-    thresholds = evaluate_all(judge.thresholds, report.sustain)
-    report = replace(report, thresholds=thresholds)
-    return replace(
+    report = replace(report, thresholds=evaluate_all(judge.thresholds, report.sustain))
+    report = replace(
         report,
         verdicts=verdicts(
             report,
@@ -176,6 +176,15 @@ def build_report(
             findings or [],
             passive,
         ),
+    )
+    if not report.nothing_measured:
+        return report
+    # no figure to judge: none evaluated, none passed (and the exit code is 3)
+    unjudged = [ThresholdResult(expr=t.expr, value=None, ok=False) for t in judge.thresholds]
+    return replace(
+        report,
+        thresholds=unjudged,
+        verdicts=replace(report.verdicts, thresholds_passed=not unjudged),
     )
 
 

@@ -264,6 +264,13 @@ class Report:
     def sustain(self) -> PhaseSummary | None:
         return self.phases.get("sustain")
 
+    @property
+    def nothing_measured(self) -> bool:
+        """The run measured nothing that can be judged (``NOTHING MEASURED``): it completed
+        so, or it stopped early because no session could open. Its thresholds are not
+        evaluated (each ``ok: false``, ``value: null``)."""
+        return self.stop_reason == NO_SESSION or not (self.partial or self.verdicts.complete)
+
 
 class ReportError(BadInput, ValueError):
     """A report that cannot be read: one line naming the bad field's path."""

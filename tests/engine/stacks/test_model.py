@@ -95,7 +95,7 @@ def test_share_changes_put_the_largest_change_first() -> None:
     assert by_name["handle"].self_change == round(50 / 100 - 0.9, 4)
 
 
-def test_names_from_a_target_lose_control_characters_and_length() -> None:
-    assert clean("evil\x1b[31mred\x07\u202e") == "evil?[31mred??"
+def test_names_from_a_target_are_kept_but_bounded() -> None:
+    assert clean("evil\x1b[31mred\x07") == "evil\x1b[31mred\x07"  # termtext shows it, later
     assert len(clean("x" * 5000)) == 300
     assert clean("x" * 5000).endswith("…")

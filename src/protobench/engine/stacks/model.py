@@ -8,8 +8,10 @@ rate, the sustain window it covers, the CPU profile and, for a Go target,
 heap or mutex profiles. A snapshot keeps it whole (``target_profile``); the
 report keeps a :class:`ProfileSummary` of it (the top functions by self and
 total share of the running samples, and the modules), made by
-:func:`summarize`. Every name comes from the target and is cleaned when it is
-read (:func:`clean`): no control character, bounded length.
+:func:`summarize`. Every name comes from the target: it is cut to a bounded
+length when it is read (:func:`clean`) and kept as it is otherwise; what shows it
+on a terminal passes it through ``termtext`` (control characters as escapes),
+the HTML report escapes it.
 
 A profile's memory is bounded however long the run: at most
 :data:`MAX_STACKS` distinct stacks of at most :data:`MAX_DEPTH` frames
@@ -19,7 +21,6 @@ A profile's memory is bounded however long the run: at most
 
 from __future__ import annotations
 
-import re
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
@@ -30,19 +31,15 @@ MAX_STACKS = 20_000
 MAX_DEPTH = 256
 """The most frames of one stack (the deepest are dropped: the root side is kept)."""
 MAX_NAME = 300
-"""The most characters of a function, file or module name."""
+"""The most characters of a function, file or module name (a target's names are its own)."""
 TOP = 15
 """Functions in a report's summary (and ``snapshots show``)."""
 OTHER = "[other stacks]"
 """The frame that stands for the stacks merged away."""
 
-_CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f\u2028\u2029\u202a-\u202e\u2066-\u2069]")
-
 
 def clean(text: str, limit: int = MAX_NAME) -> str:
-    """``text`` from a target's stack without control characters (each a ``?``), cut at
-    ``limit`` characters (the end marked with ``…``)."""
-    text = _CONTROL.sub("?", text)
+    """``text`` from a target's stack cut at ``limit`` characters (the end marked ``…``)."""
     return text if len(text) <= limit else text[: limit - 1] + "…"
 
 

@@ -4,7 +4,7 @@ Shown in the overview's side column while the run samples its target, hidden
 otherwise. Each chunk (about 2 s; perf: 1 s) replaces the list: self and
 total share of the chunk's running samples, and how much of it the target
 spent waiting. After the run, the whole sustain phase's top functions (the
-report's summary). Names were cleaned of control characters when read.
+report's summary). The monitor shows names through ``termtext`` (its Display).
 """
 
 from __future__ import annotations
