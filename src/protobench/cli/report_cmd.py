@@ -66,7 +66,9 @@ def report_command(
     ref: SnapshotRef,
     output: Annotated[
         Path | None,
-        typer.Option("--output", "-o", help="The HTML file (default: ./<snapshot id>.html)."),
+        typer.Option(
+            "--output", "-o", metavar="FILE", help="The HTML file (default: ./<snapshot id>.html)."
+        ),
     ] = None,
     snapshots_dir: StoreOption = None,
 ) -> None:

@@ -110,7 +110,9 @@ def run_command(
     flags: RunFlags,
     target_pid: Annotated[
         int | None,
-        typer.Option("--target-pid", min=1, help="PID of the target, for its resources."),
+        typer.Option(
+            "--target-pid", min=1, metavar="PID", help="PID of the target, for its resources."
+        ),
     ] = None,
     as_json: Annotated[
         bool, typer.Option("--json", help="Print the final report as JSON.")
@@ -124,11 +126,17 @@ def run_command(
     snapshots_dir: SnapshotsDirOption = None,
     report_file: Annotated[
         Path | None,
-        typer.Option("--report", help="Also write the run as one HTML page (report extra)."),
+        typer.Option(
+            "--report", metavar="FILE", help="Also write the run as one HTML page (report extra)."
+        ),
     ] = None,
     ray: Annotated[
         str | None,
-        typer.Option("--ray", help="Run the workers on a Ray cluster: auto, HOST:PORT, local:N."),
+        typer.Option(
+            "--ray",
+            metavar="SPEC",
+            help="Run the workers on a Ray cluster: auto, HOST:PORT, local:N.",
+        ),
     ] = None,
     baseline: BaselineOption = None,
 ) -> None:

@@ -127,16 +127,21 @@ def export_snapshot(
         typer.Option(
             "--format",
             "-f",
+            metavar="FORMAT",
             help="hlog (HdrHistogram interval log), hgrm (percentile distribution, ms), "
             "csv (interval series), json, or the target profile as speedscope, collapsed "
             "or pprof (default: from the -o suffix; .pb.gz is pprof, .folded collapsed).",
         ),
     ] = None,
     output: Annotated[
-        Path | None, typer.Option("--output", "-o", help="Write here instead of stdout.")
+        Path | None,
+        typer.Option("--output", "-o", metavar="FILE", help="Write here instead of stdout."),
     ] = None,
     phase: Annotated[
-        str, typer.Option(help="Phase of hlog/hgrm/csv: sustain, warmup, drain or all.")
+        str,
+        typer.Option(
+            metavar="PHASE", help="Phase of hlog/hgrm/csv: sustain, warmup, drain or all."
+        ),
     ] = "sustain",
     snapshots_dir: StoreOption = None,
 ) -> None:
@@ -199,7 +204,9 @@ def export_snapshot(
 
 @app.command("prune")
 def prune_snapshots(
-    keep: Annotated[int, typer.Option("--keep", help="How many of the newest snapshots to keep.")],
+    keep: Annotated[
+        int, typer.Option("--keep", metavar="N", help="How many of the newest snapshots to keep.")
+    ],
     dry_run: Annotated[
         bool, typer.Option("--dry-run", help="List what would be removed; remove nothing.")
     ] = False,

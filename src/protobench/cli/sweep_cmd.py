@@ -104,6 +104,7 @@ def sweep_command(
         list[str],
         typer.Option(
             "--vary",
+            metavar="KEY=LEVELS",
             help=f"KEY=L1,L2,... (repeatable): {', '.join(VARY_KEYS)}. The first is the load axis.",
         ),
     ],
@@ -111,6 +112,7 @@ def sweep_command(
         list[str] | None,
         typer.Option(
             "--stop-on",
+            metavar="EXPR",
             help=f"Skip the higher levels once this holds (repeatable; default '{DEFAULT_STOP}').",
         ),
     ] = None,

@@ -1,7 +1,7 @@
 """The final report of a run (schema ``protobench.report/1``) and its exit code.
 
 The report is what ``--json`` prints and what the snapshot keeps. Its shape is
-documented in the README; the verdicts are judged in :mod:`engine.verdicts`.
+documented in docs/outputs/report.md; the verdicts are judged in :mod:`engine.verdicts`.
 Exit codes (:func:`exit_code_for`): 0 passed; 1 a threshold or a built-in
 check failed; 2 bad input (the CLI's); 3 the run could not complete or measured
 nothing: interrupted (Ctrl-C, ``q``, SIGTERM, SIGHUP), the target could not

@@ -230,7 +230,7 @@ class NodeEntry:
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class Report:
-    """The final report of a run (see the README's "The report")."""
+    """The final report of a run (see docs/outputs/report.md)."""
 
     schema: str = SCHEMA
     tool: Tool = field(default_factory=Tool)
