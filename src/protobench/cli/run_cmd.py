@@ -148,6 +148,7 @@ def run_command(
       protobench run http-get                        embedded target, live monitor
       protobench run mqtt-qos1 -t mqtt://127.0.0.1:1883/ -d 30s --no-tui
       protobench run ./mine.toml -r 2000/s --threshold 'p99<5ms' --json
+      protobench run bacnet-ip --profile-target      where the server spends sustain
       protobench run http://127.0.0.1:8080/api -n 10000 -c 20
       protobench run https://127.0.0.1:8443/orders -m POST -T application/json \\
           --data @order.json -H 'Authorization: Bearer ...' --save-profile orders.toml
