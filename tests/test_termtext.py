@@ -140,6 +140,7 @@ RAW_WRITERS = {
     ("cli/snapshots_cmd.py", "export_snapshot"),
     ("cli/render.py", "_line"),
     ("cli/render.py", "close"),
+    ("cli/__init__.py", "main"),  # the root's help: our own text, printed before any import
 }
 _STREAM = re.compile(r"std(out|err)|stream")
 

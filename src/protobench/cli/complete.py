@@ -10,7 +10,7 @@ print it to the terminal as it is).
 - :func:`builtins`: the built-in profiles alone (``profiles new --from``);
 - :func:`snapshot_refs`: ``latest``, ``latest~N`` for each older run, and the
   ids in the store (``--snapshots-dir`` when given before, else
-  ``$PROTOBENCH_HOME/snapshots``, else ``./.protobench/snapshots``).
+  ``<home>/snapshots``, :mod:`protobench.home`).
 """
 
 from __future__ import annotations
@@ -79,14 +79,20 @@ def snapshot_refs(ctx: typer.Context, incomplete: str) -> list[tuple[str, str]]:
 
 ProfileArgument = Annotated[
     str,
-    typer.Argument(help="Built-in profile name or a profile file.", autocompletion=profiles),
+    typer.Argument(
+        metavar="PROFILE|URL",
+        help="Built-in profile name, a profile file, or a URL (a run of one HTTP request).",
+        autocompletion=profiles,
+    ),
 ]
 """The PROFILE argument of ``run`` and ``sweep``: built-in names and files complete."""
 
 SnapshotRef = Annotated[
     str,
     typer.Argument(
-        help="Snapshot id, id prefix, file, latest or latest~N.", autocompletion=snapshot_refs
+        metavar="REF",
+        help="Snapshot id, id prefix, file, latest or latest~N.",
+        autocompletion=snapshot_refs,
     ),
 ]
 """A snapshot reference argument: latest, latest~N and the stored ids complete."""

@@ -112,19 +112,28 @@ def discover_command(
     what: Annotated[
         str,
         typer.Argument(
-            help="A device URL (bacnet://127.0.0.1:47808/), or `haystack` then its URL."
+            metavar="URL|PROTOCOL",
+            help="A device URL (bacnet://127.0.0.1:47808/), or `haystack` then its URL.",
         ),
     ],
     url: Annotated[
         str | None,
-        typer.Argument(help="With `haystack`: the API URL, e.g. http://127.0.0.1:8080/api"),
+        typer.Argument(
+            metavar="URL", help="With `haystack`: the API URL, e.g. http://127.0.0.1:8080/api"
+        ),
     ] = None,
     write_profile: Annotated[
         Path | None,
-        typer.Option("--write-profile", help="Write a profile fitted to the target here."),
+        typer.Option(
+            "--write-profile", metavar="FILE", help="Write a profile fitted to the target here."
+        ),
     ] = None,
-    name: Annotated[str | None, typer.Option("--name", help="The written profile's name.")] = None,
-    timeout: Annotated[str, typer.Option("--timeout", help="Per request, e.g. 3s.")] = "3s",
+    name: Annotated[
+        str | None, typer.Option("--name", metavar="NAME", help="The written profile's name.")
+    ] = None,
+    timeout: Annotated[
+        str, typer.Option("--timeout", metavar="DURATION", help="Per request, e.g. 3s.")
+    ] = "3s",
     opt: OptOption = None,
 ) -> None:
     """Ask a device or server what it has; write a profile fitted to it.

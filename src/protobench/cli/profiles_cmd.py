@@ -41,7 +41,10 @@ def list_profiles() -> None:
 @app.command("show")
 def show(
     name: Annotated[
-        str, typer.Argument(help="Built-in name or file path.", autocompletion=profiles)
+        str,
+        typer.Argument(
+            metavar="PROFILE", help="Built-in name or file path.", autocompletion=profiles
+        ),
     ],
 ) -> None:
     """Print a profile's TOML text.
@@ -64,12 +67,21 @@ def show(
 
 @app.command("new")
 def new(
-    name: Annotated[str, typer.Argument(help="Name of the new profile (file NAME.toml).")],
+    name: Annotated[
+        str, typer.Argument(metavar="NAME", help="Name of the new profile (file NAME.toml).")
+    ],
     source: Annotated[
         str,
-        typer.Option("--from", help="Built-in profile to start from.", autocompletion=builtins),
+        typer.Option(
+            "--from",
+            metavar="PROFILE",
+            help="Built-in profile to start from.",
+            autocompletion=builtins,
+        ),
     ] = "http-get",
-    directory: Annotated[Path, typer.Option("--dir", help="Where to write it.")] = Path("."),
+    directory: Annotated[
+        Path, typer.Option("--dir", metavar="DIR", help="Where to write it.")
+    ] = Path("."),
 ) -> None:
     """Write a new profile file, copied from a built-in one (only its top-level name changes).
 

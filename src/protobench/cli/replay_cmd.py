@@ -25,10 +25,11 @@ from protobench.termtext import echo
 def replay_command(
     snapshot: SnapshotRef = "latest",
     speed: Annotated[
-        float, typer.Option("--speed", help="Playback speed (2 = twice as fast).")
+        float, typer.Option("--speed", metavar="FACTOR", help="Playback speed (2 = twice as fast).")
     ] = 1.0,
     snapshots_dir: Annotated[
-        Path | None, typer.Option("--snapshots-dir", help="Where snapshots are kept.")
+        Path | None,
+        typer.Option("--snapshots-dir", metavar="DIR", help="Where snapshots are kept."),
     ] = None,
     baseline: BaselineOption = None,
 ) -> None:

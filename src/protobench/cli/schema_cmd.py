@@ -18,9 +18,9 @@ from protobench.termtext import echo
 
 
 def schema_command(
-    name: Annotated[str, typer.Argument(help=f"Which schema: {', '.join(NAMES)}.")],
+    name: Annotated[str, typer.Argument(metavar="NAME", help=f"Which schema: {', '.join(NAMES)}.")],
     output: Annotated[
-        Path | None, typer.Option("--output", "-o", help="Write it to this file.")
+        Path | None, typer.Option("--output", "-o", metavar="FILE", help="Write it to this file.")
     ] = None,
 ) -> None:
     """Print a published JSON Schema: report, NDJSON event, snapshot, diff --json, profile.

@@ -55,21 +55,31 @@ MAX_DEVICE = 4_194_302
 class BacnetServeOptions(StrictModel):
     """Options of ``protobench serve bacnet-ip``."""
 
-    device_instance: int = Field(default=400, ge=0, le=MAX_DEVICE)
-    drift: bool = False
-    """Move the analog inputs' present values so that COV notifications flow."""
-    drift_interval: Duration = 1.0
-    bbmd: bool = False
-    """Attach a BBMD to the device's port (clients may register as foreign devices)."""
-    ipv6: bool = False
-    """Serve on BACnet/IPv6 (Annex U) at ``[::1]`` instead of BACnet/IP."""
+    device_instance: int = Field(
+        default=400, ge=0, le=MAX_DEVICE, description="the device's instance number"
+    )
+    drift: bool = Field(
+        default=False,
+        description="move the analog inputs' present values so that COV notifications flow",
+    )
+    drift_interval: Duration = Field(default=1.0, description="how often they move")
+    bbmd: bool = Field(
+        default=False,
+        description="attach a BBMD to the device's port (clients may register as foreign devices)",
+    )
+    ipv6: bool = Field(
+        default=False,
+        description="serve on BACnet/IPv6 (Annex U) at [::1] instead of BACnet/IP",
+    )
 
 
 class BacnetBbmdServeOptions(BacnetServeOptions):
     """Options of ``protobench serve bacnet-bbmd``: a BBMD, device 551."""
 
-    device_instance: int = Field(default=551, ge=0, le=MAX_DEVICE)
-    bbmd: bool = True
+    device_instance: int = Field(
+        default=551, ge=0, le=MAX_DEVICE, description="the device's instance number"
+    )
+    bbmd: bool = Field(default=True, description="attach a BBMD to the device's port")
 
 
 def check_host(host: str) -> None:

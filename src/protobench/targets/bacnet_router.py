@@ -78,21 +78,35 @@ HUB_STOP = 2.0
 class BacnetRouterServeOptions(StrictModel):
     """Options of ``protobench serve bacnet-router``."""
 
-    device_instance: int = Field(default=501, ge=0, le=MAX_DEVICE)
-    """The first stress server's instance (the next ones count up)."""
-    router_instance: int = Field(default=500, ge=0, le=MAX_DEVICE)
-    network: int = Field(default=2, ge=1, le=65534)
-    """The remote network, where the stress servers sit."""
-    local_network: int = Field(default=1, ge=1, le=65534)
-    """The router's network on the announced port."""
-    to: RemoteKind = "ip"
-    """The remote network's data link: ``ip`` (BACnet/IP), ``ipv6`` (BACnet/IPv6), ``sc``."""
-    devices: int = Field(default=1, ge=1, le=16)
-    """Stress servers on the remote network."""
-    tls: bool = True
-    """``--to sc``: mutual TLS between the hub, the router and the servers."""
-    drift: bool = False
-    drift_interval: Duration = 1.0
+    device_instance: int = Field(
+        default=501,
+        ge=0,
+        le=MAX_DEVICE,
+        description="the first stress server's instance number (the next ones count up)",
+    )
+    router_instance: int = Field(
+        default=500, ge=0, le=MAX_DEVICE, description="the router's device instance number"
+    )
+    network: int = Field(
+        default=2, ge=1, le=65534, description="the remote network, where the stress servers sit"
+    )
+    local_network: int = Field(
+        default=1, ge=1, le=65534, description="the router's network on the announced port"
+    )
+    to: RemoteKind = Field(
+        default="ip",
+        description="the remote network's data link: ip (BACnet/IP), ipv6 (BACnet/IPv6), sc",
+    )
+    devices: int = Field(default=1, ge=1, le=16, description="stress servers on the remote network")
+    tls: bool = Field(
+        default=True,
+        description="--to sc: mutual TLS 1.3 between hub, router and servers (generated CA)",
+    )
+    drift: bool = Field(
+        default=False,
+        description="move the analog inputs' present values so that COV notifications flow",
+    )
+    drift_interval: Duration = Field(default=1.0, description="how often they move")
 
 
 def sc_vmac(number: int) -> bytes:

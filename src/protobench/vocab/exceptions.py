@@ -1,7 +1,7 @@
 """protobench's exit codes and its one exception tree, whose errors carry their exit code.
 
-:class:`ExitCode` declares every exit code of every command once (the README's
-table is checked against it). Every error protobench raises on purpose derives
+:class:`ExitCode` declares every exit code of every command once (the docs'
+exit-code table is checked against it). Every error protobench raises on purpose derives
 from :class:`ProtobenchError`, and its class says the exit code it ends a
 command with (``exit_code``); the CLI's boundary (``cli.boundary``) prints one
 line and reads the code from the error, never from a list of types. The tree
@@ -26,13 +26,16 @@ standard exception, so ``except OSError`` still catches it)::
     │   ├── MalformedPacket         protocols.mqtt.codec: not MQTT (also a ValueError)
     │   ├── FramingError            protocols.websocket.codec: broken WebSocket framing
     │   ├── ConnectionClosedByPeer  protocols.websocket.codec: a close frame
-    │   └── SignatureError          protocols.beckn.signing: a signature that fails
+    │   ├── SignatureError          protocols.beckn.signing: a signature that fails
+    │   ├── ProfilerFailed          engine.profiler: the target's profiler could not record
+    │   ├── PprofError              engine.stacks.pprof: a Go profile not fetched or not read
+    │   └── WireError               engine.stacks.protowire: not protobuf (also a ValueError)
     └── NotSaved                    exit 5: the work is done but not kept
         └── SnapshotWriteError      snapshots.store: cannot write (also an OSError)
 
 Those of :class:`Incomplete` from ``FrameError`` on are caught where they are
-raised (a session's error, a worker's failure) and reach the boundary only
-through a bug. Exit codes 0, 1 and 4 are verdicts of a command that did its
+raised (a session's error, a worker's failure, a profiler's notice) and reach the
+boundary only through a bug. Exit codes 0, 1 and 4 are verdicts of a command that did its
 work (a run's thresholds, a diff's gates), never errors; 130 is Ctrl-C.
 """
 
@@ -43,7 +46,7 @@ from typing import ClassVar
 
 
 class ExitCode(enum.IntEnum):
-    """The exit code of every protobench command (the README's table lists them)."""
+    """The exit code of every protobench command (docs/concepts/exit-codes.md lists them)."""
 
     OK = 0
     """The command did its work, and the run or the comparison passed."""

@@ -80,9 +80,7 @@ class WerkzeugHaystack:
         if "application/json" not in accept and "*/*" not in accept:
             return "406 Not Acceptable", error_grid(f"Not acceptable: {accept}")
         method, op = environ["REQUEST_METHOD"], environ["PATH_INFO"].removeprefix("/api/")
-        if method == "POST" and not environ.get("CONTENT_TYPE", "").startswith(
-            "application/json"
-        ):
+        if method == "POST" and not environ.get("CONTENT_TYPE", "").startswith("application/json"):
             return "415 Unsupported Media Type", error_grid(
                 f"Unsupported media type: {environ.get('CONTENT_TYPE')}"
             )
