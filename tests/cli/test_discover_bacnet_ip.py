@@ -108,6 +108,27 @@ def test_discover_a_device_with_types_bac_py_does_not_name_and_run_its_profile(
     assert sustain["total"]["errors"] == 0
 
 
+def test_discover_a_bacnet_ipv6_device_and_run_its_profile(
+    cli: Callable[..., CliResult], tmp_path: Path
+) -> None:
+    async def serve_and_run() -> dict[str, Any]:
+        async with served(BacnetIpTarget(), ipv6=True, drift=True) as announced:
+            assert announced.url.startswith("bacnet://[::1]:")
+            return await asyncio.to_thread(
+                run_fitted, cli, announced.url.split("?")[0], tmp_path / "ipv6.toml"
+            )
+
+    report = asyncio.run(serve_and_run())
+    profile = tomllib.loads((tmp_path / "ipv6.toml").read_text())
+    assert profile["target"].startswith("bacnet://[::1]:")
+    assert profile["target"].endswith("/?device=400")
+    ops = {g.get("name", g["op"]): g for g in profile["group"]}
+    assert ops["cov"]["objects"] == ["analog-input:1"]
+    sustain = report["phases"]["sustain"]
+    assert sustain["total"]["errors"] == 0
+    assert sustain["ops"]["write-analog-value"]["ok"] > 10
+
+
 def test_discover_summary_lists_types_datatypes_and_commandable() -> None:
     async def run() -> str:
         async with served(BacnetIpTarget()) as announced:
