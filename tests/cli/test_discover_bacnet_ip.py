@@ -5,13 +5,12 @@ from __future__ import annotations
 
 import asyncio
 import tomllib
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from protobench.protocols.bacnet_ip import inventory
 from protobench.protocols.bacnet_ip.discover import discover
 from protobench.protocols.bacnet_ip.fit import summary
 from protobench.protocols.bacnet_ip.options import BacnetIpOptions
@@ -19,16 +18,9 @@ from protobench.targets.bacnet import BacnetIpTarget
 from tests.support.bacnet import bacpypes3_device, color_device, served
 from tests.support.cli import CliResult
 
-pytestmark = pytest.mark.integration
+pytestmark = [pytest.mark.integration, pytest.mark.usefixtures("forget_learned_instances")]
 
 RUN = ("--warmup", "1s", "--duration", "2s", "--json", "--quiet")
-
-
-@pytest.fixture(autouse=True)
-def forget_learned_instances() -> Iterator[None]:
-    inventory._learned.clear()
-    yield
-    inventory._learned.clear()
 
 
 def run_fitted(cli: Callable[..., CliResult], url: str, path: Path) -> dict[str, Any]:

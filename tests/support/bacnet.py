@@ -156,6 +156,18 @@ async def exchange(session: Session) -> tuple[OpError | None, int]:
     return await asyncio.wait_for(done, 30)
 
 
+async def outcome(
+    url: str, op: str, params: dict[str, Any] | None = None, **kwargs: Any
+) -> tuple[OpError | None, Any]:
+    """Open a session, run one exchange, close; return the error and the session."""
+    session = await open_op(url, op, params, **kwargs)
+    try:
+        error, _ = await exchange(session)
+    finally:
+        await session.close()
+    return error, session
+
+
 class Responder(asyncio.DatagramProtocol):
     """A scripted BACnet/IP device on 127.0.0.1: answers ReadProperty with ``value``.
 

@@ -4,12 +4,10 @@ a BACnet/IP client, a router, and BACnet/IPv6 devices or BACnet/SC nodes on netw
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Iterator
 
 import pytest
 
 from protobench.engine.metrics import OpRecorder
-from protobench.protocols.bacnet_ip import inventory
 from protobench.protocols.bacnet_ip.address import parse_target
 from protobench.protocols.bacnet_ip.discover import discover
 from protobench.protocols.bacnet_ip.options import BacnetIpOptions
@@ -19,19 +17,16 @@ from protobench.targets.bacnet_router import BacnetRouterTarget, sc_vmac
 from tests.support.bacnet import exchange, open_op, served
 from tests.support.timing import S, eventually
 
-pytestmark = [pytest.mark.integration, pytest.mark.anyio]
+pytestmark = [
+    pytest.mark.integration,
+    pytest.mark.anyio,
+    pytest.mark.usefixtures("forget_learned_instances"),
+]
 
 
 @pytest.fixture
 def anyio_backend() -> str:
     return "asyncio"
-
-
-@pytest.fixture(autouse=True)
-def forget_learned_instances() -> Iterator[None]:
-    inventory._learned.clear()
-    yield
-    inventory._learned.clear()
 
 
 def device_url(url: str, dadr: bytes, instance: int) -> str:

@@ -1,8 +1,11 @@
-"""Every BACnet operation against bac-py's BACnet/IPv6 device (Annex U), over real UDP on ::1.
+"""What is particular to BACnet/IPv6 (Annex U) against bac-py's B/IPv6 device on ::1: a VMAC
+per socket, a BBMD with foreign devices (and the broadcasts it forwards), refusals, and
+nothing leaving loopback. The property services, segmentation and COV run on both families
+in ``test_sessions_ops.py``.
 
 bac-py is the independent implementation here: its B/IPv6 transport answers
 the Virtual-Address-Resolution, keeps each client VMAC's address and answers
-there, reassembles nothing for us, and serves COV, a BBMD and foreign devices.
+there, and serves COV, a BBMD and foreign devices.
 """
 
 from __future__ import annotations
@@ -15,17 +18,14 @@ import subprocess
 import sys
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
 
 import psutil
 import pytest
 from bac_py import BACnetApplication
-from bac_py.objects.analog import AnalogInputObject
 from bac_py.transport.bip6 import BIP6Transport
 from bac_py.types.enums import ObjectType, PropertyIdentifier
 from bac_py.types.primitives import ObjectIdentifier
 
-from protobench.engine.metrics import OpRecorder
 from protobench.protocols.bacnet_ip.client import DatagramClient
 from protobench.protocols.bacnet_ip.codec import ReadRequest
 from protobench.protocols.bacnet_ip.link import socket_vmac
@@ -39,7 +39,7 @@ from protobench.targets.bacnet import (
 )
 from protobench.targets.bacnet_objects import add_stress_objects
 from protobench.vocab.errors import ErrorClass, OpError
-from tests.support.bacnet import exchange, open_op, served
+from tests.support.bacnet import exchange, open_op, outcome, served
 from tests.support.timing import S, eventually
 
 pytestmark = [pytest.mark.integration, pytest.mark.anyio]
@@ -51,49 +51,6 @@ PV = PropertyIdentifier.PRESENT_VALUE
 @pytest.fixture
 def anyio_backend() -> str:
     return "asyncio"
-
-
-async def outcome(
-    url: str, op: str, params: dict[str, Any] | None = None, **kwargs: Any
-) -> tuple[OpError | None, Any]:
-    session = await open_op(url, op, params, **kwargs)
-    try:
-        error, _ = await exchange(session)
-    finally:
-        await session.close()
-    return error, session
-
-
-async def test_the_lean_ops_read_write_and_list_over_ipv6() -> None:
-    async with served(BacnetIpTarget(), ipv6=True) as announced:
-        assert announced.url.startswith("bacnet://[::1]:")
-        assert announced.url.endswith("/?device=400")
-        error, session = await outcome(
-            announced.url, "read-property", {"objects": ["analog-input:1"], "expect": 61.5}
-        )
-        assert error is None
-        assert isinstance(session, LeanSession)
-        assert session.client.path.vmac == instance_vmac(400)
-        for value in (72.5, 68.0):
-            error, _ = await outcome(
-                announced.url, "write-property", {"objects": ["analog-value:2"], "values": [value]}
-            )
-            assert error is None
-            error, _ = await outcome(
-                announced.url, "read-property", {"objects": ["analog-value:2"], "expect": value}
-            )
-            assert error is None
-        for op, count in (("read-property-multiple", 5), ("write-property-multiple", 3)):
-            session = await open_op(announced.url, op)
-            try:
-                assert [(await exchange(session))[0] for _ in range(count)] == [None] * count
-            finally:
-                await session.close()
-        error, session = await outcome(announced.url, "object-list", {"expect_count": 40})
-        assert error is None
-        error, _ = await outcome(announced.url, "read-property", {"objects": ["analog-input:99"]})
-        assert error is not None
-        assert (error.error_class, error.code) == (ErrorClass.PROTOCOL, "object:unknown-object")
 
 
 async def test_each_socket_has_its_own_vmac_and_the_device_knows_each() -> None:
@@ -130,42 +87,6 @@ async def test_each_socket_has_its_own_vmac_and_the_device_knows_each() -> None:
     assert vmacs == [socket_vmac(p) for p in ports]
     assert len(set(vmacs)) == len(ports) == 3
     assert [known.get(vmac or b"") for vmac in vmacs] == ports
-
-
-async def test_a_big_ipv6_device_sends_its_object_list_in_segments() -> None:
-    port = free_udp_port("::1")
-    app = BACnetApplication(device_config(4321, "::1", port))
-    await app.start()
-    try:
-        add_stress_objects(app, 4321, drift=False)
-        for i in range(11, 411):
-            app.object_db.add(AnalogInputObject(i, object_name=f"AI-{i}", present_value=1.0 * i))
-        url = f"bacnet://[::1]:{port}/"
-        error, _ = await outcome(url, "object-list", {"expect_count": 440})
-        assert error is None
-        reader = await open_op(url, "read-property", {"objects": ["analog-input:*"]})
-        try:
-            assert isinstance(reader, LeanSession)
-            assert len(reader.requests) == 410
-            assert (await exchange(reader))[0] is None
-        finally:
-            await reader.close()
-    finally:
-        await app.stop()
-
-
-async def test_cov_notifications_arrive_over_ipv6() -> None:
-    async with served(BacnetIpTarget(), ipv6=True, drift=True, drift_interval=0.1) as announced:
-        session = await open_op(announced.url, "cov", {"objects": ["analog-input:3"]})
-        assert isinstance(session, StreamSession)
-        recorder = OpRecorder("cov")
-        task = asyncio.create_task(session.run(recorder))
-        await eventually(lambda: recorder.counters["notifications"] >= 5, 15 * S, "notifications")
-        task.cancel()
-        await asyncio.gather(task, return_exceptions=True)
-        await session.close()
-    assert len(recorder.latencies) == 1
-    assert not recorder.errors
 
 
 async def test_a_bbmd_on_ipv6_serves_foreign_devices_who_is_and_forwards_broadcasts() -> None:
