@@ -12,8 +12,9 @@ from protobench.protocols.bacnet_ip.address import parse_target
 from protobench.protocols.bacnet_ip.discover import discover
 from protobench.protocols.bacnet_ip.options import BacnetIpOptions
 from protobench.protocols.base import StreamSession
-from protobench.targets.bacnet import instance_vmac
+from protobench.targets.bacnet import BacnetIpTarget, instance_vmac
 from protobench.targets.bacnet_router import BacnetRouterTarget, sc_vmac
+from protobench.targets.base import ServeError
 from tests.support.bacnet import exchange, open_op, served
 from tests.support.timing import S, eventually
 
@@ -93,3 +94,14 @@ async def test_bacnet_ip_to_router_to_bacnet_sc_nodes_over_tls() -> None:
         info = await discover(announced.url, BacnetIpOptions(), 3.0)
     assert (info.target.device_instance, info.name) == (501, "protobench-stress-501")
     assert info.answers_who_is
+
+
+async def test_the_router_and_the_device_refuse_to_bind_off_loopback_or_the_router_on_ipv6() -> (
+    None
+):
+    router = BacnetRouterTarget()
+    with pytest.raises(ServeError, match="announced port is BACnet/IP"):
+        await router.serve("::1", 0, router.options(to="ipv6"), lambda _: None)
+    device = BacnetIpTarget()
+    with pytest.raises(ServeError, match="loopback"):
+        await device.serve("192.0.2.1", 0, device.options(), lambda _: None)

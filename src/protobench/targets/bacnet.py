@@ -41,7 +41,7 @@ from protobench.hostutil import free_port
 from protobench.protocols.bacnet_ip.address import TargetAddress
 from protobench.protocols.base import StrictModel
 from protobench.targets.bacnet_objects import OBJECT_COUNT, add_stress_objects, drift_forever
-from protobench.targets.base import Announcement, EmbeddedTarget, Ready
+from protobench.targets.base import Announcement, EmbeddedTarget, Ready, ServeError
 from protobench.vocab.fields import Duration
 
 BROADCAST = "127.255.255.255"
@@ -89,7 +89,7 @@ def check_host(host: str) -> None:
     except ValueError:
         loopback = False
     if not loopback:
-        raise ValueError(f"BACnet targets bind a loopback address (127.x.x.x or ::1), not {host!r}")
+        raise ServeError(f"BACnet targets bind a loopback address (127.x.x.x or ::1), not {host!r}")
 
 
 def free_udp_port(host: str) -> int:

@@ -61,7 +61,7 @@ from protobench.targets.bacnet import (
 )
 from protobench.targets.bacnet_objects import OBJECT_COUNT, add_stress_objects
 from protobench.targets.bacnet_sc import sc_tls, start_hub
-from protobench.targets.base import Announcement, EmbeddedTarget, Ready
+from protobench.targets.base import Announcement, EmbeddedTarget, Ready, ServeError
 from protobench.tlsutil import MockPki, generate
 from protobench.vocab.fields import Duration
 
@@ -129,7 +129,10 @@ class BacnetRouterTarget(EmbeddedTarget):
         assert isinstance(options, BacnetRouterServeOptions)
         check_host(host)
         if ":" in host:
-            raise ValueError("the router's announced port is BACnet/IP: bind 127.x, not ::1")
+            raise ServeError(
+                "serve bacnet-router: the announced port is BACnet/IP: bind 127.x, not an IPv6 "
+                "address (--to ipv6 puts the devices on ::1)"
+            )
         logging.getLogger("bac_py").setLevel(logging.ERROR)
         async with AsyncExitStack() as stack:
             remote = Remote(options, host)
