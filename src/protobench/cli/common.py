@@ -103,6 +103,7 @@ def build_overrides(
     timeout: str | None = None,
     threshold: list[str] | None = None,
     pacing_precision: str | None = None,
+    clock: str | None = None,
 ) -> Overrides:
     """The plan overrides of the run flags (shared by ``run`` and ``sweep``); bad ones exit 2."""
     from protobench.engine.plan import Overrides  # noqa: PLC0415 - pydantic: not for --help
@@ -118,6 +119,7 @@ def build_overrides(
         processes=processes,
         timeout=parse_value(timeout, parse_duration, "--timeout"),
         pacing_precision=parse_value(pacing_precision, parse_duration, "--pacing-precision"),
+        clock=clock,
         thresholds=tuple(threshold or ()),
         options=parse_pairs(opt or [], "--opt"),
         serve=parse_pairs(serve_opt or [], "--serve-opt"),

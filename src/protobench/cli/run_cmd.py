@@ -131,6 +131,13 @@ def run_command(
         str | None,
         typer.Option(help="Open model: sends may batch this late (default 100us)."),
     ] = None,
+    clock: Annotated[
+        str | None,
+        typer.Option(
+            help="Exchange times from the 'kernel' (socket timestamps; the default where"
+            " available) or 'user' space."
+        ),
+    ] = None,
     threshold: Annotated[
         list[str] | None,
         typer.Option("--threshold", help="Extra threshold, e.g. 'p99<5ms' (repeatable)."),
@@ -189,6 +196,7 @@ def run_command(
         timeout=timeout,
         threshold=threshold,
         pacing_precision=pacing_precision,
+        clock=clock,
     )
     plan = _resolve(profile, overrides)
     store = SnapshotStore(snapshots_dir)

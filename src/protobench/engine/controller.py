@@ -51,8 +51,8 @@ from protobench.engine.events import (
 )
 from protobench.engine.plan import RunPlan, WorkerSlice, worker_slices
 from protobench.engine.pool import WorkerHandle, WorkerPool
-from protobench.engine.report import RunJudge, build_report, exit_code_for
-from protobench.engine.report_model import NoticeEntry, NoticeValue, Report
+from protobench.engine.report import RunJudge, build_report, clock_report, exit_code_for
+from protobench.engine.report_model import ClockReport, NoticeEntry, NoticeValue, Report
 from protobench.engine.resource_log import ResourceLog
 from protobench.engine.resources import Sampler, find_listener, target_rss
 from protobench.engine.sinks import Fanout, Sink
@@ -121,6 +121,8 @@ class Controller:
         self.stop_requested = False
         self.stop_reason = "completed"
         self.notices: list[NoticeEntry] = []
+        self.clock: ClockReport | None = None
+        """Where the exchanges' times come from (known once the workers opened their sessions)."""
         self.log_dir = log_dir
         self.resources = ResourceLog()
         self.pool: WorkerPool | None = None
@@ -257,6 +259,7 @@ class Controller:
             passive=self._passive(),
             labels=self.labels,
             nodes=nodes() if (nodes := getattr(self.pool, "nodes", None)) is not None else None,
+            clock=self.clock,
         )
         if self.archive is not None:
             kept = await anyio.to_thread.run_sync(self.archive.keep, self._record(report))
@@ -316,6 +319,9 @@ class Controller:
         self.aggregator.live = set(pool.live)
         opened = sum(h.get("opened", 0) for h in hellos)
         failed = sum(h.get("failed", 0) for h in hellos)
+        self.clock, clock_note = clock_report(plan.clock, hellos, plan.protocol)
+        if clock_note is not None:
+            self.notice("clock", clock_note)
         self.start_at = time.monotonic() + START_DELAY
         pool.broadcast("GO", {"start_at": self.start_at})
         self.emit(

@@ -66,6 +66,7 @@ class Overrides:
     processes: int | None = None
     timeout: float | None = None
     pacing_precision: float | None = None
+    clock: str | None = None
     thresholds: tuple[str, ...] = ()
     options: dict[str, Any] = field(default_factory=dict)
     serve: dict[str, Any] = field(default_factory=dict)
@@ -106,6 +107,9 @@ class RunPlan:
     overrides: dict[str, Any]
     pacing_precision: float = 0.0001
     """Open model: see :data:`~protobench.engine.schedule.PACING_PRECISION_NS`."""
+    clock: str = "kernel"
+    """``kernel``: exchange times from the kernel's socket timestamps where available;
+    ``user``: from the engine's own reads of the clock (:mod:`protobench.protocols.timestamps`)."""
 
     @property
     def sessions(self) -> int:
@@ -171,6 +175,7 @@ FLAGS = {
     "processes": "--processes",
     "timeout": "--timeout",
     "pacing_precision": "--pacing-precision",
+    "clock": "--clock",
     "thresholds": "--threshold",
     "options": "--opt",
     "serve": "--serve-opt",
@@ -188,6 +193,7 @@ _SCALAR_OVERRIDES = (
     "processes",
     "timeout",
     "pacing_precision",
+    "clock",
 )
 
 FD_MARGIN = 64
@@ -250,6 +256,7 @@ def resolve(loaded: LoadedProfile, overrides: Overrides) -> RunPlan:
         groups=groups,
         overrides=overrides.as_dict(),
         pacing_precision=profile.pacing_precision,
+        clock=profile.clock,
     )
 
 

@@ -10,7 +10,7 @@ is one a worker can run.
 from __future__ import annotations
 
 import re
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
@@ -83,6 +83,9 @@ class Profile(BaseModel):
     ramp_to: Rate | None = None
     pacing_precision: Duration = Field(default=0.0001, le=0.1)
     """Open model: arrivals closer together than this leave in batches, each up to this late."""
+    clock: Literal["kernel", "user"] = "kernel"
+    """Where exchange times come from: the kernel's socket timestamps (where the platform and
+    the protocol give them) or user space (the engine's own reads of the clock)."""
     timeout: Duration = 5.0
     drain: Duration = 2.0
     thresholds: list[str] = Field(default_factory=list)

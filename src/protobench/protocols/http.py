@@ -14,10 +14,11 @@ resolved against it by RFC 3986 (:func:`~protobench.protocols.http_client.join_p
 
 A connection that the server closed between requests (``Connection: close``,
 HTTP/1.0, a body delimited by the close, an idle timeout) or that was dropped
-after a timeout is reopened by the session on its next request; the connect
-time then counts in that request's latency and a failure to connect is
-reported as that request's error. Each such reopening adds one to the op's
-``connects`` counter (the engine counts the session's first connection).
+after a timeout is reopened by the session on its next request; the latency
+runs from the request's send on the new connection (the connect time is not
+in it) and a failure to connect is reported as that request's error. Each
+such reopening adds one to the op's ``connects`` counter (the engine counts the
+session's first connection).
 
 Options: ``insecure`` (skip TLS verification), ``ca_file``, ``cert_file`` and
 ``key_file`` (mutual TLS), ``secret_headers`` (header names whose values are
@@ -177,7 +178,13 @@ class HttpSession(CallbackSession):
     async def _reconnect(self, done: Done) -> None:
         old = self._conn
         try:
-            conn = await HttpConnection.connect(old.endpoint, ssl=self._tls, timeout=old.timeout)
+            conn = await HttpConnection.connect(
+                old.endpoint,
+                ssl=self._tls,
+                timeout=old.timeout,
+                stamps=old.stamps,
+                reactor=old.reactor,
+            )
         except OpError as exc:
             done(exc, 0)
             return
@@ -274,6 +281,8 @@ class HttpProtocol(Protocol):
             params.method, endpoint, target, params.headers, self._body(params), under_base=False
         )
         accept = SUCCESS if params.expect_status is None else frozenset(params.expect_status)
-        conn = await HttpConnection.connect(endpoint, ssl=tls, timeout=ctx.timeout)
+        conn = await HttpConnection.connect(
+            endpoint, ssl=tls, timeout=ctx.timeout, stamps=ctx.stamps, reactor=ctx.reactor
+        )
         kind = HeadSession if params.method == "HEAD" else HttpSession
         return kind(conn, request, accept, tls, ctx.count, ctx.sent)
