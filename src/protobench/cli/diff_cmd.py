@@ -205,8 +205,8 @@ def diff_command(
         typer.Option(
             "--metric",
             "-m",
-            help="Comma-separated metrics: throughput,p50,p90,p95,p99,p99.9,error_rate "
-            "(default: all).",
+            help="Comma-separated metrics: throughput,p50,p90,p95,p99,p99.9,error_rate,"
+            "delay_p50,delay_p99 (default: all; the generator's delay when measured).",
         ),
     ] = None,
     alpha: Annotated[

@@ -45,6 +45,7 @@ from protobench.engine.thresholds import evaluate_all
 from protobench.engine.verdicts import (
     builtin_checks,
     cpu_verdicts,
+    delay_findings,
     evaluate_checks,
     incomplete_reason,
 )
@@ -317,7 +318,7 @@ def verdicts(
         thresholds_passed=all(t.ok for t in report.thresholds),
         checks=checks,
         checks_passed=all(c.ok for c in checks),
-        findings=list(findings),
+        findings=[*delay_findings(report.sustain, report.model.type == "open"), *findings],
         complete=incomplete is None,
         incomplete_reason=incomplete,
     )

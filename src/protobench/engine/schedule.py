@@ -60,7 +60,7 @@ import traceback
 from collections import deque
 from collections.abc import Callable
 
-from protobench.engine.bounds import BEHIND_NS
+from protobench.engine.bounds import BEHIND_NS, READ_BOUND_NS
 from protobench.engine.metrics import OpRecorder
 from protobench.engine.waker import Timer
 from protobench.protocols.base import (
@@ -84,10 +84,6 @@ MAX_BACKLOG = 1_000_000
 BUSY_WAIT_NS = 10_000_000
 """How long the open-model driver sleeps at most while every session is busy (completions
 take up due arrivals themselves and re-arm its timer when they free a session)."""
-READ_BOUND_NS = 2_000_000
-"""The open model reads replies lazily (at its wake-ups to send, not when they arrive) while
-those wake-ups are at most this far apart: a reply waits unread this long at most (its time
-is the kernel's receive stamp, taken on arrival)."""
 PACING_PRECISION_NS = 100_000
 """The open model's pacing precision: arrivals closer together than this leave in batches,
 each up to this much after its intended time, so that the driver need not wake for each."""

@@ -2,7 +2,8 @@
 
 Each side is one or more snapshots. For every operation and the ``TOTAL`` of
 all operations, and for each metric (throughput, p50, p90, p95, p99, p99.9,
-error rate), a side's samples are the metric's values in its **sustain intervals**
+error rate, and the generator's delay p50 and p99 when a side measured it: the
+kernel clock), a side's samples are the metric's values in its **sustain intervals**
 (intervals shorter than half the plan's interval are left out; with several
 runs the samples of all of them are pooled). A side is summarised by the
 median and its 95% confidence interval; the two sides are compared with the
@@ -69,10 +70,24 @@ from protobench.snapshots.stats import (
     smallest_p,
 )
 
-METRICS = ("throughput", "p50", "p90", "p95", "p99", "p999", "error_rate")
+METRICS = ("throughput", "p50", "p90", "p95", "p99", "p999", "error_rate", "delay_p50", "delay_p99")
 LATENCY_METRICS = ("p50", "p90", "p95", "p99", "p999")
-LABELS = {"p999": "p99.9", "error_rate": "error rate"}
-ALIASES = {"p99.9": "p999", "error-rate": "error_rate", "errors": "error_rate", "rps": "throughput"}
+DELAY_METRICS = {"delay_p50": "p50", "delay_p99": "p99"}
+"""The generator's delay (``generator_delay_us``), by the percentile each one is."""
+LABELS = {
+    "p999": "p99.9",
+    "error_rate": "error rate",
+    "delay_p50": "gen. delay p50",
+    "delay_p99": "gen. delay p99",
+}
+ALIASES = {
+    "p99.9": "p999",
+    "error-rate": "error_rate",
+    "errors": "error_rate",
+    "rps": "throughput",
+    "delay-p50": "delay_p50",
+    "delay-p99": "delay_p99",
+}
 ALPHA = 0.05
 EXIT_OK = 0
 EXIT_GATE_FAILED = 1
@@ -417,6 +432,10 @@ def samples(items: Sequence[Interval], op: str, metric: str) -> list[float]:
         elif metric == "error_rate":
             if figures.attempts:
                 values.append(figures.error_rate)
+        elif metric in DELAY_METRICS:
+            delay = figures.generator_delay_us
+            if delay is not None and (value := delay.value(DELAY_METRICS[metric])) is not None:
+                values.append(value)
         elif (value := latency(figures, metric)) is not None:
             values.append(value)
     return values
@@ -424,12 +443,14 @@ def samples(items: Sequence[Interval], op: str, metric: str) -> list[float]:
 
 def whole_phase(snapshots: Sequence[Snapshot], op: str, metric: str) -> tuple[float | None, int]:
     """The metric over the whole sustain phase of every snapshot together, and its sample count."""
-    if metric in LATENCY_METRICS:
-        hist = phase_histogram(snapshots, op)
+    if metric in LATENCY_METRICS or metric in DELAY_METRICS:
+        delay = metric in DELAY_METRICS
+        hist = phase_histogram(snapshots, op, key="hist_delay" if delay else "hist")
         count = int(hist.get_total_count())
         if count == 0:
             return None, 0
-        return float(hist.get_value_at_percentile(_PERCENTILE[metric])), count
+        percentile = _PERCENTILE[DELAY_METRICS[metric] if delay else metric]
+        return float(hist.get_value_at_percentile(percentile)), count
     ok, errors, seconds = phase_counts(snapshots, op)
     if metric == "throughput":
         return (ok / seconds if seconds > 0 else None), ok
@@ -438,9 +459,10 @@ def whole_phase(snapshots: Sequence[Snapshot], op: str, metric: str) -> tuple[fl
 
 def percentile_samples(metric: str) -> int:
     """The fewest samples for ``metric``'s percentile to differ from the maximum (p99: 100)."""
-    if metric not in LATENCY_METRICS:
+    name = DELAY_METRICS.get(metric, metric)
+    if name not in LATENCY_METRICS:
         return 1
-    return math.ceil(100.0 / (100.0 - _PERCENTILE[metric]) - 1e-9)
+    return math.ceil(100.0 / (100.0 - _PERCENTILE[name]) - 1e-9)
 
 
 def too_few(n_base: int, n_new: int, alpha: float, confidence: float) -> str | None:
@@ -578,6 +600,8 @@ def compare(
     if not base or not new:
         raise ValueError("each side of a comparison needs at least one snapshot")
     base_side, new_side = _Side.of(base), _Side.of(new)
+    if not _measures_delay([*base, *new]):  # user-clock runs: no generator delay to compare
+        metrics = [m for m in metrics if m not in DELAY_METRICS]
     ops = [op for op in dict.fromkeys(base_side.ops) if op in new_side.ops]
     one_side = _one_side_ops(base_side.ops, new_side.ops)
     result = Diff(
@@ -615,6 +639,15 @@ def compare(
         result.geomeans = _geomeans(result.rows, wanted)
     result.gates = [_gate_result(gate, result.rows, one_side) for gate in gates]
     return result
+
+
+def _measures_delay(snapshots: Sequence[Snapshot]) -> bool:
+    """Whether any of the runs measured the generator's delay (the kernel clock)."""
+    return any(
+        "hist_delay" in hists
+        for s in snapshots
+        for hists in s.histograms.get("sustain", {}).values()
+    )
 
 
 def _one_side_ops(base_ops: Sequence[str], new_ops: Sequence[str]) -> dict[str, str]:
@@ -724,7 +757,7 @@ def _sample_notes(n_base: int, n_new: int, alpha: float, confidence: float) -> l
 def _geomeans(rows: Sequence[Row], metrics: Sequence[str]) -> list[GeomeanRow]:
     out = []
     for metric in metrics:
-        if metric == "error_rate":
+        if metric == "error_rate" or metric in DELAY_METRICS:
             continue
         pairs = [
             (row.base.center, row.new.center)
