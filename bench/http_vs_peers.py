@@ -400,7 +400,13 @@ WRK2_CALIBRATION = 11.0
 
 
 def find_wrk2() -> str | None:
-    """wrk2's binary: ``wrk2`` on PATH or a build at ``~/wrk2/wrk`` (it is not packaged)."""
+    """wrk2's binary: ``WRK2=/path/to/wrk`` in the environment, ``wrk2`` on PATH, or a build at
+    ``~/wrk2/wrk`` (it is not packaged). A ``WRK2`` that is not an executable is an error."""
+    given = os.environ.get("WRK2")
+    if given:
+        if not os.access(given, os.X_OK):
+            raise SystemExit(f"WRK2={given}: not an executable file")
+        return given
     built = Path.home() / "wrk2" / "wrk"
     return shutil.which("wrk2") or (str(built) if built.exists() else None)
 
