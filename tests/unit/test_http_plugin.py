@@ -114,10 +114,11 @@ def test_redacted_plan_has_no_secret(tmp_path: Path) -> None:
 def test_builtin_http_get_profile() -> None:
     loaded = loader.load("http-get")
     profile = loaded.profile
+    settings = profile.settings()
     assert profile.protocol == "http"
-    assert profile.target == "embedded"
-    assert (profile.warmup, profile.duration) == (2.0, 10.0)
-    assert profile.thresholds == ["error_rate < 0.5%"]
+    assert settings.target == "embedded"
+    assert (settings.warmup, settings.duration) == (2.0, 10.0)
+    assert settings.thresholds == ("error_rate < 0.5%",)
     (group,) = profile.group
     assert (group.name, group.op, group.count) == ("get", "request", 50)
     assert group.params == {"method": "GET"}
