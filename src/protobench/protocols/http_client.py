@@ -384,8 +384,9 @@ class HttpConnection(asyncio.Protocol):
         """The times of the exchange in flight (the session's, shared with the engine)."""
         self.reactor = reactor
         """The reactor reading the connection with the kernel's clock (``None``: the loop's)."""
-        self._write_request: Callable[[bytes], None] | None = None
-        """A stamped transport's ``write_request``; ``None``: the loop's transport."""
+        self._write_request: Callable[[bytes], None] = self._stamp_and_write
+        """Sends a request, its send stamped: a stamped transport's ``write_request``, or
+        :meth:`_stamp_and_write` on the loop's transport."""
         self.accept = SUCCESS
         """Statuses :meth:`submit` reports as success; others are ``protocol`` errors."""
         self._loop = loop
@@ -592,17 +593,13 @@ class HttpConnection(asyncio.Protocol):
         self._sent_at = now = loop.time()
         if self._timer is None:
             self._timer = loop.call_at(now + self.timeout, self._on_timer)
-        self._write(request)
-
-    def _write(self, request: bytes) -> None:
-        """Send a request, its send stamped (the kernel's, or the time just before the syscall)."""
-        write = self._write_request
-        if write is None:
-            self.stamps.sent = perf_ns()
-            self._transport.write(request)  # type: ignore[union-attr]
-        else:
-            write(request)
+        self._write_request(request)
         self.sent.n += len(request)
+
+    def _stamp_and_write(self, request: bytes) -> None:
+        """Send a request on the loop's transport, stamped just before (the user clock)."""
+        self.stamps.sent = perf_ns()
+        self._transport.write(request)  # type: ignore[union-attr]
 
     def _submit_dead(self, request: bytes, done: Done) -> None:
         if self.on_dead is not None:
@@ -672,7 +669,8 @@ class HttpConnection(asyncio.Protocol):
         self._sent_at = now = loop.time()
         if self._timer is None:
             self._timer = loop.call_at(now + self.timeout, self._on_timer)
-        self._write(request)
+        self._write_request(request)
+        self.sent.n += len(request)
 
     async def fetch(self, request: bytes, *, keep_body: bool = True) -> Response:
         """Send ``request`` and return its :class:`Response`; raise :class:`OpError` on failure."""

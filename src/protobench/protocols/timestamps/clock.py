@@ -68,10 +68,13 @@ ID_MASK: Final = 0xFFFFFFFF
 _GENERIC_ARCHES = frozenset(
     {"x86_64", "amd64", "i386", "i686", "aarch64", "arm64", "riscv64", "s390x", "ppc64le"}
 )
-_TIMESPEC = struct.Struct("@ll")
-_EXTENDED_ERR = struct.Struct("=IBBBBII")
+_unpack_timespec = struct.Struct("@ll").unpack_from
+_unpack_key = struct.Struct("=I").unpack_from
+_EXTENDED_ERR_SIZE = 16
+"""``struct sock_extended_err``: errno, origin, type, code, pad, info, data (the key at 12)."""
+_SOL_SOCKET = socket.SOL_SOCKET
+_RECVERR = (IP_RECVERR, IPV6_RECVERR)
 SO_EE_ORIGIN_TIMESTAMPING: Final = 4
-_RECVERR = frozenset({(socket.IPPROTO_IP, IP_RECVERR), (socket.IPPROTO_IPV6, IPV6_RECVERR)})
 PROBE_SECONDS: Final = 1.0
 """How long :func:`probe` waits at most for the kernel's first stamps."""
 
@@ -135,18 +138,22 @@ def kernel_ns(payload: bytes) -> int:
     """The software stamp of an ``SCM_TIMESTAMPING`` payload on the engine's clock; 0 if none."""
     seconds: int
     nanos: int
-    seconds, nanos = _TIMESPEC.unpack_from(payload)
-    if not seconds and not nanos:
-        return 0
-    return seconds * 1_000_000_000 + nanos - WALL.offset
+    seconds, nanos = _unpack_timespec(payload)
+    return seconds * 1_000_000_000 + nanos - WALL.offset if seconds else 0
 
 
 def received_ns(ancillary: list[tuple[int, int, bytes]]) -> int:
-    """The receive stamp among ``recvmsg``'s ancillary messages (engine's clock; 0 if none)."""
-    for level, kind, payload in ancillary:
-        if level == socket.SOL_SOCKET and kind == SO_TIMESTAMPING:
-            return kernel_ns(payload)
-    return 0
+    """The receive stamp among ``recvmsg``'s ancillary messages (engine's clock; 0 if none).
+
+    A TCP socket with only ``SO_TIMESTAMPING`` on gives one message, the stamp.
+    """
+    level, kind, payload = ancillary[-1]
+    if kind != SO_TIMESTAMPING or level != _SOL_SOCKET:
+        return 0
+    seconds: int
+    nanos: int
+    seconds, nanos = _unpack_timespec(payload)
+    return seconds * 1_000_000_000 + nanos - WALL.offset if seconds else 0
 
 
 def transmit_stamp(ancillary: list[tuple[int, int, bytes]]) -> tuple[int, int] | None:
@@ -154,17 +161,19 @@ def transmit_stamp(ancillary: list[tuple[int, int, bytes]]) -> tuple[int, int] |
 
     The key is the stamp's ``OPT_ID``: for TCP, the byte offset of the last
     byte of the send it stamps (counted from the first byte sent after the
-    option was set, modulo 2**32).
+    option was set, modulo 2**32). (Called once per request: kept lean.)
     """
     stamp = 0
     key = -1
     for level, kind, payload in ancillary:
-        if level == socket.SOL_SOCKET and kind == SO_TIMESTAMPING:
+        if kind == SO_TIMESTAMPING and level == _SOL_SOCKET:
             stamp = kernel_ns(payload)
-        elif (level, kind) in _RECVERR and len(payload) >= _EXTENDED_ERR.size:
-            fields = _EXTENDED_ERR.unpack_from(payload)
-            if fields[1] == SO_EE_ORIGIN_TIMESTAMPING:
-                key = fields[6]
+        elif (
+            kind in _RECVERR
+            and len(payload) >= _EXTENDED_ERR_SIZE
+            and payload[4] == SO_EE_ORIGIN_TIMESTAMPING  # sock_extended_err.ee_origin
+        ):
+            key = _unpack_key(payload, 12)[0]  # .ee_data
     return (stamp, key) if stamp and key >= 0 else None
 
 

@@ -85,9 +85,10 @@ class Reactor:
     def poll(self) -> int:
         """Hand every ready socket's events to its handler; return how many were ready."""
         handlers = self._handlers
+        wait = self._epoll.poll
         ready = 0
         while handlers:
-            events = self._epoll.poll(0, BATCH)
+            events = wait(0, BATCH)
             for fd, mask in events:
                 handler = handlers.get(fd)
                 if handler is not None:

@@ -36,6 +36,7 @@ import contextlib
 import errno
 import socket
 from collections.abc import Callable
+from socket import MSG_ERRQUEUE
 from typing import Any
 
 from protobench.protocols.timestamps.clock import (
@@ -145,6 +146,9 @@ class StampedTransport(asyncio.Transport):
             self._set_events(self._events | EPOLLIN)
 
     def _on_events(self, events: int) -> None:
+        if events == EPOLLIN and not self._eof:
+            self._read()  # the common case: bytes to read, nothing else
+            return
         if events & EPOLLERR:
             self._error_event()
         if events & EPOLLOUT and not self._closed:
@@ -160,10 +164,10 @@ class StampedTransport(asyncio.Transport):
 
     def _read(self) -> None:
         stamps = self.stamps
-        protocol = self._protocol
+        recvmsg = self._recvmsg
         while True:
             try:
-                data, ancillary, _, _ = self._recvmsg(READ_SIZE, ANCILLARY)
+                data, ancillary, _, _ = recvmsg(READ_SIZE, ANCILLARY)
             except (BlockingIOError, InterruptedError):
                 return
             except OSError as exc:
@@ -173,7 +177,7 @@ class StampedTransport(asyncio.Transport):
                 self._end_of_stream()
                 return
             stamps.received = received_ns(ancillary) if ancillary else 0
-            protocol.data_received(data)
+            self._protocol.data_received(data)
             if len(data) < READ_SIZE or not self._reading or self._closed:
                 return
 
@@ -212,39 +216,68 @@ class StampedTransport(asyncio.Transport):
 
         The user-space time immediately before the send, replaced by the kernel's
         stamp of the request's first packet where the socket gives send stamps.
+        (Once per request: the common case, nothing kept from before, inline.)
         """
-        if self._send_stamps:
-            self._request_first = (self._accepted + len(self._buffer)) & ID_MASK
-            self._request_size = len(data)
-        self.stamps.sent = perf_ns()
-        self.write(data)
+        buffered = bool(self._buffer)
+        first = self._accepted + len(self._buffer)
+        if buffered or self._closing or self._closed:
+            self.stamps.sent = perf_ns()
+            self.write(data)
+        else:
+            self.stamps.sent = perf_ns()
+            try:
+                sent = self._send(data)
+            except (BlockingIOError, InterruptedError):
+                sent = 0
+            except OSError as exc:
+                self._shut(exc)
+                return
+            self._accepted = first + sent
+            if sent < len(data):
+                self._buffer += memoryview(data)[sent:]
+                self._set_events(self._events | EPOLLOUT)
+                self._check_high_water()
         if self._send_stamps and not self._closed:
-            self._error_queue()
+            self._request_first = first & ID_MASK
+            self._request_size = len(data)
+            try:  # on loopback and most links the stamp is queued before send() returns
+                _, ancillary, _, _ = self._recvmsg(0, ERRQUEUE_ANCILLARY, MSG_ERRQUEUE)
+            except (BlockingIOError, InterruptedError):
+                return  # later: the socket reports it (EPOLLERR)
+            except OSError as exc:
+                self._shut(exc)
+                return
+            if not self._take_stamp(ancillary):
+                self._error_queue()
 
     def _error_queue(self) -> int:
         """Read send stamps from the error queue until the request's, or none is left.
 
         Returns how many were read; a read error closes the transport.
         """
-        stamps = self.stamps
         count = 0
         while True:
             try:
-                _, ancillary, _, _ = self._recvmsg(0, ERRQUEUE_ANCILLARY, socket.MSG_ERRQUEUE)
+                _, ancillary, _, _ = self._recvmsg(0, ERRQUEUE_ANCILLARY, MSG_ERRQUEUE)
             except (BlockingIOError, InterruptedError):
                 return count
             except OSError as exc:
                 self._shut(exc)
                 return count
             count += 1
-            found = transmit_stamp(ancillary)
-            first = self._request_first
-            if found is not None and first >= 0:
-                stamp, key = found
-                if (key - first) & ID_MASK < self._request_size:
-                    stamps.sent = stamp
-                    self._request_first = -1
-                    return count
+            if self._take_stamp(ancillary):
+                return count
+
+    def _take_stamp(self, ancillary: list[tuple[int, int, bytes]]) -> bool:
+        """Whether an error-queue message is the send stamp of the request in flight (then
+        it is the request's ``sent``)."""
+        found = transmit_stamp(ancillary)
+        first = self._request_first
+        if found is None or first < 0 or (found[1] - first) & ID_MASK >= self._request_size:
+            return False
+        self.stamps.sent = found[0]
+        self._request_first = -1
+        return True
 
     def _error_event(self) -> None:
         """The socket reported an error: send stamps to read, or the connection failed."""
