@@ -12,7 +12,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from protobench.protocols.http_client import HttpConnection, build_request, parse_url
+from protobench.protocols.http.client import HttpConnection, build_request, parse_url
 from protobench.protocols.timestamps.clock import probe
 from protobench.protocols.timestamps.reactor import Reactor
 from protobench.targets.http import encode_response

@@ -22,7 +22,7 @@ from protobench.protocols.base import (
     AsyncSession,
     CallbackSession,
     Done,
-    Protocol,
+    ProtocolPlugin,
     Session,
     SessionContext,
 )
@@ -84,7 +84,7 @@ class _StampingAsync(AsyncSession):
         return None
 
 
-class _Plugin(Protocol):
+class _Plugin(ProtocolPlugin):
     name: ClassVar[str] = "fake"
     operations: ClassVar[dict[str, Any]] = {}
 

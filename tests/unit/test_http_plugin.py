@@ -12,7 +12,8 @@ from protobench.engine.plan import Overrides, resolve
 from protobench.hostutil import is_loopback_host
 from protobench.profiles import loader
 from protobench.protocols import registry
-from protobench.protocols.http import HttpOptions, HttpProtocol, RequestParams
+from protobench.protocols.http.options import HttpOptions, RequestParams
+from protobench.protocols.http.plugin import HttpProtocol
 from protobench.targets import registry as targets
 from protobench.targets.http import HttpTargetOptions, encode_response
 

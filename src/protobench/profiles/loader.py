@@ -21,7 +21,7 @@ from pydantic_core import ErrorDetails
 from protobench.profiles import builtin
 from protobench.profiles.model import Profile, ProfileKeys
 from protobench.protocols import registry
-from protobench.protocols.base import Protocol
+from protobench.protocols.base import ProtocolPlugin
 
 BUILTIN_PACKAGE = "protobench.profiles.builtin"
 PLUGIN_BUG = "a bug in the plugin's validation"
@@ -101,7 +101,9 @@ def parse(text: str, source: str) -> LoadedProfile:
     return LoadedProfile(profile, source, text)
 
 
-def check_protocol_keys(profile: ProfileKeys, plugin: Protocol, text: str, source: str) -> None:
+def check_protocol_keys(
+    profile: ProfileKeys, plugin: ProtocolPlugin, text: str, source: str
+) -> None:
     """Validate ``[options]`` and every group's parameters against the plugin."""
     _validate(plugin.options, profile.settings().options, text, source, ("options",))
     names: set[str] = set()

@@ -145,8 +145,11 @@ def kernel_ns(payload: bytes) -> int:
 def received_ns(ancillary: list[tuple[int, int, bytes]]) -> int:
     """The receive stamp among ``recvmsg``'s ancillary messages (engine's clock; 0 if none).
 
-    A TCP socket with only ``SO_TIMESTAMPING`` on gives one message, the stamp.
+    A TCP socket with only ``SO_TIMESTAMPING`` on gives one message, the stamp (none for
+    a packet the kernel did not stamp: stamping is turned on host-wide from a work queue).
     """
+    if not ancillary:
+        return 0
     level, kind, payload = ancillary[-1]
     if kind != SO_TIMESTAMPING or level != _SOL_SOCKET:
         return 0

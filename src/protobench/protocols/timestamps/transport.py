@@ -176,7 +176,7 @@ class StampedTransport(asyncio.Transport):
             if not data:
                 self._end_of_stream()
                 return
-            stamps.received = received_ns(ancillary) if ancillary else 0
+            stamps.received = received_ns(ancillary)
             self._protocol.data_received(data)
             if len(data) < READ_SIZE or not self._reading or self._closed:
                 return

@@ -14,7 +14,7 @@ from pydantic import Field, SecretStr, model_validator
 
 from protobench.protocols.base import NoParams, StrictModel
 from protobench.protocols.haystack.credentials import DEV_USER, PASSWORD_ENV
-from protobench.protocols.http_client import check_request
+from protobench.protocols.http.client import check_request
 
 
 def check_headers(headers: Mapping[str, str], content_type: str | None) -> None:
