@@ -40,9 +40,17 @@ context switches: protobench's worker over the sustain window, wrk2 over its run
 each generator's CPU ratio to wrk2. ``--precision 100us 1ms`` runs protobench once per
 ``--pacing-precision`` (named ``protobench/100us``...). wrk2
 calibrates for its first 10 s, so its runs last ``--duration`` + 11 s and its CPU per
-request is over the whole run. wrk2 is not packaged: it is used when ``wrk2`` is on PATH
-or built at ``~/wrk2/wrk`` (``git clone https://github.com/giltene/wrk2 ~/wrk2 && make -C
-~/wrk2``); otherwise the rounds say it is missing and run protobench alone.
+request is over the whole run. wrk2 is not packaged: it is used when ``WRK2=/path/to/wrk``
+is set, ``wrk2`` is on PATH, or it is built at ``~/wrk2/wrk`` (``git clone
+https://github.com/giltene/wrk2 ~/wrk2 && make -C ~/wrk2``); otherwise the rounds say it is
+missing and run protobench alone.
+
+``--clock kernel user`` runs protobench once per clock (``protobench/kernel``,
+``protobench/user``), in either model. protobench's CPU is counted per process over its
+sustain window (:class:`ProcessSamples`: each process from the window's first sample, or
+its birth, to its last sample), so a process that exits or is missed by a sample never
+takes CPU out of the figure; a figure that cannot be right (negative, or more than every
+core for the window) leaves the round out with a line saying why.
 
 Run it as ``bench/http_vs_peers [--duration 10] [--rounds 3]``. nginx is
 installed from Debian (``apt-get install nginx-light``) when missing. The
