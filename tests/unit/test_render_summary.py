@@ -3,10 +3,18 @@ each op's latency kind, down time, the verdicts' reasons."""
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import pytest
 
 from protobench.cli.render import describe_model, summary_table
-from protobench.engine.report_model import LoadModel, ReportError, load_report, to_plain
+from protobench.engine.report_model import (
+    ClockReport,
+    LoadModel,
+    ReportError,
+    load_report,
+    to_plain,
+)
 from tests.unit.report_frames import frame, plan_of, report_of
 
 
@@ -80,3 +88,26 @@ def test_a_report_whose_model_is_neither_open_nor_closed_does_not_load() -> None
     plain["model"]["type"] = "sideways"
     with pytest.raises(ReportError, match=r"model\.type"):
         load_report(plain)
+
+
+def test_the_clock_and_the_generator_s_delay_are_said() -> None:
+    report = report_of(
+        plan_of({"get": 2}),
+        [
+            frame(
+                "sustain",
+                0,
+                0.0,
+                1.0,
+                {"get": {"ok": 100, "latency_ns": 30_000, "delay_ns": 90_000}},
+            )
+        ],
+    )
+    kernel = replace(report, clock=ClockReport(setting="kernel", receive="kernel", send="kernel"))
+    text = summary_table(kernel)
+    assert "closed model, 2 sessions  kernel clock" in text
+    assert "generator delay: p50 90µs, p99 90µs (replies waiting for the generator" in text
+    assert "finding: get: replies waited 90 µs (p50) in the generator" in text
+    mixed = replace(report, clock=ClockReport(setting="kernel", receive="kernel", send="user"))
+    assert "kernel clock (send: user)" in summary_table(mixed)
+    assert " clock" not in summary_table(report).splitlines()[1]  # a report from before

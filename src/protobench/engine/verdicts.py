@@ -52,8 +52,9 @@ from protobench.engine.thresholds import evaluate_all
 from protobench.vocab.counters import BEHIND
 from protobench.vocab.thresholds import Threshold, format_value, parse_threshold
 
-DELAY_SHARE = 0.5
-"""Closed model: a generator delay (p50) from this share of the latency's p50 on is a finding."""
+DELAY_SHARE = 1.0
+"""Closed model: a generator delay (p50) from this share of the latency's p50 on is a finding
+(the replies waited longer for the generator than the server took to answer them)."""
 OPEN_DELAY_US = READ_BOUND_NS / 1000
 """Open model: a generator delay (p50) past the lazy reads' bound is a finding."""
 DOWN_BOUND = 0.05
@@ -69,7 +70,7 @@ def delay_findings(sustain: PhaseSummary | None, open_model: bool) -> list[str]:
     The latencies exclude that wait (they end at the kernel's receive stamp), but
     in the closed model each session waits it out before its next request, so
     the run's throughput is the generator's: a finding when the delay's p50 is
-    :data:`DELAY_SHARE` of the latency's p50 or more. The open model reads replies
+    more than :data:`DELAY_SHARE` of the latency's p50. The open model reads replies
     lazily on purpose (up to its next send), so only a delay past that bound
     (:data:`OPEN_DELAY_US`) is one: the generator is behind.
     """
@@ -87,7 +88,7 @@ def delay_findings(sustain: PhaseSummary | None, open_model: bool) -> list[str]:
                 f" them up, past its lazy reads' {OPEN_DELAY_US:,.0f} µs: the generator is behind"
                 " (more --processes); the latencies exclude the wait (kernel clock)"
             )
-        elif not open_model and delay.p50 >= DELAY_SHARE * latency:
+        elif not open_model and delay.p50 > DELAY_SHARE * latency:
             found.append(
                 f"{op}: replies waited {delay.p50:,.0f} µs (p50) in the generator before it took"
                 f" them up, {delay.p50 / latency:.1f}x the latency's p50 ({latency:,.0f} µs):"
