@@ -320,8 +320,6 @@ class Controller:
         opened = sum(h.get("opened", 0) for h in hellos)
         failed = sum(h.get("failed", 0) for h in hellos)
         self.clock, clock_note = clock_report(plan.clock, hellos, plan.protocol)
-        if clock_note is not None:
-            self.notice("clock", clock_note)
         self.start_at = time.monotonic() + START_DELAY
         pool.broadcast("GO", {"start_at": self.start_at})
         self.emit(
@@ -335,6 +333,8 @@ class Controller:
                 log_dir=str(self.log_dir),
             )
         )
+        if clock_note is not None:
+            self.notice("clock", clock_note)
         sampler = Sampler(pool.pids(), target_pid, getattr(pool, "worker_samples", None))
         deadline = self.start_at + plan.warmup + plan.duration + plan.drain + BYE_GRACE
         async with anyio.create_task_group() as group:
