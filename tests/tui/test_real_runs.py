@@ -18,7 +18,6 @@ from pathlib import Path
 import pytest
 
 from protobench.engine.plan import Overrides, resolve
-from protobench.engine.report import EXIT_INCOMPLETE
 from protobench.profiles import loader
 from protobench.snapshots.model import Snapshot
 from protobench.snapshots.store import SnapshotStore
@@ -26,9 +25,10 @@ from protobench.tui.app import MonitorApp
 from protobench.tui.screens.monitor import throughput_series
 from protobench.tui.source import LiveSource, ReplaySource
 from protobench.tui.widgets.line_chart import LineChart
-from tests.tui.helpers import panel_text, wait_for
+from protobench.vocab.exceptions import ExitCode
+from tests.support.pilot import panel_text, wait_for
 
-pytestmark = [pytest.mark.anyio, pytest.mark.timeout(300)]
+pytestmark = [pytest.mark.integration, pytest.mark.anyio, pytest.mark.timeout(300)]
 
 SIZE = (160, 48)
 RUNS = {
@@ -151,7 +151,7 @@ async def test_ctrl_c_in_a_live_run_shows_the_time_it_really_went(tmp_path: Path
         if source.running:
             source.stop("interrupted")
         source.join(30)
-    assert app.return_value == EXIT_INCOMPLETE  # a partial run, as a headless one exits
+    assert app.return_value == ExitCode.INCOMPLETE  # a partial run, as a headless one exits
 
 
 async def test_a_real_run_that_cannot_open_a_session_says_why_and_exits_3(
@@ -175,4 +175,4 @@ async def test_a_real_run_that_cannot_open_a_session_says_why_and_exits_3(
             await pilot.pause()
     finally:
         source.join(30)
-    assert app.return_value == EXIT_INCOMPLETE
+    assert app.return_value == ExitCode.INCOMPLETE

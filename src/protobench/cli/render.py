@@ -16,6 +16,8 @@ from protobench.engine.events import (
     RunStarted,
 )
 from protobench.engine.report_model import (
+    NO_SESSION,
+    NO_SESSION_NOTICE,
     ClockReport,
     LoadModel,
     Report,
@@ -24,6 +26,7 @@ from protobench.engine.report_model import (
     Verdicts,
 )
 from protobench.engine.summaries import LatencySummary, OpSummary
+from protobench.termtext import visible, visible_tree
 from protobench.vocab.thresholds import LATENCY_COLUMNS, observed
 from protobench.vocab.units import format_duration
 
@@ -57,12 +60,16 @@ def summary_table(report: Report) -> str:
 
     Each op says what its latency measures; the total shows a latency only
     when every op measures the same thing. Figures that do not exist print as
-    ``-`` (or ``absent`` in a sentence), never ``None``.
+    ``-`` (or ``absent`` in a sentence), never ``None``. Every string of the
+    report (an error text, a notice, an op name) is shown as :func:`visible_tree` has it.
     """
+    report = visible_tree(report)
     lines = [
         f"protobench {report.tool.version}  profile {report.profile}  "
         f"protocol {report.protocol}  target {report.target} ({report.target_kind})",
     ]
+    if report.stop_reason == NO_SESSION:
+        return "\n".join(lines + _no_session_lines(report))
     sustain = report.sustain
     verdicts = report.verdicts
     failing = {c.op for c in verdicts.checks if not c.ok and c.op}
@@ -76,17 +83,32 @@ def summary_table(report: Report) -> str:
         lines.append(header + "  latency")
         for name, op in [*sustain.ops.items(), ("TOTAL", sustain.total)]:
             lines.extend(_op_lines(name, op, name in failing))
-    lines.extend(_threshold_line(threshold) for threshold in report.thresholds)
+    lines.extend(_threshold_line(t, report.nothing_measured) for t in report.thresholds)
     lines.extend(_verdict_lines(verdicts, report.partial))
     lines.append(_resources_line(report.resources))
-    lines.extend(f"notice [{n.kind}]: {n.message}" for n in report.notices)
+    lines.extend(_tail(report))
+    return "\n".join(lines)
+
+
+def _tail(report: Report, but: str | None = None) -> list[str]:
+    """The notices (but those of kind ``but``), whether the run is partial, where it is kept."""
+    lines = [f"notice [{n.kind}]: {n.message}" for n in report.notices if n.kind != but]
     if report.partial:
         lines.append(f"PARTIAL RUN ({report.stop_reason})")
     if report.snapshot_error:
         lines.append(f"SNAPSHOT NOT IN THE STORE: {report.snapshot_error}")
     elif report.snapshot:
         lines.append(f"snapshot {report.snapshot}")
-    return "\n".join(lines)
+    return lines
+
+
+def _no_session_lines(report: Report) -> list[str]:
+    """A run stopped early because no session could open: why, in one line, instead of a
+    table of errors; then its resources, its other notices and where it was kept."""
+    why = [n.message for n in report.notices if n.kind == NO_SESSION_NOTICE]
+    lines = [f"NOTHING MEASURED: {line}" for line in why[:1]]
+    lines.append(_resources_line(report.resources))
+    return lines + _tail(report, but=NO_SESSION_NOTICE)
 
 
 def _verdict_lines(verdicts: Verdicts, partial: bool) -> list[str]:
@@ -136,7 +158,9 @@ def _op_lines(name: str, op: OpSummary, failing: bool) -> list[str]:
     return lines
 
 
-def _threshold_line(threshold: ThresholdResult) -> str:
+def _threshold_line(threshold: ThresholdResult, nothing_measured: bool) -> str:
+    if nothing_measured:
+        return f"threshold NOT EVALUATED: {threshold.expr} (nothing measured)"
     mark = "PASS" if threshold.ok else "FAIL"
     value = observed(threshold.expr, threshold.value)
     return f"threshold {mark}: {threshold.expr} (observed {value})"
@@ -202,6 +226,7 @@ class Progress:
             self._line(f"{event.kind}: {event.message}", final=True)
 
     def _line(self, text: str, final: bool = False) -> None:
+        text = visible(text)  # a target's or a notice's words: never a terminal command
         with contextlib.suppress(OSError):  # a closed terminal (SIGHUP) must not stop the run
             if self.tty:
                 self.stream.write("\r\x1b[2K" + text + ("\n" if final else ""))

@@ -1,7 +1,7 @@
 """The final report of a run (schema ``protobench.report/1``) and its exit code.
 
 The report is what ``--json`` prints and what the snapshot keeps. Its shape is
-documented in the README; the verdicts are judged in :mod:`engine.verdicts`.
+documented in docs/outputs/report.md; the verdicts are judged in :mod:`engine.verdicts`.
 Exit codes (:func:`exit_code_for`): 0 passed; 1 a threshold or a built-in
 check failed; 2 bad input (the CLI's); 3 the run could not complete or measured
 nothing: interrupted (Ctrl-C, ``q``, SIGTERM, SIGHUP), the target could not
@@ -35,6 +35,7 @@ from protobench.engine.report_model import (
     Report,
     Resources,
     TargetResources,
+    ThresholdResult,
     Tool,
     Verdicts,
     WorkerEntry,
@@ -52,13 +53,8 @@ from protobench.engine.verdicts import (
 from protobench.redaction import redact_url
 from protobench.targets.base import Announcement
 from protobench.vocab.counters import CONNECTS
+from protobench.vocab.exceptions import ExitCode
 from protobench.vocab.thresholds import Threshold, parse_threshold
-
-EXIT_OK = 0
-EXIT_THRESHOLDS = 1
-EXIT_BAD_INPUT = 2
-EXIT_INCOMPLETE = 3
-EXIT_NOT_SAVED = 5
 
 
 def _iso(timestamp: float) -> str:
@@ -171,9 +167,8 @@ def build_report(
         nodes=list(nodes) if nodes is not None else None,
     )
     judge = RunJudge.of(plan, resources, passive)
-    thresholds = evaluate_all(judge.thresholds, report.sustain)
-    report = replace(report, thresholds=thresholds)
-    return replace(
+    report = replace(report, thresholds=evaluate_all(judge.thresholds, report.sustain))
+    report = replace(
         report,
         verdicts=verdicts(
             report,
@@ -182,6 +177,15 @@ def build_report(
             findings or [],
             passive,
         ),
+    )
+    if not report.nothing_measured:
+        return report
+    # no figure to judge: none evaluated, none passed (and the exit code is 3)
+    unjudged = [ThresholdResult(expr=t.expr, value=None, ok=False) for t in judge.thresholds]
+    return replace(
+        report,
+        thresholds=unjudged,
+        verdicts=replace(report.verdicts, thresholds_passed=not unjudged),
     )
 
 
@@ -324,14 +328,14 @@ def verdicts(
     )
 
 
-def exit_code_for(report: Report) -> int:
+def exit_code_for(report: Report) -> ExitCode:
     """The exit code of a run (see the module's docstring).
 
     A ``snapshot_error`` in the report means the snapshot is not in the store.
     """
     verdict = report.verdicts
     if report.partial or report.sustain is None or not verdict.complete:
-        return EXIT_INCOMPLETE
+        return ExitCode.INCOMPLETE
     if not verdict.thresholds_passed or not verdict.checks_passed:
-        return EXIT_THRESHOLDS
-    return EXIT_NOT_SAVED if report.snapshot_error else EXIT_OK
+        return ExitCode.FAILED
+    return ExitCode.NOT_SAVED if report.snapshot_error else ExitCode.OK

@@ -23,6 +23,7 @@ from dataclasses import dataclass, field, fields, is_dataclass
 from typing import TYPE_CHECKING, Any, Literal
 
 from protobench.engine.summaries import OMIT_NONE, PhaseSummary
+from protobench.vocab.exceptions import BadInput
 
 if TYPE_CHECKING:
     from pydantic import TypeAdapter
@@ -35,6 +36,10 @@ FLATTEN: dict[str, Any] = {"flatten": True}
 """Field metadata: the field's mapping is merged into its object's keys."""
 NoticeValue = str | int | float | bool | None
 """A notice's detail: a worker's index, an exit code, a pid, a log's tail..."""
+NO_SESSION = "no-session"
+"""The ``stop_reason`` of a run stopped early because none of its sessions could open."""
+NO_SESSION_NOTICE = "sessions"
+"""The kind of the notice that says why such a run stopped (one line)."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -245,7 +250,7 @@ class NodeEntry:
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class Report:
-    """The final report of a run (see the README's "The report")."""
+    """The final report of a run (see docs/outputs/report.md)."""
 
     schema: str = SCHEMA
     tool: Tool = field(default_factory=Tool)
@@ -279,8 +284,15 @@ class Report:
     def sustain(self) -> PhaseSummary | None:
         return self.phases.get("sustain")
 
+    @property
+    def nothing_measured(self) -> bool:
+        """The run measured nothing that can be judged (``NOTHING MEASURED``): it completed
+        so, or it stopped early because no session could open. Its thresholds are not
+        evaluated (each ``ok: false``, ``value: null``)."""
+        return self.stop_reason == NO_SESSION or not (self.partial or self.verdicts.complete)
 
-class ReportError(ValueError):
+
+class ReportError(BadInput, ValueError):
     """A report that cannot be read: one line naming the bad field's path."""
 
 

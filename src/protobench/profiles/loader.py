@@ -22,6 +22,7 @@ from protobench.profiles import builtin
 from protobench.profiles.model import Profile, ProfileKeys
 from protobench.protocols import registry
 from protobench.protocols.base import ProtocolPlugin
+from protobench.vocab.exceptions import BadInput
 
 BUILTIN_PACKAGE = "protobench.profiles.builtin"
 PLUGIN_BUG = "a bug in the plugin's validation"
@@ -30,7 +31,7 @@ PLUGIN_BUG = "a bug in the plugin's validation"
 Loc = tuple[str | int, ...]
 
 
-class ProfileError(Exception):
+class ProfileError(BadInput):
     """A profile that cannot be used, located as precisely as possible."""
 
     def __init__(self, source: str, key: str, message: str, line: int | None = None) -> None:

@@ -27,7 +27,7 @@ benchstat's "need >= 6 samples") or too few for any change to be significant
 at alpha, when the runs are of different protocols, or, for ``TOTAL``, when
 the two sides do not run the same operations; a gate on an operation that only
 one side ran is inconclusive too. A gate with an inconclusive row and no
-crossed row is inconclusive: exit code :data:`EXIT_INCONCLUSIVE` unless the
+crossed row is inconclusive: exit code ``ExitCode.INCONCLUSIVE`` (4) unless the
 user accepts inconclusive gates.
 
 A whole-phase percentile is only compared when each side's merged histogram
@@ -69,6 +69,7 @@ from protobench.snapshots.stats import (
     min_samples_for_ci,
     smallest_p,
 )
+from protobench.vocab.exceptions import ExitCode
 from protobench.vocab.percentiles import PERCENTILE_KEYS, PERCENTILE_LABELS
 
 DELAY_METRICS = {"delay_p50": "p50", "delay_p99": "p99"}
@@ -91,10 +92,6 @@ ALIASES = {
     "delay-p99": "delay_p99",
 }
 ALPHA = 0.05
-EXIT_OK = 0
-EXIT_GATE_FAILED = 1
-EXIT_INCONCLUSIVE = 4
-"""``diff``'s exit codes besides 2 (bad input): a gate was crossed / could not decide."""
 MIN_INTERVAL_FRACTION = 0.5
 DIFF_SCHEMA = "protobench.diff/1"
 type ChangeKind = Literal["relative", "points"]
@@ -284,10 +281,10 @@ class Diff:
 def exit_code(gates: Sequence[GateResult], accept_inconclusive: bool) -> int:
     """1 when a gate failed, else 4 when one could not decide (unless accepted), else 0."""
     if any(result.status == "failed" for result in gates):
-        return EXIT_GATE_FAILED
+        return ExitCode.FAILED
     if any(result.status == "inconclusive" for result in gates) and not accept_inconclusive:
-        return EXIT_INCONCLUSIVE
-    return EXIT_OK
+        return ExitCode.INCONCLUSIVE
+    return ExitCode.OK
 
 
 def change_kind(metric: str) -> ChangeKind:

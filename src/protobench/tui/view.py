@@ -15,10 +15,10 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from protobench.engine.events import HostSample, Notice, ProcessSample, RunStarted
-from protobench.engine.report_model import Report, to_plain
+from protobench.engine.report_model import NO_SESSION_NOTICE, Report, to_plain
 from protobench.engine.summaries import EMPTY_OP, LatencySummary, PhaseSummary
 
-ALERT_KINDS = frozenset({"worker", "workers", "target"})
+ALERT_KINDS = frozenset({"worker", "workers", "target", NO_SESSION_NOTICE})
 
 
 @dataclass(frozen=True)
@@ -161,7 +161,7 @@ def _plain(latency: LatencySummary | None) -> dict[str, float]:
 
 
 def is_alert(notice: Notice) -> bool:
-    """A notice the user must see at once (a worker or the target gone)."""
+    """A notice the user must see at once (a worker or the target gone, no session open)."""
     return notice.kind in ALERT_KINDS
 
 
@@ -178,7 +178,8 @@ class Resources:
 
 @dataclass(frozen=True)
 class ThresholdState:
-    """A threshold now: ``ok`` is None until the sustain phase has figures."""
+    """A threshold now: ``ok`` is None until the sustain phase has figures (and for good
+    when the run measured nothing: not evaluated)."""
 
     expr: str
     value: float | None

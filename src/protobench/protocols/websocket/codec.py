@@ -28,6 +28,8 @@ from websockets.exceptions import ProtocolError
 from websockets.frames import Close, Frame, Opcode
 from websockets.speedups import apply_mask
 
+from protobench.vocab.exceptions import Incomplete
+
 OnMessage = Callable[[bool, bytes], None]
 
 OP_CONT, OP_TEXT, OP_BINARY, OP_CLOSE, OP_PING, OP_PONG = 0x0, 0x1, 0x2, 0x8, 0x9, 0xA
@@ -36,7 +38,7 @@ _U64 = struct.Struct(">Q")
 _KEY_BATCH = 4096
 
 
-class FramingError(Exception):
+class FramingError(Incomplete):
     """The server broke the framing rules; ``code`` is the close code to send."""
 
     def __init__(self, message: str, code: int = 1002) -> None:
@@ -44,7 +46,7 @@ class FramingError(Exception):
         self.code = code
 
 
-class ConnectionClosedByPeer(Exception):
+class ConnectionClosedByPeer(Incomplete):
     """The server sent a close frame; ``reply`` is the close frame to send back."""
 
     def __init__(self, code: int, reason: str, reply: bytes) -> None:
