@@ -2,8 +2,10 @@
 
 A capture (tcpdump) of the run's packets is paired request to reply per
 connection; the wire's latency of each exchange goes through the same
-HdrHistogram as the report's. The runs have no warmup, so the report's sustain
-phase holds the capture's exchanges but the few still in flight when it ends.
+HdrHistogram as the report's. The runs have no warmup, so the exchanges the run
+timed (its snapshot's histograms of sustain and drain, merged) are the capture's:
+with a wide distribution (a loaded machine) the p50 of sets a few exchanges apart
+can differ by hundreds of µs, so the same set is compared.
 The kernel's clock takes a reply's time from its packet's receive stamp and a
 request's from its send stamp, so neither the generator's wake-ups nor its
 dispatch (tens to thousands of µs on a busy machine) are in it: measured here
@@ -23,7 +25,7 @@ import pytest
 from tests.support.cli import CliResult
 from tests.support.http_server import http_target
 from tests.support.nginx import nginx
-from tests.support.wire import captured, wire_latency
+from tests.support.wire import captured, reported_latency, wire_latency
 
 pytestmark = pytest.mark.integration
 
@@ -49,9 +51,11 @@ def test_kernel_clock_latency_is_the_wire_s_against_nginx(
     assert result.returncode == 0, result.stderr
     report = result.json()
     assert report["clock"] == {"setting": "kernel", "receive": "kernel", "send": "kernel"}
-    latency = report["phases"]["sustain"]["total"]["latency_us"]
+    latency = reported_latency(report)
     truth = wire_latency(wire, server.url)
-    assert truth["count"] >= latency["count"] >= 1_000, (truth, latency)
+    assert latency["count"] >= 1_000, latency
+    if not wire.dropped:
+        assert truth["count"] == latency["count"], (truth, latency)  # the same exchanges
     assert _within(latency["p50"], truth["p50"], 5.0, 0.05), (latency, truth)
 
 
@@ -64,9 +68,11 @@ def test_latency_truth_against_a_20ms_target(cli: Callable[..., CliResult], tmp_
             *NO_WARMUP,
         )  # fmt: skip
     assert result.returncode == 0, result.stderr
-    latency = result.json()["phases"]["sustain"]["total"]["latency_us"]
+    latency = reported_latency(result.json())
     truth = wire_latency(wire, target.url)
     assert latency["min"] >= 20_000 - 16, latency  # one histogram bucket at 20 ms
-    assert truth["count"] >= latency["count"] >= 300, (truth, latency)
+    assert latency["count"] >= 300, latency
+    if not wire.dropped:
+        assert truth["count"] == latency["count"], (truth, latency)  # the same exchanges
     for name in ("p50", "p99"):  # 16 µs buckets at 20 ms: three of them
         assert abs(latency[name] - truth[name]) <= 48, (name, latency, truth)

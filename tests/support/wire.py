@@ -5,19 +5,22 @@ a ``with`` block (``tcpdump``: :mod:`protobench.wiretruth.capture`) and skips
 the test, with the reason, where no capture can be made (no tcpdump, no
 permission). :func:`wire_latency` pairs the capture's requests and replies per
 connection and gives their latency percentiles through the same HdrHistogram as
-protobench's report.
+protobench's report; :func:`reported_latency` gives a run's over the same exchanges.
 """
 
 from __future__ import annotations
 
+import gzip
+import json
 from array import array
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
+from typing import Any
 
 import pytest
 
-from protobench.engine.metrics import fold, new_histogram, summary
+from protobench.engine.metrics import fold, merge, new_histogram, summary
 from protobench.wiretruth import pairing, pcap
 from protobench.wiretruth.capture import Capture, capture, unavailable
 
@@ -34,6 +37,18 @@ def captured(url: str, directory: Path) -> Iterator[Capture]:
         pytest.skip(f"cannot capture loopback: {reason}")
     with capture(port_of(url), directory) as wire:
         yield wire
+
+
+def reported_latency(report: dict[str, Any]) -> dict[str, float]:
+    """Count and percentiles (µs) of every exchange the run timed, in every phase: its
+    snapshot's histograms merged (a run without warmup times the capture's exchanges: those
+    its sustain phase ended and the few its drain did)."""
+    with gzip.open(report["snapshot"], "rb") as raw:
+        snapshot = json.loads(raw.read())
+    encoded = [
+        hists["hist"] for phase in snapshot["histograms"].values() for hists in phase.values()
+    ]
+    return summary(merge(encoded))
 
 
 def wire_latency(wire: Capture, url: str) -> dict[str, float]:

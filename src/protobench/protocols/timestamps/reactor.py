@@ -12,6 +12,12 @@ wakes once per request instead of once per request and once per reply.
 
 Handlers run on the loop, from :meth:`Reactor.poll`; a handler may register,
 modify or unregister descriptors (its own or others').
+
+The kernel stamps received packets host-wide while any socket asks for it, and
+turns that on and off from a work queue: packets that arrive just after the last
+such socket closed and a new one asked are not stamped. A reactor holds one idle
+socket asking for receive stamps for as long as it lives, so its connections'
+replies are stamped from the start and across reconnections.
 """
 
 from __future__ import annotations
@@ -19,8 +25,11 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import select
+import socket
 import weakref
 from collections.abc import Callable
+
+from protobench.protocols.timestamps.clock import RX_FLAGS, SO_TIMESTAMPING
 
 EPOLLIN = select.EPOLLIN
 EPOLLOUT = select.EPOLLOUT
@@ -43,6 +52,7 @@ class Reactor:
     def __init__(self, loop: asyncio.AbstractEventLoop | None = None, *, send: bool = True) -> None:
         self._loop = loop if loop is not None else asyncio.get_running_loop()
         self._epoll = select.epoll()
+        self._keeper = _stamping_socket()
         self._handlers: dict[int, Handler] = {}
         self._watched = False
         self.lazy = False
@@ -120,3 +130,17 @@ class Reactor:
         self._watched = False
         self._handlers.clear()
         self._epoll.close()
+        if self._keeper is not None:
+            self._keeper.close()
+            self._keeper = None
+
+
+def _stamping_socket() -> socket.socket | None:
+    """An idle UDP socket that keeps the kernel's receive stamping on (None if refused)."""
+    keeper = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+    try:
+        keeper.setsockopt(socket.SOL_SOCKET, SO_TIMESTAMPING, RX_FLAGS)
+    except OSError:
+        keeper.close()
+        return None
+    return keeper

@@ -216,27 +216,10 @@ class StampedTransport(asyncio.Transport):
 
         The user-space time immediately before the send, replaced by the kernel's
         stamp of the request's first packet where the socket gives send stamps.
-        (Once per request: the common case, nothing kept from before, inline.)
         """
-        buffered = bool(self._buffer)
         first = self._accepted + len(self._buffer)
-        if buffered or self._closing or self._closed:
-            self.stamps.sent = perf_ns()
-            self.write(data)
-        else:
-            self.stamps.sent = perf_ns()
-            try:
-                sent = self._send(data)
-            except (BlockingIOError, InterruptedError):
-                sent = 0
-            except OSError as exc:
-                self._shut(exc)
-                return
-            self._accepted = first + sent
-            if sent < len(data):
-                self._buffer += memoryview(data)[sent:]
-                self._set_events(self._events | EPOLLOUT)
-                self._check_high_water()
+        self.stamps.sent = perf_ns()
+        self.write(data)
         if self._send_stamps and not self._closed:
             self._request_first = first & ID_MASK
             self._request_size = len(data)
