@@ -6,8 +6,8 @@ captures loopback (:mod:`protobench.wiretruth`). Requests and replies are paired
 per connection, and the wire's latency of each exchange (its request's first
 packet to its reply's last) goes through the same HdrHistogram as protobench's
 (3 significant digits), over the same exchanges: protobench runs without warmup,
-so its sustain phase has the capture's exchanges but the few in flight when it
-ends; wrk's are its whole run's, wrk2's those of its last ``--duration`` seconds
+and its latencies are its snapshot's sustain and drain histograms merged (the
+capture's exchanges); wrk's are its whole run's, wrk2's those of its last ``--duration`` seconds
 (after its calibration). Then each generator's reported p50/p90/p99 is
 printed beside the wire's, with reported − wire.
 
@@ -27,6 +27,7 @@ CAP_NET_RAW); wrk from Debian; wrk2 built from a clone (see bench/README.md, or
 
 from __future__ import annotations
 
+import gzip
 import json
 import math
 import os
@@ -50,7 +51,7 @@ from http_vs_peers import (
     start_nginx,
     wrk_duration_us,
 )
-from protobench.engine.metrics import fold, new_histogram, summary
+from protobench.engine.metrics import fold, merge, new_histogram, summary
 from protobench.wiretruth import pairing, pcap
 from protobench.wiretruth.capture import capture, unavailable
 
@@ -127,12 +128,22 @@ def run_protobench(settings: Settings, case: Case, clock: str) -> dict[str, Any]
     return report
 
 
+def timed_latency(report: dict[str, Any], key: str) -> dict[str, float]:
+    """p50/p90/p99 (µs) of every exchange the run timed, sustain and drain (its snapshot's
+    histograms merged): without warmup, the capture's exchanges."""
+    with gzip.open(report["snapshot"], "rb") as raw:
+        histograms = json.loads(raw.read())["histograms"]
+    encoded = [hists.get(key, "") for phase in histograms.values() for hists in phase.values()]
+    figures = summary(merge(encoded))
+    return {name: figures.get(name, float("nan")) for name in PERCENTILES}
+
+
 def protobench_measure(settings: Settings, case: Case, clock: str, round_index: int) -> Measure:
     port = int(settings.url.rsplit(":", 1)[1].strip("/"))
     with capture(port, settings.workdir) as wire:
         report = run_protobench(settings, case, clock)
     total = report["phases"]["sustain"]["total"]
-    latency = total["latency_uncorrected_us"] if case.rate else total["latency_us"]
+    latency = timed_latency(report, "hist_uncorrected" if case.rate else "hist")
     figures, count = wire_figures(wire.path, port, 0, 2**63 - 1)
     delay = (total.get("generator_delay_us") or {}).get("p50", float("nan"))
     name = "protobench" if clock == "kernel" else "protobench --clock user"
@@ -143,7 +154,7 @@ def protobench_measure(settings: Settings, case: Case, clock: str, round_index: 
         name,
         round_index,
         figures,
-        {p: float(latency.get(p, float("nan"))) for p in PERCENTILES},
+        latency,
         count,
         wire.dropped,
         delay_p50=float(delay),
