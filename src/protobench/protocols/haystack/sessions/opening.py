@@ -57,6 +57,8 @@ from protobench.protocols.http.client import (
     make_ssl_context,
     parse_url,
 )
+from protobench.protocols.timestamps.clock import Stamps
+from protobench.protocols.timestamps.reactor import Reactor
 from protobench.vocab.counters import CONNECTS
 from protobench.vocab.errors import ErrorClass, OpError
 
@@ -72,21 +74,38 @@ async def open_session(ctx: SessionContext) -> Session:
     ssl = _ssl_context(options.insecure, options.ca_file) if endpoint.tls else None
 
     async def reconnect() -> HttpConnection:
-        conn = await HttpConnection.connect(endpoint, ssl=ssl, timeout=ctx.timeout)
+        stamps, reactor = _clock(ctx)
+        conn = await HttpConnection.connect(
+            endpoint, ssl=ssl, timeout=ctx.timeout, stamps=stamps, reactor=reactor
+        )
         ctx.count(CONNECTS, 1)
         conn.sent = ctx.sent
         return conn
 
     # The control requests of the opening reopen the connection when the server closes it
     # after each response, as the session does before its next request.
+    stamps, reactor = _clock(ctx)
     link = Reconnecting(
-        await HttpConnection.connect(endpoint, ssl=ssl, timeout=ctx.timeout), reconnect
+        await HttpConnection.connect(
+            endpoint, ssl=ssl, timeout=ctx.timeout, stamps=stamps, reactor=reactor
+        ),
+        reconnect,
     )
     try:
         return await _open(ctx, options, endpoint, ssl, link, reconnect)
     except BaseException:
         link.conn.close()
         raise
+
+
+def _clock(ctx: SessionContext) -> tuple[Stamps | None, Reactor | None]:
+    """The stamps and reactor of a session's HTTP connections: its own (the reactor when the
+    run reads the kernel's clock), but none for ``auth``, whose exchange is a whole SCRAM
+    login (several requests: the engine times it from before it starts), nor for the
+    WebSocket ops, whose HTTP connection only sets them up."""
+    if ctx.op == "auth" or ctx.op.startswith("ws-"):
+        return None, None
+    return ctx.stamps, ctx.reactor
 
 
 @cache
@@ -154,7 +173,13 @@ async def _open(
                 return ws_template(("POST", "hisWrite", his_write_grid(next(cycle), samples, rng)))
 
             return HaystackWsSession(
-                ws, ws_his_write, depth, ctx.timeout, min_rows=min_rows, sent=ctx.sent
+                ws,
+                ws_his_write,
+                depth,
+                ctx.timeout,
+                min_rows=min_rows,
+                sent=ctx.sent,
+                stamps=ctx.stamps,
             )
         templates = itertools.cycle([ws_template(r) for r in requests()]).__next__
         return HaystackWsSession(
@@ -165,6 +190,7 @@ async def _open(
             min_rows=min_rows,
             closing=ws_template(closing) if closing else None,
             sent=ctx.sent,
+            stamps=ctx.stamps,
         )
 
     def make_source(tok: str | None) -> Source:
