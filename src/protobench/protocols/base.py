@@ -46,7 +46,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel, ConfigDict, ValidationInfo
 
 from protobench.redaction import redact_text, redact_url
 from protobench.vocab.errors import OpError
@@ -57,6 +57,22 @@ class StrictModel(BaseModel):
     """Base of every options and parameters model: unknown keys and nan/inf are errors."""
 
     model_config = ConfigDict(extra="forbid", frozen=True, allow_inf_nan=False)
+
+
+BEFORE_OVERRIDES = "before_overrides"
+"""Validation context key set while a profile's own tables are checked, before the run's
+overrides (``--opt``...) are applied: see :func:`overrides_applied`."""
+
+
+def overrides_applied(info: ValidationInfo) -> bool:
+    """Whether the values validated are the run's final ones (the overrides applied).
+
+    A model validator that judges several options together, or reads the
+    environment, returns early while this is false: a profile's own table may be
+    completed by ``--opt`` (a built-in's ids by the user's), so only the merged
+    table can be judged.
+    """
+    return not (info.context or {}).get(BEFORE_OVERRIDES, False)
 
 
 class NoParams(StrictModel):

@@ -9,9 +9,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from pydantic import Field, field_validator, model_validator
+from pydantic import Field, ValidationInfo, field_validator, model_validator
 
-from protobench.protocols.base import StrictModel
+from protobench.protocols.base import StrictModel, overrides_applied
 from protobench.protocols.http.client import check_relative_path, check_request
 
 
@@ -28,8 +28,8 @@ class HttpOptions(StrictModel):
     )
 
     @model_validator(mode="after")
-    def _key_needs_cert(self) -> HttpOptions:
-        if self.key_file and not self.cert_file:
+    def _key_needs_cert(self, info: ValidationInfo) -> HttpOptions:
+        if self.key_file and not self.cert_file and overrides_applied(info):
             raise ValueError("key_file needs cert_file")
         return self
 
