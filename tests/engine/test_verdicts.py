@@ -263,3 +263,19 @@ def test_a_run_that_measured_nothing_evaluates_no_threshold(
     ]
     assert not report.verdicts.thresholds_passed
     assert exit_code_for(report) == ExitCode.INCOMPLETE
+
+
+def test_a_counter_threshold_counts_the_drain_where_the_run_s_accounting_ends() -> None:
+    """Subscribers count what never came when the drain ends: `counters.undelivered == 0`
+    sees it (a QoS 1 run whose subscriber was behind fails), other metrics stay sustain's."""
+    plan = plan_of({"subscribe": 1}, ("counters.undelivered == 0", "counters.received > 150"))
+    frames = [
+        frame("sustain", 0, 0.0, 1.0, {"subscribe": {"ok": 100, "counters": {"received": 100}}}),
+        frame("drain", 1, 1.0, 2.0, {"subscribe": {"counters": {"received": 60,
+                                                                "undelivered": 40}}}),
+    ]  # fmt: skip
+    report = report_of(plan, frames)
+    results = {t.expr: (t.value, t.ok) for t in report.thresholds}
+    assert results["counters.undelivered == 0"] == (40.0, False)
+    assert results["counters.received > 150"] == (160.0, True)
+    assert exit_code_for(report) == ExitCode.FAILED

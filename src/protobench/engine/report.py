@@ -97,7 +97,9 @@ class RunJudge:
         sustain = phases.get("sustain")
         measured = sustain is not None
         return LiveVerdicts(
-            thresholds=evaluate_all(self.thresholds, sustain) if measured else [],
+            thresholds=evaluate_all(self.thresholds, sustain, phases.get("drain"))
+            if measured
+            else [],
             checks=evaluate_checks(self.checks, phases) if measured else [],
             cpu=self.cpu(sustain, lagging),
         )
@@ -161,7 +163,10 @@ def build_report(
         nodes=list(nodes) if nodes is not None else None,
     )
     judge = RunJudge.of(plan, resources, passive)
-    report = replace(report, thresholds=evaluate_all(judge.thresholds, report.sustain))
+    report = replace(
+        report,
+        thresholds=evaluate_all(judge.thresholds, report.sustain, report.phases.get("drain")),
+    )
     report = replace(
         report,
         verdicts=verdicts(

@@ -254,7 +254,7 @@ class Sweep:
         if report.sustain is None:
             return f"no sustain phase was measured ({report.stop_reason})"
         for threshold in self.stop_on:
-            value, holds = judge(threshold, report.sustain)
+            value, holds = judge(threshold, report.sustain, report.phases.get("drain"))
             if holds:
                 return f"{threshold.expr} (observed {value:g})"
         return None

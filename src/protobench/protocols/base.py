@@ -261,7 +261,9 @@ class ProtocolPlugin(abc.ABC):
     def diagnose(self, ops: Mapping[str, Mapping[str, int]]) -> list[str]:
         """Findings about the run from each op's counters (sustain and drain), one line each.
 
-        ``ops`` maps each group's op name to its counter totals. A plugin that
+        ``ops`` maps each group's op name to its counter totals, beside its
+        exchanges: ``ok`` and ``errors:CLASS`` (``vocab.counters.OK_TOTAL`` and
+        ``ERRORS_PREFIX``), so a diagnosis speaks of the ops the profile has. A plugin that
         can tell where its protocol's bottleneck was (a subscriber backlog, a
         broker dropping messages) says so here; the findings appear in the
         report's ``verdicts.findings`` and in the summary. The default finds nothing.

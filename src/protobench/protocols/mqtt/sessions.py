@@ -388,6 +388,8 @@ class SubscribeSession(_HeldConnection):
         self._sinks: _Sinks | None = None
         self._early: list[tuple[bytes, list[int], int]] | None = []
         self._last_message = monotonic_ns()
+        self._newest_sent = 0
+        """The send stamp of the last message received (how far behind we are, at the end)."""
         conn.on_messages = self._messages
 
     async def run(self, recorder: Recorder) -> None:
@@ -411,12 +413,15 @@ class SubscribeSession(_HeldConnection):
 
     def _tally_ends(self, recorder: Recorder) -> None:
         """At the end: the board's publishers matching our filters whose end marker did not
-        come in line owe their tail (``undelivered``); the rest are ``unfinished``."""
+        come in line owe their tail (``undelivered``); the rest are ``unfinished``. A
+        subscriber that owes messages counts itself ``lagging`` and how far behind it
+        was, ``lag_ms``: the age of the newest message it had received."""
         tracker = self.tracker
         if tracker is None:
             return
+        counters = recorder.counter_sink()
+        owed = counters["undelivered"]
         if self.board is not None:
-            counters = recorder.counter_sink()
             for publisher, (count, topic) in self.board.ends.items():
                 if publisher not in tracker.ended and any(
                     topic_matches(f, topic) for f in self.filters
@@ -424,6 +429,9 @@ class SubscribeSession(_HeldConnection):
                     counters["expected"] += tracker.end(publisher, count, counters)
         if tracker.unfinished:
             recorder.count("unfinished", tracker.unfinished)
+        if counters["undelivered"] > owed and self._newest_sent:
+            recorder.count("lagging", 1)
+            recorder.count("lag_ms", max(0, (monotonic_ns() - self._newest_sent) // 1_000_000))
 
     def settled(self) -> bool:
         """Every publisher heard has ended or was received up to its final count (as the
@@ -486,6 +494,7 @@ class SubscribeSession(_HeldConnection):
                 else:
                     advanced += tracker.observe(publisher, seq, counters)
         if received:
+            self._newest_sent = sent
             counters["received"] += received
             add_bytes_in(size)
         if advanced:
