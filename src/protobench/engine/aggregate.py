@@ -40,7 +40,7 @@ from protobench.engine.metrics import OpAccumulator, OpInterval, encode, summary
 from protobench.engine.report_model import LiveVerdicts
 from protobench.engine.series_model import EncodedHistograms, PhaseHistograms, SeriesRecord
 from protobench.engine.stats_frame import StatsFrame, StatsWire
-from protobench.engine.summaries import LatencySummary, OpSummary, PhaseSummary
+from protobench.engine.summaries import MIXED, LatencySummary, OpSummary, PhaseSummary
 from protobench.vocab.counters import ERRORS_PREFIX, OK_TOTAL
 from protobench.vocab.percentiles import PERCENTILE_KEYS
 
@@ -49,8 +49,6 @@ SERIES_LIMIT = 3600
 """Series records kept per phase (an hour of 1 s intervals at full resolution)."""
 DOWN_US = "down_us"
 """The workers' counter of session-microseconds spent without a connection while wanted."""
-MIXED = "mixed"
-"""The ``latency_kind`` of a total over ops whose latencies measure different things."""
 Judge = Callable[[Mapping[str, PhaseSummary], Tally], LiveVerdicts | None]
 """The verdicts of a run so far: its phases so far and its lagging intervals in sustain."""
 
