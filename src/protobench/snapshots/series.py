@@ -7,7 +7,10 @@ typed when the snapshot is read (a :class:`~protobench.engine.series_model.Serie
 each); :func:`intervals` adds the ``TOTAL`` of all operations to each
 record, merged exactly with the engine's own accumulator (histograms summed,
 never percentiles averaged). :func:`phase_histogram` and :func:`phase_counts`
-give a phase's whole-run figures over one or several snapshots.
+give a phase's whole-run figures over one or several snapshots. Like the
+report's total, ``TOTAL`` has a latency only when its ops measure one kind of
+latency (a publisher's local write and a subscriber's end to end are not
+merged: its latency is empty then, and ``diff`` shows ``-``).
 
 The snapshot is validated when read (:func:`~protobench.snapshots.model.load_snapshot`),
 except the encoded histograms of its intervals, which are decoded here: a
@@ -17,14 +20,14 @@ snapshot, the interval and the operation.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, replace
 
 from hdrh.histogram import HdrHistogram
 
 from protobench.engine.aggregate import interval_of, op_summary
 from protobench.engine.metrics import OpAccumulator, decode, encode, merge
-from protobench.engine.summaries import OpSummary
+from protobench.engine.summaries import MIXED, OpSummary
 from protobench.snapshots.model import Snapshot
 from protobench.snapshots.schema import decoded
 from protobench.snapshots.store import SnapshotError
@@ -65,11 +68,20 @@ def total_of(ops: dict[str, OpSummary], seconds: float) -> OpSummary:
     for summary in ops.values():
         acc.add(interval_of(summary))
     corrected = any(summary.hist_uncorrected for summary in ops.values())
+    kind = one_kind(summary.latency_kind for summary in ops.values())
+    if kind == MIXED:
+        return op_summary(acc, seconds, corrected=corrected, kind=MIXED)
     return replace(
-        op_summary(acc, seconds, corrected=corrected),
+        op_summary(acc, seconds, corrected=corrected, kind=kind),
         hist=encode(acc.hist) if acc.ok else "",
         hist_uncorrected=encode(acc.hist_uncorrected) if corrected else None,
     )
+
+
+def one_kind(kinds: Iterable[str]) -> str:
+    """The latency kind that every op measures, or :data:`MIXED`."""
+    found = set(kinds)
+    return found.pop() if len(found) == 1 else MIXED
 
 
 def latency(figures: OpSummary, name: str) -> float | None:
@@ -127,7 +139,8 @@ def intervals(
 def phase_histogram(
     snapshots: Sequence[Snapshot], op: str, phase: str = "sustain", uncorrected: bool = False
 ) -> HdrHistogram:
-    """The merged latency histogram of ``op`` (or ``TOTAL``) over the phase of every snapshot.
+    """The merged latency histogram of ``op`` (or ``TOTAL``) over the phase of every snapshot
+    (empty for ``TOTAL`` of a run whose ops measure several kinds of latency).
 
     ``uncorrected``: the open model's latencies from the actual send.
     """
@@ -135,6 +148,9 @@ def phase_histogram(
     for snapshot in snapshots:
         hists = snapshot.histograms.get(phase, {})
         names = list(hists) if op == TOTAL else [op]
+        section = snapshot.report.phases.get(phase)
+        if op == TOTAL and section is not None and section.total.latency_kind == MIXED:
+            continue  # no total latency across kinds
         for name in names:
             if name in hists:
                 item = hists[name]
