@@ -125,13 +125,16 @@ def build_report(
     passive: frozenset[str] = frozenset(),
     labels: Mapping[str, JsonValue] | None = None,
     nodes: Sequence[NodeEntry] | None = None,
+    per_connection: bool = True,
 ) -> Report:
     """The report of a run.
 
     ``notices`` are the run's notices; ``findings`` the protocol plugin's
     diagnosis; ``passive`` the groups whose op exchanges nothing by design (no
     exchange is expected of them); ``labels`` (a sweep's) and ``nodes`` (a
-    Ray run's) are in the report when given.
+    Ray run's) are in the report when given; ``per_connection`` whether the
+    target's memory growth is its connections' (the plugin's
+    ``memory_per_connection``).
     """
     report = Report(
         tool=Tool(name="protobench", version=__version__),
@@ -154,7 +157,12 @@ def build_report(
         stop_reason=stop_reason,
         phases=aggregator.phases(),
         resources=resource_summary(
-            resources, target_rss_baseline, target_rss_peak, plan, _connects(aggregator)
+            resources,
+            target_rss_baseline,
+            target_rss_peak,
+            plan,
+            _connects(aggregator),
+            per_connection=per_connection,
         ),
         workers=list(workers),
         notices=list(notices),
@@ -217,12 +225,15 @@ def resource_summary(
     target_rss_peak: int | None,
     plan: RunPlan,
     connects: int = 0,
+    *,
+    per_connection: bool = True,
 ) -> Resources:
     """Peaks and means of the generator, the target and the host over sustain.
 
-    The target's RSS growth is divided by the connections opened
-    (``rss_per_connection``) when the workers count them, else by the
-    sessions (``rss_per_session``).
+    Where the growth is the connections' (``per_connection``), the target's RSS
+    growth is divided by the connections opened (``rss_per_connection``) when
+    the workers count them, else by the sessions (``rss_per_session``); else
+    it is not divided (a UDP target's, a broker's message queues).
     """
     figures = resources.phase("sustain")
     generator = GeneratorResources(
@@ -241,7 +252,12 @@ def resource_summary(
             fds_peak=figures.target_fds_peak,
             threads_peak=figures.target_threads_peak,
         )
-        if target_rss_baseline is not None and target_rss_peak is not None and plan.sessions:
+        if (
+            target_rss_baseline is not None
+            and target_rss_peak is not None
+            and per_connection
+            and plan.sessions
+        ):
             growth = target_rss_peak - target_rss_baseline
             if connects:
                 target = replace(

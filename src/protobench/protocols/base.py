@@ -42,7 +42,7 @@ from __future__ import annotations
 
 import abc
 import functools
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Collection, Mapping
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
@@ -239,6 +239,9 @@ class ProtocolPlugin(abc.ABC):
     counts_connects: ClassVar[bool] = False
     """Whether sessions count their transport connections themselves (``ctx.count("connects",
     n)``: several per session, or one shared); otherwise the engine counts one per open."""
+    connection_oriented: ClassVar[bool] = True
+    """Whether sessions hold transport connections (TCP, TLS, WebSocket); false for a
+    datagram protocol (BACnet/IP over UDP), whose target memory is never per connection."""
     latency_kinds: ClassVar[Mapping[str, str]] = {}
     """Op name -> one of :data:`LATENCY_KINDS`, for ops whose latency is not a round trip."""
     passive_ops: ClassVar[frozenset[str]] = frozenset()
@@ -270,6 +273,14 @@ class ProtocolPlugin(abc.ABC):
         """
         del ops
         return []
+
+    def memory_per_connection(self, ops: Collection[str]) -> bool:
+        """Whether the target's memory growth over a run of ``ops`` is its connections'
+        (the report's ``rss_per_connection``). The default: for a connection-oriented
+        protocol. A plugin whose ops make the target hold other state (a broker's message
+        queues) says no for them."""
+        del ops
+        return self.connection_oriented
 
     def check_target(self, url: str) -> None:
         """Raise ``ValueError`` saying what was expected when ``url`` cannot be a target.

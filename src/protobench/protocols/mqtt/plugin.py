@@ -8,7 +8,7 @@ and :mod:`.options` for the options and parameters.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Collection, Mapping
 from typing import Any, ClassVar
 
 from protobench.protocols.base import ProtocolPlugin, Session, SessionContext, StrictModel
@@ -56,6 +56,11 @@ class MqttProtocol(ProtocolPlugin):
         if op == "publish" and params is not None and int(params.get("qos", 0)):
             return "to_ack"
         return self.latency_kinds[op]
+
+    def memory_per_connection(self, ops: Collection[str]) -> bool:
+        """Only a run that moves no messages (``idle``, ``connect``): a broker's memory
+        grows with the messages it queues, which no connection count divides."""
+        return not {"publish", "subscribe"} & set(ops)
 
     def diagnose(self, ops: Mapping[str, Mapping[str, int]]) -> list[str]:
         """Where messages stayed: broker drops, subscriber backlog, generator (see
