@@ -16,10 +16,9 @@ profile has, where messages stayed or went:
   counting drops;
 - the **generator** was the limit: publishers took arrivals late (``behind``,
   the open model's own lateness), so the rate asked for was not published;
-- **connections** failed (``connect`` and ``idle`` ops, and the others' own
-  connections): the broker answered no CONNACK in time (``timeout``: it accepts
-  TCP connections but does not process them, stalled or overloaded), refused
-  them, or closed them.
+- **connections** failed (``connect``, ``drop`` and ``idle`` ops): the broker
+  answered no CONNACK in time (``timeout``: it accepts TCP connections but does
+  not process them, stalled or overloaded), refused them, or closed them.
 
 Each finding is one line with the figures that prove it; no finding when every
 expected message arrived and every connection held.
@@ -31,7 +30,7 @@ from collections.abc import Mapping
 
 from protobench.vocab.counters import BEHIND, ERRORS_PREFIX, OK_TOTAL
 
-CONNECTION_OPS = ("connect", "idle")
+CONNECTION_OPS = ("connect", "drop", "idle")
 """Ops whose exchanges are connections: their failures are the broker's connection handling."""
 
 
@@ -99,7 +98,7 @@ def _connections(ops: Mapping[str, Mapping[str, int]]) -> list[str]:
             continue
         total = sum(failed.values()) + int(counters.get(OK_TOTAL, 0))
         classes = ", ".join(f"{cls} {n:,}" for cls, n in sorted(failed.items()))
-        what = "connection attempts" if op == "connect" else "held connections"
+        what = "held connections" if op == "idle" else "connection attempts"
         why = ""
         if failed.get("timeout", 0) * 2 >= sum(failed.values()):
             why = (

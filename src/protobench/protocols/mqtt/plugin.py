@@ -15,6 +15,7 @@ from protobench.protocols.base import ProtocolPlugin, Session, SessionContext, S
 from protobench.protocols.mqtt.diagnose import findings
 from protobench.protocols.mqtt.options import (
     ConnectParams,
+    DropParams,
     IdleParams,
     MqttOptions,
     PublishParams,
@@ -27,16 +28,20 @@ class MqttProtocol(ProtocolPlugin):
     """MQTT 3.1.1 / 5.0 workloads: fan-out with end-to-end latency, storms, idle connections."""
 
     name = "mqtt"
-    description = "MQTT 3.1.1/5.0: publish, subscribe (end-to-end latency, loss), connect, idle"
+    description = (
+        "MQTT 3.1.1/5.0 over TCP, TLS or WebSocket: publish, subscribe (end-to-end latency, "
+        "loss), connect, drop (wills), idle"
+    )
     options = MqttOptions
     operations: ClassVar[Mapping[str, type[StrictModel]]] = {
         "publish": PublishParams,
         "subscribe": SubscribeParams,
         "connect": ConnectParams,
+        "drop": DropParams,
         "idle": IdleParams,
     }
     embedded_target = "mqtt"
-    url_schemes = ("mqtt", "mqtts")
+    url_schemes = ("mqtt", "mqtts", "ws", "wss")
     secret_options = frozenset({"password"})
     counts_connects = True
     passive_ops = frozenset({"idle"})
@@ -44,6 +49,7 @@ class MqttProtocol(ProtocolPlugin):
         "publish": "local_write",
         "subscribe": "one_way",
         "connect": "round_trip",
+        "drop": "round_trip",
         "idle": "round_trip",
     }
     """What each op's latency measures. ``publish`` is a local write at QoS 0 (the
@@ -58,7 +64,7 @@ class MqttProtocol(ProtocolPlugin):
         return self.latency_kinds[op]
 
     def memory_per_connection(self, ops: Collection[str]) -> bool:
-        """Only a run that moves no messages (``idle``, ``connect``): a broker's memory
+        """Only a run that moves no messages (``idle``, ``connect``, ``drop``): a broker's memory
         grows with the messages it queues, which no connection count divides."""
         return not {"publish", "subscribe"} & set(ops)
 
