@@ -12,7 +12,8 @@ When the run stops, each publisher sends its end marker (once its own queued
 QoS 1/2 messages are out), carrying how many messages it sent.
 
 ``subscribe`` (:class:`SubscribeSession`) records, for every stamped message,
-the end-to-end latency from the publisher's send time, and the counters
+the end-to-end latency from the publisher's send time (for a will marker: from
+its connection's CONNECT, counted as ``wills``), and the counters
 ``received``, ``lost``, ``duplicated``, ``out_of_order`` (per publisher, see
 :mod:`~protobench.protocols.mqtt.payload`) and ``foreign`` (unstamped
 payloads), plus ``expected`` (what it should have received: ``received -
@@ -603,7 +604,8 @@ class SubscribeSession(_HeldConnection):
                 foreign += 1
                 continue
             if flags:
-                if flags == WILL:
+                if flags == WILL:  # an exchange: its latency from the connection's CONNECT
+                    append(now - sent)
                     wills += 1
                 elif tracker is not None:
                     advanced += tracker.end(publisher, seq, counters)
