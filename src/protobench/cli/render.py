@@ -7,6 +7,7 @@ import sys
 import time
 from typing import TextIO
 
+from protobench.cli.profile_render import profile_lines
 from protobench.engine.events import (
     Event,
     IntervalUpdate,
@@ -42,22 +43,26 @@ def plain_number(value: float) -> str:
 
 
 def describe_model(model: LoadModel) -> str:
-    """``closed model, 50 sessions`` or ``open model, 2,000/s -> 5,000/s over 40 sessions``."""
+    """``closed model, 50 sessions`` or ``open model, 2,000/s -> 5,000/s over 40 sessions``
+    (and ``, 1,000 requests`` when a request count ends the sustain)."""
+    count = "" if model.requests is None else f", {model.requests:,} requests"
     if model.type == "closed":
-        return f"closed model, {model.sessions} sessions"
+        return f"closed model, {model.sessions} sessions{count}"
     rate = "an unknown rate" if model.rate is None else f"{plain_number(model.rate)}/s"
     if model.ramp_to is not None:
         rate += f" -> {plain_number(model.ramp_to)}/s"
-    return f"open model, {rate} over {model.sessions} sessions"
+    return f"open model, {rate} over {model.sessions} sessions{count}"
 
 
-def summary_table(report: Report) -> str:
+def summary_table(report: Report, profile_top: int = 5) -> str:
     """The human summary of a report: one line per operation and a total, then the verdicts.
 
     Each op says what its latency measures; the total shows a latency only
     when every op measures the same thing. Figures that do not exist print as
-    ``-`` (or ``absent`` in a sentence), never ``None``. Every string of the
-    report (an error text, a notice, an op name) is shown as :func:`visible_tree` has it.
+    ``-`` (or ``absent`` in a sentence), never ``None``. A profiled target's
+    ``profile_top`` functions follow the resources. Every string of the report
+    (an error text, a notice, an op name, a function of the target) is shown as
+    :func:`visible_tree` has it.
     """
     report = visible_tree(report)
     lines = [
@@ -72,7 +77,9 @@ def summary_table(report: Report) -> str:
     if sustain is None:
         lines.append("no sustain phase was measured")
     else:
-        lines.append(f"sustain {sustain.duration_s:.1f}s  {describe_model(report.model)}")
+        seconds = sustain.duration_s
+        length = f"{seconds:.1f}s" if seconds >= 1 else format_duration(seconds)
+        lines.append(f"sustain {length}  {describe_model(report.model)}")
         header = f"{'op':24} {'ok':>10} {'err':>7} {'err%':>7} {'ops/s':>11} "
         header += " ".join(f"{label:>8}" for _, label in LATENCY_COLUMNS)
         lines.append(header + "  latency")
@@ -81,6 +88,8 @@ def summary_table(report: Report) -> str:
     lines.extend(_threshold_line(t, report.nothing_measured) for t in report.thresholds)
     lines.extend(_verdict_lines(verdicts, report.partial))
     lines.append(_resources_line(report.resources))
+    if report.target_profile is not None:
+        lines.extend(profile_lines(report.target_profile, profile_top))
     lines.extend(_tail(report))
     return "\n".join(lines)
 
@@ -180,10 +189,18 @@ def _mib(value: int | None) -> str:
 class Progress:
     """A one-line progress display on stderr (rewritten in place on a terminal)."""
 
-    def __init__(self, plan_duration: float, plan_warmup: float, stream: TextIO = sys.stderr):
+    def __init__(
+        self,
+        plan_duration: float,
+        plan_warmup: float,
+        stream: TextIO = sys.stderr,
+        requests: int | None = None,
+    ):
         self.stream = stream
         self.tty = stream.isatty()
         self.total = plan_warmup + plan_duration
+        self.requests = requests
+        """The request count that ends the sustain: the progress counts exchanges, not seconds."""
         self.last_print = 0.0
         self.cpu = ""
 
@@ -202,8 +219,14 @@ class Progress:
         elif isinstance(event, IntervalUpdate) and event.phase != "drain":
             total = event.total
             lat = total.latency_us
+            so_far = f"{event.elapsed:5.1f}/{self.total:.0f}s"
+            if self.requests is not None:
+                ended = 0
+                if event.phase == "sustain" and event.phase_summary is not None:
+                    ended = event.phase_summary.total.ok + event.phase_summary.total.errors
+                so_far = f"{event.elapsed:5.1f}s {ended:,}/{self.requests:,}"
             text = (
-                f"[{event.phase} {event.elapsed:5.1f}/{self.total:.0f}s] "
+                f"[{event.phase} {so_far}] "
                 f"{total.throughput:>10,.0f} ok/s  p50 {us(lat.p50)} "
                 f"p99 {us(lat.p99)}  err {total.error_rate:.2%}{self.cpu}"
             )

@@ -13,7 +13,9 @@
    sinks (:mod:`engine.sinks`: each reads its own bounded buffer in its own
    task, so a slow one never stalls the run);
 5. ends when the workers say ``BYE``, or stops them on :meth:`stop` (Ctrl-C,
-   the TUI's ``q``), marking the run partial; a worker that dies is reported
+   the TUI's ``q``), marking the run partial, or when every worker said
+   ``DONE`` (its share of the plan's request count has ended: the sustain ends,
+   the run is complete); a worker that dies is reported
    with its exit code and log tail, the run goes on with the others and is
    marked partial (``stop_reason = "worker-failed"``): its figures lack a share,
    what it reported before stays; a run none of whose sessions could open stops
@@ -59,6 +61,7 @@ from protobench.engine.no_session import NoSessionWatch
 from protobench.engine.plan import RunPlan, worker_slices
 from protobench.engine.pool import WorkerPool
 from protobench.engine.pool_contract import Pool, PoolFactory, WorkerHandle
+from protobench.engine.profiler import TargetProfiler, start_profiler
 from protobench.engine.report import RunJudge, build_report, exit_code_for
 from protobench.engine.report_model import (
     NO_SESSION,
@@ -75,11 +78,14 @@ from protobench.redaction import redact_text, redact_url, redact_value
 from protobench.targets.base import Announcement
 from protobench.targets.launcher import StartingTarget, TargetError, embedded_target
 from protobench.vocab.exceptions import leaves
+from protobench.vocab.units import format_duration
 
 START_DELAY = 0.1
 """Seconds between the GO frame and the common start (every worker reads it by then)."""
 HELLO_GRACE = 30.0
 BYE_GRACE = 10.0
+PROFILER_GRACE = 20.0
+"""Seconds the target's profiler has, once the workers are done, to stop and read its last chunk."""
 
 
 def describe_failure(exc: BaseException) -> str:
@@ -124,10 +130,14 @@ class Controller:
         self.start_at: float | None = None
         self.stop_requested = False
         self.stop_reason = "completed"
+        self.counted = False
+        """The request count ended the sustain (every worker said ``DONE``): completed."""
+        self._done: set[int] = set()
         self.notices: list[NoticeEntry] = []
         self.log_dir = log_dir
         self.resources = ResourceLog()
         self.pool: Pool | None = None
+        self.profiler: TargetProfiler | None = None
         self.rate_factor = 1.0
         self.no_session = NoSessionWatch(0, 0)
         self._stop_event = anyio.Event()
@@ -198,6 +208,8 @@ class Controller:
         if self.pool is not None:
             self.pool.broadcast(FrameKind.STOP, {})
         self._stop_event.set()
+        if self.profiler is not None:
+            self.profiler.quit()
         if self.start_at is not None:
             self.emit(PhaseChanged("drain", round(self.elapsed(), 3)))
 
@@ -260,6 +272,7 @@ class Controller:
             findings=self._diagnose(),
             passive=self._passive(),
             per_connection=self.plugin.memory_per_connection({g.op for g in self.plan.groups}),
+            profile=self.profiler.result() if self.profiler else None,
             labels=self.labels,
             nodes=self.pool.nodes() if self.pool else None,
         )
@@ -275,6 +288,7 @@ class Controller:
             series=self.aggregator.series,
             histograms=self.aggregator.phase_histograms(),
             resources=self.resources.series,
+            target_profile=self.profiler.result() if self.profiler else None,
         )
 
     def _diagnose(self) -> list[str]:
@@ -332,10 +346,25 @@ class Controller:
         )
         sampler = Sampler(pool.pids(), target_pid, pool.worker_samples)
         deadline = self.start_at + plan.warmup + plan.duration + plan.drain + BYE_GRACE
+        self.profiler = start_profiler(
+            plan.profiling,
+            target_pid,
+            self.log_dir,
+            self.emit,
+            lambda line: self.notice("profile", line),
+            self.elapsed,
+        )
         async with anyio.create_task_group() as group:
             group.start_soon(self._sample_resources, sampler)
             group.start_soon(self._phase_clock)
+            if self.profiler is not None:
+                sustain = self.start_at + plan.warmup
+                group.start_soon(self.profiler.run, sustain, sustain + plan.duration)
             await self._consume(pool, deadline)
+            if self.profiler is not None:  # its last chunk is read before the report
+                self.profiler.quit()
+                with anyio.move_on_after(PROFILER_GRACE):
+                    await self.profiler.done.wait()
             group.cancel_scope.cancel()
         self._report_failures(pool)
 
@@ -346,13 +375,23 @@ class Controller:
                     for update in self.aggregator.add(payload):
                         self.emit(update)
                         self._watch_sessions(update)
+                elif kind is FrameKind.DONE and handle is not None:
+                    self._done.add(handle.index)
+                    self._end_if_counted()
                 elif kind is FrameKind.GONE and handle is not None:
                     self._worker_gone(handle)
+                    self._end_if_counted()
                 elif kind is FrameKind.NOTICE:
                     self.notice(payload["kind"], payload["message"])
         if scope.cancelled_caught:
             self.notice("workers", "workers did not finish in time; stopped")
             self.stop_reason = "error" if not self.stop_requested else self.stop_reason
+        elif self.plan.requests is not None and not (self.counted or self.stop_requested):
+            self.notice(
+                "requests",
+                f"the duration ({format_duration(self.plan.duration)}) ended the sustain "
+                f"before its {self.plan.requests:,} requests",
+            )
         await pool.shutdown()
         for update in self.aggregator.finish():
             self.emit(update)
@@ -363,6 +402,15 @@ class Controller:
         if reason is not None and not self.stop_requested:
             self.notice(NO_SESSION_NOTICE, reason)
             self.stop(NO_SESSION)
+
+    def _end_if_counted(self) -> None:
+        """End the sustain once every live worker's share of the request count has ended."""
+        if self.stop_requested or self.counted or not self._done:
+            return
+        if self.aggregator.live <= self._done and self.pool is not None:
+            self.counted = True
+            self.pool.broadcast(FrameKind.STOP, {})
+            self.emit(PhaseChanged("drain", round(self.elapsed(), 3)))
 
     def _worker_gone(self, handle: WorkerHandle) -> None:
         for update in self.aggregator.worker_gone(handle.index):
@@ -399,7 +447,7 @@ class Controller:
             if phase == "warmup" and plan.warmup <= 0:
                 continue
             await anyio.sleep(max(0.0, self.start_at + offset - time.monotonic()))
-            if self.stop_requested:
+            if self.stop_requested or self.counted:
                 return
             self.emit(PhaseChanged(phase, round(self.elapsed(), 3)))
 
@@ -430,7 +478,7 @@ class Controller:
 
     def _phase_now(self) -> str:
         elapsed = self.elapsed()
-        if self.stop_requested:
+        if self.stop_requested or self.counted:
             return "drain"
         if elapsed < self.plan.warmup:
             return "warmup"

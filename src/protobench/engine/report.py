@@ -39,6 +39,8 @@ from protobench.engine.report_model import (
     WorkerEntry,
 )
 from protobench.engine.resource_log import ResourceFigures, ResourceLog
+from protobench.engine.stacks.cost import overhead
+from protobench.engine.stacks.model import TargetProfile, summarize
 from protobench.engine.summaries import PhaseSummary
 from protobench.engine.thresholds import evaluate_all
 from protobench.engine.verdicts import (
@@ -126,15 +128,16 @@ def build_report(
     labels: Mapping[str, JsonValue] | None = None,
     nodes: Sequence[NodeEntry] | None = None,
     per_connection: bool = True,
+    profile: TargetProfile | None = None,
 ) -> Report:
     """The report of a run.
 
     ``notices`` are the run's notices; ``findings`` the protocol plugin's
     diagnosis; ``passive`` the groups whose op exchanges nothing by design (no
     exchange is expected of them); ``labels`` (a sweep's) and ``nodes`` (a
-    Ray run's) are in the report when given; ``per_connection`` whether the
-    target's memory growth is its connections' (the plugin's
-    ``memory_per_connection``).
+    Ray run's) are in the report when given; so is the summary of the target's
+    ``profile`` (``run --profile-target``); ``per_connection`` whether the target's
+    memory growth is its connections' (the plugin's ``memory_per_connection``).
     """
     report = Report(
         tool=Tool(name="protobench", version=__version__),
@@ -148,6 +151,7 @@ def build_report(
             sessions=plan.sessions,
             rate=plan.rate,
             ramp_to=plan.ramp_to if plan.rate is not None else None,
+            requests=plan.requests,
         ),
         processes=len(workers),
         warmup_s=plan.warmup,
@@ -164,6 +168,7 @@ def build_report(
             _connects(aggregator),
             per_connection=per_connection,
         ),
+        target_profile=summarize(profile, overhead(profile)) if profile else None,
         workers=list(workers),
         notices=list(notices),
         verdicts=PENDING,
