@@ -14,7 +14,6 @@ import json
 import os
 import shutil
 import signal
-import socket
 import subprocess
 import time
 from collections.abc import Iterator
@@ -27,6 +26,7 @@ import pytest
 
 from protobench.hostutil import free_port
 from protobench.tlsutil import MockPki
+from tests.support.processes import peer_process
 from tests.support.timing import S
 
 MOCHI_VERSION = "2.7.9"
@@ -101,26 +101,5 @@ def mochi(directory: Path, pki: MockPki | None = None, alias_max: int = 65535) -
     if pki is not None:
         server = pki.leaves["server"]
         args += ["-cert", str(server.cert), "-key", str(server.key), "-ca", str(pki.ca.cert)]
-    log = directory / "mochi.log"
-    with log.open("ab") as out:
-        proc = subprocess.Popen(args, stdout=out, stderr=out, stdin=subprocess.DEVNULL)
-    broker = Mochi(ports, proc, directory / "mochi-counts.json")
-    try:
-        deadline = time.monotonic() + 20 * S
-        for port in ports.values():
-            while True:
-                if proc.poll() is not None or time.monotonic() > deadline:
-                    raise RuntimeError(f"mochi did not start: {log.read_text()[-2000:]}")
-                try:
-                    socket.create_connection(("127.0.0.1", port), timeout=0.5).close()
-                    break
-                except OSError:
-                    time.sleep(0.05)
-        yield broker
-    finally:
-        proc.terminate()
-        try:
-            proc.wait(10)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait(5)
+    with peer_process("mochi", args, directory / "mochi.log", ports.values(), 20 * S) as proc:
+        yield Mochi(ports, proc, directory / "mochi-counts.json")

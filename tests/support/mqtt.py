@@ -34,6 +34,7 @@ from protobench.protocols.mqtt.options import MqttOptions
 from protobench.protocols.mqtt.plugin import MqttProtocol
 from protobench.targets.mqtt import find_mosquitto
 from protobench.vocab.errors import OpError
+from tests.support.processes import peer_process
 from tests.support.timing import S
 
 MOSQUITTO = find_mosquitto()
@@ -255,35 +256,10 @@ def amqtt(directory: Path) -> Iterator[Amqtt]:
     """amqtt on 127.0.0.1, from its own venv (:func:`amqtt_python`)."""
     python = amqtt_python()
     port, ws_port = free_port(), free_port()
-    log = directory / "amqtt.log"
-    with log.open("ab") as out:
-        proc = subprocess.Popen(
-            [str(python), str(AMQTT_SCRIPT), str(port), str(directory / "counts.json"),
-             str(ws_port)],
-            stdout=out,
-            stderr=out,
-            stdin=subprocess.DEVNULL,
-        )  # fmt: skip
-    broker = Amqtt(port, proc, directory / "counts.json", ws_port)
-    try:
-        deadline = time.monotonic() + 20 * S
-        for listening in (port, ws_port):
-            while True:
-                if proc.poll() is not None or time.monotonic() > deadline:
-                    raise RuntimeError(f"amqtt did not start: {log.read_text()[-2000:]}")
-                try:
-                    socket.create_connection(("127.0.0.1", listening), timeout=0.5).close()
-                    break
-                except OSError:
-                    time.sleep(0.05)
-        yield broker
-    finally:
-        proc.terminate()
-        try:
-            proc.wait(10)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait(5)
+    args = [str(python), str(AMQTT_SCRIPT), str(port), str(directory / "counts.json"),
+            str(ws_port)]  # fmt: skip
+    with peer_process("amqtt", args, directory / "amqtt.log", (port, ws_port), 20 * S) as proc:
+        yield Amqtt(port, proc, directory / "counts.json", ws_port)
 
 
 # --------------------------------------------------------------------------- paho, a reference
