@@ -109,7 +109,7 @@ def test_an_mqtt_fanout_sweep_shows_and_judges_the_subscribers_end_to_end_latenc
     lines = result.stdout.splitlines()
     rows = [line.split() for line in lines[2:4]]
     assert all(row[2] != "-" and row[3] != "-" for row in rows), result.stdout
-    assert "throughput, p50, p99: op subscribe (end to end)" in result.stdout
+    assert "throughput, p50, p99 and the knee: op subscribe (end to end)" in result.stdout
     bad = cli("sweep", "mqtt-fanout", "--vary", "connections=4,8", "--op", "nosuch")
     assert bad.returncode == 2
     assert "--op: no group 'nosuch'" in bad.stderr

@@ -54,9 +54,9 @@ def _judged(points: list[Point]) -> str:
     """The line saying whose throughput and latency the table shows (and the knee judges)."""
     ops = sorted({(p.op, p.latency_kind) for p in points if p.op is not None})
     if not ops:
-        return "throughput, p50, p99: all ops (one kind of latency)"
+        return "throughput, p50, p99 and the knee: all ops (one kind of latency)"
     named = ", ".join(f"{op} ({KIND_TEXT.get(kind or '', kind)})" for op, kind in ops)
-    return f"throughput, p50, p99: op {named}, the knee's too (--op NAME judges another group)"
+    return f"throughput, p50, p99 and the knee: op {named}; --op NAME judges another group"
 
 
 KIND_TEXT = {
