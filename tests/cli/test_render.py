@@ -12,6 +12,7 @@ from protobench.cli.render import describe_model, plain_number, summary_table
 from protobench.engine.report_model import (
     NO_SESSION,
     NO_SESSION_NOTICE,
+    ClockReport,
     LoadModel,
     NoticeEntry,
     ReportError,
@@ -137,3 +138,26 @@ def test_rates_are_written_in_digits_never_in_exponent_form(value: float, text: 
 def test_an_open_model_rate_of_a_million_is_written_out() -> None:
     model = LoadModel(type="open", sessions=40, rate=1e6, ramp_to=2e6)
     assert describe_model(model) == "open model, 1,000,000/s -> 2,000,000/s over 40 sessions"
+
+
+def test_the_clock_and_the_generator_s_delay_are_said() -> None:
+    report = report_of(
+        plan_of({"get": 2}),
+        [
+            frame(
+                "sustain",
+                0,
+                0.0,
+                1.0,
+                {"get": {"ok": 100, "latency_ns": 30_000, "delay_ns": 90_000}},
+            )
+        ],
+    )
+    kernel = replace(report, clock=ClockReport(setting="kernel", receive="kernel", send="kernel"))
+    text = summary_table(kernel)
+    assert "closed model, 2 sessions  kernel clock" in text
+    assert "generator delay: p50 90µs, p99 90µs (replies waiting for the generator" in text
+    assert "finding: get: replies waited 90 µs (p50) in the generator" in text
+    mixed = replace(report, clock=ClockReport(setting="kernel", receive="kernel", send="user"))
+    assert "kernel clock (send: user)" in summary_table(mixed)
+    assert " clock" not in summary_table(report).splitlines()[1]  # a report from before

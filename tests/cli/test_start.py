@@ -50,6 +50,8 @@ LIGHT = {
     "protobench.engine",
     "protobench.engine.events",
     "protobench.engine.report_model",
+    "protobench.engine.stacks",
+    "protobench.engine.stacks.model",
     "protobench.engine.summaries",
     "protobench.engine.thresholds",
     "protobench.protocols",

@@ -22,6 +22,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, replace
+from typing import Literal
 
 from hdrh.histogram import HdrHistogram
 
@@ -62,19 +63,22 @@ def total_of(ops: dict[str, OpSummary], seconds: float) -> OpSummary:
     """The exact merge of one interval's per-op summaries, with its encoded histograms.
 
     In the open model (an op has ``hist_uncorrected``) the total has the
-    uncorrected latencies and histogram too.
+    uncorrected latencies and histogram too; with the kernel clock (an op has
+    ``hist_delay``) the generator's delay.
     """
     acc = OpAccumulator()
     for summary in ops.values():
         acc.add(interval_of(summary))
     corrected = any(summary.hist_uncorrected for summary in ops.values())
     kind = one_kind(summary.latency_kind for summary in ops.values())
-    if kind == MIXED:
-        return op_summary(acc, seconds, corrected=corrected, kind=MIXED)
+    delay = encode(acc.hist_delay) if acc.hist_delay.get_total_count() else None
+    if kind == MIXED:  # no latency across kinds; the generator's delay is one kind
+        return replace(op_summary(acc, seconds, corrected=corrected, kind=MIXED), hist_delay=delay)
     return replace(
         op_summary(acc, seconds, corrected=corrected, kind=kind),
         hist=encode(acc.hist) if acc.ok else "",
         hist_uncorrected=encode(acc.hist_uncorrected) if corrected else None,
+        hist_delay=delay,
     )
 
 
@@ -124,6 +128,7 @@ def intervals(
                 for key, encoded in (
                     ("hist", figures.hist),
                     ("hist_uncorrected", figures.hist_uncorrected),
+                    ("hist_delay", figures.hist_delay),
                 ):
                     where = f"series.{number}.ops.{op}.{key}"
                     checked_histogram(snapshot, where, encoded or "")
@@ -136,25 +141,31 @@ def intervals(
     return out
 
 
-def phase_histogram(
-    snapshots: Sequence[Snapshot], op: str, phase: str = "sustain", uncorrected: bool = False
-) -> HdrHistogram:
-    """The merged latency histogram of ``op`` (or ``TOTAL``) over the phase of every snapshot
-    (empty for ``TOTAL`` of a run whose ops measure several kinds of latency).
+type HistKey = Literal["hist", "hist_uncorrected", "hist_delay"]
+"""A phase histogram: latencies; the open model's from the actual send; the generator's delay."""
 
-    ``uncorrected``: the open model's latencies from the actual send.
+
+def phase_histogram(
+    snapshots: Sequence[Snapshot], op: str, phase: str = "sustain", key: HistKey = "hist"
+) -> HdrHistogram:
+    """The merged histogram ``key`` of ``op`` (or ``TOTAL``) over the phase of every snapshot.
+
+    ``hist``: the latencies; ``hist_uncorrected``: the open model's latencies from
+    the actual send; ``hist_delay``: the generator's delay (empty when not measured).
+    The latencies of ``TOTAL`` are empty for a run whose ops measure several kinds.
     """
     encoded: list[str] = []
     for snapshot in snapshots:
         hists = snapshot.histograms.get(phase, {})
         names = list(hists) if op == TOTAL else [op]
         section = snapshot.report.phases.get(phase)
-        if op == TOTAL and section is not None and section.total.latency_kind == MIXED:
+        mixed = section is not None and section.total.latency_kind == MIXED
+        if op == TOTAL and mixed and key != "hist_delay":
             continue  # no total latency across kinds
         for name in names:
             if name in hists:
                 item = hists[name]
-                encoded.append(item.get("hist_uncorrected", "") if uncorrected else item["hist"])
+                encoded.append(item.get(key, ""))
     return merge(encoded)
 
 
