@@ -49,7 +49,7 @@ def mochi_binary() -> Path:
     BINARY.parent.mkdir(parents=True, exist_ok=True)
     try:
         subprocess.run(
-            [go, "build", "-o", str(BINARY), "."],
+            [go, "build", "-buildvcs=false", "-o", str(BINARY), "."],
             cwd=SOURCE,
             check=True,
             capture_output=True,
