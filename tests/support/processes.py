@@ -30,6 +30,7 @@ def peer_process(
     """A server we did not write, run as ``args`` with its output in ``log``: yielded once
     each of ``ports`` on 127.0.0.1 accepts a connection (else ``RuntimeError`` with the log's
     tail), stopped at the end (SIGTERM, then SIGKILL)."""
+    log.parent.mkdir(parents=True, exist_ok=True)
     with log.open("ab") as out:
         proc = subprocess.Popen(args, stdout=out, stderr=out, stdin=subprocess.DEVNULL)
     try:
