@@ -1,0 +1,108 @@
+"""protobench's counts beside the device's own: whole runs through the CLI against bac-py's
+BACnet/IPv6 device and its routers to BACnet/IPv6 and BACnet/SC, each request counted where
+bac-py's server handles it (its ReadProperty and WriteProperty handlers, wrapped).
+
+Each run is three seconds long and bounded by a subprocess timeout.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections import Counter
+from collections.abc import Awaitable, Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+from bac_py import DefaultServerHandlers
+from bac_py.network.address import BACnetAddress
+from bac_py.services.read_property import ReadPropertyRequest
+from bac_py.services.write_property import WritePropertyRequest
+from bac_py.types.enums import ObjectType
+from bac_py.types.primitives import ObjectIdentifier
+
+from protobench.targets.bacnet import BacnetIpTarget
+from protobench.targets.bacnet_router import BacnetRouterTarget
+from protobench.targets.base import EmbeddedTarget
+from tests.cli.test_run_bacnet_ip import total
+from tests.support.bacnet import served
+from tests.support.cli import CliResult
+
+pytestmark = [pytest.mark.integration, pytest.mark.usefixtures("forget_learned_instances")]
+
+PROFILE = """
+name = "bacnet-counts"
+protocol = "bacnet-ip"
+target = "{url}"
+[[group]]
+op = "read-property"
+count = 2
+objects = ["analog-input:1"]
+[[group]]
+op = "write-property"
+count = 1
+objects = ["analog-value:1"]
+values = [70.0, 71.0]
+"""
+Handler = Callable[[Any, int, bytes, BACnetAddress], Awaitable[bytes | None]]
+
+
+def counting(
+    handler: Handler,
+    decode: Callable[[bytes], Any],
+    seen: Counter[str],
+    op: str,
+    wanted: ObjectIdentifier,
+) -> Handler:
+    """``handler``, counting the requests that name ``wanted`` as ``seen[op]``."""
+
+    async def wrapper(self: Any, choice: int, data: bytes, source: BACnetAddress) -> bytes | None:
+        if decode(data).object_identifier == wanted:
+            seen[op] += 1
+        return await handler(self, choice, data, source)
+
+    return wrapper
+
+
+@pytest.mark.parametrize(
+    ("target", "options"),
+    [
+        (BacnetIpTarget(), {"ipv6": True}),
+        (BacnetRouterTarget(), {"to": "ipv6"}),
+        (BacnetRouterTarget(), {"to": "sc"}),
+    ],
+    ids=["ipv6-device", "router-to-ipv6", "router-to-sc"],
+)
+def test_every_request_counted_is_one_the_device_handled(
+    target: EmbeddedTarget,
+    options: dict[str, Any],
+    cli: Callable[..., CliResult],
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    seen: Counter[str] = Counter()
+    for op, decode, wanted in (
+        ("read-property", ReadPropertyRequest.decode, ObjectType.ANALOG_INPUT),
+        ("write-property", WritePropertyRequest.decode, ObjectType.ANALOG_VALUE),
+    ):
+        method = "handle_" + op.replace("-", "_")
+        handler = counting(
+            getattr(DefaultServerHandlers, method), decode, seen, op, ObjectIdentifier(wanted, 1)
+        )
+        monkeypatch.setattr(DefaultServerHandlers, method, handler)
+    profile = tmp_path / "counts.toml"
+
+    async def serve_and_run() -> CliResult:
+        async with served(target, **options) as announced:
+            profile.write_text(PROFILE.format(url=announced.url))
+            return await asyncio.to_thread(
+                cli, "run", str(profile), "--warmup", "1s", "--duration", "2s", "--json", "--quiet"
+            )
+
+    result = asyncio.run(serve_and_run())
+    assert result.returncode == 0, result.stderr
+    report = result.json()
+    for op in ("read-property", "write-property"):
+        sent = total(report, op, "ok") + total(report, op, "errors")
+        assert sent > 20, (op, sent)
+        assert seen[op] == sent, (op, seen[op], report["phases"])
