@@ -1,6 +1,7 @@
 """protobench's counts beside the device's own: whole runs through the CLI against bac-py's
 BACnet/IPv6 device and its routers to BACnet/IPv6 and BACnet/SC, each request counted where
-bac-py's server handles it (its ReadProperty and WriteProperty handlers, wrapped).
+bac-py's server handles it (its ReadProperty and WriteProperty handlers, wrapped), and
+against a BACpypes3 device on BACnet/IP, which counts the requests it handles itself.
 
 Each run is three seconds long and bounded by a subprocess timeout.
 """
@@ -25,7 +26,7 @@ from protobench.targets.bacnet import BacnetIpTarget
 from protobench.targets.bacnet_router import BacnetRouterTarget
 from protobench.targets.base import EmbeddedTarget
 from tests.cli.test_run_bacnet_ip import total
-from tests.support.bacnet import served
+from tests.support.bacnet import bacpypes3_device, served
 from tests.support.cli import CliResult
 
 pytestmark = [pytest.mark.integration, pytest.mark.usefixtures("forget_learned_instances")]
@@ -44,6 +45,7 @@ count = 1
 objects = ["analog-value:1"]
 values = [70.0, 71.0]
 """
+RUN = ("--warmup", "1s", "--duration", "2s", "--json", "--quiet")
 Handler = Callable[[Any, int, bytes, BACnetAddress], Awaitable[bytes | None]]
 
 
@@ -95,9 +97,7 @@ def test_every_request_counted_is_one_the_device_handled(
     async def serve_and_run() -> CliResult:
         async with served(target, **options) as announced:
             profile.write_text(PROFILE.format(url=announced.url))
-            return await asyncio.to_thread(
-                cli, "run", str(profile), "--warmup", "1s", "--duration", "2s", "--json", "--quiet"
-            )
+            return await asyncio.to_thread(cli, "run", str(profile), *RUN)
 
     result = asyncio.run(serve_and_run())
     assert result.returncode == 0, result.stderr
@@ -106,3 +106,20 @@ def test_every_request_counted_is_one_the_device_handled(
         sent = total(report, op, "ok") + total(report, op, "errors")
         assert sent > 20, (op, sent)
         assert seen[op] == sent, (op, seen[op], report["phases"])
+
+
+def test_every_request_counted_is_one_the_bacpypes3_device_handled(
+    cli: Callable[..., CliResult], tmp_path: Path
+) -> None:
+    counts, profile = tmp_path / "counts.txt", tmp_path / "counts.toml"
+    with bacpypes3_device("--counts", str(counts)) as (endpoint, instance):
+        profile.write_text(PROFILE.format(url=f"bacnet://{endpoint}/?device={instance}"))
+        result = cli("run", str(profile), *RUN, timeout=120)
+    assert result.returncode == 0, result.stderr
+    report = result.json()
+    lines = (line.split() for line in counts.read_text().splitlines())
+    seen = {(op, oid): int(n) for op, oid, n in lines}
+    for op, oid in (("read-property", "analog-input,1"), ("write-property", "analog-value,1")):
+        sent = total(report, op, "ok") + total(report, op, "errors")
+        assert sent > 20, (op, sent)
+        assert seen.get((op, oid)) == sent, (op, seen, report["phases"])
