@@ -76,7 +76,9 @@ async def test_bacnet_ip_to_router_to_bacnet_ipv6_devices() -> None:
         second = device_url(announced.url, instance_vmac(502), 502)
         for url in (announced.url, second):
             await every_op_through_the_router(url)
-        info = await discover(second.split("?")[0] + "?dnet=2&dadr=0001f6", BacnetIpOptions(), 3.0)
+        info = await discover(
+            second.split("?")[0] + "?dnet=2&dadr=0001f6", BacnetIpOptions(), 3.0 * S
+        )
     assert info.target.device_instance == 502
     assert len(info.object_list) == 40
     assert info.cov_object is not None
@@ -91,7 +93,7 @@ async def test_bacnet_ip_to_router_to_bacnet_sc_nodes_over_tls() -> None:
         second = device_url(announced.url, sc_vmac(2), 502)
         for url in (announced.url, second):
             await every_op_through_the_router(url)
-        info = await discover(announced.url, BacnetIpOptions(), 3.0)
+        info = await discover(announced.url, BacnetIpOptions(), 3.0 * S)
     assert (info.target.device_instance, info.name) == (501, "protobench-stress-501")
     assert info.answers_who_is
 
