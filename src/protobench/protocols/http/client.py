@@ -46,9 +46,10 @@ caller opens a new one for its next request.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import socket
 import ssl as ssl_module
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from http import HTTPStatus
 from typing import cast
@@ -211,11 +212,13 @@ def make_ssl_context(
     ca_file: str | None = None,
     cert_file: str | None = None,
     key_file: str | None = None,
+    alpn: tuple[str, ...] = ("http/1.1",),
 ) -> ssl_module.SSLContext:
     """A client TLS context: certificate and host name verification ON unless ``insecure``.
 
     ``ca_file`` adds trusted CAs (PEM); ``cert_file``/``key_file`` give a client
-    certificate for mutual TLS. ALPN offers ``http/1.1`` only.
+    certificate for mutual TLS. ALPN offers ``alpn`` (``http/1.1`` only by default;
+    ``("h2", "http/1.1")`` for HTTP/2).
     """
     ctx = ssl_module.create_default_context(cafile=ca_file)
     if insecure:
@@ -225,8 +228,33 @@ def make_ssl_context(
         ctx.load_cert_chain(cert_file, key_file)
     elif key_file:
         raise ValueError("key_file needs cert_file")
-    ctx.set_alpn_protocols(["http/1.1"])
+    ctx.set_alpn_protocols(list(alpn))
     return ctx
+
+
+@contextlib.contextmanager
+def connect_errors(endpoint: Endpoint, timeout: float) -> Iterator[None]:
+    """Map what connecting to ``endpoint`` raised (within ``timeout``) to an :class:`OpError`."""
+    try:
+        yield
+    except TimeoutError:
+        raise OpError(
+            ErrorClass.TIMEOUT, f"connect to {endpoint.url} took more than {timeout:g}s"
+        ) from None
+    except ConnectionRefusedError:
+        raise OpError(ErrorClass.REFUSED, f"{endpoint.url} refused the connection") from None
+    except ssl_module.SSLCertVerificationError as exc:
+        raise OpError(
+            ErrorClass.CONNECT,
+            f"TLS certificate verification failed for {endpoint.url}: {exc.verify_message}"
+            " (give ca_file, or insecure = true to skip verification)",
+        ) from None
+    except ssl_module.SSLError as exc:
+        raise OpError(
+            ErrorClass.CONNECT, f"TLS handshake with {endpoint.url} failed: {exc.reason or exc}"
+        ) from None
+    except OSError as exc:
+        raise OpError(ErrorClass.CONNECT, f"connect to {endpoint.url}: {exc}") from None
 
 
 class Response:
@@ -408,7 +436,7 @@ class HttpConnection(asyncio.Protocol):
         if endpoint.tls and ssl is None:
             raise OpError(ErrorClass.CONNECT, f"{endpoint.url}: https needs an SSL context")
         tls = ssl if endpoint.tls else None
-        try:
+        with connect_errors(endpoint, timeout):
             async with asyncio.timeout(timeout):
                 _, conn = await loop.create_connection(
                     lambda: cls(loop, endpoint, timeout),
@@ -417,24 +445,6 @@ class HttpConnection(asyncio.Protocol):
                     ssl=tls,
                     server_hostname=endpoint.host if tls is not None else None,
                 )
-        except TimeoutError:
-            raise OpError(
-                ErrorClass.TIMEOUT, f"connect to {endpoint.url} took more than {timeout:g}s"
-            ) from None
-        except ConnectionRefusedError:
-            raise OpError(ErrorClass.REFUSED, f"{endpoint.url} refused the connection") from None
-        except ssl_module.SSLCertVerificationError as exc:
-            raise OpError(
-                ErrorClass.CONNECT,
-                f"TLS certificate verification failed for {endpoint.url}: {exc.verify_message}"
-                " (give ca_file, or insecure = true to skip verification)",
-            ) from None
-        except ssl_module.SSLError as exc:
-            raise OpError(
-                ErrorClass.CONNECT, f"TLS handshake with {endpoint.url} failed: {exc.reason or exc}"
-            ) from None
-        except OSError as exc:
-            raise OpError(ErrorClass.CONNECT, f"connect to {endpoint.url}: {exc}") from None
         return conn
 
     @property
