@@ -44,12 +44,13 @@ async def open_h2(
     tls = ssl if endpoint.tls else None
     if endpoint.tls and tls is None:
         raise OpError(ErrorClass.CONNECT, f"{endpoint.url}: https needs an SSL context")
-    with connect_errors(endpoint, timeout):
+    host, port = endpoint.address
+    with connect_errors(endpoint.where, timeout):
         async with asyncio.timeout(timeout):
             transport, conn = await loop.create_connection(
                 lambda: H2Connection(loop, endpoint, timeout, tls is not None),
-                endpoint.host,
-                endpoint.port,
+                host,
+                port,
                 ssl=tls,
                 server_hostname=endpoint.host if tls is not None else None,
             )
