@@ -41,6 +41,7 @@ from protobench.engine.report_model import LiveVerdicts
 from protobench.engine.series_model import EncodedHistograms, PhaseHistograms, SeriesRecord
 from protobench.engine.stats_frame import StatsFrame, StatsWire
 from protobench.engine.summaries import LatencySummary, OpSummary, PhaseSummary
+from protobench.vocab.counters import streams_per_connection
 from protobench.vocab.percentiles import PERCENTILE_KEYS
 
 PHASES = ("warmup", "sustain", "drain")
@@ -106,6 +107,7 @@ def op_summary(
         },
         down_s=down_s,
         down_share=down_share,
+        streams_per_connection=streams_per_connection(counters),
         latency_kind=kind,
         latency_us=latency_summary(acc.hist) if kind != MIXED else LatencySummary(),
         latency_uncorrected_us=(

@@ -265,6 +265,9 @@ class Report:
     model: LoadModel = field(default_factory=lambda: LoadModel(type="closed"))
     clock: ClockReport | None = field(default=None, metadata=OMIT_NONE)
     """Absent in reports from before the kernel's clock (their times were user space)."""
+    protocols: dict[str, dict[str, int]] | None = field(default=None, metadata=OMIT_NONE)
+    """Per op, its sessions by the protocol their connections got (HTTP/2 runs: ``h2``,
+    ``h2c``, ``http/1.1`` after an ALPN fallback); absent when no plugin names one."""
     processes: int = 0
     warmup_s: float = 0.0
     duration_s: float = 0.0

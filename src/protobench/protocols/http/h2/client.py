@@ -57,6 +57,8 @@ from protobench.protocols.base import Done
 from protobench.protocols.http.client import SUCCESS, Endpoint, status_error
 from protobench.protocols.http.h2 import frames as f
 from protobench.protocols.http.h2.headers import HeaderDecoder, HpackError
+from protobench.protocols.timestamps.clock import Stamps, perf_ns
+from protobench.protocols.timestamps.transport import StampedTransport
 from protobench.vocab.errors import ErrorClass, OpError
 from protobench.vocab.recorder import Tally
 
@@ -75,12 +77,13 @@ CLIENT_SETTINGS = {
     f.SETTINGS_MAX_HEADER_LIST_SIZE: MAX_HEADER_BLOCK,
 }
 _pack_sid = struct.Struct(">L").pack
+MAX_ID = f.MAX_STREAM_ID
 UNLIMITED_STREAMS = 1 << 31
 """The server's concurrency limit until it says one (RFC 9113: no limit)."""
 
-Unavailable = Callable[[f.RequestFrames, Done, bool], None]
-"""Takes a request the connection cannot carry: ``(request, done, retry)``; ``retry`` is true
-when the server dropped it unprocessed (GOAWAY), so it may be sent once more."""
+Unavailable = Callable[[f.RequestFrames, Stamps, Done, bool], None]
+"""Takes a request the connection cannot carry: ``(request, stamps, done, retry)``; ``retry``
+is true when the server dropped it unprocessed (GOAWAY), so it may be sent once more."""
 
 
 class ConnectionError_(OpError):  # noqa: N801 - not the builtin ConnectionError
@@ -94,11 +97,24 @@ class ConnectionError_(OpError):  # noqa: N801 - not the builtin ConnectionError
 class _Stream:
     """A stream in flight: its completion, its request, what came back so far."""
 
-    __slots__ = ("body_sent", "done", "nbytes", "received", "request", "retried", "started", "status")
+    __slots__ = (
+        "body_sent",
+        "done",
+        "nbytes",
+        "received",
+        "request",
+        "retried",
+        "stamps",
+        "started",
+        "status",
+    )
 
-    def __init__(self, done: Done, request: f.RequestFrames, started: float, retried: bool) -> None:
+    def __init__(
+        self, done: Done, request: f.RequestFrames, stamps: Stamps, started: float, retried: bool
+    ) -> None:
         self.done = done
         self.request = request
+        self.stamps = stamps
         self.started = started
         self.retried = retried
         self.status = 0
@@ -113,9 +129,18 @@ class H2Connection(asyncio.Protocol):
     """One HTTP/2 connection (see the module). Open it with :func:`.opening.open_h2`."""
 
     def __init__(
-        self, loop: asyncio.AbstractEventLoop, endpoint: Endpoint, timeout: float, tls: bool
+        self,
+        loop: asyncio.AbstractEventLoop,
+        endpoint: Endpoint,
+        timeout: float,
+        tls: bool,
+        stamps: Stamps | None = None,
     ) -> None:
         self.endpoint = endpoint
+        self.stamps = stamps if stamps is not None else Stamps()
+        """The transport's times: a stamped transport puts the kernel's receive stamp of each
+        read here; a completion hands it to its stream's own stamps."""
+        self._write_request: Callable[[bytes], None] = self._stamp_and_write
         self.timeout = timeout
         self.tls = tls
         self.accept = SUCCESS
@@ -138,7 +163,7 @@ class H2Connection(asyncio.Protocol):
         self._transport: asyncio.Transport | None = None
         self._decoder = HeaderDecoder(max_list=MAX_HEADER_BLOCK)
         self._streams: dict[int, _Stream] = {}
-        self._waiting: deque[tuple[f.RequestFrames, Done, bool, float]] = deque()
+        self._waiting: deque[tuple[f.RequestFrames, Stamps, Done, bool, float]] = deque()
         self._blocked: list[int] = []
         """Streams whose body waits for a window, in order."""
         self._next_id = 1
@@ -157,6 +182,8 @@ class H2Connection(asyncio.Protocol):
         self._block_nbytes = 0
         self._reading = False
         self._out: list[bytes] = []
+        self._out_stamps: list[Stamps] = []
+        """The stamps of the requests in :attr:`_out`, stamped when it is written."""
         self._timer: asyncio.TimerHandle | None = None
         self._heard = 0.0
         """When the last bytes came from the server (loop time)."""
@@ -167,6 +194,8 @@ class H2Connection(asyncio.Protocol):
 
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
         self._transport = cast(asyncio.Transport, transport)
+        if isinstance(transport, StampedTransport):
+            self._write_request = transport.write_request
         sock = transport.get_extra_info("socket")
         if sock is not None and sock.family in (socket.AF_INET, socket.AF_INET6):
             sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
@@ -236,48 +265,63 @@ class H2Connection(asyncio.Protocol):
 
     # -- requests -------------------------------------------------------------
 
-    def submit(self, request: f.RequestFrames, done: Done, retried: bool = False) -> None:
-        """Start a stream for ``request``; ``done(error_or_None, bytes)`` when it ends."""
+    def submit(
+        self, request: f.RequestFrames, stamps: Stamps, done: Done, retried: bool = False
+    ) -> None:
+        """Start a stream for ``request``; ``done(error_or_None, bytes)`` when it ends.
+
+        ``stamps`` are the session's: its send is stamped just before the write that
+        sends it, its reply's kernel receive stamp (where read) set before ``done``.
+        """
         streams = self._streams
         sid = self._next_id
-        if not (self.alive and request.simple) or len(streams) >= self._limit or sid > f.MAX_STREAM_ID:
-            self._submit_other(request, done, retried, self._loop.time())
+        if not (self.alive and request.simple) or len(streams) >= self._limit or sid > MAX_ID:
+            self._submit_other(request, stamps, done, retried, self._loop.time())
             return
         self._next_id = sid + 2
         started = self._loop.time()
-        streams[sid] = _Stream(done, request, started, retried)
+        streams[sid] = _Stream(done, request, stamps, started, retried)
         if self._timer is None:
             self._timer = self._loop.call_at(started + self.timeout, self._on_timer)
         data = request.head_start + _pack_sid(sid) + request.head_rest
         self.sent.n += len(data)
         if self._reading:
             self._out.append(data)
+            self._out_stamps.append(stamps)
         else:
-            self._transport.write(data)  # type: ignore[union-attr]
+            self._write_request(data)
+            stamps.sent = self.stamps.sent
+
+    def _stamp_and_write(self, data: bytes) -> None:
+        """Send requests on the loop's transport, stamped just before (the user clock)."""
+        self.stamps.sent = perf_ns()
+        self._transport.write(data)  # type: ignore[union-attr]
 
     def _submit_other(
-        self, request: f.RequestFrames, done: Done, retried: bool, started: float
+        self, request: f.RequestFrames, stamps: Stamps, done: Done, retried: bool, started: float
     ) -> None:
         """A request off the fast path: no connection, no room, no stream id left, a body."""
         if not self.alive:
-            self._unavailable(request, done, False)
+            self._unavailable(request, stamps, done, False)
         elif len(self._streams) >= self._limit:
-            self._waiting.append((request, done, retried, started))
+            self._waiting.append((request, stamps, done, retried, started))
             if self.on_queued is not None:
                 self.on_queued()
         else:
-            self._start(request, done, retried, started)
+            self._start(request, stamps, done, retried, started)
 
-    def _start(self, request: f.RequestFrames, done: Done, retried: bool, started: float) -> None:
+    def _start(
+        self, request: f.RequestFrames, stamps: Stamps, done: Done, retried: bool, started: float
+    ) -> None:
         sid = self._next_id
-        if sid > f.MAX_STREAM_ID:  # stream ids used up: a new connection takes the rest
+        if sid > MAX_ID:  # stream ids used up: a new connection takes the rest
             self.alive = False
-            self._unavailable(request, done, False)
+            self._unavailable(request, stamps, done, False)
             if not self._streams:
                 self.close()
             return
         self._next_id = sid + 2
-        stream = _Stream(done, request, started, retried)
+        stream = _Stream(done, request, stamps, started, retried)
         self._streams[sid] = stream
         if self._timer is None:
             self._timer = self._loop.call_at(started + self.timeout, self._on_timer)
@@ -292,7 +336,13 @@ class H2Connection(asyncio.Protocol):
                 self._stream_windows[sid] = window
                 stream.body_sent = 0
                 self._blocked.append(sid)
-        self._write(data)
+        self.sent.n += len(data)
+        if self._reading:
+            self._out.append(data)
+            self._out_stamps.append(stamps)
+        elif self._transport is not None:
+            self._write_request(data)
+            stamps.sent = self.stamps.sent
         if stream.body_sent >= 0:
             self._send_blocked()
 
@@ -323,15 +373,18 @@ class H2Connection(asyncio.Protocol):
                 self._stream_windows.pop(sid, None)
 
     def _write(self, data: bytes) -> None:
+        """Send frames that are no request's start (they stamp nothing)."""
         self.sent.n += len(data)
         if self._reading:
             self._out.append(data)
         elif self._transport is not None:
             self._transport.write(data)
 
-    def _unavailable(self, request: f.RequestFrames, done: Done, retry: bool) -> None:
+    def _unavailable(
+        self, request: f.RequestFrames, stamps: Stamps, done: Done, retry: bool
+    ) -> None:
         if self.on_unavailable is not None:
-            self.on_unavailable(request, done, retry)
+            self.on_unavailable(request, stamps, done, retry)
         else:
             done(self._closing_error or OpError(ErrorClass.CLOSED, "connection closed"), 0)
 
@@ -350,7 +403,11 @@ class H2Connection(asyncio.Protocol):
                 self._out = []
                 transport = self._transport
                 if transport is not None and not transport.is_closing():
-                    transport.write(out[0] if len(out) == 1 else b"".join(out))
+                    self._write_request(out[0] if len(out) == 1 else b"".join(out))
+                    sent = self.stamps.sent
+                    for stamps in self._out_stamps:
+                        stamps.sent = sent
+                self._out_stamps.clear()
 
     def _frames(self, buf: bytes) -> None:
         unpack = f.unpack_header
@@ -630,13 +687,13 @@ class H2Connection(asyncio.Protocol):
             stream = self._streams.pop(stream_id)
             self._stream_windows.pop(stream_id, None)
             if code == f.ErrorCode.NO_ERROR and not stream.retried:
-                self._unavailable(stream.request, stream.done, True)
+                self._unavailable(stream.request, stream.stamps, stream.done, True)
             else:
                 stream.done(error, 0)
         waiting = self._waiting
         self._waiting = deque()
-        for request, done, retried, _ in waiting:
-            self._unavailable(request, done, retried)
+        for request, stamps, done, retried, _ in waiting:
+            self._unavailable(request, stamps, done, retried)
         if not self._streams and self._transport is not None:
             self._transport.close()
 
@@ -645,6 +702,7 @@ class H2Connection(asyncio.Protocol):
         status = stream.status
         if self._waiting or self._stream_windows or not self.alive:
             self._ended(sid)
+        stream.stamps.received = self.stamps.received
         if status in self.accept:
             stream.done(None, stream.nbytes)
         else:
@@ -662,8 +720,8 @@ class H2Connection(asyncio.Protocol):
     def _start_waiting(self) -> None:
         waiting = self._waiting
         while waiting and len(self._streams) < self._limit and self.alive:
-            request, done, retried, started = waiting.popleft()
-            self._start(request, done, retried, started)
+            request, stamps, done, retried, started = waiting.popleft()
+            self._start(request, stamps, done, retried, started)
 
     def _stream_error(self, sid: int, stream: _Stream, detail: str) -> None:
         """A malformed response on one stream: reset it (PROTOCOL_ERROR) and fail it."""
@@ -697,7 +755,7 @@ class H2Connection(asyncio.Protocol):
         self._waiting = deque()
         for stream in streams.values():
             stream.done(error, 0)
-        for _, done, _, _ in waiting:
+        for _, _, done, _, _ in waiting:
             done(error, 0)
 
     # -- timeouts ---------------------------------------------------------------
@@ -711,8 +769,8 @@ class H2Connection(asyncio.Protocol):
             if stream.started > limit:
                 break
             expired.append(sid)
-        while self._waiting and self._waiting[0][3] <= limit:
-            _, done, _, _ = self._waiting.popleft()
+        while self._waiting and self._waiting[0][4] <= limit:
+            done = self._waiting.popleft()[2]
             done(OpError(ErrorClass.TIMEOUT, f"no free stream within {self.timeout:g}s"), 0)
         if expired and self._heard < self._streams[expired[0]].started:
             self.abort(
@@ -733,7 +791,7 @@ class H2Connection(asyncio.Protocol):
         if first is not None:
             self._timer = self._loop.call_at(first.started + self.timeout, self._on_timer)
         elif self._waiting:
-            self._timer = self._loop.call_at(self._waiting[0][3] + self.timeout, self._on_timer)
+            self._timer = self._loop.call_at(self._waiting[0][4] + self.timeout, self._on_timer)
 
     def _timeout_error(self, sid: int, stream: _Stream) -> OpError:
         if stream.body_sent >= 0:

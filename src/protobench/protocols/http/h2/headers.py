@@ -100,16 +100,16 @@ def encode_request(
             raise ValueError("header 'te' may only be 'trailers' in HTTP/2")
         fields.append((lowered.encode("ascii"), value.encode("latin-1")))
     out = bytearray()
-    for name, value in fields:
-        index = _STATIC_PAIRS.get((name, value))
+    for key, data in fields:
+        index = _STATIC_PAIRS.get((key, data))
         if index is not None:
             out += encode_integer(index, 7, 0x80)
             continue
-        name_index = _STATIC_NAMES.get(name, 0)
+        name_index = _STATIC_NAMES.get(key, 0)
         out += encode_integer(name_index, 4)
         if not name_index:
-            out += _literal(name)
-        out += _literal(value)
+            out += _literal(key)
+        out += _literal(data)
     return bytes(out)
 
 

@@ -17,9 +17,13 @@ from __future__ import annotations
 
 import asyncio
 import ssl as ssl_module
+from typing import cast
 
 from protobench.protocols.http.client import Endpoint, HttpConnection, connect_errors
 from protobench.protocols.http.h2.client import H2Connection
+from protobench.protocols.timestamps.clock import Stamps
+from protobench.protocols.timestamps.reactor import Reactor
+from protobench.protocols.timestamps.transport import open_stamped
 from protobench.vocab.errors import ErrorClass, OpError
 
 ALPN = ("h2", "http/1.1")
@@ -32,10 +36,16 @@ async def open_h2(
     ssl: ssl_module.SSLContext | None,
     timeout: float,  # noqa: ASYNC109 - also the connection's request timeout
     fallback: bool = False,
+    reactor: Reactor | None = None,
+    stamps: Stamps | None = None,
 ) -> H2Connection | HttpConnection:
     """An open HTTP/2 connection to ``endpoint`` (or HTTP/1.1 where ``fallback`` allows it).
 
-    ``ssl`` (offering :data:`ALPN`) is required for ``https``. Raises
+    ``ssl`` (offering :data:`ALPN`) is required for ``https``. With a
+    ``reactor`` (the kernel's clock) an h2c connection is a socket of ours read
+    with its receive stamps (:func:`~protobench.protocols.timestamps.transport.open_stamped`);
+    over TLS the loop's transport reads it (the user clock). ``stamps`` are those
+    of an HTTP/1.1 connection that a fallback gives (its session's). Raises
     :class:`OpError`: ``connect`` for a server that does not speak HTTP/2 (or
     any failure to connect, as HTTP/1.1's), ``timeout`` when its SETTINGS do
     not come within ``timeout``.
@@ -45,18 +55,28 @@ async def open_h2(
     if endpoint.tls and tls is None:
         raise OpError(ErrorClass.CONNECT, f"{endpoint.url}: https needs an SSL context")
     host, port = endpoint.address
+    times = Stamps()
+    transport: asyncio.Transport
+
+    def factory() -> H2Connection:
+        return H2Connection(loop, endpoint, timeout, tls is not None, times)
+
     with connect_errors(endpoint.where, timeout):
         async with asyncio.timeout(timeout):
-            transport, conn = await loop.create_connection(
-                lambda: H2Connection(loop, endpoint, timeout, tls is not None),
-                host,
-                port,
-                ssl=tls,
-                server_hostname=endpoint.host if tls is not None else None,
-            )
+            if reactor is not None and tls is None:
+                made = await open_stamped(factory, host, port, reactor=reactor, stamps=times)
+                transport, conn = made[0], cast(H2Connection, made[1])
+            else:
+                transport, conn = await loop.create_connection(
+                    factory,
+                    host,
+                    port,
+                    ssl=tls,
+                    server_hostname=endpoint.host if tls is not None else None,
+                )
     if tls is not None and conn.alpn != "h2":
         if conn.alpn == "http/1.1" and fallback:
-            h1 = HttpConnection(loop, endpoint, timeout)
+            h1 = HttpConnection(loop, endpoint, timeout, stamps)
             transport.set_protocol(h1)
             h1.connection_made(transport)
             return h1
