@@ -26,7 +26,6 @@ Run it as ``bench/h2_codec [--rounds 5] [--number 20000] [--streams 10 100]``.
 from __future__ import annotations
 
 import argparse
-import asyncio
 import time
 from typing import Any
 
@@ -116,8 +115,11 @@ def ours(reads: list[bytes], streams: int) -> float:
 
 def library(reads: list[bytes], streams: int) -> float:
     config = h2.config.H2Configuration(
-        client_side=True, validate_inbound_headers=False, validate_outbound_headers=False,
-        normalize_inbound_headers=False, normalize_outbound_headers=False,
+        client_side=True,
+        validate_inbound_headers=False,
+        validate_outbound_headers=False,
+        normalize_inbound_headers=False,
+        normalize_outbound_headers=False,
     )
     conn = h2.connection.H2Connection(config)
     conn.initiate_connection()

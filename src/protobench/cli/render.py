@@ -41,6 +41,8 @@ def describe_model(model: LoadModel) -> str:
     """``closed model, 50 sessions`` or ``open model, 2000/s -> 5000/s over 40 sessions``
     (and ``, 1,000 requests`` when a request count ends the sustain)."""
     count = "" if model.requests is None else f", {model.requests:,} requests"
+    if model.connections is not None:
+        count = f" on {model.connections} connections{count}"
     if model.type == "closed":
         return f"closed model, {model.sessions} sessions{count}"
     rate = "an unknown rate" if model.rate is None else f"{model.rate:g}/s"

@@ -155,6 +155,11 @@ def build_report(
             rate=plan.rate,
             ramp_to=plan.ramp_to if plan.rate is not None else None,
             requests=plan.requests,
+            connections=(
+                sum(g.connections for g in plan.groups)
+                if any(g.per_connection > 1 for g in plan.groups)
+                else None
+            ),
         ),
         clock=clock,
         protocols={op: dict(counts) for op, counts in protocols.items()} if protocols else None,

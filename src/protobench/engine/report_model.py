@@ -52,13 +52,15 @@ class Tool:
 @dataclass(frozen=True, slots=True, kw_only=True)
 class LoadModel:
     """``closed`` (sessions back to back) or ``open`` (a rate of arrivals, maybe ramped);
-    ``requests``: the exchanges that end the sustain (``-n``), when counted."""
+    ``requests``: the exchanges that end the sustain (``-n``), when counted; ``connections``:
+    the connections the sessions share, when some share one (HTTP/2's streams)."""
 
     type: Literal["closed", "open"]
     sessions: int = 0
     rate: float | None = field(default=None, metadata=OMIT_NONE)
     ramp_to: float | None = field(default=None, metadata=OMIT_NONE)
     requests: int | None = field(default=None, metadata=OMIT_NONE)
+    connections: int | None = field(default=None, metadata=OMIT_NONE)
 
 
 type ClockSource = Literal["kernel", "user", "mixed"]

@@ -59,8 +59,8 @@ class OpSummary:
     the kernel's receive stamp to the engine's recording; only with the kernel
     clock); ``latency_by_kind`` the total's latencies per kind when ops measure
     different things; ``streams_per_connection`` the mean streams in flight on each
-    connection (HTTP/2, sampled every 100 ms); ``hist``/``hist_uncorrected``/``hist_delay`` the encoded
-    histograms of a series record or an interval event (never in the report).
+    connection (HTTP/2, sampled every 100 ms); ``hist``/``hist_uncorrected``/``hist_delay``
+    the encoded histograms of a series record or an interval event (never in the report).
     """
 
     ok: int

@@ -4,14 +4,15 @@ Options: ``insecure`` (skip TLS verification), ``ca_file``, ``cert_file`` and
 ``key_file`` (mutual TLS), ``secret_headers`` (header names whose values are
 never stored or printed, in addition to names that look like credentials),
 ``connect_to`` (connect to another address than the URL's; ``Host`` and the TLS
-name stay the URL's) and ``keepalive`` (false: every request on a new
-connection, with ``Connection: close``), ``version`` (``"1.1"``, ``"2"``: HTTP/2 by
-ALPN over ``https``, with prior knowledge over ``http``; ``"h2c"``: HTTP/2 in
-cleartext only) and ``fallback`` (HTTP/2 over TLS may fall back to HTTP/1.1 when
-the server's ALPN chooses it). The parameters' ``streams`` (HTTP/2: sessions
-per connection) is checked against them when the plan is made
-(:func:`connection_share`); ``headers_file`` is read by :func:`read_headers`. The one-line runs' flags (``protobench run URL
--H ...``) that set these keys are :mod:`.flags`.
+name stay the URL's), ``keepalive`` (false: every request on a new
+connection, with ``Connection: close``), ``version`` (``"1.1"``; ``"2"``: HTTP/2
+by ALPN over ``https``, with prior knowledge over ``http``; ``"h2c"``: HTTP/2 in
+cleartext only) and ``fallback`` (HTTP/2 over TLS may fall back to HTTP/1.1
+when the server's ALPN chooses it). The parameters' ``streams`` (HTTP/2:
+sessions per connection) is checked against them when the plan is made
+(:func:`connection_share`); ``headers_file`` is read by :func:`read_headers`.
+The one-line runs' flags (``protobench run URL -H ...``) that set these keys
+are :mod:`.flags`.
 """
 
 from __future__ import annotations
@@ -61,6 +62,14 @@ class HttpOptions(StrictModel):
         default=False,
         description="with version 2 over https: use HTTP/1.1 when the server's ALPN chooses it",
     )
+
+    @field_validator("version", mode="before")
+    @classmethod
+    def _version_number(cls, value: object) -> object:
+        """``version = 2`` (a TOML number, or ``--opt version=2``) is ``"2"``; 1.1 is ``"1.1"``."""
+        if isinstance(value, int | float) and not isinstance(value, bool) and value in (2, 1.1):
+            return "2" if value == 2 else "1.1"
+        return value
 
     @field_validator("connect_to")
     @classmethod
@@ -164,14 +173,17 @@ def connection_share(
 ) -> int:
     """The sessions that share a connection (``streams``), once the group's ``streams``, the
     ``version``, ``fallback``, ``keepalive`` and the target's scheme (``None``: the embedded
-    target, in cleartext) fit together; ``ValueError`` otherwise."""
+    target, whose scheme its ``[serve]`` options decide) fit together; ``ValueError``
+    otherwise."""
     version = options.get("version", "1.1")
+    if isinstance(version, int | float) and version in (2, 1.1):
+        version = "2" if version == 2 else "1.1"
     streams = int(params.get("streams", 1))
-    tls = target is not None and target.lower().startswith("https:")
+    tls = None if target is None else target.lower().startswith("https:")
     if version == "1.1":
         if streams > 1:
             raise ValueError(
-                f"streams = {streams} needs HTTP/2: set the option version = \"2\""
+                f'streams = {streams} needs HTTP/2: set the option version = "2"'
                 " (--http2, or --h2c for cleartext)"
             )
         if options.get("fallback"):
@@ -182,7 +194,7 @@ def connection_share(
             'version = "h2c" is HTTP/2 in cleartext: give an http:// target'
             ' (or version = "2" for HTTP/2 over TLS, --http2)'
         )
-    if options.get("fallback") and not tls:
+    if options.get("fallback") and tls is False:
         raise ValueError(
             "fallback to HTTP/1.1 is chosen by ALPN, over TLS only: give an https:// target"
         )
@@ -192,8 +204,9 @@ def connection_share(
                 f"header {name!r} is HTTP/1.1's, forbidden in HTTP/2 (RFC 9113 section 8.2.2)"
             )
     if not options.get("keepalive", True):
-        raise ValueError("keepalive = false (--disable-keepalive) is HTTP/1.1's; HTTP/2 keeps"
-                         " its connections")
+        raise ValueError(
+            "keepalive = false (--disable-keepalive) is HTTP/1.1's; HTTP/2 keeps its connections"
+        )
     return streams
 
 

@@ -5,10 +5,11 @@ the same pre-encoded request (method, path, headers, body) back-to-back
 (:mod:`.sessions`). With ``version = "2"`` (or ``"h2c"``) the request goes
 over HTTP/2 (:mod:`.h2`): ``streams`` sessions share one connection, each with
 one stream in flight, and a group's ``count`` is its connections
-(:meth:`HttpProtocol.connection_share`); the connections opened are counted by
-the protocol they got (the report's ``protocols``: ``h2``, ``h2c``, ``http/1.1``). A response with an expected status (``expect_status``,
-default any 2xx) is a success; any other status is a ``protocol`` error whose
-code is the status (``"503"``). The options and the op's parameters are in
+(:meth:`HttpProtocol.connection_share`); each session names the protocol it
+got (the report's ``protocols``: ``h2``, ``h2c``, ``http/1.1``). A response
+with an expected status (``expect_status``, default any 2xx) is a success;
+any other status is a ``protocol`` error whose code is the status (``"503"``).
+The options and the op's parameters are in
 :mod:`.options`; the client is :mod:`.client`.
 
 The request target is the target URL's path exactly as given
@@ -46,6 +47,7 @@ from protobench.protocols.http.options import (
     read_headers,
 )
 from protobench.protocols.http.sessions import HTTP1, HeadSession, HttpSession, open_h2_session
+from protobench.tlsutil import split_url_files
 from protobench.vocab.counters import CONNECTS
 from protobench.vocab.errors import ErrorClass, OpError
 
@@ -121,17 +123,19 @@ class HttpProtocol(ProtocolPlugin):
         options, params = ctx.options, ctx.params
         assert isinstance(options, HttpOptions)
         assert isinstance(params, RequestParams)
+        url, files = split_url_files(ctx.target)  # an embedded target's CA, in its fragment
         try:
-            endpoint: Endpoint = parse_url(ctx.target)
+            endpoint: Endpoint = parse_url(url)
         except ValueError as exc:
             raise OpError(ErrorClass.CONNECT, str(exc)) from None
         h2 = options.version != "1.1"
+        ca_file = options.ca_file or files.get("ca_file")
         tls = None
         if endpoint.tls:
             try:
                 tls = _ssl_context(
                     options.insecure,
-                    options.ca_file,
+                    ca_file,
                     options.cert_file,
                     options.key_file,
                     ALPN if h2 else ("http/1.1",),
@@ -140,7 +144,7 @@ class HttpProtocol(ProtocolPlugin):
                 raise OpError(ErrorClass.LOCAL, f"TLS setup failed: {exc}") from None
         if options.connect_to is not None:
             endpoint = connect_via(endpoint, options.connect_to)
-        target = join_path(urlsplit(ctx.target).path, params.path)
+        target = join_path(urlsplit(url).path, params.path)
         headers = self._file_headers(params)
         accept = SUCCESS if params.expect_status is None else frozenset(params.expect_status)
         conn: HttpConnection | None = None
@@ -151,9 +155,7 @@ class HttpProtocol(ProtocolPlugin):
             if not isinstance(got, HttpConnection | None):
                 return got
             conn = got  # the server chose HTTP/1.1 (ALPN) and the fallback is allowed
-            tls = _ssl_context(
-                options.insecure, options.ca_file, options.cert_file, options.key_file
-            )
+            tls = _ssl_context(options.insecure, ca_file, options.cert_file, options.key_file)
         if not options.keepalive and not any(n.lower() == "connection" for n, _ in headers):
             headers.append(("Connection", "close"))
         request = build_request(

@@ -86,7 +86,7 @@ Unavailable = Callable[[f.RequestFrames, Stamps, Done, bool], None]
 is true when the server dropped it unprocessed (GOAWAY), so it may be sent once more."""
 
 
-class ConnectionError_(OpError):  # noqa: N801 - not the builtin ConnectionError
+class ConnectionError_(OpError):
     """A connection error of ours: what to put in GOAWAY, and the streams' error."""
 
     def __init__(self, code: f.ErrorCode, detail: str) -> None:
@@ -740,9 +740,7 @@ class H2Connection(asyncio.Protocol):
     def _connection_error(self, error: ConnectionError_) -> None:
         transport = self._transport
         if transport is not None and not transport.is_closing():
-            transport.write(
-                f.goaway(self._next_id - 2 if self._next_id > 1 else 0, error.h2_code)
-            )
+            transport.write(f.goaway(self._next_id - 2 if self._next_id > 1 else 0, error.h2_code))
             transport.close()
         self.abort(error)
 
@@ -774,8 +772,10 @@ class H2Connection(asyncio.Protocol):
             done(OpError(ErrorClass.TIMEOUT, f"no free stream within {self.timeout:g}s"), 0)
         if expired and self._heard < self._streams[expired[0]].started:
             self.abort(
-                OpError(ErrorClass.TIMEOUT, f"no response within {self.timeout:g}s (nothing "
-                        "came from the server)")
+                OpError(
+                    ErrorClass.TIMEOUT,
+                    f"no response within {self.timeout:g}s (nothing came from the server)",
+                )
             )
             return
         for sid in expired:
