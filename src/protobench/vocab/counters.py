@@ -15,6 +15,10 @@ STREAM_SAMPLES: Final = "stream_samples"
 over :data:`CONNECTION_SAMPLES`, the streams in flight per connection."""
 CONNECTION_SAMPLES: Final = "connection_samples"
 """How many connections :data:`STREAM_SAMPLES` sampled."""
+OK_TOTAL: Final = "ok"
+"""In what a plugin diagnoses (``ProtocolPlugin.diagnose``): the op's exchanges that succeeded."""
+ERRORS_PREFIX: Final = "errors:"
+"""In what a plugin diagnoses: ``errors:CLASS`` is the op's exchanges that failed with CLASS."""
 
 
 def streams_per_connection(counters: Mapping[str, int]) -> float | None:

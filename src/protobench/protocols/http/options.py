@@ -22,9 +22,9 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import Field, field_validator, model_validator
+from pydantic import Field, ValidationInfo, field_validator, model_validator
 
-from protobench.protocols.base import StrictModel
+from protobench.protocols.base import StrictModel, overrides_applied
 from protobench.protocols.http.client import check_relative_path, check_request
 from protobench.protocols.http.flags import CONNECT_TO, connect_target
 from protobench.protocols.http.h2.headers import FORBIDDEN
@@ -79,8 +79,8 @@ class HttpOptions(StrictModel):
         return value
 
     @model_validator(mode="after")
-    def _key_needs_cert(self) -> HttpOptions:
-        if self.key_file and not self.cert_file:
+    def _key_needs_cert(self, info: ValidationInfo) -> HttpOptions:
+        if self.key_file and not self.cert_file and overrides_applied(info):
             raise ValueError("key_file needs cert_file")
         return self
 
