@@ -39,6 +39,7 @@ from protobench.protocols.http.client import parse_url
 from protobench.protocols.http.h2 import frames as f
 from protobench.protocols.http.h2.client import H2Connection
 from protobench.protocols.http.h2.headers import encode_request
+from protobench.protocols.timestamps.clock import Stamps
 
 AUTHORITY = "127.0.0.1:8080"
 NGINX_HEADERS = [
@@ -91,17 +92,18 @@ def ours(reads: list[bytes], streams: int) -> float:
         conn = H2Connection(loop, parse_url(f"http://{AUTHORITY}/"), 30.0, False)
         conn.connection_made(_Sink())  # type: ignore[arg-type]
         request = f.request_frames(encode_request("GET", "http", AUTHORITY, "/", []), b"")
+        stamps = Stamps()  # one session's times (the engine gives each session its own)
         completed = 0
 
         def done(error: object, nbytes: int) -> None:
             nonlocal completed
             completed += 1
-            conn.submit(request, done)
+            conn.submit(request, stamps, done)
 
         conn.data_received(reads[0])
         start = time.thread_time()
         for _ in range(streams):
-            conn.submit(request, done)
+            conn.submit(request, stamps, done)
         for data in reads[1:]:
             conn.data_received(data)
         elapsed = time.thread_time() - start

@@ -18,7 +18,9 @@ Generators:
   in C on nghttp2.
 * ``oha --http2`` (``-c C -p S``), when ``oha`` is on PATH (``cargo install oha``).
 
-Run it as ``bench/h2_vs_peers [--connections 50] [--streams 10] [--rounds 3]``;
+``--clock kernel user`` runs protobench once per clock (``protobench/kernel``,
+``protobench/user``). Run it as ``bench/h2_vs_peers [--connections 50] [--streams 10]
+[--rounds 3]``;
 ``--connections 1 --streams 100`` is the issue's second shape. h2load is installed
 from Debian when missing (``PROTOBENCH_BENCH_TOOLS=1 scripts/setup`` does too).
 """
@@ -97,10 +99,11 @@ def run_oha_h2(settings: Settings) -> Result:
     return Result("oha", requests, float(data["summary"]["total"]), cpu, errors)
 
 
-def run_protobench_h2(settings: Settings) -> Result:
-    """The one-line run ``protobench run URL --h2c --streams S``, as :func:`run_protobench`."""
+def run_protobench_h2(settings: Settings, clock: str = "") -> Result:
+    """The one-line run ``protobench run URL --h2c --streams S``, as :func:`run_protobench`
+    (with ``--clock CLOCK`` when given)."""
     extra = ["--h2c", "--streams", str(settings.extra["streams"])]
-    return run_protobench(settings, profile=settings.url, extra=extra)
+    return run_protobench(settings, profile=settings.url, clock=clock, extra=extra)
 
 
 def main() -> int:
@@ -108,15 +111,26 @@ def main() -> int:
     parser.add_argument("--streams", type=int, default=10, help="streams per connection (10)")
     parser.add_argument("--only", nargs="*", help="run only these generators")
     parser.add_argument("--json", type=Path, help="also write the results here")
+    parser.add_argument(
+        "--clock",
+        nargs="+",
+        choices=["kernel", "user"],
+        help="run protobench once per --clock (default: its default, the kernel's)",
+    )
     args = parser.parse_args()
     chosen: dict[str, Any] = {
-        "protobench": run_protobench_h2,
+        "/".join(["protobench", *([clock] if clock else [])]): partial(
+            run_protobench_h2, clock=clock
+        )
+        for clock in args.clock or [""]
+    }
+    chosen |= {
         "h2load": partial(run_h2load, binary=find_h2load()),
     }
     if shutil.which("oha"):
         chosen["oha"] = run_oha_h2
     if args.only:
-        chosen = {k: v for k, v in chosen.items() if k in args.only}
+        chosen = {k: v for k, v in chosen.items() if k.split("/")[0] in args.only}
     with tempfile.TemporaryDirectory(prefix="protobench-bench-") as tmp:
         settings = settings_from(args, Path(tmp))
         settings.extra["streams"] = args.streams
