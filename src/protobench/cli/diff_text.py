@@ -10,6 +10,7 @@ import math
 from typing import TYPE_CHECKING
 
 from protobench.cli.render import us
+from protobench.vocab.thresholds import format_change
 
 if TYPE_CHECKING:  # numpy and hdrhistogram load in the command, not for --help
     from protobench.snapshots.diff import Diff, GateResult, GeomeanRow, Row, RunInfo
@@ -31,14 +32,6 @@ def _si(value: float) -> str:
         if abs(value) >= factor:
             return f"{value / factor:.3g}{suffix}"
     return f"{value:.3g}"
-
-
-def format_change(metric: str, change: float | None) -> str:
-    if change is None:
-        return "?"
-    if metric == "error_rate":
-        return f"{change * 100:+.2f}pp"
-    return f"{change:+.2%}"
 
 
 def _side(metric: str, est: Estimate | None) -> str:

@@ -18,11 +18,11 @@ from protobench.engine.events import (
 from protobench.engine.report_model import (
     NO_SESSION,
     NO_SESSION_NOTICE,
-    LoadModel,
     Report,
     Resources,
     ThresholdResult,
     Verdicts,
+    describe_model,
 )
 from protobench.engine.summaries import LatencySummary, OpSummary
 from protobench.vocab.thresholds import LATENCY_COLUMNS, observed
@@ -31,16 +31,6 @@ from protobench.vocab.units import format_duration
 
 def us(value: float | None) -> str:
     return "-" if value is None else format_duration(value / 1e6)
-
-
-def describe_model(model: LoadModel) -> str:
-    """``closed model, 50 sessions`` or ``open model, 2000/s -> 5000/s over 40 sessions``."""
-    if model.type == "closed":
-        return f"closed model, {model.sessions} sessions"
-    rate = "an unknown rate" if model.rate is None else f"{model.rate:g}/s"
-    if model.ramp_to is not None:
-        rate += f" -> {model.ramp_to:g}/s"
-    return f"open model, {rate} over {model.sessions} sessions"
 
 
 def summary_table(report: Report) -> str:

@@ -23,7 +23,7 @@ from dataclasses import dataclass, field, fields, is_dataclass
 from typing import TYPE_CHECKING, Any, Literal
 
 from protobench.engine.summaries import OMIT_NONE, PhaseSummary
-from protobench.vocab.exceptions import BadInput
+from protobench.vocab.exceptions import BadInput, ExitCode
 
 if TYPE_CHECKING:
     from pydantic import TypeAdapter
@@ -56,6 +56,17 @@ class LoadModel:
     sessions: int = 0
     rate: float | None = field(default=None, metadata=OMIT_NONE)
     ramp_to: float | None = field(default=None, metadata=OMIT_NONE)
+
+
+def describe_model(model: LoadModel) -> str:
+    """``closed model, 50 sessions`` or ``open model, 2000/s -> 5000/s over 40 sessions``
+    (the summary's line and the HTML report's header)."""
+    if model.type == "closed":
+        return f"closed model, {model.sessions} sessions"
+    rate = "an unknown rate" if model.rate is None else f"{model.rate:g}/s"
+    if model.ramp_to is not None:
+        rate += f" -> {model.ramp_to:g}/s"
+    return f"open model, {rate} over {model.sessions} sessions"
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -260,6 +271,19 @@ class Report:
     @property
     def sustain(self) -> PhaseSummary | None:
         return self.phases.get("sustain")
+
+    @property
+    def exit_code(self) -> ExitCode:
+        """The run's exit code (:mod:`protobench.engine.report` says which is when).
+
+        A ``snapshot_error`` in the report means the snapshot is not in the store.
+        """
+        verdict = self.verdicts
+        if self.partial or self.sustain is None or not verdict.complete:
+            return ExitCode.INCOMPLETE
+        if not verdict.thresholds_passed or not verdict.checks_passed:
+            return ExitCode.FAILED
+        return ExitCode.NOT_SAVED if self.snapshot_error else ExitCode.OK
 
 
 class ReportError(BadInput, ValueError):

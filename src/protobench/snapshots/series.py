@@ -7,7 +7,8 @@ typed when the snapshot is read (a :class:`~protobench.engine.series_model.Serie
 each); :func:`intervals` adds the ``TOTAL`` of all operations to each
 record, merged exactly with the engine's own accumulator (histograms summed,
 never percentiles averaged). :func:`phase_histogram` and :func:`phase_counts`
-give a phase's whole-run figures over one or several snapshots.
+give a phase's whole-run figures over one or several snapshots
+(:func:`has_uncorrected` says where the uncorrected histograms are whole).
 
 The snapshot is validated when read (:func:`~protobench.snapshots.model.load_snapshot`),
 except the encoded histograms of its intervals, which are decoded here: a
@@ -55,8 +56,9 @@ def checked_histogram(snapshot: Snapshot, where: str, encoded: str) -> HdrHistog
         raise SnapshotError(f"snapshot {snapshot.id}: {exc}") from None
 
 
-def total_of(ops: dict[str, OpSummary], seconds: float) -> OpSummary:
-    """The exact merge of one interval's per-op summaries, with its encoded histograms.
+def total_of(ops: dict[str, OpSummary], seconds: float, encoded: bool = True) -> OpSummary:
+    """The exact merge of one interval's per-op summaries, with its encoded histograms
+    (``encoded=False``: without them, for a reader of its figures alone).
 
     In the open model (an op has ``hist_uncorrected``) the total has the
     uncorrected latencies and histogram too.
@@ -65,8 +67,11 @@ def total_of(ops: dict[str, OpSummary], seconds: float) -> OpSummary:
     for summary in ops.values():
         acc.add(interval_of(summary))
     corrected = any(summary.hist_uncorrected for summary in ops.values())
+    figures = op_summary(acc, seconds, corrected=corrected)
+    if not encoded:
+        return figures
     return replace(
-        op_summary(acc, seconds, corrected=corrected),
+        figures,
         hist=encode(acc.hist) if acc.ok else "",
         hist_uncorrected=encode(acc.hist_uncorrected) if corrected else None,
     )
@@ -90,12 +95,17 @@ def latency(figures: OpSummary, name: str) -> float | None:
 
 
 def intervals(
-    snapshot: Snapshot, phase: str | None = "sustain", min_fraction: float = 0.0
+    snapshot: Snapshot,
+    phase: str | None = "sustain",
+    min_fraction: float = 0.0,
+    total_histograms: bool = True,
 ) -> list[Interval]:
     """The intervals of ``phase`` (every phase when ``None``), in run order.
 
     Intervals shorter than ``min_fraction`` of the plan's interval (a run cut
     short, a phase that is not a multiple of the interval) are left out.
+    ``total_histograms=False``: ``TOTAL`` without its encoded histograms (a
+    tenth of the time the intervals take, for a reader that does not use them).
     """
     shortest = min_fraction * snapshot.interval
     out = []
@@ -106,7 +116,7 @@ def intervals(
             continue
         ops = dict(record.ops)
         try:
-            ops[TOTAL] = total_of(record.ops, record.duration)
+            ops[TOTAL] = total_of(record.ops, record.duration, total_histograms)
         except Exception as exc:  # a corrupt histogram (hdrh raises many types): name it
             for op, figures in record.ops.items():
                 for key, encoded in (
@@ -140,6 +150,25 @@ def phase_histogram(
                 item = hists[name]
                 encoded.append(item.get("hist_uncorrected", "") if uncorrected else item["hist"])
     return merge(encoded)
+
+
+def has_uncorrected(snapshots: Sequence[Snapshot], op: str, phase: str = "sustain") -> bool:
+    """Whether ``op`` (or ``TOTAL``) has latencies from the actual send over the phase.
+
+    Only in the open model (snapshots written before the engine kept them to
+    it hold a closed run's periodic groups' too), and for ``TOTAL`` only when
+    every operation with latencies has them: a merge of some operations' is no
+    total (a stream's deliveries have no send of their own).
+    """
+    for snapshot in snapshots:
+        if snapshot.report.model.type != "open":
+            return False
+        hists = snapshot.histograms.get(phase, {})
+        for name in list(hists) if op == TOTAL else [op]:
+            item = hists.get(name)
+            if item is not None and item["hist"] and not item.get("hist_uncorrected"):
+                return False
+    return True
 
 
 def phase_counts(
