@@ -27,7 +27,6 @@ import contextlib
 import importlib.util
 import os
 import signal
-import sys
 import threading
 from collections.abc import Callable, Iterator
 from types import FrameType
@@ -40,6 +39,7 @@ from protobench.engine.report import exit_code_for
 from protobench.engine.report_model import Report
 from protobench.snapshots.model import Snapshot
 from protobench.snapshots.store import SnapshotStore
+from protobench.termtext import echo
 from protobench.tui.baseline import Baseline
 from protobench.tui.source import LiveSource, ReplaySource
 from protobench.vocab.exceptions import ExitCode
@@ -93,13 +93,13 @@ def run_live(
     with contextlib.suppress(OSError):  # a closed terminal (SIGHUP) has no stdout
         if report is not None:
             partial = f" (partial: {report.stop_reason})" if report.partial else ""
-            sys.stdout.write(f"protobench: run {report.profile} ended{partial}\n")
+            echo(f"protobench: run {report.profile} ended{partial}")
             if report.snapshot_error:
-                sys.stderr.write(f"protobench: {report.snapshot_error}\n")
+                echo(f"protobench: {report.snapshot_error}", err=True)
             else:
-                sys.stdout.write(f"snapshot {report.snapshot}\n")
+                echo(f"snapshot {report.snapshot}")
         if source.error is not None:
-            sys.stderr.write(f"protobench: error: {describe_failure(source.error)}\n")
+            echo(f"protobench: error: {describe_failure(source.error)}", err=True)
     return _exit_code(report)
 
 
