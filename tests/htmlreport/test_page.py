@@ -105,7 +105,7 @@ def test_the_open_models_throughput_charts_draw_the_offered_rate() -> None:
     charts = data["charts"]
     assert isinstance(charts, dict)
     labels = [s["label"] for s in charts["overview-throughput"]["series"]]
-    assert labels == ["offered/s", "ok/s", "errors/s"]
+    assert labels == ["ok/s", "errors/s", "offered/s"]
     assert charts["overview-latency"]["y"] == {
         "unit": "us",
         "label": "latency",

@@ -123,7 +123,9 @@ def test_a_sparse_operation_is_drawn_as_points(tmp_path: Path) -> None:
         chromium.load(page, 0, timeout=60 * S)
         charts = chromium.drawn_charts()
     latency = charts["op2-latency"]["drawn"]
-    assert latency["points"] > 0  # dots, counted only where a point has no neighbour
+    sparse = [r for r in snapshot["series"] if r["ops"]["object-list"]["ok"]]
+    assert latency["dots"] == len(sparse) * 6  # each percentile's latency, alone: a dot
+    assert charts["op1-latency"]["drawn"]["dots"] == 0  # read has a latency every interval
 
 
 def test_a_ten_minute_run_keeps_its_labels_apart(tmp_path: Path) -> None:
@@ -152,3 +154,65 @@ def test_comparison_page_in_chromium(tmp_path: Path) -> None:
     _assert_readable(charts, _spec(page))
     spectrum = [t["label"] for t in charts["cmp1-spectrum"]["drawn"]["ticks"]["x"]]
     assert "99.99%" in spectrum
+
+
+def _plot_box(chromium: Browser, chart: str) -> dict[str, float]:
+    """The chart's plot area in viewport pixels, scrolled into view."""
+    where = f"document.querySelector('figure[data-chart=\"{chart}\"] canvas')"
+    chromium.evaluate(f"{where}.scrollIntoView({{block: 'center'}})")
+    box = chromium.evaluate(
+        f"(() => {{ const r = {where}.getBoundingClientRect();"
+        f" const p = window.protobenchCharts['{chart}'].plot;"
+        " return {left: r.left + p.left, top: r.top + p.top, width: p.width, height: p.height};"
+        " })()"
+    )
+    assert isinstance(box, dict)
+    return box
+
+
+def test_hover_zoom_and_legend(tmp_path: Path) -> None:
+    """A tooltip reads the values under the pointer; a drag across one time chart zooms every
+    time chart (not the spectrum), a double-click zooms out; a legend entry hides its line."""
+    assert CHROMIUM is not None
+    page = tmp_path / "report.html"
+    page.write_text(run_page(run_view(typed(report_snapshot()))), encoding="utf-8")
+    with browser(CHROMIUM, height=900) as chromium:
+        _load(page, 22, chromium, MIN_COLORED_PIXELS)
+        full = chromium.drawn_charts()
+        box = _plot_box(chromium, "overview-throughput")
+        middle = box["top"] + box["height"] / 2
+        chromium.mouse("mouseMoved", box["left"] + box["width"] * 0.6, middle)
+        tip = chromium.evaluate(
+            "document.querySelector('figure[data-chart=\"overview-throughput\"] .tip').innerText"
+        )
+        lines = tip.splitlines()
+        assert re.fullmatch(r"\d+(\.\d+)? s", lines[0])
+        assert [line.split(":")[0] for line in lines[1:]] == ["ok/s", "errors/s", "offered/s"]
+        assert re.fullmatch(r"ok/s: [\d,.]+/s", lines[1])
+
+        start, end = box["left"] + box["width"] * 0.25, box["left"] + box["width"] * 0.5
+        chromium.mouse("mousePressed", start, middle)
+        chromium.mouse("mouseMoved", end, middle)
+        chromium.mouse("mouseReleased", end, middle)
+        zoomed = chromium.drawn_charts()
+        span = full["op1-latency"]["drawn"]["x"]
+        low, high = zoomed["op1-latency"]["drawn"]["x"]
+        assert low == pytest.approx(span[0] + 0.25 * (span[1] - span[0]), rel=0.05)
+        assert high == pytest.approx(span[0] + 0.5 * (span[1] - span[0]), rel=0.05)
+        assert zoomed["overview-spectrum"]["drawn"]["x"] == full["overview-spectrum"]["drawn"]["x"]
+        assert zoomed["op1-latency"]["drawn"]["points"] < full["op1-latency"]["drawn"]["points"]
+
+        box = _plot_box(chromium, "op2-latency")
+        chromium.mouse("mousePressed", box["left"] + 10, box["top"] + 10, clicks=2)
+        chromium.mouse("mouseReleased", box["left"] + 10, box["top"] + 10, clicks=2)
+        assert chromium.drawn_charts()["op1-latency"]["drawn"]["x"] == span
+
+        chromium.evaluate(
+            "[...document.querySelectorAll('figure[data-chart=\"op1-latency\"] .legend .key')]"
+            ".find((k) => k.textContent === 'max').click()"
+        )
+        drawn = chromium.drawn_charts()["op1-latency"]["drawn"]
+        assert drawn["visible"] == ["p50", "p90", "p95", "p99", "p99.9"]
+        assert drawn["points"] < full["op1-latency"]["drawn"]["points"]
+        errors = chromium.load(page, 0).errors  # nothing above logged an error
+    assert errors == []

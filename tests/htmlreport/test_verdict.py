@@ -38,7 +38,7 @@ def test_a_run_that_held_passes_and_counts_what_held() -> None:
         "2.1ms",
         "all operations",
     )
-    assert (second.kind, second.observed, second.scope) == ("check", "7116", "get")
+    assert (second.kind, second.observed, second.scope) == ("check", "7,116", "get")
     assert answer.caveats == ["host saturated: host CPU at 97%", "finding: lost 3"]
 
 

@@ -238,6 +238,16 @@ class Browser:
                 outcome.errors.append(params["entry"].get("text", "")[:500])
         return outcome
 
+    def mouse(self, kind: str, x: float, y: float, clicks: int = 1) -> None:
+        """A mouse event at viewport ``(x, y)``: ``mouseMoved``, ``mousePressed``, ``mouseReleased``
+        (the left button)."""
+        params: dict[str, Any] = {"type": kind, "x": x, "y": y}
+        if kind != "mouseMoved":
+            params.update(button="left", clickCount=clicks)
+        else:
+            params["buttons"] = 0
+        self.call("Input.dispatchMouseEvent", params, self.session)
+
     def drawn_charts(self) -> dict[str, dict[str, Any]]:
         """:data:`DRAWN_CHARTS_JS` of the page loaded."""
         found: dict[str, dict[str, Any]] = self.evaluate(DRAWN_CHARTS_JS)

@@ -127,7 +127,7 @@ def run_command(
     report_file: Annotated[
         Path | None,
         typer.Option(
-            "--report", metavar="FILE", help="Also write the run as one HTML page (report extra)."
+            "--report", metavar="FILE", help="Also write the run as one HTML page (see report)."
         ),
     ] = None,
     ray: Annotated[

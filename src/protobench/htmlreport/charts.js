@@ -353,7 +353,7 @@
         const to = Math.min(width - 2, from + t.width);
         from = to - t.width;
         if (from < end + 8 || from < 0) continue;
-        ctx.fillText(t.label, from + t.width / 2, plot.top + plot.height + 4);
+        ctx.fillText(t.label, from + t.width / 2, plot.top + plot.height + 6);
         shown.x.push({ label: t.label, left: from, right: to });
         end = to;
       }
@@ -385,7 +385,10 @@
         ticks: shown,
         marks: this.markLabels,
         points: drawn,
+        dots: this.dots,
         series: this.spec.series.map((s) => s.label),
+        visible: this.visible().map(([s]) => s.label),
+        x: xd,
       };
     }
 
@@ -405,6 +408,8 @@
           const w = ctx.measureText(mark.label).width;
           let x = from + 4;
           if (x + w > plot.left + plot.width - 4) x = plot.left + plot.width - 4 - w;
+          ctx.fillStyle = 'rgba(255,255,255,0.8)';
+          ctx.fillRect(x - 2, plot.top + 2, w + 4, 13);
           ctx.fillStyle = mark.kind === 'pause' ? '#8a5a00' : '#666';
           ctx.fillText(mark.label, x, plot.top + 3);
           this.markLabels.push({ label: mark.label, left: x, right: x + w, top: plot.top + 3, bottom: plot.top + 15 });
@@ -423,10 +428,13 @@
           ctx.rotate(-Math.PI / 2);
           ctx.textAlign = 'right';
           ctx.textBaseline = 'bottom';
-          ctx.fillStyle = ctx.strokeStyle;
+          const color = ctx.strokeStyle;
           const room = plot.height - 8;
           let label = mark.label;
           while (label.length > 3 && ctx.measureText(label).width > room) label = label.slice(0, -2) + '…';
+          ctx.fillStyle = 'rgba(255,255,255,0.8)';
+          ctx.fillRect(-ctx.measureText(label).width - 2, -13, ctx.measureText(label).width + 4, 13);
+          ctx.fillStyle = color;
           ctx.fillText(label, 0, 0);
           ctx.restore();
           const length = ctx.measureText(label).width;
@@ -435,8 +443,12 @@
       }
     }
 
+    // Draw the visible series; return how many of their points lie in the x range shown.
     drawSeries(ctx, sx, sy, sy2) {
       let drawn = 0;
+      this.dots = 0;
+      const [lo, hi] = this.xView();
+      const shown = (x) => x >= lo && x <= hi;
       const stackBase = [];
       for (const [s] of this.visible()) {
         const xs = values(s.x);
@@ -458,7 +470,7 @@
             const w = Math.max(1, b - a - (b - a > 3 ? 1 : 0));
             ctx.fillRect(a, y(top), w, Math.max(1, y(base) - y(top)));
             stackBase[i] = top;
-            drawn += 1;
+            if (shown(xs[i])) drawn += 1;
           }
           continue;
         }
@@ -472,7 +484,7 @@
             const py = y(ys[i]);
             if (open) ctx.lineTo(px, py); else ctx.moveTo(px, py);
             open = true;
-            drawn += 1;
+            if (shown(xs[i])) drawn += 1;
           }
           ctx.stroke();
         }
@@ -483,7 +495,8 @@
           ctx.beginPath();
           ctx.arc(sx(xs[i]), y(ys[i]), 4, 0, 2 * Math.PI);
           ctx.fill();
-          if (s.kind === 'points') drawn += 1;
+          if (shown(xs[i])) this.dots += 1;
+          if (s.kind === 'points' && shown(xs[i])) drawn += 1;
         }
       }
       return drawn;

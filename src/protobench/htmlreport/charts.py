@@ -164,8 +164,8 @@ def throughput(out: ChartSet, key: str, op: OpSeries, x: Axis, title: str = "") 
         Series("ok/s", f"{key}.t", f"{key}.ok", OK, width=2.0),
         Series("errors/s", f"{key}.t", f"{key}.errors", ERRORS),
     ]
-    if op.offered is not None:
-        series.insert(0, Series("offered/s", f"{key}.t", f"{key}.offered", OFFERED, dash=True))
+    if op.offered is not None:  # drawn last: dashed over the achieved rate it matches
+        series.append(Series("offered/s", f"{key}.t", f"{key}.offered", OFFERED, dash=True))
     return Chart(title or f"{op.name}: throughput", x, Axis("rate", "per second"), series)
 
 
@@ -183,6 +183,17 @@ def latency(
     ]
     axis = Axis("us", "latency", log=True, zero=False)
     return Chart(f"{op.name}: latency over time", x, axis, series)
+
+
+def each_op(out: ChartSet, ops: Sequence[tuple[str, OpSeries]], x: Axis, p: str = "p99") -> Chart:
+    """Percentile ``p`` of each ``(key, operation)`` per interval, on a log axis (for runs
+    whose operations' latencies are of different kinds: no total of them)."""
+    series = []
+    for index, (key, op) in enumerate(ops):
+        op_columns(out, key, op)
+        series.append(Series(op.name, f"{key}.t", f"{key}.{p}", _color(index), width=2.0))
+    axis = Axis("us", "latency", log=True, zero=False)
+    return Chart(f"{LABELS[p]} of each operation over time", x, axis, series)
 
 
 def errors(out: ChartSet, key: str, op: OpSeries, x: Axis) -> Chart:

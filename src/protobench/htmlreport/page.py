@@ -128,6 +128,10 @@ def _overview(view: RunView, out: ChartSet, x: charts.Axis) -> str:
     if charts.has_latency(total):
         chart = charts.latency(out, key, total, x, ("p50", "p99", "p999"))
         cells.append(out.cell("overview-latency", chart))
+    elif measured := [
+        (f"op{i}", op) for i, op in enumerate(view.ops) if i and charts.has_latency(op)
+    ]:
+        cells.append(out.cell("overview-latency", charts.each_op(out, measured, x)))
     if total.errors:
         cells.append(out.cell("overview-errors", charts.errors(out, key, total, x)))
     spectrum = view.spectra[0]

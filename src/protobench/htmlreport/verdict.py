@@ -81,13 +81,18 @@ def check_rows(report: Report) -> list[CheckRow]:
             c.ok,
             "check",
             c.expr,
-            c.observed or observed(c.expr, c.value),
+            _grouped(c.observed) or observed(c.expr, c.value),
             _scope(c.expr, c.op),
             c.reason or "",
         )
         for c in report.verdicts.checks
     ]
     return rows
+
+
+def _grouped(text: str) -> str:
+    """A count as a person reads it (``239,920``); anything else as it is."""
+    return f"{int(text):,}" if text.isdigit() else text
 
 
 def _count(n: int, word: str) -> str:
@@ -175,7 +180,9 @@ def _resource_cards(report: Report) -> list[Card]:
     if target.rss_peak is not None:
         more = []
         if target.rss_baseline is not None:
-            more.append(f"{_mib(target.rss_peak - target.rss_baseline)} over the run")
+            growth = target.rss_peak - target.rss_baseline
+            grown = _mib(growth) if abs(growth) >= MIB else f"{growth / 1024:,.0f} KiB"
+            more.append(f"+{grown} over the run" if growth >= 0 else f"{grown} over the run")
         if target.rss_per_connection is not None:
             more.append(f"{target.rss_per_connection / 1024:,.1f} KiB per connection")
         elif target.rss_per_session is not None:

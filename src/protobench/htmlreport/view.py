@@ -168,12 +168,14 @@ def op_series(
 ) -> list[OpSeries]:
     """Per interval of every phase: ``TOTAL`` first, then each operation of ``names``.
 
+    ``TOTAL`` has no latency where the operations' latencies are of different kinds.
     ``offered``: the open model's rate asked of each paced operation per interval
     (:func:`offered_rates`); ``TOTAL``'s is their sum.
     """
     offered = dict(offered or {})
     if offered:
         offered[TOTAL] = [sum(values) for values in zip(*offered.values(), strict=True)]
+    mixed = [len({f.latency_kind for n, f in i.ops.items() if n != TOTAL}) > 1 for i in items]
     out = []
     for name in [TOTAL, *names]:
         t0: list[float] = []
@@ -190,6 +192,8 @@ def op_series(
             ok.append(_rate(figures.ok, item.duration))
             err.append(_rate(figures.errors, item.duration))
             measured = figures.latency_us if figures.ok else LatencySummary()
+            if name == TOTAL and mixed[index]:  # no total of latencies of different kinds
+                measured = LatencySummary()
             for p in PERCENTILES:
                 latency[p].append(measured.value(p))
             _append(errors, _error_keys(figures), index, item.duration)
