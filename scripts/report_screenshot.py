@@ -36,9 +36,9 @@ RUNS = {
 """A built-in profile of each protocol, run for 12 s."""
 
 
-def shoot(run: list[str], out: Path, height: int) -> None:
+def shoot(run: list[str], out: Path, height: int, section: str | None = None) -> None:
     """Run ``protobench RUN`` in a private store, write its report, save a PNG of the page
-    from the top, ``height`` pixels high."""
+    from the top, or from the element whose id is ``section``, ``height`` pixels high."""
     chromium = find_chromium()
     if chromium is None:
         sys.exit("chromium is not installed (scripts/setup installs it)")
@@ -60,8 +60,12 @@ def shoot(run: list[str], out: Path, height: int) -> None:
             loaded = b.load(page, 150)
             if loaded.errors:
                 sys.exit(f"the page logged errors: {loaded.errors}")
+            top = 0.0
+            if section is not None:
+                where = f"document.getElementById('{section}').getBoundingClientRect().top"
+                top = float(b.evaluate(f"{where} + window.scrollY"))
             out.parent.mkdir(parents=True, exist_ok=True)
-            out.write_bytes(b.screenshot(height))
+            out.write_bytes(b.screenshot(height, top=top))
     print(f"wrote {out}")
 
 

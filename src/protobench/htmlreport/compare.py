@@ -9,7 +9,9 @@ interval, the change, the Mann-Whitney p-value and whether it is significant
 operation and ``TOTAL`` the runs are overlaid (each from its own start):
 throughput, p50 and p99 over time, each chart titled with its change and its
 significance, and their sustain latency by percentile on one log
-``1 / (1 - p)`` axis. ``diff``'s own text follows, as the terminal prints it.
+``1 / (1 - p)`` axis; when both sides sampled their target, the differential
+flame graph (:func:`~protobench.htmlreport.flame.diff_flame`). ``diff``'s own
+text follows, as the terminal prints it.
 """
 
 from __future__ import annotations
@@ -17,9 +19,10 @@ from __future__ import annotations
 import html
 from collections.abc import Sequence
 
-from protobench.htmlreport import charts
+from protobench.engine.stacks.model import ShareChange, merged
+from protobench.htmlreport import charts, flame
 from protobench.htmlreport.charts import Axis, ChartSet
-from protobench.htmlreport.page import document, grid, table
+from protobench.htmlreport.page import document, grid, table, with_flames
 from protobench.htmlreport.verdict import OUTCOMES
 from protobench.htmlreport.view import RunView
 from protobench.snapshots.diff import LABELS, Diff, Row
@@ -160,8 +163,25 @@ def _title(diff: Diff, op: str, metric: str) -> str:
     return f"{op}: {_label(metric)} · {significance(row)}"
 
 
-def compare_page(base: Sequence[RunView], new: Sequence[RunView], diff: Diff, text: str) -> str:
-    """Base and new runs overlaid under ``diff``'s answer; ``text`` is its terminal output."""
+def profile_changes(
+    base: Sequence[RunView], new: Sequence[RunView], changes: Sequence[ShareChange] | None
+) -> str:
+    """The differential flame graph when every run of both sides sampled its target."""
+    sides = [[v.profile.cpu for v in side if v.profile is not None] for side in (base, new)]
+    if changes is None or not all(sides):
+        return ""
+    return with_flames(flame.diff_flame(merged(sides[0]), merged(sides[1]), changes))
+
+
+def compare_page(
+    base: Sequence[RunView],
+    new: Sequence[RunView],
+    diff: Diff,
+    text: str,
+    changes: Sequence[ShareChange] | None = None,
+) -> str:
+    """Base and new runs overlaid under ``diff``'s answer; ``text`` is its terminal output;
+    ``changes`` are the shares of the target's functions that changed (both sides sampled)."""
     runs = _runs(base, "base") + _runs(new, "new")
     out = ChartSet()
     span = charts.time_range([op for _, view in runs for op in view.ops], [])
@@ -249,6 +269,7 @@ def compare_page(base: Sequence[RunView], new: Sequence[RunView], diff: Diff, te
         + (f"<ul>{notes}</ul>" if notes else "")
         + changes_table(diff)
         + "".join(sections)
+        + profile_changes(base, new, changes)
         + "<h2 id='diff-text'>as the terminal prints it</h2>"
         + f"<pre>{html.escape(text)}</pre>"
     )

@@ -17,7 +17,7 @@ import html
 from collections.abc import Iterable, Sequence
 from importlib import resources
 
-from protobench.htmlreport import charts
+from protobench.htmlreport import charts, flame
 from protobench.htmlreport.charts import ChartSet
 from protobench.htmlreport.verdict import Card, CheckRow, Verdict
 from protobench.htmlreport.view import Mark, RunView
@@ -218,6 +218,13 @@ def header(view: RunView) -> str:
     )
 
 
+def with_flames(section: str) -> str:
+    """``section`` with the flame graphs' style and script, when it has one ("" stays "")."""
+    if not section:
+        return ""
+    return f"<style>{flame.STYLE}</style>{section}<script>{flame.SCRIPT}</script>"
+
+
 def run_page(view: RunView) -> str:
     """The report page of one run."""
     out = ChartSet()
@@ -228,11 +235,12 @@ def run_page(view: RunView) -> str:
         links += [f"<a href='#op{i}'>{html.escape(op.name)}</a>" for i, op in enumerate(view.ops)]
     else:
         links += [f"<a href='#op1'>{html.escape(view.ops[-1].name)}</a>"]
-    links += [
-        "<a href='#resources'>resources</a>",
-        "<a href='#summary'>table</a>",
-        "<a href='#provenance'>provenance</a>",
-    ]
+    links.append("<a href='#resources'>resources</a>")
+    profiled = ""
+    if view.profile is not None:
+        links.append("<a href='#target-profile'>target profile</a>")
+        profiled = flame.profile_section(view.profile, view.profile_overhead)
+    links += ["<a href='#summary'>table</a>", "<a href='#provenance'>provenance</a>"]
     body = (
         header(view)
         + verdict_section(view.verdict, view.cards)
@@ -242,6 +250,7 @@ def run_page(view: RunView) -> str:
         + _overview(view, out, x)
         + "".join(_op_sections(view, out, x))
         + _resource_section(view, out, x)
+        + with_flames(profiled)
         + _tables(view)
         + "<h2 id='provenance'>provenance</h2>"
         + table(["key", "value"], view.provenance)

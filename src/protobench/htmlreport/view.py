@@ -28,6 +28,7 @@ from hdrh.histogram import HdrHistogram
 from protobench.engine.aggregate import MIXED
 from protobench.engine.rates import ramped_rate, rate_shares
 from protobench.engine.report_model import Report, describe_model
+from protobench.engine.stacks.model import TargetProfile
 from protobench.engine.summaries import EMPTY_OP, LatencySummary, OpSummary
 from protobench.htmlreport.verdict import Card, Verdict, cards, verdict
 from protobench.redaction import redact_value
@@ -125,6 +126,9 @@ class RunView:
     notices: list[str] = field(default_factory=list)
     left_out: str = ""
     """Which intervals the time series leave out, in a sentence ("" when none)."""
+    profile: TargetProfile | None = None
+    """The target's sampled stacks (``run --profile-target``), and what sampling cost."""
+    profile_overhead: str = ""
 
 
 def text(value: Any) -> str:
@@ -508,4 +512,6 @@ def run_view(snapshot: Snapshot) -> RunView:
         provenance=provenance(snapshot, report),
         notices=[f"{n.elapsed:.1f} s {text(n.kind)}: {text(n.message)}" for n in report.notices],
         left_out=_left_out(snapshot, len(items)),
+        profile=snapshot.target_profile,
+        profile_overhead=report.target_profile.overhead if report.target_profile else "",
     )
