@@ -26,14 +26,12 @@ from typing import Literal
 
 import orjson
 
-from protobench.htmlreport.view import PERCENTILES, Mark, OpSeries, Resources, Spectrum
-from protobench.vocab.percentiles import PERCENTILE_LABELS
+from protobench.htmlreport.view import LABELS, PERCENTILES, Mark, OpSeries, Resources, Spectrum
 
 PALETTE = ("#0072B2", "#E69F00", "#009E73", "#D55E00", "#CC79A7", "#56B4E9", "#000000")
 """Okabe-Ito: blue, orange, green, vermillion, purple, sky blue, black."""
 PERCENTILE_COLORS = dict(zip(PERCENTILES, PALETTE[:6], strict=True))
 OK, ERRORS, OFFERED = "#009E73", "#D55E00", "#555555"
-LABELS = {**PERCENTILE_LABELS, "max": "max"}
 CLOCK_AFTER = 180.0
 """A run longer than this (seconds) has its time axis in m:ss."""
 SCRIPT = resources.files(__package__).joinpath("charts.js").read_text(encoding="utf-8")

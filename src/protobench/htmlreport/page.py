@@ -14,25 +14,29 @@ each one is drawn.
 from __future__ import annotations
 
 import html
-from collections.abc import Iterable, Sequence
+from collections.abc import Collection, Iterable, Sequence
 from importlib import resources
 
 from protobench.htmlreport import charts, flame
 from protobench.htmlreport.charts import ChartSet
 from protobench.htmlreport.verdict import Card, CheckRow, Verdict
-from protobench.htmlreport.view import Mark, RunView
+from protobench.htmlreport.view import LABELS, Mark, RunView
 
+NUMERIC = frozenset({"ok", "errors", "error rate", "throughput", *LABELS.values()})
+"""The columns of the sustain table that hold figures (right-aligned)."""
 STYLE = resources.files(__package__).joinpath("report.css").read_text(encoding="utf-8")
 
 
-def table(headers: Sequence[str], rows: Iterable[Sequence[str]], numeric: int = 0) -> str:
-    """A table of text cells; columns from ``numeric`` on are right-aligned (0: none)."""
+def table(
+    headers: Sequence[str], rows: Iterable[Sequence[str]], numeric: Collection[str] = ()
+) -> str:
+    """A table of text cells; the columns named in ``numeric`` are right-aligned."""
     head = "".join(f"<th>{html.escape(h)}</th>" for h in headers)
     body = []
     for row in rows:
         cells = []
         for index, cell in enumerate(row):
-            klass = ' class="num"' if numeric and index >= numeric else ""
+            klass = ' class="num"' if headers[index] in numeric else ""
             cells.append(f"<td{klass}>{html.escape(cell)}</td>")
         body.append(f"<tr>{''.join(cells)}</tr>")
     return f"<table><tr>{head}</tr>{''.join(body)}</table>"
@@ -193,7 +197,7 @@ def _resource_section(view: RunView, out: ChartSet, x: charts.Axis) -> str:
     return grid("resources", "resources", cells, notes)
 
 
-def _rows_table(rows: Sequence[dict[str, str]], empty: str, numeric: int = 0) -> str:
+def _rows_table(rows: Sequence[dict[str, str]], empty: str, numeric: Collection[str] = ()) -> str:
     if not rows:
         return f"<p>{html.escape(empty)}</p>"
     return table(list(rows[0]), [list(row.values()) for row in rows], numeric)
@@ -203,7 +207,7 @@ def _tables(view: RunView) -> str:
     notices = "".join(f"<li>{html.escape(n)}</li>" for n in view.notices)
     return (
         "<h2 id='summary'>sustain phase, per operation</h2>"
-        + _rows_table(view.summary, "no sustain phase", numeric=1)
+        + _rows_table(view.summary, "no sustain phase", NUMERIC)
         + (f"<h2 id='notices'>notices</h2><ul>{notices}</ul>" if notices else "")
     )
 

@@ -40,10 +40,12 @@ from protobench.snapshots.series import (
     intervals,
     phase_histogram,
 )
-from protobench.vocab.percentiles import PERCENTILE_KEYS
+from protobench.vocab.percentiles import PERCENTILE_KEYS, PERCENTILE_LABELS
 from protobench.vocab.thresholds import format_value
 
 PERCENTILES = (*PERCENTILE_KEYS, "max")
+LABELS = {**PERCENTILE_LABELS, "max": "max"}
+"""How each of :data:`PERCENTILES` is shown (``p999`` as ``p99.9``)."""
 SPECTRUM_STEPS = 10
 """Points per decade of the spectrum's ``1 / (1 - p)`` axis."""
 SPECTRUM_NINES = 5
@@ -420,7 +422,7 @@ def summary(report: Report, phase: str = "sustain") -> list[dict[str, str]]:
         }
         for p in PERCENTILES:
             value = figures.latency_us.value(p)
-            row[p.replace("p999", "p99.9")] = "-" if value is None else format_value(p, value)
+            row[LABELS[p]] = "-" if value is None else format_value(p, value)
         row["latency"] = figures.latency_kind.replace("_", " ")
         row["counters"] = text(figures.counters or None)
         rows.append(row)
