@@ -25,19 +25,21 @@
     return s === '-0' ? '0' : s;
   };
   const grouped = (v) => Math.round(v).toLocaleString('en-US');
-  const si = (v) => {
+  // Tick labels carry 4 significant digits (a tick is a round number: 12.25 ms, not 12.3),
+  // values in a tooltip 3.
+  const si = (v, digits = 3) => {
     const a = Math.abs(v);
-    if (a >= 1e9) return trim(v / 1e9, 3) + 'G';
-    if (a >= 1e6) return trim(v / 1e6, 3) + 'M';
-    if (a >= 1e3) return trim(v / 1e3, 3) + 'k';
-    return trim(v, 3);
+    if (a >= 1e9) return trim(v / 1e9, digits) + 'G';
+    if (a >= 1e6) return trim(v / 1e6, digits) + 'M';
+    if (a >= 1e3) return trim(v / 1e3, digits) + 'k';
+    return trim(v, digits);
   };
-  const latency = (v) => {
+  const latency = (v, digits = 3) => {
     const a = Math.abs(v);
     if (a === 0) return '0';
-    if (a < 1e3) return trim(v, 3) + ' µs';
-    if (a < 1e6) return trim(v / 1e3, 3) + ' ms';
-    return trim(v / 1e6, 3) + ' s';
+    if (a < 1e3) return trim(v, digits) + ' µs';
+    if (a < 1e6) return trim(v / 1e3, digits) + ' ms';
+    return trim(v / 1e6, digits) + ' s';
   };
   const bytes = (v, digits) => {
     const units = ['B', 'KiB', 'MiB', 'GiB', 'TiB'];
@@ -54,11 +56,11 @@
   const percentile = (x) => trim(100 * (1 - 1 / x), 6) + '%';
   // Per unit: a tick label, a value in a tooltip.
   const UNITS = {
-    us: { tick: latency, value: latency },
-    rate: { tick: si, value: (v) => (Math.abs(v) < 100 ? trim(v, 3) : grouped(v)) + '/s' },
-    count: { tick: si, value: (v) => (Math.abs(v) < 100 ? trim(v, 3) : grouped(v)) },
-    pct: { tick: (v) => trim(v, 3) + '%', value: (v) => trim(v, 3) + '%' },
-    bytes: { tick: (v) => bytes(v, 3), value: (v) => bytes(v, 4) },
+    us: { tick: (v) => latency(v, 4), value: (v) => latency(v) },
+    rate: { tick: (v) => si(v, 4), value: (v) => (Math.abs(v) < 100 ? trim(v, 3) : grouped(v)) + '/s' },
+    count: { tick: (v) => si(v, 4), value: (v) => (Math.abs(v) < 100 ? trim(v, 3) : grouped(v)) },
+    pct: { tick: (v) => trim(v, 4) + '%', value: (v) => trim(v, 3) + '%' },
+    bytes: { tick: (v) => bytes(v, 4), value: (v) => bytes(v, 4) },
     s: { tick: (v) => trim(v, 4) + ' s', value: (v) => trim(v, 4) + ' s' },
     clock: { tick: clock, value: (v) => clock(v) + ' (' + trim(v, 5) + ' s)' },
     percentile: { tick: percentile, value: percentile },
@@ -75,7 +77,7 @@
   const CLOCK_STEPS = [1, 2, 5, 10, 15, 30, 60, 120, 300, 600, 900, 1800, 3600, 7200, 21600];
   const clean = (v) => Number(v.toPrecision(12));
   const linearTicks = (lo, hi, count, unit) => {
-    const k = binary(unit, hi - lo);
+    const k = binary(unit, lo, hi);
     let step = niceStep((hi - lo) / k, count) * k;
     if (unit === 'clock') step = CLOCK_STEPS.find((s) => s >= (hi - lo) / count) || step;
     const ticks = [];
@@ -112,11 +114,11 @@
   const finite = (v, log) => v !== null && v !== undefined && Number.isFinite(v) && (!log || v > 0);
 
   // Snap a linear domain to the ticks around it; a log domain to the 1-2-5 values around it.
-  // Bytes step in their binary unit (256 MiB, not 268,435,456): the scale of that unit.
-  const binary = (unit, span) => {
+  // Bytes step in the binary unit their labels are in (0.25 MiB, not 262,144 B): its size.
+  const binary = (unit, lo, hi) => {
     if (unit !== 'bytes') return 1;
     let k = 1;
-    while (span / k >= 1024 * 4) k *= 1024;
+    while (Math.max(Math.abs(lo), Math.abs(hi)) >= k * 1024) k *= 1024;
     return k;
   };
   const niceLinear = (lo, hi, zero, count, unit) => {
@@ -128,7 +130,7 @@
     }
     hi += (hi - lo) * 0.04; // a line at the top is not drawn on the frame
     if (!zero) lo -= (hi - lo) * 0.04;
-    const k = binary(unit, hi - lo);
+    const k = binary(unit, lo, hi);
     const step = niceStep((hi - lo) / k, count) * k;
     return [Math.floor(lo / step + 1e-9) * step, Math.ceil(hi / step - 1e-9) * step];
   };
