@@ -200,3 +200,16 @@ def test_resources_per_worker_target_and_host() -> None:
     assert res.worker_cpu["worker pid 101"][2] == 42.0
     assert set(res.target) == {"cpu", "rss", "fds"}
     assert set(res.host) == {"cpu", "mem_used"}
+
+
+def test_a_server_sending_many_codes_makes_a_chart_of_the_most_and_the_rest() -> None:
+    snapshot = report_snapshot()
+    for record in snapshot["series"]:
+        figures = record["ops"]["get"]
+        codes = {f"protocol:{n}": n + 1 for n in range(500)}
+        figures["errors_by_class"] = {"protocol": sum(codes.values())}
+        figures["error_codes"] = codes
+    get = run_view(typed(snapshot)).ops[1]
+    assert list(get.errors) == [f"protocol:{n}" for n in range(499, 492, -1)] + ["493 other codes"]
+    per_interval = sum(range(1, 494)) / 0.25
+    assert get.errors["493 other codes"] == pytest.approx([per_interval] * len(get.t))

@@ -19,7 +19,7 @@ one (:func:`~protobench.snapshots.series.has_uncorrected`), and there is no
 from __future__ import annotations
 
 import itertools
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -50,6 +50,10 @@ SPECTRUM_STEPS = 10
 """Points per decade of the spectrum's ``1 / (1 - p)`` axis."""
 SPECTRUM_NINES = 5
 """The spectrum goes to 99.999%."""
+MOST_CODES = 8
+"""Error codes drawn one by one; the others are summed."""
+MOST_COUNTERS = 12
+"""Protocol counters drawn (those of the largest totals)."""
 WHOLE = 0.9
 """An interval shorter than this share of the plan's interval is partial: left out of the
 time series (a rate over a sliver of a second, a drop that is not one)."""
@@ -204,8 +208,27 @@ def op_series(
                 latency[p].append(measured.value(p))
             _append(errors, _error_keys(figures), index, item.duration)
             _append(counters, figures.counters, index, item.duration)
+        errors = _most(errors, MOST_CODES, lambda n: f"{n} other codes")
+        counters = _most(counters, MOST_COUNTERS)
         out.append(OpSeries(name, t0, t, ok, err, latency, errors, counters, offered.get(name)))
     return out
+
+
+def _most(
+    columns: dict[str, list[float]], most: int, rest: Callable[[int], str] | None = None
+) -> dict[str, list[float]]:
+    """The ``most`` columns of the largest sums, largest first (a chart has room for so
+    many, a page stays small whatever a server sends); the others summed under ``rest(n)``,
+    or left out."""
+    ranked = sorted(columns, key=lambda key: -sum(columns[key]))
+    if len(ranked) <= most:
+        return {key: columns[key] for key in ranked}
+    if rest is None:
+        return {key: columns[key] for key in ranked[:most]}
+    kept = {key: columns[key] for key in ranked[: most - 1]}
+    others = ranked[most - 1 :]
+    kept[rest(len(others))] = [sum(v) for v in zip(*(columns[k] for k in others), strict=True)]
+    return kept
 
 
 def _append(
