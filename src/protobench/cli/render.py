@@ -58,7 +58,9 @@ def summary_table(report: Report, profile_top: int = 5) -> str:
     if sustain is None:
         lines.append("no sustain phase was measured")
     else:
-        lines.append(f"sustain {sustain.duration_s:.1f}s  {describe_model(report.model)}")
+        seconds = sustain.duration_s
+        length = f"{seconds:.1f}s" if seconds >= 1 else format_duration(seconds)
+        lines.append(f"sustain {length}  {describe_model(report.model)}")
         header = f"{'op':24} {'ok':>10} {'err':>7} {'err%':>7} {'ops/s':>11} "
         header += " ".join(f"{label:>8}" for _, label in LATENCY_COLUMNS)
         lines.append(header + "  latency")
@@ -168,10 +170,18 @@ def _mib(value: int | None) -> str:
 class Progress:
     """A one-line progress display on stderr (rewritten in place on a terminal)."""
 
-    def __init__(self, plan_duration: float, plan_warmup: float, stream: TextIO = sys.stderr):
+    def __init__(
+        self,
+        plan_duration: float,
+        plan_warmup: float,
+        stream: TextIO = sys.stderr,
+        requests: int | None = None,
+    ):
         self.stream = stream
         self.tty = stream.isatty()
         self.total = plan_warmup + plan_duration
+        self.requests = requests
+        """The request count that ends the sustain: the progress counts exchanges, not seconds."""
         self.last_print = 0.0
         self.cpu = ""
 
@@ -190,8 +200,14 @@ class Progress:
         elif isinstance(event, IntervalUpdate) and event.phase != "drain":
             total = event.total
             lat = total.latency_us
+            so_far = f"{event.elapsed:5.1f}/{self.total:.0f}s"
+            if self.requests is not None:
+                ended = 0
+                if event.phase == "sustain" and event.phase_summary is not None:
+                    ended = event.phase_summary.total.ok + event.phase_summary.total.errors
+                so_far = f"{event.elapsed:5.1f}s {ended:,}/{self.requests:,}"
             text = (
-                f"[{event.phase} {event.elapsed:5.1f}/{self.total:.0f}s] "
+                f"[{event.phase} {so_far}] "
                 f"{total.throughput:>10,.0f} ok/s  p50 {us(lat.p50)} "
                 f"p99 {us(lat.p99)}  err {total.error_rate:.2%}{self.cpu}"
             )

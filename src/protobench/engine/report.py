@@ -147,6 +147,7 @@ def build_report(
             sessions=plan.sessions,
             rate=plan.rate,
             ramp_to=plan.ramp_to if plan.rate is not None else None,
+            requests=plan.requests,
         ),
         processes=len(workers),
         warmup_s=plan.warmup,

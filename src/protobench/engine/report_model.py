@@ -51,23 +51,27 @@ class Tool:
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class LoadModel:
-    """``closed`` (sessions back to back) or ``open`` (a rate of arrivals, maybe ramped)."""
+    """``closed`` (sessions back to back) or ``open`` (a rate of arrivals, maybe ramped);
+    ``requests``: the exchanges that end the sustain (``-n``), when counted."""
 
     type: Literal["closed", "open"]
     sessions: int = 0
     rate: float | None = field(default=None, metadata=OMIT_NONE)
     ramp_to: float | None = field(default=None, metadata=OMIT_NONE)
+    requests: int | None = field(default=None, metadata=OMIT_NONE)
 
 
 def describe_model(model: LoadModel) -> str:
     """``closed model, 50 sessions`` or ``open model, 2000/s -> 5000/s over 40 sessions``
-    (the summary's line and the HTML report's header)."""
+    (and ``, 1,000 requests`` when a request count ends the sustain): the summary's line
+    and the HTML report's header."""
+    count = "" if model.requests is None else f", {model.requests:,} requests"
     if model.type == "closed":
-        return f"closed model, {model.sessions} sessions"
+        return f"closed model, {model.sessions} sessions{count}"
     rate = "an unknown rate" if model.rate is None else f"{model.rate:g}/s"
     if model.ramp_to is not None:
         rate += f" -> {model.ramp_to:g}/s"
-    return f"open model, {rate} over {model.sessions} sessions"
+    return f"open model, {rate} over {model.sessions} sessions{count}"
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

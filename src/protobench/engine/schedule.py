@@ -27,6 +27,12 @@
   the generator's lateness, not the target's or the batching's) is counted as
   ``behind``.
 
+A request count (``-n``) is kept in :class:`RunState`: a counted run's drivers
+take one per exchange they start (callback sessions through :class:`_Counted`,
+so a run without a count pays nothing on its hot path), per arrival in the
+open model (arrivals waiting for a session are still sent), and per failed
+reopen in the closed model; once it is spent nothing more starts.
+
 Sessions live in :class:`Slot` objects that reopen them after a connection
 failure (immediately, then after 0.1 s, doubling up to 2 s, so that a
 refused login does not hammer the server), counting ``reconnects``. A slot
@@ -67,6 +73,7 @@ from protobench.engine.waker import Timer
 from protobench.protocols.base import (
     AsyncSession,
     CallbackSession,
+    Done,
     ProtocolPlugin,
     Session,
     SessionContext,
@@ -114,13 +121,27 @@ def unexpected(exc: Exception, where: str) -> OpError:
 
 
 class RunState:
-    """Shared flags of one worker: running, paused, and the live rate factor."""
+    """Shared flags of one worker: running, paused, the live rate factor, the request count.
+
+    ``counted``: the run has a request count (from the start, its warmup too).
+    ``left`` is how many exchanges may still start (-1: no limit yet): every
+    driver of a counted run takes one (:meth:`take`) as it starts an exchange
+    (a callback session through :class:`_Counted`) or, in the open model, as an
+    arrival comes; at 0 the count is spent (:meth:`spend`): no exchange starts
+    any more, pause and resume notwithstanding, while the run goes on (the
+    exchanges in flight end, an open model's backlog is served) until it stops.
+    A run without a count takes nothing: its hot path is as it was.
+    """
 
     def __init__(self) -> None:
         self.running = True
         self.paused = False
         self.active = True
-        """``running and not paused``, kept as a plain attribute for the hot path."""
+        """Running, not paused, the count not spent: a plain attribute for the hot path."""
+        self.counted = False
+        self.left = -1
+        self.spent = asyncio.Event()
+        """Set when the request count is spent."""
         self.rate_factor = 1.0
         self.paused_ns = 0
         """Time spent paused so far (the open model's schedule skips it)."""
@@ -151,7 +172,7 @@ class RunState:
         self.last_pause_ns = perf_ns() - self._paused_at if self.paused else 0
         self.paused_ns += self.last_pause_ns
         self.paused = False
-        self.active = self.running
+        self.active = self.running and self.left != 0
         self._resumed.set()
         for callback in self._listeners:
             callback()
@@ -163,6 +184,30 @@ class RunState:
 
     async def wait_resumed(self) -> None:
         await self._resumed.wait()
+
+    @property
+    def serving(self) -> bool:
+        """An arrival already due may still be sent: running, not paused (a spent count
+        stops new arrivals, not those waiting)."""
+        return self.running and not self.paused
+
+    def allow(self, count: int) -> None:
+        """From now on at most ``count`` more exchanges start (none when it is 0 or less)."""
+        self.left = count
+        if count <= 0:
+            self.spend()
+
+    def take(self) -> None:
+        """An exchange starts (or an arrival comes): one less of the count; the last spends it."""
+        self.left -= 1
+        if not self.left:
+            self.spend()
+
+    def spend(self) -> None:
+        """The request count is reached: no exchange starts from now on."""
+        self.left = 0
+        self.active = False
+        self.spent.set()
 
 
 class Slot:
@@ -181,6 +226,7 @@ class Slot:
         "ctx",
         "down_since",
         "expired",
+        "on_failed",
         "on_open",
         "paced",
         "pending_since",
@@ -197,6 +243,8 @@ class Slot:
         self.session: Session | None = None
         self._reopening: asyncio.Task[None] | None = None
         self.on_open: Callable[[Slot], None] | None = None
+        self.on_failed: Callable[[], None] | None = None
+        """Told of each failed reopen (the closed model counts it against a request count)."""
         self.counts_connects = bool(getattr(plugin, "counts_connects", False))
         self.pending_since = 0
         self.expired = False
@@ -271,6 +319,8 @@ class Slot:
                 if self.on_open is not None:
                     self.on_open(self)
                 return
+            if self.on_failed is not None:
+                self.on_failed()
             delay = min(REOPEN_MAX_DELAY, max(REOPEN_DELAY, delay * 2))
 
     async def close(self) -> None:
@@ -294,6 +344,11 @@ class ExchangeDriver:
         self.recorder = recorder
         self.state = state
         self.inflight = 0
+
+    @property
+    def pending(self) -> int:
+        """Exchanges not ended yet: in flight (and, in the open model, waiting for a session)."""
+        return self.inflight
 
     def sweep(self, now: int, timeout: float, final: bool = False) -> None:
         """Count exchanges pending longer than ``timeout`` seconds as timeouts (once each).
@@ -345,6 +400,7 @@ class ClosedDriver(ExchangeDriver):
     def start(self) -> None:
         for slot in self.slots:
             slot.on_open = self._begin
+            slot.on_failed = self._open_failed
             if slot.session is None:
                 slot.reopen(self.state)
             else:
@@ -357,9 +413,10 @@ class ClosedDriver(ExchangeDriver):
 
     def _begin(self, slot: Slot) -> None:
         session = slot.session
-        if session is None or not self.state.running:
+        state = self.state
+        if session is None or not state.running:
             return
-        if self.state.paused:
+        if not state.active:  # paused, or the request count is spent
             self._idle.append(slot)
         elif isinstance(session, CallbackSession):
             _CallbackLoop(self, slot, session).next(perf_ns())
@@ -369,6 +426,12 @@ class ClosedDriver(ExchangeDriver):
             task.add_done_callback(self._tasks.discard)
         else:
             raise TypeError(f"{type(session).__name__} cannot run back-to-back")
+
+    def _open_failed(self) -> None:
+        """A session failed to reopen: an exchange of a request count, so that a target that
+        stays down ends a counted run (as oha and hey count a refused connection)."""
+        if self.state.counted and self.state.active:
+            self.state.take()
 
     def failed(self, slot: Slot, exc: OpError, counted: bool = True) -> bool:
         """Record a failure (unless counted already); True if the loop on this slot must end."""
@@ -385,9 +448,11 @@ class ClosedDriver(ExchangeDriver):
         slot.task = asyncio.current_task()
         try:
             while self.state.running:
-                if self.state.paused:
+                if not self.state.active:
                     self._idle.append(slot)
                     return
+                if self.state.counted:
+                    self.state.take()
                 self.inflight += 1
                 start = slot.pending_since = perf_ns()
                 try:
@@ -435,13 +500,18 @@ class _CallbackLoop:
         self.driver = driver
         self.state = driver.state
         self.slot = slot
-        self.session = session
+        self.session = _Counted(session, driver.state) if driver.state.counted else session
         self.recorder = driver.recorder
         self.append = driver.recorder.latencies.append
         self.callback = self.done
         self.start = 0
 
     def next(self, now: int) -> None:
+        """Start an exchange (the first, or the next after a failure) unless the load stopped."""
+        if not self.state.active:
+            if self.state.running:
+                self.driver._idle.append(self.slot)
+            return
         self.driver.inflight += 1
         self.start = self.slot.pending_since = now
         try:
@@ -488,6 +558,27 @@ class _CallbackLoop:
             driver._idle.append(slot)
 
 
+class _Counted(CallbackSession):
+    """A callback session of a counted run: each exchange it starts takes one of the count
+    (a frame more per exchange, for counted runs only)."""
+
+    __slots__ = ("inner", "state")
+
+    def __init__(self, inner: CallbackSession, state: RunState) -> None:
+        self.inner = inner
+        self.state = state
+
+    def submit(self, done: Done) -> None:
+        state = self.state
+        state.left -= 1  # state.take(), inlined
+        if not state.left:
+            state.spend()
+        self.inner.submit(done)
+
+    async def close(self) -> None:
+        await self.inner.close()
+
+
 class ArrivalDriver(ExchangeDriver):
     """Exchanges at intended times over a pool of slots (open model, periodic groups)."""
 
@@ -523,6 +614,10 @@ class ArrivalDriver(ExchangeDriver):
     def current_rate(self, elapsed: float) -> float:
         ramped = ramped_rate(self.rate, self.ramp_to, self.ramp_seconds, elapsed)
         return ramped * self.state.rate_factor
+
+    @property
+    def pending(self) -> int:
+        return self.inflight + len(self._backlog)
 
     @property
     def due(self) -> int:
@@ -586,8 +681,12 @@ class ArrivalDriver(ExchangeDriver):
         The schedule moves on before an arrival is issued, so a session that
         completes inside ``submit`` (and catches up itself) cannot take it twice.
         """
-        while self.state.active and (intended := self.due) <= now:
+        state = self.state
+        counted = state.counted
+        while state.active and (intended := self.due) <= now:
             self._next += self._gap()
+            if counted:
+                state.take()
             self._arrive(intended, now)
 
     def _gap(self) -> int:
@@ -631,7 +730,7 @@ class ArrivalDriver(ExchangeDriver):
         shift = self.state.last_pause_ns
         if shift and self._backlog:
             self._backlog = deque(intended + shift for intended in self._backlog)
-        while self._backlog and self._free and self.state.active:
+        while self._backlog and self._free and self.state.serving:
             slot = self._free.popleft()
             if slot.session is not None:
                 self._issue(slot, self._backlog.popleft())
@@ -643,7 +742,7 @@ class ArrivalDriver(ExchangeDriver):
     def _release(self, slot: Slot, now: int) -> None:
         """A session is free: it takes the oldest waiting arrival, or waits for the next one."""
         self._catch_up(now)
-        if self._backlog and self.state.active and slot.session is not None:
+        if self._backlog and self.state.serving and slot.session is not None:
             self._issue(slot, self._backlog.popleft())
             return
         self._free.append(slot)

@@ -13,7 +13,10 @@ in-flight exchanges finish during ``drain`` (sessions are told with
 they are ``settled`` (deliveries still on their way; all of it forms the
 ``drain`` phase, bounded by its length), then sends ``BYE``. From the plan on,
 it sends a ``BEAT`` frame every interval, so the controller can tell a hung
-worker from a quiet one. A fatal error is sent as ``ERROR`` with its message.
+worker from a quiet one. With a request count, it sends ``DONE`` once its
+share has been started and has ended, and stays in sustain, idle, until the
+controller's ``STOP`` (every worker done); its last interval ends when its
+last exchange did. A fatal error is sent as ``ERROR`` with its message.
 
 Every interval's end (and every :data:`SWEEP` seconds) counts the exchanges
 pending longer than the timeout (:meth:`ExchangeDriver.sweep`) and the time
@@ -60,6 +63,8 @@ FOLD_AT_LEAST = 1_000
 """Latencies a tick waits for before it folds them (the interval's end folds the rest)."""
 SWEEP = 0.5
 """Seconds between sweeps for exchanges pending longer than the timeout (at most)."""
+COUNT_POLL = 0.001
+"""Seconds between looks at the exchanges still pending once the request count is spent."""
 FIRST_INTERVAL = 0.1
 """Seconds of the warmup's first interval (then aligned to the interval): the first figures
 come a tenth of a second after the start, not a whole interval."""
@@ -112,6 +117,10 @@ class Worker:
         self.slots: dict[str, list[Slot]] = {}
         self.drivers: list[Driver] = []
         self.max_lag = 0.0
+        self.state.counted = spec.requests is not None
+        self.done_at: float | None = None
+        """When this worker's share of the request count had all ended (monotonic)."""
+        self._counting: asyncio.Task[None] | None = None
 
     def _contexts(
         self, group: GroupPlan, part: GroupSlice, recorder: OpRecorder
@@ -197,6 +206,30 @@ class Worker:
             else:
                 self.drivers.append(ClosedDriver(slots, recorder, self.state))
 
+    def pending(self) -> int:
+        """Exchanges not ended yet, over every driver of exchanges."""
+        return sum(d.pending for d in self.drivers if isinstance(d, ExchangeDriver))
+
+    def count_from_here(self) -> None:
+        """The sustain begins: its request count starts (this worker's share of it).
+
+        What is pending now ends in sustain and counts there, so fewer start;
+        once the count is spent and all of it has ended, ``DONE`` tells the
+        controller, which ends the sustain of every worker when all are done.
+        """
+        quota = self.spec.requests
+        if quota is None:
+            return
+        self.state.allow(quota - self.pending())
+        self._counting = asyncio.get_running_loop().create_task(self._count_reached())
+
+    async def _count_reached(self) -> None:
+        await self.state.spent.wait()
+        while self.pending():  # noqa: ASYNC110 - polled only once the count is spent
+            await asyncio.sleep(COUNT_POLL)
+        self.done_at = time.monotonic()
+        self.out.send(FrameKind.DONE, {"worker": self.spec.worker})
+
     def sweep(self, final: bool = False) -> None:
         """Count exchanges pending longer than the timeout (and, with ``final``, the rest)."""
         now = perf_ns()
@@ -256,6 +289,8 @@ class Worker:
         sessions = self._stop_load()
         drain_start = time.monotonic()
         await self._drain(sessions, drain_start + self.plan.drain)
+        if self._counting is not None:
+            tasks.append(self._counting)
         for task in tasks:
             task.cancel()
         await asyncio.gather(*tasks, return_exceptions=True)
@@ -272,6 +307,8 @@ class Worker:
             for slot in slots:
                 slot.down_since = start_ns if slot.session is None else 0
         tasks: list[asyncio.Task[None]] = [asyncio.create_task(self.tick())]
+        if self.plan.warmup <= 0:
+            self.count_from_here()  # before the first exchange
         for driver in self.drivers:
             if isinstance(driver, ClosedDriver):
                 driver.start()
@@ -288,6 +325,8 @@ class Worker:
         for phase, length in (("warmup", self.plan.warmup), ("sustain", self.plan.duration)):
             if length <= 0:
                 continue
+            if phase == "sustain" and self.plan.warmup > 0:
+                self.count_from_here()  # right after the warmup's last report: nothing between
             if await self._phase(phase, phase_start, length, stop_requested):
                 return
             phase_start += length
@@ -295,7 +334,8 @@ class Worker:
     async def _phase(
         self, phase: str, phase_start: float, length: float, stop_requested: asyncio.Event
     ) -> bool:
-        """One phase's intervals, each reported as it ends; True when a stop ended it."""
+        """One phase's intervals, each reported as it ends; True when a stop ended it. Once a
+        request count has ended the load, its last interval ends when the last exchange did."""
         interval = self.plan.interval
         phase_end = phase_start + length
         early = phase == "warmup" and interval > 4 * FIRST_INTERVAL
@@ -304,12 +344,14 @@ class Worker:
         while True:
             tick = min(phase_end, phase_start + interval_end(index, interval, early))
             stopped = await _wait_until(tick, stop_requested)
-            now = time.monotonic()
+            end = min(time.monotonic(), tick)
+            if self.done_at is not None:
+                end = max(t0, min(end, self.done_at))
             self.sweep()
             self.accrue_down()
-            self.flush(phase, index, t0 - phase_start, min(now, tick) - phase_start)
+            self.flush(phase, index, t0 - phase_start, end - phase_start)
             index += 1
-            t0 = min(now, tick)
+            t0 = end
             if stopped or tick >= phase_end:
                 return stopped
 

@@ -70,13 +70,18 @@ OnResponse = Callable[[OpError | None, "Response | None"], None]
 
 @dataclass(frozen=True)
 class Endpoint:
-    """Where requests go: ``scheme://host:port`` plus a path prefix (no trailing slash)."""
+    """Where requests go: ``scheme://host:port`` plus a path prefix (no trailing slash).
+
+    ``via`` is the address connected to when it is not ``host:port`` (``connect_to``);
+    the ``Host`` header and the TLS server name stay ``host``'s.
+    """
 
     scheme: str
     host: str
     port: int
     base_path: str
     tls: bool
+    via: tuple[str, int] | None = None
 
     @property
     def authority(self) -> str:
@@ -93,6 +98,8 @@ class Endpoint:
 
 def parse_url(url: str) -> Endpoint:
     """The :class:`Endpoint` of an ``http://`` or ``https://`` URL; ``ValueError`` otherwise."""
+    if any(c < " " or c == "\x7f" for c in url):
+        raise ValueError(f"bad URL {url!r}: control characters are not allowed")
     try:
         parts = urlsplit(url)
         port = parts.port
@@ -108,7 +115,10 @@ def parse_url(url: str) -> Endpoint:
             f"bad URL {url!r}: put the query string in the request path, not the target"
         )
     if parts.username or parts.password:
-        raise ValueError(f"bad URL {url!r}: credentials in URLs are not supported; use a header")
+        raise ValueError(
+            f"bad URL {url!r}: credentials in URLs are not supported; use a header"
+            " (-a USER:PASSWORD)"
+        )
     return Endpoint(
         scheme=scheme,
         host=parts.hostname,
@@ -138,8 +148,13 @@ def check_request(
     items = list(headers.items() if isinstance(headers, Mapping) else headers)
     for name, value in items:
         _check_token("header name", name)
-        if any(c in value for c in "\r\n\0"):
-            raise ValueError(f"bad value for HTTP header {name!r}: line breaks are not allowed")
+        if any((c < " " and c != "\t") or c == "\x7f" for c in value):
+            raise ValueError(
+                f"bad value for HTTP header {name!r}: line breaks and control characters"
+                " are not allowed"
+            )
+        if not value.isascii() and any(ord(c) > 255 for c in value):
+            raise ValueError(f"bad value for HTTP header {name!r}: only Latin-1 characters")
         if name.lower() in ("content-length", "transfer-encoding"):
             raise ValueError(f"do not set {name}: the request's length is computed from its body")
     return items
@@ -147,9 +162,9 @@ def check_request(
 
 def check_relative_path(path: str) -> None:
     """Raise ``ValueError`` unless ``path`` is a path reference :func:`join_path` can resolve."""
-    if any(c in path for c in " \r\n\0\t") or not path.isascii():
+    if any(c <= " " or c == "\x7f" for c in path) or not path.isascii():
         raise ValueError(
-            f"bad HTTP path {path!r}: spaces, line breaks and non-ASCII are not allowed"
+            f"bad HTTP path {path!r}: spaces, control characters and non-ASCII are not allowed"
         )
     parts = urlsplit(path)
     if parts.scheme or parts.netloc or path.startswith("//"):
@@ -408,33 +423,35 @@ class HttpConnection(asyncio.Protocol):
         if endpoint.tls and ssl is None:
             raise OpError(ErrorClass.CONNECT, f"{endpoint.url}: https needs an SSL context")
         tls = ssl if endpoint.tls else None
+        host, port = endpoint.via or (endpoint.host, endpoint.port)
+        where = endpoint.url if endpoint.via is None else f"{endpoint.url} (at {host}:{port})"
         try:
             async with asyncio.timeout(timeout):
                 _, conn = await loop.create_connection(
                     lambda: cls(loop, endpoint, timeout),
-                    endpoint.host,
-                    endpoint.port,
+                    host,
+                    port,
                     ssl=tls,
                     server_hostname=endpoint.host if tls is not None else None,
                 )
         except TimeoutError:
             raise OpError(
-                ErrorClass.TIMEOUT, f"connect to {endpoint.url} took more than {timeout:g}s"
+                ErrorClass.TIMEOUT, f"connect to {where} took more than {timeout:g}s"
             ) from None
         except ConnectionRefusedError:
-            raise OpError(ErrorClass.REFUSED, f"{endpoint.url} refused the connection") from None
+            raise OpError(ErrorClass.REFUSED, f"{where} refused the connection") from None
         except ssl_module.SSLCertVerificationError as exc:
             raise OpError(
                 ErrorClass.CONNECT,
-                f"TLS certificate verification failed for {endpoint.url}: {exc.verify_message}"
+                f"TLS certificate verification failed for {where}: {exc.verify_message}"
                 " (give ca_file, or insecure = true to skip verification)",
             ) from None
         except ssl_module.SSLError as exc:
             raise OpError(
-                ErrorClass.CONNECT, f"TLS handshake with {endpoint.url} failed: {exc.reason or exc}"
+                ErrorClass.CONNECT, f"TLS handshake with {where} failed: {exc.reason or exc}"
             ) from None
         except OSError as exc:
-            raise OpError(ErrorClass.CONNECT, f"connect to {endpoint.url}: {exc}") from None
+            raise OpError(ErrorClass.CONNECT, f"connect to {where}: {exc}") from None
         return conn
 
     @property

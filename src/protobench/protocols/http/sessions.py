@@ -11,6 +11,8 @@ after a timeout is reopened by the session on its next request; the connect
 time then counts in that request's latency and a failure to connect is
 reported as that request's error. Each such reopening adds one to the op's
 ``connects`` counter (the engine counts the session's first connection).
+Without ``keepalive`` (``--disable-keepalive``) a session sends each request
+on a new connection.
 """
 
 from __future__ import annotations
@@ -35,6 +37,8 @@ class HttpSession(CallbackSession):
     a connection that died goes to :meth:`_reopen` through ``on_dead``.
     ``count`` adds to the op's counters (``connects``: one per reopened connection);
     every connection it binds counts the requests it writes in ``sent``.
+    Without ``keepalive`` every request after a connection's first goes on a
+    new connection (the request says ``Connection: close``; the old one is closed).
     """
 
     def __init__(
@@ -45,26 +49,39 @@ class HttpSession(CallbackSession):
         tls: ssl.SSLContext | None,
         count: Callable[[str, int], None],
         sent: Tally,
+        keepalive: bool = True,
     ) -> None:
         self._request = request
         self._sent = sent
         self._accept = accept
         self._tls = tls
         self._count = count
+        self._keepalive = keepalive
+        self._used = False
         self._reopening: asyncio.Task[None] | None = None
         self._conn = self._bind(conn)
 
     def _bind(self, conn: HttpConnection) -> HttpConnection:
         conn.accept = self._accept
         conn.sent = self._sent
-        conn.on_dead = self._reopen
-        self.submit = partial(conn.submit, self._request)  # type: ignore[method-assign]
+        self._used = False
+        if self._keepalive:
+            conn.on_dead = self._reopen
+            self.submit = partial(conn.submit, self._request)  # type: ignore[method-assign]
         return conn
 
     def submit(self, done: Done) -> None:
-        self._conn.submit(self._request, done)
+        """The path of a session without ``keepalive`` (and of HEAD requests): a connection
+        that served a request already, or died, is replaced first."""
+        conn = self._conn
+        if conn.alive and (self._keepalive or not self._used):
+            self._start(conn, done)
+        else:
+            conn.close()
+            self._reopen(self._request, done)
 
     def _start(self, conn: HttpConnection, done: Done) -> None:
+        self._used = True
         conn.submit(self._request, done)
 
     def _reopen(self, request: bytes, done: Done) -> None:
@@ -94,16 +111,11 @@ class HeadSession(HttpSession):
     def _bind(self, conn: HttpConnection) -> HttpConnection:
         conn.accept = self._accept
         conn.sent = self._sent
+        self._used = False
         return conn
 
-    def submit(self, done: Done) -> None:
-        conn = self._conn
-        if conn.alive:
-            self._start(conn, done)
-        else:
-            self._reopen(self._request, done)
-
     def _start(self, conn: HttpConnection, done: Done) -> None:
+        self._used = True
         accept = self._accept
 
         def on_response(error: OpError | None, response: Response | None) -> None:
