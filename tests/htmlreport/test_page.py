@@ -212,3 +212,18 @@ def test_the_report_package_stays_below_the_ui_and_off_the_engines_plan() -> Non
     assert "protobench.cli" not in loaded
     # the plan loads profiles and every plugin's registry: the report needs none of it
     assert "protobench.engine.plan" not in loaded
+
+
+def test_a_run_none_of_whose_sessions_opened_says_why_and_draws_nothing() -> None:
+    snapshot = make_snapshot()
+    snapshot.update(series=[], histograms={}, resources=[], partial=True)
+    report = snapshot["report"]
+    report.update(phases={}, partial=True, stop_reason="no-session")
+    report["notices"] = [
+        {"kind": "sessions", "message": "0 of 4 sessions opened: refused (4)", "elapsed": 5.0}
+    ]
+    page = run_page(run_view(typed(snapshot)))
+    assert "<span class='badge INCONCLUSIVE'>INCONCLUSIVE</span>" in page
+    assert "nothing measured: 0 of 4 sessions opened: refused (4)" in page
+    assert "<figure" not in page
+    assert "no interval was measured" in page

@@ -123,6 +123,8 @@ def _overview(view: RunView, out: ChartSet, x: charts.Axis) -> str:
     """The run at a glance: TOTAL's throughput, latency and errors, its spectrum, the target."""
     total = view.ops[0]
     key = "op0"
+    if not total.t:
+        return grid("overview", "the run at a glance", [], ["no interval was measured"])
     cells = [
         out.cell(
             "overview-throughput",
@@ -154,7 +156,7 @@ def _op_sections(view: RunView, out: ChartSet, x: charts.Axis) -> list[str]:
     sections = []
     single = len(view.ops) == 2  # TOTAL and one operation: the overview is the op's
     for index, (op, spec) in enumerate(zip(view.ops, view.spectra, strict=True)):
-        if index == 0 and single:
+        if (index == 0 and single) or not op.t:
             continue
         key = f"op{index}"
         latency = charts.latency(out, key, op, x) if charts.has_latency(op) else None

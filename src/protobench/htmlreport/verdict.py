@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from typing import Literal
 
 from protobench.engine.aggregate import MIXED
-from protobench.engine.report_model import Report
+from protobench.engine.report_model import NO_SESSION_NOTICE, Report
 from protobench.engine.summaries import LatencySummary, OpSummary
 from protobench.vocab.exceptions import ExitCode
 from protobench.vocab.thresholds import format_value, observed, parse_threshold
@@ -101,10 +101,11 @@ def _count(n: int, word: str) -> str:
 
 def _headline(report: Report, outcome: Outcome, rows: list[CheckRow]) -> str:
     verdicts = report.verdicts
+    if report.nothing_measured:
+        why = [n.message for n in report.notices if n.kind == NO_SESSION_NOTICE]
+        return f"nothing measured: {verdicts.incomplete_reason or (why or [report.stop_reason])[0]}"
     if report.partial:
         return f"partial run ({report.stop_reason}): its figures are not a whole run's"
-    if verdicts.incomplete_reason:
-        return f"nothing measured: {verdicts.incomplete_reason}"
     if report.sustain is None:
         return "no sustain phase: nothing to judge"
     failed = [row for row in rows if not row.ok]
