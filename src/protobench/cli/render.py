@@ -19,6 +19,7 @@ from protobench.engine.events import (
 from protobench.engine.report_model import (
     NO_SESSION,
     NO_SESSION_NOTICE,
+    ClockReport,
     Report,
     Resources,
     ThresholdResult,
@@ -33,6 +34,16 @@ from protobench.vocab.units import format_duration
 
 def us(value: float | None) -> str:
     return "-" if value is None else format_duration(value / 1e6)
+
+
+def describe_clock(clock: ClockReport | None) -> str:
+    """``  kernel clock`` (with what was not: ``(send: user)``), ``  user clock``, or nothing
+    for a report from before the clocks."""
+    if clock is None:
+        return ""
+    if clock.receive == clock.send:
+        return f"  {clock.receive} clock"
+    return f"  {clock.receive} clock (send: {clock.send})"
 
 
 def summary_table(report: Report, profile_top: int = 5) -> str:
@@ -60,7 +71,8 @@ def summary_table(report: Report, profile_top: int = 5) -> str:
     else:
         seconds = sustain.duration_s
         length = f"{seconds:.1f}s" if seconds >= 1 else format_duration(seconds)
-        lines.append(f"sustain {length}  {describe_model(report.model)}")
+        model = describe_model(report.model)
+        lines.append(f"sustain {length}  {model}{describe_clock(report.clock)}")
         header = f"{'op':24} {'ok':>10} {'err':>7} {'err%':>7} {'ops/s':>11} "
         header += " ".join(f"{label:>8}" for _, label in LATENCY_COLUMNS)
         lines.append(header + "  latency")
@@ -122,6 +134,12 @@ def _op_lines(name: str, op: OpSummary, failing: bool) -> list[str]:
     for kind, figures in (op.latency_by_kind or {}).items():
         cells = _latency_cells(figures)
         lines.append(f"{'':24} {'':>10} {'':>7} {'':>7} {'':>11} {cells}  {kind}")
+    delay = op.generator_delay_us
+    if delay is not None and delay.count:
+        lines.append(
+            f"{'':24}   generator delay: p50 {us(delay.p50)}, p99 {us(delay.p99)}"
+            " (replies waiting for the generator; not in the latency)"
+        )
     if op.down_s:
         failed = op.counters.get("connect_failed", 0)
         lines.append(

@@ -62,10 +62,11 @@ from protobench.engine.plan import RunPlan, worker_slices
 from protobench.engine.pool import WorkerPool
 from protobench.engine.pool_contract import Pool, PoolFactory, WorkerHandle
 from protobench.engine.profiler import TargetProfiler, start_profiler
-from protobench.engine.report import RunJudge, build_report, exit_code_for
+from protobench.engine.report import RunJudge, build_report, clock_report, exit_code_for
 from protobench.engine.report_model import (
     NO_SESSION,
     NO_SESSION_NOTICE,
+    ClockReport,
     NoticeEntry,
     NoticeValue,
     Report,
@@ -134,6 +135,8 @@ class Controller:
         """The request count ended the sustain (every worker said ``DONE``): completed."""
         self._done: set[int] = set()
         self.notices: list[NoticeEntry] = []
+        self.clock: ClockReport | None = None
+        """Where the exchanges' times come from (known once the workers opened their sessions)."""
         self.log_dir = log_dir
         self.resources = ResourceLog()
         self.pool: Pool | None = None
@@ -274,6 +277,7 @@ class Controller:
             profile=self.profiler.result() if self.profiler else None,
             labels=self.labels,
             nodes=self.pool.nodes() if self.pool else None,
+            clock=self.clock,
         )
         if self.archive is not None:
             kept = await anyio.to_thread.run_sync(self.archive.keep, self._record(report))
@@ -330,6 +334,7 @@ class Controller:
         opened = sum(h.get("opened", 0) for h in hellos)
         failed = sum(h.get("failed", 0) for h in hellos)
         self.no_session = NoSessionWatch(opened, failed)
+        self.clock, clock_note = clock_report(plan.clock, hellos, plan.protocol)
         self.start_at = time.monotonic() + START_DELAY
         pool.broadcast(FrameKind.GO, {"start_at": self.start_at})
         self.emit(
@@ -343,6 +348,8 @@ class Controller:
                 log_dir=str(self.log_dir),
             )
         )
+        if clock_note is not None:
+            self.notice("clock", clock_note)
         sampler = Sampler(pool.pids(), target_pid, pool.worker_samples)
         deadline = self.start_at + plan.warmup + plan.duration + plan.drain + BYE_GRACE
         self.profiler = start_profiler(

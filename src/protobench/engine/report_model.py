@@ -61,6 +61,27 @@ class LoadModel:
     requests: int | None = field(default=None, metadata=OMIT_NONE)
 
 
+type ClockSource = Literal["kernel", "user", "mixed"]
+"""Where the times of a run's exchanges came from: the kernel's socket timestamps, the
+engine's own reads of the clock in user space, or some sessions each."""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ClockReport:
+    """The run's clock: the setting asked for, and where receive and send times came from.
+
+    ``receive`` ``kernel``: each reply's time is the kernel's receive stamp of the
+    packet that completed it; ``send`` ``kernel``: each request's time is the
+    kernel's transmit stamp of its first packet, ``user`` the engine's time just
+    before the send syscall. ``mixed``: some sessions each (e.g. TLS connections
+    are read in user space).
+    """
+
+    setting: Literal["kernel", "user"]
+    receive: ClockSource
+    send: ClockSource
+
+
 def describe_model(model: LoadModel) -> str:
     """``closed model, 50 sessions`` or ``open model, 2000/s -> 5000/s over 40 sessions``
     (and ``, 1,000 requests`` when a request count ends the sustain): the summary's line
@@ -255,6 +276,8 @@ class Report:
     target: str = ""
     target_kind: str | None = None
     model: LoadModel = field(default_factory=lambda: LoadModel(type="closed"))
+    clock: ClockReport | None = field(default=None, metadata=OMIT_NONE)
+    """Absent in reports from before the kernel's clock (their times were user space)."""
     processes: int = 0
     warmup_s: float = 0.0
     duration_s: float = 0.0

@@ -66,7 +66,7 @@ import traceback
 from collections import deque
 from collections.abc import Callable
 
-from protobench.engine.bounds import BEHIND_NS
+from protobench.engine.bounds import BEHIND_NS, READ_BOUND_NS
 from protobench.engine.metrics import OpRecorder
 from protobench.engine.rates import ramped_rate
 from protobench.engine.waker import Timer
@@ -79,6 +79,8 @@ from protobench.protocols.base import (
     SessionContext,
     StreamSession,
 )
+from protobench.protocols.timestamps.clock import Stamps
+from protobench.protocols.timestamps.reactor import Reactor
 from protobench.redaction import redact_text
 from protobench.vocab.counters import BEHIND, CONNECTS
 from protobench.vocab.errors import ErrorClass, OpError
@@ -339,6 +341,9 @@ async def _close_quietly(session: Session) -> None:
 class ExchangeDriver:
     """What the closed and the open model's drivers share: exchanges in flight on slots."""
 
+    reactor: Reactor | None = None
+    """The stamped sockets the open model reads lazily (:class:`ArrivalDriver`)."""
+
     def __init__(self, slots: list[Slot], recorder: OpRecorder, state: RunState) -> None:
         self.slots = slots
         self.recorder = recorder
@@ -349,6 +354,12 @@ class ExchangeDriver:
     def pending(self) -> int:
         """Exchanges not ended yet: in flight (and, in the open model, waiting for a session)."""
         return self.inflight
+
+    def read_arrived(self) -> None:
+        """Take up the replies waiting unread, before timeouts are counted or an interval ends."""
+        reactor = self.reactor
+        if reactor is not None and reactor.lazy:
+            reactor.poll()
 
     def sweep(self, now: int, timeout: float, final: bool = False) -> None:
         """Count exchanges pending longer than ``timeout`` seconds as timeouts (once each).
@@ -445,6 +456,7 @@ class ClosedDriver(ExchangeDriver):
     async def _async_loop(self, slot: Slot, session: AsyncSession) -> None:
         recorder = self.recorder
         append = recorder.latencies.append
+        stamps = slot.ctx.stamps
         slot.task = asyncio.current_task()
         try:
             while self.state.running:
@@ -455,6 +467,7 @@ class ClosedDriver(ExchangeDriver):
                     self.state.take()
                 self.inflight += 1
                 start = slot.pending_since = perf_ns()
+                stamps.sent = 0
                 try:
                     nbytes = await session.call()
                 except OpError as exc:
@@ -469,11 +482,30 @@ class ClosedDriver(ExchangeDriver):
                     return
                 self.inflight -= 1
                 if _settle(slot):
-                    append(perf_ns() - start)
+                    sent, ended, delay = exchange_times(stamps, start, perf_ns())
+                    append(ended - sent)
+                    if delay >= 0:
+                        recorder.delays.append(delay)
                     recorder.bytes_in += nbytes
         finally:
             if slot.task is asyncio.current_task():
                 slot.task = None
+
+
+def exchange_times(stamps: Stamps, fallback: int, now: int) -> tuple[int, int, int]:
+    """``(sent, ended, delay)`` of an exchange that just completed, on the engine's clock.
+
+    ``sent`` is the session's send stamp, else ``fallback`` (the engine's time
+    before ``submit``); ``ended`` the kernel's receive stamp of the reply when
+    the session has one for it (not older than the send), else ``now`` (the
+    engine's time of the completion); ``delay`` the generator's own time from
+    the stamp to now (-1: not measured). :class:`_CallbackLoop` inlines it.
+    """
+    sent = stamps.sent or fallback
+    received = stamps.received
+    if received >= sent:
+        return sent, received, now - received
+    return sent, now, -1
 
 
 def _settle(slot: Slot) -> bool:
@@ -491,10 +523,25 @@ class _CallbackLoop:
     A success while the run is active starts the next exchange at once, from
     inside the completion (the slot stays counted in ``driver.inflight``). A
     completion of an exchange the engine abandoned (the slot's ``pending_since``
-    is no longer this exchange's start) is ignored.
+    is no longer this exchange's start) is ignored. The latency runs from the
+    session's send stamp (``stamps.sent``, taken immediately before the send
+    syscall, or the kernel's) to the reply's receive stamp (or the engine's time
+    of the completion); a session that stamps nothing is timed from just before
+    ``submit``.
     """
 
-    __slots__ = ("append", "callback", "driver", "recorder", "session", "slot", "start", "state")
+    __slots__ = (
+        "append",
+        "callback",
+        "delays",
+        "driver",
+        "recorder",
+        "session",
+        "slot",
+        "stamps",
+        "start",
+        "state",
+    )
 
     def __init__(self, driver: ClosedDriver, slot: Slot, session: CallbackSession) -> None:
         self.driver = driver
@@ -503,6 +550,8 @@ class _CallbackLoop:
         self.session = _Counted(session, driver.state) if driver.state.counted else session
         self.recorder = driver.recorder
         self.append = driver.recorder.latencies.append
+        self.delays = driver.recorder.delays.append
+        self.stamps = slot.ctx.stamps
         self.callback = self.done
         self.start = 0
 
@@ -514,6 +563,7 @@ class _CallbackLoop:
             return
         self.driver.inflight += 1
         self.start = self.slot.pending_since = now
+        self.stamps.sent = 0
         try:
             self.session.submit(self.callback)
         except Exception as exc:
@@ -534,12 +584,20 @@ class _CallbackLoop:
             slot.expired = counted = False
         else:
             counted = True
+        stamps = self.stamps
         if error is None:
-            if counted:
-                self.append(now - self.start)
+            if counted:  # exchange_times, inlined: this is the closed model's hot path
+                sent = stamps.sent or self.start
+                received = stamps.received
+                if received >= sent:
+                    self.append(received - sent)
+                    self.delays(now - received)
+                else:
+                    self.append(now - sent)
                 self.recorder.bytes_in += nbytes
             if self.state.active:
                 self.start = slot.pending_since = now
+                stamps.sent = 0
                 try:
                     self.session.submit(self.callback)
                 except Exception as exc:
@@ -592,8 +650,10 @@ class ArrivalDriver(ExchangeDriver):
         ramp_seconds: float,
         phase_offset: float = 0.0,
         precision_ns: int = PACING_PRECISION_NS,
+        reactor: Reactor | None = None,
     ) -> None:
         super().__init__(slots, recorder, state)
+        self.reactor = reactor
         self.rate = rate
         self.ramp_to = ramp_to if ramp_to is not None else rate
         self.ramp_seconds = max(ramp_seconds, 1e-9)
@@ -646,11 +706,17 @@ class ArrivalDriver(ExchangeDriver):
             timer.close()
 
     def _tick(self) -> None:
-        """The timer's callback: take up the arrivals due by now, then sleep until the next."""
+        """The timer's callback: read the replies waiting (lazy reads), take up the arrivals
+        due by now, then sleep until the next."""
+        reactor = self.reactor
         if self.state.active:
+            if reactor is not None and reactor.lazy:
+                reactor.poll()
             now = perf_ns()
             self._catch_up(now)
             self._schedule(now)
+        elif reactor is not None:
+            reactor.set_lazy(False)
 
     def _schedule(self, now: int) -> None:
         """Arm the timer for the next arrival, unless every session is busy.
@@ -669,10 +735,15 @@ class ArrivalDriver(ExchangeDriver):
         if timer is None:
             return
         due = self.due
+        reactor = self.reactor
         if not self._free:
+            if reactor is not None:
+                reactor.set_lazy(False)
             timer.arm(max(due, now + BUSY_WAIT_NS))
             return
         gap = self._gap()
+        if reactor is not None:
+            reactor.set_lazy(max(gap, self.precision_ns) <= READ_BOUND_NS)
         timer.arm(due + self.precision_ns // gap * gap)
 
     def _catch_up(self, now: int) -> None:
@@ -724,6 +795,8 @@ class ArrivalDriver(ExchangeDriver):
         When the run stops (which resumes it), :meth:`run` returns.
         """
         if not self.state.running:
+            if self.reactor is not None:
+                self.reactor.set_lazy(False)
             if self._stopped is not None and not self._stopped.done():
                 self._stopped.set_result(None)
             return
@@ -751,13 +824,16 @@ class ArrivalDriver(ExchangeDriver):
             self._schedule(now)  # the driver slept with every session busy
 
     def _issue(self, slot: Slot, intended: int) -> int:
-        """Send the arrival due at ``intended`` on ``slot``; return when it was sent."""
+        """Send the arrival due at ``intended`` on ``slot``; return when it was sent (the
+        session's send stamp, else the time just before ``submit``)."""
         session = slot.session
         paced = slot.paced
         if paced is None or paced.session is not session:
             paced = slot.paced = _Paced(self, slot, session)
+        stamps = slot.ctx.stamps
         self.inflight += 1
         sent = slot.pending_since = perf_ns()
+        stamps.sent = 0
         if paced.callback is not None:
             paced.intended = intended
             try:
@@ -774,7 +850,7 @@ class ArrivalDriver(ExchangeDriver):
             task.add_done_callback(self._tasks.discard)
         else:
             raise TypeError(f"{type(session).__name__} cannot be paced")
-        return sent
+        return stamps.sent or sent
 
     async def _call(self, slot: Slot, session: AsyncSession, intended: int, sent: int) -> None:
         try:
@@ -803,8 +879,11 @@ class ArrivalDriver(ExchangeDriver):
         recorder = self.recorder
         if error is None:
             if counted:
-                recorder.latencies.append(now - intended)
-                recorder.uncorrected.append(now - sent)
+                start, ended, delay = exchange_times(slot.ctx.stamps, sent, now)
+                recorder.latencies.append(ended - intended)
+                recorder.uncorrected.append(ended - start)
+                if delay >= 0:
+                    recorder.delays.append(delay)
                 recorder.bytes_in += nbytes
         else:
             if counted:

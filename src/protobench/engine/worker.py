@@ -53,6 +53,8 @@ from protobench.hostutil import raise_fd_limit
 from protobench.lifeline import die_with_parent
 from protobench.protocols import registry
 from protobench.protocols.base import Session, SessionContext, StreamSession
+from protobench.protocols.timestamps.clock import KERNEL, WALL, probe
+from protobench.protocols.timestamps.reactor import Reactor
 
 OPEN_CONCURRENCY = 256
 STREAM_GRACE = 0.5
@@ -116,11 +118,25 @@ class Worker:
         self.recorders: dict[str, OpRecorder] = {}
         self.slots: dict[str, list[Slot]] = {}
         self.drivers: list[Driver] = []
+        self.reactors: dict[str, Reactor] = {}
+        """Each group's stamped sockets, when the run reads the kernel's clock."""
         self.max_lag = 0.0
         self.state.counted = spec.requests is not None
         self.done_at: float | None = None
         """When this worker's share of the request count had all ended (monotonic)."""
         self._counting: asyncio.Task[None] | None = None
+
+    def _reactor(self, group: str) -> Reactor | None:
+        """The group's reactor when the run asks for the kernel's clock and the kernel has it."""
+        if self.plan.clock != KERNEL:
+            return None
+        support = probe()
+        if not support.receive:
+            return None
+        reactor = self.reactors.get(group)
+        if reactor is None:
+            reactor = self.reactors[group] = Reactor(send=support.send)
+        return reactor
 
     def _contexts(
         self, group: GroupPlan, part: GroupSlice, recorder: OpRecorder
@@ -139,6 +155,7 @@ class Worker:
                 timeout=self.plan.timeout,
                 count=recorder.count,
                 sent=recorder.sent,
+                reactor=self._reactor(group.name),
             )
             for index in part.indices
         ]
@@ -163,7 +180,27 @@ class Worker:
             results = await asyncio.gather(*(open_one(slot) for slot in slots))
             opened += sum(results)
             failed += len(results) - sum(results)
-        return {"pid": os.getpid(), "opened": opened, "failed": failed}
+        hello: dict[str, Any] = {
+            "pid": os.getpid(),
+            "opened": opened,
+            "failed": failed,
+            "clock": self.clocks(),
+        }
+        if self.plan.clock == KERNEL and not (support := probe()).receive:
+            hello["clock_reason"] = support.reason
+        return hello
+
+    def clocks(self) -> dict[str, dict[str, int]]:
+        """Per group, how many open sessions read the kernel's receive and send stamps."""
+        out = {}
+        for name, slots in self.slots.items():
+            stamps = [slot.ctx.stamps for slot in slots if slot.session is not None]
+            out[name] = {
+                "sessions": len(stamps),
+                "kernel_receive": sum(s.kernel_receive for s in stamps),
+                "kernel_send": sum(s.kernel_send for s in stamps),
+            }
+        return out
 
     def build_drivers(self, ramp_seconds: float) -> None:
         groups = {g.name: g for g in self.plan.groups}
@@ -201,6 +238,7 @@ class Worker:
                         part.ramp_to,
                         ramp_seconds,
                         precision_ns=int(self.plan.pacing_precision * 1e9),
+                        reactor=self.reactors.get(part.name),
                     )
                 )
             else:
@@ -230,8 +268,15 @@ class Worker:
         self.done_at = time.monotonic()
         self.out.send(FrameKind.DONE, {"worker": self.spec.worker})
 
+    def read_arrived(self) -> None:
+        """Take up the replies that lazy reads left waiting (before timeouts or an interval)."""
+        for driver in self.drivers:
+            if isinstance(driver, ExchangeDriver):
+                driver.read_arrived()
+
     def sweep(self, final: bool = False) -> None:
         """Count exchanges pending longer than the timeout (and, with ``final``, the rest)."""
+        self.read_arrived()
         now = perf_ns()
         for driver in self.drivers:
             if isinstance(driver, ExchangeDriver):
@@ -275,6 +320,7 @@ class Worker:
             await asyncio.sleep(TICK)
             now = loop.time()
             self.max_lag = max(self.max_lag, now - expected)
+            WALL.resync()
             for recorder in self.recorders.values():
                 recorder.fold_pending(FOLD_AT_LEAST)
             if now >= next_sweep:
@@ -393,6 +439,9 @@ class Worker:
                 asyncio.gather(*closes, return_exceptions=True),
                 max(CLOSE_TIMEOUT, self.plan.timeout),
             )
+        await asyncio.sleep(0)  # the closed transports' connection_lost callbacks
+        for reactor in self.reactors.values():
+            reactor.close()
 
 
 def interval_end(index: int, interval: float, early: bool) -> float:

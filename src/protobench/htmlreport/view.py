@@ -371,7 +371,9 @@ def spectra(snapshot: Snapshot, phase: str = "sustain") -> list[Spectrum]:
         corrected = spectrum_points(phase_histogram([snapshot], name, phase))
         uncorrected = None
         if corrected and has_uncorrected([snapshot], name, phase):
-            uncorrected = spectrum_points(phase_histogram([snapshot], name, phase, True))
+            uncorrected = spectrum_points(
+                phase_histogram([snapshot], name, phase, "hist_uncorrected")
+            )
         note = "" if corrected else f"no latency recorded in {phase}"
         out.append(Spectrum(name, corrected, uncorrected or None, note))
     return out

@@ -75,6 +75,16 @@ def _thresholds(value: tuple[str, ...]) -> tuple[str, ...]:
     return value
 
 
+CLOCKS: Final = ("kernel", "user")
+"""Where exchange times come from (:mod:`protobench.protocols.timestamps`)."""
+
+
+def _clock(value: str) -> str:
+    if value not in CLOCKS:
+        raise ValueError(f"expected {' or '.join(CLOCKS)}, got {value!r}")
+    return value
+
+
 def _replace(_old: Any, new: Any) -> Any:
     return new
 
@@ -338,6 +348,19 @@ class RunSettings:
         le=0.1,
     )
     """Open model: see :data:`~protobench.engine.schedule.PACING_PRECISION_NS`."""
+    clock: str = setting(
+        TEXT,
+        "kernel",
+        flag="--clock",
+        metavar="CLOCK",
+        help="Exchange times from the kernel's socket timestamps (default, where available)"
+        " or from user space.",
+        vary=True,
+        check=_clock,
+    )
+    """``kernel``: a request's time is the kernel's send stamp and a reply's its receive stamp,
+    where the platform and the protocol give them (else user space, said in a notice);
+    ``user``: the engine's own reads of the clock around the send and at the completion."""
     drain: float = setting(
         DURATION, 2.0, help="How long in-flight exchanges may finish after sustain, e.g. 2s."
     )

@@ -33,7 +33,7 @@ from hdrh.histogram import HdrHistogram
 
 from protobench.engine.metrics import SIGNIFICANT_DIGITS, new_histogram
 from protobench.snapshots.model import Snapshot
-from protobench.snapshots.series import TOTAL, has_uncorrected, phase_histogram
+from protobench.snapshots.series import TOTAL, HistKey, has_uncorrected, phase_histogram
 
 TICKS_PER_HALF_DISTANCE = 5
 MS_PER_US = 1000.0
@@ -94,9 +94,11 @@ def write_hgrm(snapshot: Snapshot, out: TextIO, phase: str | None = "sustain") -
     ops = [TOTAL, *snapshot.operations]
     open_model = snapshot.report.model.type == "open"
     whole = [op for op in ops if all(has_uncorrected([snapshot], op, name) for name in phases)]
-    kinds = [(False, "corrected" if open_model else "latency", ops)]
+    kinds: list[tuple[HistKey, str, list[str]]] = [
+        ("hist", "corrected" if open_model else "latency", ops)
+    ]
     if open_model:
-        kinds.append((True, "uncorrected", whole))
+        kinds.append(("hist_uncorrected", "uncorrected", whole))
     out.write(
         f"# protobench {snapshot.provenance['tool_version']} snapshot {snapshot.id}, "
         f"profile {snapshot.report.profile}, phase {phase or 'all'}\n"
@@ -109,11 +111,11 @@ def write_hgrm(snapshot: Snapshot, out: TextIO, phase: str | None = "sustain") -
             "uncorrected: from the actual send\n"
         )
     sections = 0
-    for uncorrected, label, names in kinds:
+    for key, label, names in kinds:
         for op in names:
             hist = new_histogram()
             for name in phases:
-                hist.add(phase_histogram([snapshot], op, name, uncorrected))
+                hist.add(phase_histogram([snapshot], op, name, key))
             out.write(f"\n# op: {op}, {label}\n")
             percentile_distribution(hist, out)
             sections += 1

@@ -20,6 +20,15 @@ TCP (or TLS) connection with at most one request in flight:
 * :meth:`HttpConnection.send` and :meth:`HttpConnection.fetch` deliver a
   :class:`Response` (status, lowercased headers, optionally the body) for
   control paths and async sessions;
+* with a :class:`~protobench.protocols.timestamps.reactor.Reactor` (the kernel's
+  clock) the connection is a socket of ours read with ``recvmsg``
+  (:class:`~protobench.protocols.timestamps.transport.StampedTransport`): the
+  kernel's receive stamp of the packet that completed a response is in the
+  session's :class:`~protobench.protocols.timestamps.clock.Stamps` when the
+  completion callback runs, and each request's send is stamped (the kernel's
+  transmit stamp, or the time just before the send syscall); TLS connections,
+  and every connection without a reactor, use the loop's transports and stamp
+  the send in user space;
 * the request timeout uses one loop timer per connection, re-armed lazily:
   it fires at the deadline of the request that armed it and, if a later
   request is in flight, moves to that request's deadline;
@@ -57,6 +66,9 @@ from urllib.parse import urljoin, urlsplit
 import httptools
 
 from protobench.protocols.base import Done
+from protobench.protocols.timestamps.clock import Stamps, perf_ns
+from protobench.protocols.timestamps.reactor import Reactor
+from protobench.protocols.timestamps.transport import StampedTransport, open_stamped
 from protobench.vocab.errors import ErrorClass, OpError
 from protobench.vocab.recorder import Tally
 
@@ -373,9 +385,23 @@ class HttpConnection(asyncio.Protocol):
     may start the next request on the same connection.
     """
 
-    def __init__(self, loop: asyncio.AbstractEventLoop, endpoint: Endpoint, timeout: float) -> None:
+    def __init__(
+        self,
+        loop: asyncio.AbstractEventLoop,
+        endpoint: Endpoint,
+        timeout: float,
+        stamps: Stamps | None = None,
+        reactor: Reactor | None = None,
+    ) -> None:
         self.endpoint = endpoint
         self.timeout = timeout
+        self.stamps = stamps if stamps is not None else Stamps()
+        """The times of the exchange in flight (the session's, shared with the engine)."""
+        self.reactor = reactor
+        """The reactor reading the connection with the kernel's clock (``None``: the loop's)."""
+        self._write_request: Callable[[bytes], None] = self._stamp_and_write
+        """Sends a request, its send stamped: a stamped transport's ``write_request``, or
+        :meth:`_stamp_and_write` on the loop's transport."""
         self.accept = SUCCESS
         """Statuses :meth:`submit` reports as success; others are ``protocol`` errors."""
         self._loop = loop
@@ -414,10 +440,14 @@ class HttpConnection(asyncio.Protocol):
         *,
         ssl: ssl_module.SSLContext | None,
         timeout: float,  # noqa: ASYNC109 - also the connection's request timeout
+        stamps: Stamps | None = None,
+        reactor: Reactor | None = None,
     ) -> HttpConnection:
         """Open a connection to ``endpoint``; raise :class:`OpError` on failure.
 
         ``ssl`` is required for ``https`` endpoints and ignored for ``http``.
+        ``stamps`` are the session's (a new one's when not given); with a
+        ``reactor`` a plain ``http`` connection reads the kernel's timestamps.
         """
         loop = asyncio.get_running_loop()
         if endpoint.tls and ssl is None:
@@ -425,15 +455,30 @@ class HttpConnection(asyncio.Protocol):
         tls = ssl if endpoint.tls else None
         host, port = endpoint.via or (endpoint.host, endpoint.port)
         where = endpoint.url if endpoint.via is None else f"{endpoint.url} (at {host}:{port})"
+        times = stamps if stamps is not None else Stamps()
+
+        def factory() -> HttpConnection:
+            return cls(loop, endpoint, timeout, times, reactor)
+
         try:
             async with asyncio.timeout(timeout):
-                _, conn = await loop.create_connection(
-                    lambda: cls(loop, endpoint, timeout),
-                    host,
-                    port,
-                    ssl=tls,
-                    server_hostname=endpoint.host if tls is not None else None,
-                )
+                if reactor is not None and tls is None:
+                    _, made = await open_stamped(
+                        factory,
+                        host,
+                        port,
+                        reactor=reactor,
+                        stamps=times,
+                    )
+                    conn = cast(HttpConnection, made)
+                else:
+                    _, conn = await loop.create_connection(
+                        factory,
+                        host,
+                        port,
+                        ssl=tls,
+                        server_hostname=endpoint.host if tls is not None else None,
+                    )
         except TimeoutError:
             raise OpError(
                 ErrorClass.TIMEOUT, f"connect to {where} took more than {timeout:g}s"
@@ -470,6 +515,8 @@ class HttpConnection(asyncio.Protocol):
 
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
         self._transport = cast(asyncio.Transport, transport)
+        if isinstance(transport, StampedTransport):
+            self._write_request = transport.write_request
         self.alive = True
         sock = transport.get_extra_info("socket")
         if sock is not None and sock.family in (socket.AF_INET, socket.AF_INET6):
@@ -563,8 +610,13 @@ class HttpConnection(asyncio.Protocol):
         self._sent_at = now = loop.time()
         if self._timer is None:
             self._timer = loop.call_at(now + self.timeout, self._on_timer)
-        self._transport.write(request)  # type: ignore[union-attr]
+        self._write_request(request)
         self.sent.n += len(request)
+
+    def _stamp_and_write(self, request: bytes) -> None:
+        """Send a request on the loop's transport, stamped just before (the user clock)."""
+        self.stamps.sent = perf_ns()
+        self._transport.write(request)  # type: ignore[union-attr]
 
     def _submit_dead(self, request: bytes, done: Done) -> None:
         if self.on_dead is not None:
@@ -634,7 +686,7 @@ class HttpConnection(asyncio.Protocol):
         self._sent_at = now = loop.time()
         if self._timer is None:
             self._timer = loop.call_at(now + self.timeout, self._on_timer)
-        self._transport.write(request)  # type: ignore[union-attr]
+        self._write_request(request)
         self.sent.n += len(request)
 
     async def fetch(self, request: bytes, *, keep_body: bool = True) -> Response:

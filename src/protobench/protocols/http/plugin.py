@@ -121,7 +121,9 @@ class HttpProtocol(ProtocolPlugin):
             params.method, endpoint, target, headers, self._body(params), under_base=False
         )
         accept = SUCCESS if params.expect_status is None else frozenset(params.expect_status)
-        conn = await HttpConnection.connect(endpoint, ssl=tls, timeout=ctx.timeout)
+        conn = await HttpConnection.connect(
+            endpoint, ssl=tls, timeout=ctx.timeout, stamps=ctx.stamps, reactor=ctx.reactor
+        )
         kind = HeadSession if params.method == "HEAD" else HttpSession
         return kind(conn, request, accept, tls, ctx.count, ctx.sent, options.keepalive)
 

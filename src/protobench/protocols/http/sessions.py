@@ -7,12 +7,14 @@ their responses have no body.
 
 A connection that the server closed between requests (``Connection: close``,
 HTTP/1.0, a body delimited by the close, an idle timeout) or that was dropped
-after a timeout is reopened by the session on its next request; the connect
-time then counts in that request's latency and a failure to connect is
-reported as that request's error. Each such reopening adds one to the op's
-``connects`` counter (the engine counts the session's first connection).
-Without ``keepalive`` (``--disable-keepalive``) a session sends each request
-on a new connection.
+after a timeout is reopened by the session on its next request; the latency
+runs from the request's send on the new connection (the connect time is not
+in it) and a failure to connect is reported as that request's error. Each
+such reopening adds one to the op's ``connects`` counter (the engine counts the
+session's first connection). A reopened connection keeps the session's
+stamps and reactor (the kernel's clock, when the run reads it). Without
+``keepalive`` (``--disable-keepalive``) a session sends each request on a new
+connection (its connect time is likewise outside the request's latency).
 """
 
 from __future__ import annotations
@@ -91,7 +93,13 @@ class HttpSession(CallbackSession):
     async def _reconnect(self, done: Done) -> None:
         old = self._conn
         try:
-            conn = await HttpConnection.connect(old.endpoint, ssl=self._tls, timeout=old.timeout)
+            conn = await HttpConnection.connect(
+                old.endpoint,
+                ssl=self._tls,
+                timeout=old.timeout,
+                stamps=old.stamps,
+                reactor=old.reactor,
+            )
         except OpError as exc:
             done(exc, 0)
             return
