@@ -39,6 +39,7 @@ def test_the_page_opens_on_the_verdict_then_the_key_figures() -> None:
     assert "<span class='badge PASS'>PASS</span>" in page
     assert "<span class='headline'>1 threshold held</span>" in page
     assert "<span class='code'>exit code 0</span>" in page
+    assert " · kernel clock (send: user) · " in page
     text = _visible(page)
     assert "✔ pass p99 < 5ms 2.1ms" in " ".join(text.split())
     for caveat in ("host saturated: host CPU at 97%", "finding: lost 3"):
@@ -114,7 +115,15 @@ def test_the_open_models_throughput_charts_draw_the_offered_rate() -> None:
     }
     spectrum = charts["op0-spectrum"]
     assert (spectrum["x"]["unit"], spectrum["x"]["log"]) == ("percentile", True)
-    assert [s["label"] for s in spectrum["series"]] == ["corrected", "uncorrected"]
+    assert [s["label"] for s in spectrum["series"]] == ["corrected", "uncorrected", "our own delay"]
+    assert spectrum["series"][2]["dash"]
+    delay = charts["op1-latency"]["series"][-1]
+    assert (delay["label"], delay["y"], delay["dash"]) == (
+        "our own delay p99",
+        "op1.delay_p99",
+        True,
+    )
+    assert "our own delay" not in [s["label"] for s in charts["op2-latency"]["series"]]  # put
     target = charts["res-target"]
     assert [(s["label"], s["axis"]) for s in target["series"]] == [
         ("CPU", 1),

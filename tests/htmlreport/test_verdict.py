@@ -4,8 +4,9 @@ from __future__ import annotations
 
 from typing import Any
 
+from protobench.engine.metrics import decode, summary
 from protobench.htmlreport.verdict import cards, verdict
-from tests.support.html_snapshot import report_snapshot
+from tests.support.html_snapshot import DELAY, report_snapshot
 from tests.support.snapshots import typed
 
 CHECKS = [
@@ -84,7 +85,20 @@ def test_key_figures_in_their_units() -> None:
     report = typed(report_snapshot()).report
     total = report.phases["sustain"].total
     shown = {card.label: card for card in cards(report, offered=2000.0)}
-    assert list(shown) == ["throughput", "error rate", "p50", "p99", "generator CPU", "target CPU"]
+    assert list(shown) == [
+        "throughput",
+        "error rate",
+        "p50",
+        "p99",
+        "our own delay p99",
+        "generator CPU",
+        "target CPU",
+    ]
+    delay = summary(decode(DELAY))  # 40 to 399 µs, one each
+    assert shown["our own delay p99"].value == f"{delay['p99']:.0f}µs"
+    assert shown["our own delay p99"].detail == (
+        f"p50 {delay['p50']:.0f}µs · kernel receive stamp to the engine, not in the latency"
+    )
     assert shown["throughput"].value == f"{total.throughput:,.1f}/s"
     assert shown["throughput"].detail == f"of 2,000.0/s offered ({total.throughput / 2000:.0%})"
     assert shown["error rate"].value == f"{total.error_rate:.2%}"

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from protobench.engine.metrics import merge
+from protobench.engine.metrics import decode, merge, summary
 from protobench.htmlreport.view import (
     Mark,
     run_view,
@@ -12,7 +12,7 @@ from protobench.htmlreport.view import (
     text,
 )
 from protobench.snapshots.series import TOTAL, intervals
-from tests.support.html_snapshot import NEW_COUNTERS, RATE, report_snapshot
+from tests.support.html_snapshot import DELAY, NEW_COUNTERS, RATE, report_snapshot
 from tests.support.snapshots import OpSpec, make_snapshot, typed
 
 
@@ -213,3 +213,18 @@ def test_a_server_sending_many_codes_makes_a_chart_of_the_most_and_the_rest() ->
     assert list(get.errors) == [f"protocol:{n}" for n in range(499, 492, -1)] + ["493 other codes"]
     per_interval = sum(range(1, 494)) / 0.25
     assert get.errors["493 other codes"] == pytest.approx([per_interval] * len(get.t))
+
+
+def test_the_generator_delay_is_drawn_apart_where_the_kernel_clock_measured_it() -> None:
+    snapshot = report_snapshot()
+    view = run_view(typed(snapshot))
+    total, get, put = view.ops
+    assert get.delay is not None
+    assert get.delay["p99"] == [summary(decode(DELAY))["p99"]] * len(get.t)
+    assert total.delay is not None  # the interval's TOTAL merges get's
+    assert put.delay is None
+    spectra = {item.name: item for item in view.spectra}
+    assert spectra["get"].delay == spectrum_points(merge([DELAY]))
+    assert spectra[TOTAL].delay == spectra["get"].delay
+    assert spectra["put"].delay is None
+    assert ("", "kernel clock (send: user)") in view.facts

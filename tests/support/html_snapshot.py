@@ -2,22 +2,34 @@
 
 The series and histograms come from :func:`make_snapshot` (the engine's own
 aggregator) of an open-model run (every latency also recorded uncorrected, at
-60% of its value); on top of it: the plan's rate (2000/s, shared by ``get``
-and ``put``), notices (pause, resume, a rate change to twice the rate, a
-worker notice), counters the report does not know by name, error codes,
-verdict fields added by later engines, thresholds, resource samples, and a
-secret in the overrides.
+60% of its value); on top of it: the plan's rate (2000/s, shared by ``get`` and
+``put``), the kernel clock and ``get``'s generator delay, notices (pause,
+resume, a rate change to twice the rate, a worker notice), counters the report
+does not know by name, error codes, verdict fields added by later engines,
+thresholds, resource samples, and a secret in the overrides.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
+from protobench.engine.metrics import decode, encode, new_histogram, summary
 from tests.support.snapshots import OpSpec, make_snapshot
 
 NEW_COUNTERS = {"down_us": 2500, "connect_failed": 1}
 NEW_VERDICTS = {"host_saturated": True, "host_reason": "host CPU at 97%", "findings": ["lost 3"]}
 SECRET = "hunter2-secret"
+
+
+def _delay() -> str:
+    hist = new_histogram()
+    for us in range(40, 400):
+        hist.record_value(us)
+    return encode(hist)
+
+
+DELAY = _delay()
+"""``get``'s generator delay (the kernel clock's): 40 to 400 µs."""
 RATE = 2000.0
 """The plan's rate; ``get`` and ``put`` have one session each, so half each."""
 
@@ -34,8 +46,13 @@ def report_snapshot(**options: Any) -> dict[str, Any]:
         figures = record["ops"]["get"]
         figures["counters"] = dict(NEW_COUNTERS)
         figures["error_codes"] = {"timeout:slow": figures["errors"]}
-    snapshot["plan"].update({"rate": RATE, "warmup": 0.5, "duration": 3.0})
+        figures["generator_delay_us"] = summary(decode(DELAY))
+        figures["hist_delay"] = DELAY
+    snapshot["histograms"]["sustain"]["get"]["hist_delay"] = DELAY
     report = snapshot["report"]
+    report["phases"]["sustain"]["total"]["generator_delay_us"] = summary(decode(DELAY))
+    report["clock"] = {"setting": "kernel", "receive": "kernel", "send": "user"}
+    snapshot["plan"].update({"rate": RATE, "warmup": 0.5, "duration": 3.0})
     report["notices"] = [
         {"kind": "pause", "message": "load paused", "elapsed": 1.0},
         {"kind": "resume", "message": "load resumed", "elapsed": 1.5},

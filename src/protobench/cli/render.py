@@ -19,11 +19,11 @@ from protobench.engine.events import (
 from protobench.engine.report_model import (
     NO_SESSION,
     NO_SESSION_NOTICE,
-    ClockReport,
     Report,
     Resources,
     ThresholdResult,
     Verdicts,
+    describe_clock,
     describe_model,
 )
 from protobench.engine.summaries import LatencySummary, OpSummary
@@ -34,16 +34,6 @@ from protobench.vocab.units import format_duration
 
 def us(value: float | None) -> str:
     return "-" if value is None else format_duration(value / 1e6)
-
-
-def describe_clock(clock: ClockReport | None) -> str:
-    """``  kernel clock`` (with what was not: ``(send: user)``), ``  user clock``, or nothing
-    for a report from before the clocks."""
-    if clock is None:
-        return ""
-    if clock.receive == clock.send:
-        return f"  {clock.receive} clock"
-    return f"  {clock.receive} clock (send: {clock.send})"
 
 
 def summary_table(report: Report, profile_top: int = 5) -> str:
@@ -72,7 +62,8 @@ def summary_table(report: Report, profile_top: int = 5) -> str:
         seconds = sustain.duration_s
         length = f"{seconds:.1f}s" if seconds >= 1 else format_duration(seconds)
         model = describe_model(report.model)
-        lines.append(f"sustain {length}  {model}{describe_clock(report.clock)}")
+        clock = describe_clock(report.clock)
+        lines.append(f"sustain {length}  {model}{'  ' + clock if clock else ''}")
         header = f"{'op':24} {'ok':>10} {'err':>7} {'err%':>7} {'ops/s':>11} "
         header += " ".join(f"{label:>8}" for _, label in LATENCY_COLUMNS)
         lines.append(header + "  latency")

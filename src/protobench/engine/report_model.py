@@ -95,6 +95,16 @@ def describe_model(model: LoadModel) -> str:
     return f"open model, {rate} over {model.sessions} sessions{count}"
 
 
+def describe_clock(clock: ClockReport | None) -> str:
+    """``kernel clock`` (with what was not: ``kernel clock (send: user)``), ``user clock``,
+    or "" for a report from before the clocks (the summary's line, the HTML report's header)."""
+    if clock is None:
+        return ""
+    if clock.receive == clock.send:
+        return f"{clock.receive} clock"
+    return f"{clock.receive} clock (send: {clock.send})"
+
+
 @dataclass(frozen=True, slots=True, kw_only=True)
 class GeneratorResources:
     """The workers' CPU (% of a core) peak and mean over sustain, and their RSS peak (bytes)."""

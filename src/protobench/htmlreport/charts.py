@@ -32,6 +32,8 @@ PALETTE = ("#0072B2", "#E69F00", "#009E73", "#D55E00", "#CC79A7", "#56B4E9", "#0
 """Okabe-Ito: blue, orange, green, vermillion, purple, sky blue, black."""
 PERCENTILE_COLORS = dict(zip(PERCENTILES, PALETTE[:6], strict=True))
 OK, ERRORS, OFFERED = "#009E73", "#D55E00", "#555555"
+DELAY = "our own delay p99"
+"""The generator's delay in taking up replies (kernel clock): drawn dashed, apart."""
 CLOCK_AFTER = 180.0
 """A run longer than this (seconds) has its time axis in m:ss."""
 SCRIPT = resources.files(__package__).joinpath("charts.js").read_text(encoding="utf-8")
@@ -153,6 +155,8 @@ def op_columns(out: ChartSet, key: str, op: OpSeries) -> None:
         out.column(f"{key}.error{index}", values)
     for index, values in enumerate(op.counters.values()):
         out.column(f"{key}.counter{index}", values)
+    for p, delays in (op.delay or {}).items():
+        out.column(f"{key}.delay_{p}", delays)
 
 
 def throughput(out: ChartSet, key: str, op: OpSeries, x: Axis, title: str = "") -> Chart:
@@ -179,6 +183,8 @@ def latency(
     series = [
         Series(LABELS[p], f"{key}.t", f"{key}.{p}", PERCENTILE_COLORS[p], width=2.0) for p in shown
     ]
+    if op.delay is not None:  # the generator's own delay, apart from the latency
+        series.append(Series(DELAY, f"{key}.t", f"{key}.delay_p99", OFFERED, dash=True))
     axis = Axis("us", "latency", log=True, zero=False)
     return Chart(f"{op.name}: latency over time", x, axis, series)
 
@@ -223,26 +229,36 @@ SPECTRUM_X = "spectrum.x"
 
 
 def spectrum(
-    out: ChartSet, key: str, title: str, curves: Sequence[tuple[str, list[tuple[float, float]]]]
+    out: ChartSet,
+    key: str,
+    title: str,
+    curves: Sequence[tuple[str, list[tuple[float, float]]]],
+    delay: list[tuple[float, float]] | None = None,
 ) -> Chart:
-    """Latency by percentile, HdrHistogram style: one line per ``(label, points)``."""
+    """Latency by percentile, HdrHistogram style: one line per ``(label, points)``, and the
+    generator's own ``delay`` dashed."""
+    shown = [(label, points, _color(index), False) for index, (label, points) in enumerate(curves)]
     series = []
-    for index, (label, points) in enumerate(curves):
+    for index, (label, points, color, dash) in enumerate(
+        [*shown, ("our own delay", delay, OFFERED, True)]
+    ):
         if not points:
             continue
         out.column(SPECTRUM_X, [1.0 / (1.0 - p / 100.0) for p, _ in points])
         y = out.column(f"{key}.spectrum{index}", [v for _, v in points])
-        series.append(Series(label, SPECTRUM_X, y, _color(index), width=2.0))
+        series.append(Series(label, SPECTRUM_X, y, color, width=1.5 if dash else 2.0, dash=dash))
     x = Axis("percentile", "percentile (log scale of 1/(1-p))", log=True)
     return Chart(title, x, Axis("us", "latency"), series, time=False)
 
 
 def run_spectrum(out: ChartSet, key: str, item: Spectrum) -> Chart:
-    """One op's sustain spectrum; uncorrected beside corrected in the open model."""
+    """One op's sustain spectrum; uncorrected beside corrected in the open model; the
+    generator's own delay with the kernel's clock."""
     curves = [("corrected" if item.uncorrected is not None else "latency", item.corrected)]
     if item.uncorrected is not None:
         curves.append(("uncorrected", item.uncorrected))
-    return spectrum(out, key, f"{item.name}: latency by percentile (sustain)", curves)
+    title = f"{item.name}: latency by percentile (sustain)"
+    return spectrum(out, key, title, curves, item.delay)
 
 
 def _resource(

@@ -216,7 +216,9 @@ def _tables(view: RunView) -> str:
 
 def header(view: RunView) -> str:
     facts = " · ".join(
-        f"<b>{html.escape(key)}</b> {html.escape(value)}" for key, value in view.facts
+        f"<b>{html.escape(key)}</b> {html.escape(value)}" if key else html.escape(value)
+        for key, value in view.facts
+        if value
     )
     return (
         f"<h1>protobench report: {html.escape(view.title)}</h1>"

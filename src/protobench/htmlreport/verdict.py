@@ -8,7 +8,8 @@ one sentence says why, caveats say what limited the run (the generator, a
 busy host) and what the plugin found, and every threshold and built-in check
 is a row with its expression, its observed value in its unit and whether it
 held. :func:`cards` are the sustain phase's key figures (throughput, error
-rate, p50, p99, generator and target CPU), each a value and a line of detail.
+rate, p50, p99, the generator's own delay with the kernel's clock, generator and target
+CPU, the target's memory), each a value and a line of detail.
 """
 
 from __future__ import annotations
@@ -208,4 +209,8 @@ def cards(report: Report, offered: float | None = None) -> list[Card]:
         tone: Literal["", "bad"] = "bad" if total.errors else ""
         out.append(Card("error rate", format_value("error_rate", total.error_rate), errors, tone))
         out.extend(_latency_cards(total))
+        if (delay := total.generator_delay_us) is not None and delay.count:
+            p50 = format_value("p50", delay.value("p50"))
+            detail = f"p50 {p50} · kernel receive stamp to the engine, not in the latency"
+            out.append(Card("our own delay p99", format_value("p99", delay.value("p99")), detail))
     return out + _resource_cards(report)

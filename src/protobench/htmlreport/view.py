@@ -27,7 +27,7 @@ from hdrh.histogram import HdrHistogram
 
 from protobench.engine.aggregate import MIXED
 from protobench.engine.rates import ramped_rate, rate_shares
-from protobench.engine.report_model import Report, describe_model
+from protobench.engine.report_model import Report, describe_clock, describe_model
 from protobench.engine.stacks.model import TargetProfile
 from protobench.engine.summaries import EMPTY_OP, LatencySummary, OpSummary
 from protobench.htmlreport.verdict import Card, Verdict, cards, verdict
@@ -66,7 +66,9 @@ class OpSeries:
     ``t0``/``t`` are each interval's start and end; ``errors`` are per second
     by code (``class:code``), the errors of a class without a code under the
     class; ``offered`` is the open model's rate asked of the operation
-    (``None`` in the closed model or when it is not paced by the rate).
+    (``None`` in the closed model or when it is not paced by the rate);
+    ``delay`` the generator's own delay (p50, p99) in taking up replies, measured
+    with the kernel's clock (``None`` without it).
     """
 
     name: str
@@ -78,19 +80,22 @@ class OpSeries:
     errors: dict[str, list[float]]
     counters: dict[str, list[float]]
     offered: list[float] | None = None
+    delay: dict[str, list[float | None]] | None = None
 
 
 @dataclass(frozen=True)
 class Spectrum:
     """An operation's sustain latency by percentile: ``(percentile, µs)`` points.
 
-    ``note`` says why there are none (no latency, or latencies of different kinds).
+    ``note`` says why there are none (no latency, or latencies of different kinds);
+    ``delay`` is the generator's own delay by percentile (kernel clock), not in the latency.
     """
 
     name: str
     corrected: list[tuple[float, float]]
     uncorrected: list[tuple[float, float]] | None
     note: str = ""
+    delay: list[tuple[float, float]] | None = None
 
 
 @dataclass(frozen=True)
@@ -195,6 +200,7 @@ def op_series(
         latency: dict[str, list[float | None]] = {p: [] for p in PERCENTILES}
         errors: dict[str, list[float]] = {}
         counters: dict[str, list[float]] = {}
+        delay: dict[str, list[float | None]] = {"p50": [], "p99": []}
         for index, item in enumerate(items):
             figures = item.ops.get(name, EMPTY_OP)
             t0.append(item.start)
@@ -206,11 +212,19 @@ def op_series(
                 measured = LatencySummary()
             for p in PERCENTILES:
                 latency[p].append(measured.value(p))
+            ours = figures.generator_delay_us or LatencySummary()
+            for p, column in delay.items():
+                column.append(ours.value(p))
             _append(errors, _error_keys(figures), index, item.duration)
             _append(counters, figures.counters, index, item.duration)
         errors = _most(errors, MOST_CODES, lambda n: f"{n} other codes")
         counters = _most(counters, MOST_COUNTERS)
-        out.append(OpSeries(name, t0, t, ok, err, latency, errors, counters, offered.get(name)))
+        measured_delay = delay if any(v is not None for v in delay["p99"]) else None
+        out.append(
+            OpSeries(
+                name, t0, t, ok, err, latency, errors, counters, offered.get(name), measured_delay
+            )
+        )
     return out
 
 
@@ -375,7 +389,8 @@ def spectra(snapshot: Snapshot, phase: str = "sustain") -> list[Spectrum]:
                 phase_histogram([snapshot], name, phase, "hist_uncorrected")
             )
         note = "" if corrected else f"no latency recorded in {phase}"
-        out.append(Spectrum(name, corrected, uncorrected or None, note))
+        delay = spectrum_points(phase_histogram([snapshot], name, phase, "hist_delay"))
+        out.append(Spectrum(name, corrected, uncorrected or None, note, delay or None))
     return out
 
 
@@ -466,11 +481,13 @@ def _flatten(prefix: str, value: Any) -> list[tuple[str, str]]:
 
 
 def facts(snapshot: Snapshot, report: Report) -> list[tuple[str, str]]:
-    """The run in a line: when, against what, how loaded, for how long."""
+    """The run in a line: when, against what, how loaded and timed, for how long (a fact
+    without a label is its value alone, one without a value is left out)."""
     return [
         ("started", text(report.started_at)),
         ("target", text(report.target)),
         ("load", describe_model(report.model)),
+        ("", describe_clock(report.clock)),
         ("phases", f"warmup {report.warmup_s:g} s, sustain {report.duration_s:g} s"),
         ("processes", text(report.processes)),
         ("protobench", text(snapshot.provenance.get("tool_version"))),
