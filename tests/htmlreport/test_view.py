@@ -228,3 +228,12 @@ def test_the_generator_delay_is_drawn_apart_where_the_kernel_clock_measured_it()
     assert spectra[TOTAL].delay == spectra["get"].delay
     assert spectra["put"].delay is None
     assert ("", "kernel clock (send: user)") in view.facts
+
+
+def test_a_notice_of_the_whole_run_is_no_mark() -> None:
+    snapshot = report_snapshot()
+    clock = "the mqtt plugin does not read the kernel's timestamps"
+    snapshot["report"]["notices"].append({"kind": "clock", "message": clock, "elapsed": 0.01})
+    view = run_view(typed(snapshot))
+    assert all(mark.label != clock for mark in view.marks)
+    assert f"0.0 s clock: {clock}" in view.notices

@@ -3,8 +3,8 @@
 The series and histograms come from :func:`make_snapshot` (the engine's own
 aggregator) of an open-model run (every latency also recorded uncorrected, at
 60% of its value); on top of it: the plan's rate (2000/s, shared by ``get`` and
-``put``), the kernel clock and ``get``'s generator delay, notices (pause,
-resume, a rate change to twice the rate, a worker notice), counters the report
+``put``), the kernel clock and ``get``'s generator delay, notices (one near
+the start, pause, resume, a rate change to twice the rate, a worker notice), counters the report
 does not know by name, error codes, verdict fields added by later engines,
 thresholds, resource samples, and a secret in the overrides.
 """
@@ -54,6 +54,7 @@ def report_snapshot(**options: Any) -> dict[str, Any]:
     report["clock"] = {"setting": "kernel", "receive": "kernel", "send": "user"}
     snapshot["plan"].update({"rate": RATE, "warmup": 0.5, "duration": 3.0})
     report["notices"] = [
+        {"kind": "target", "message": "the target's RSS jumped", "elapsed": 0.3},  # at the edge
         {"kind": "pause", "message": "load paused", "elapsed": 1.0},
         {"kind": "resume", "message": "load resumed", "elapsed": 1.5},
         {"kind": "rate", "message": "rate set to 4000/s", "elapsed": 2.0, "factor": 2.0},

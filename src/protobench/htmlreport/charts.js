@@ -425,22 +425,25 @@
           ctx.lineTo(x, plot.top + plot.height);
           ctx.stroke();
           ctx.setLineDash([]);
+          // the label reads up along the line, on its left; on its right near the left edge
+          const left = x - 16 >= plot.left;
           ctx.save();
-          ctx.translate(x - 3, plot.top + 4);
+          ctx.translate(left ? x - 3 : x + 3, plot.top + 18); // under the phase labels
           ctx.rotate(-Math.PI / 2);
           ctx.textAlign = 'right';
-          ctx.textBaseline = 'bottom';
+          ctx.textBaseline = left ? 'bottom' : 'top';
           const color = ctx.strokeStyle;
-          const room = plot.height - 8;
+          const room = plot.height - 22;
           let label = mark.label;
           while (label.length > 3 && ctx.measureText(label).width > room) label = label.slice(0, -2) + '…';
+          const length = ctx.measureText(label).width;
           ctx.fillStyle = 'rgba(255,255,255,0.8)';
-          ctx.fillRect(-ctx.measureText(label).width - 2, -13, ctx.measureText(label).width + 4, 13);
+          ctx.fillRect(-length - 2, left ? -13 : 0, length + 4, 13);
           ctx.fillStyle = color;
           ctx.fillText(label, 0, 0);
           ctx.restore();
-          const length = ctx.measureText(label).width;
-          this.markLabels.push({ label, left: x - 15, right: x - 3, top: plot.top + 4, bottom: plot.top + 4 + length });
+          const from = left ? x - 15 : x + 3;
+          this.markLabels.push({ label, left: from, right: from + 12, top: plot.top + 18, bottom: plot.top + 18 + length });
         }
       }
     }

@@ -395,8 +395,13 @@ def spectra(snapshot: Snapshot, phase: str = "sustain") -> list[Spectrum]:
 
 
 def marks(items: Sequence[Interval], report: Report) -> list[Mark]:
-    """Phases (spans), pauses (spans until the next resume), rate changes and other notices."""
+    """Phases (spans), pauses (spans until the next resume), rate changes and other notices.
+
+    A notice given before the first interval ended (the run's clock, a tool missing)
+    says something of the whole run: it is in the notices, not a line at the start.
+    """
     out: list[Mark] = []
+    first_end = items[0].end if items else 0.0
     bounds: dict[str, list[float]] = {}
     for item in items:
         span = bounds.setdefault(item.phase, [item.start, item.end])
@@ -411,8 +416,10 @@ def marks(items: Sequence[Interval], report: Report) -> list[Mark]:
         elif kind == "resume" and paused is not None:
             out.append(Mark("pause", paused, at, "paused"))
             paused = None
-        elif kind != "resume":
-            out.append(Mark("rate" if kind == "rate" else "notice", at, None, message))
+        elif kind == "rate":
+            out.append(Mark("rate", at, None, message))
+        elif kind != "resume" and at >= first_end:
+            out.append(Mark("notice", at, None, message))
     if paused is not None:
         out.append(Mark("pause", paused, run_end, "paused"))
     return out
