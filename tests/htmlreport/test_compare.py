@@ -11,7 +11,8 @@ from protobench.cli.report_cmd import write_diff_report
 from protobench.htmlreport.compare import compare_page, direction
 from protobench.htmlreport.view import run_view
 from protobench.snapshots.diff import compare, parse_gate
-from tests.support.snapshots import OpSpec, typed_snapshot
+from tests.support.html_snapshot import report_snapshot
+from tests.support.snapshots import OpSpec, typed, typed_snapshot
 
 TWO_OPS = {"get": OpSpec(), "post": OpSpec(rate=500.0, median_us=4000.0)}
 SLOWER_GET = {"get": OpSpec(median_us=2000.0), "post": OpSpec(rate=500.0, median_us=4000.0)}
@@ -94,3 +95,12 @@ def test_write_diff_report_carries_diffs_text(tmp_path: Path) -> None:
     page = out.read_text()
     assert html.escape(render_text(diff)) in page
     assert "<th>base: median [95% CI]</th>" in page
+
+
+def test_the_generators_delay_is_compared_in_its_unit() -> None:
+    before, after = typed(report_snapshot()), typed(report_snapshot())
+    diff = compare([before], [after], gates=[])
+    page = compare_page([run_view(before)], [run_view(after)], diff, render_text(diff))
+    found = re.search(r"<td>get</td><td>gen\. delay p99</td><td class='num'>([^<]*)</td>", page)
+    assert found is not None
+    assert re.fullmatch(r"\d+µs \[\d+µs, \d+µs\]", html.unescape(found.group(1)))

@@ -25,7 +25,7 @@ from protobench.htmlreport.charts import Axis, ChartSet
 from protobench.htmlreport.page import document, grid, table, with_flames
 from protobench.htmlreport.verdict import OUTCOMES
 from protobench.htmlreport.view import RunView
-from protobench.snapshots.diff import LABELS, Diff, Row
+from protobench.snapshots.diff import DELAY_METRICS, LABELS, Diff, Row
 from protobench.snapshots.series import TOTAL
 from protobench.vocab.exceptions import ExitCode
 from protobench.vocab.thresholds import format_change, format_value
@@ -35,6 +35,11 @@ LATENCY_CHARTED = ("p50", "p99")
 
 def _label(metric: str) -> str:
     return LABELS.get(metric, metric)
+
+
+def _value(metric: str, value: float | None) -> str:
+    """A figure in its metric's unit (the generator's delay is a latency, in µs)."""
+    return format_value(DELAY_METRICS.get(metric, metric), value)
 
 
 def direction(row: Row) -> str:
@@ -62,10 +67,10 @@ def _side(metric: str, row: Row, new: bool) -> str:
     estimate = row.new if new else row.base
     if estimate is None:
         return "-"
-    median = format_value(metric, estimate.median)
+    median = _value(metric, estimate.median)
     if estimate.ci_low is None or estimate.ci_high is None:
         return f"{median} (no CI, n={estimate.n})"
-    low, high = format_value(metric, estimate.ci_low), format_value(metric, estimate.ci_high)
+    low, high = _value(metric, estimate.ci_low), _value(metric, estimate.ci_high)
     return f"{median} [{low}, {high}]"
 
 
@@ -97,8 +102,8 @@ def changes_table(diff: Diff) -> str:
         [
             f"geomean of {g.ops} operations",
             _label(g.metric),
-            format_value(g.metric, g.base),
-            format_value(g.metric, g.new),
+            _value(g.metric, g.base),
+            _value(g.metric, g.new),
             format_change(g.metric, g.change),
         ]
         for g in diff.geomean
