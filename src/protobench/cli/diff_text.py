@@ -13,6 +13,7 @@ from protobench.cli.profile_render import change_lines
 from protobench.cli.render import us
 from protobench.termtext import visible_tree
 from protobench.vocab.thresholds import format_change
+from protobench.vocab.units import plain_number
 
 if TYPE_CHECKING:  # numpy and hdrhistogram load in the command, not for --help
     from protobench.snapshots.diff import Diff, GateResult, GeomeanRow, Row, RunInfo
@@ -30,10 +31,15 @@ def format_value(metric: str, value: float | None) -> str:
 
 
 def _si(value: float) -> str:
-    for factor, suffix in ((1e9, "G"), (1e6, "M"), (1e3, "k")):
-        if abs(value) >= factor:
-            return f"{value / factor:.3g}{suffix}"
-    return f"{value:.3g}"
+    """Three significant digits with a k/M/G suffix from 10,000 on; plain digits below
+    (``1,000``: never ``1e+03``, nor ``1e+03k`` for 999,999)."""
+    if abs(value) < 9_999.5:
+        return plain_number(value)
+    for factor, suffix in ((1e3, "k"), (1e6, "M"), (1e9, "G")):
+        text = f"{value / factor:.3g}"
+        if "e" not in text:
+            return f"{text}{suffix}"
+    return f"{plain_number(value / 1e9)}G"
 
 
 def _side(metric: str, est: Estimate | None) -> str:

@@ -25,6 +25,7 @@ from typing import TYPE_CHECKING, Any, Literal
 from protobench.engine.stacks.model import ProfileSummary
 from protobench.engine.summaries import OMIT_NONE, PhaseSummary
 from protobench.vocab.exceptions import BadInput, ExitCode
+from protobench.vocab.units import plain_number
 
 if TYPE_CHECKING:
     from pydantic import TypeAdapter
@@ -83,15 +84,15 @@ class ClockReport:
 
 
 def describe_model(model: LoadModel) -> str:
-    """``closed model, 50 sessions`` or ``open model, 2000/s -> 5000/s over 40 sessions``
+    """``closed model, 50 sessions`` or ``open model, 2,000/s -> 5,000/s over 40 sessions``
     (and ``, 1,000 requests`` when a request count ends the sustain): the summary's line
     and the HTML report's header."""
     count = "" if model.requests is None else f", {model.requests:,} requests"
     if model.type == "closed":
         return f"closed model, {model.sessions} sessions{count}"
-    rate = "an unknown rate" if model.rate is None else f"{model.rate:g}/s"
+    rate = "an unknown rate" if model.rate is None else f"{plain_number(model.rate)}/s"
     if model.ramp_to is not None:
-        rate += f" -> {model.ramp_to:g}/s"
+        rate += f" -> {plain_number(model.ramp_to)}/s"
     return f"open model, {rate} over {model.sessions} sessions{count}"
 
 

@@ -18,9 +18,8 @@ import contextlib
 from dataclasses import dataclass
 from typing import Literal
 
-from protobench.engine.aggregate import MIXED
 from protobench.engine.report_model import NO_SESSION_NOTICE, Report
-from protobench.engine.summaries import LatencySummary, OpSummary
+from protobench.engine.summaries import MIXED, LatencySummary, OpSummary
 from protobench.vocab.exceptions import ExitCode
 from protobench.vocab.thresholds import format_value, observed, parse_threshold
 

@@ -25,11 +25,10 @@ from typing import Any
 
 from hdrh.histogram import HdrHistogram
 
-from protobench.engine.aggregate import MIXED
 from protobench.engine.rates import ramped_rate, rate_shares
 from protobench.engine.report_model import Report, describe_clock, describe_model
 from protobench.engine.stacks.model import TargetProfile
-from protobench.engine.summaries import EMPTY_OP, LatencySummary, OpSummary
+from protobench.engine.summaries import EMPTY_OP, MIXED, LatencySummary, OpSummary
 from protobench.htmlreport.verdict import Card, Verdict, cards, verdict
 from protobench.redaction import redact_value
 from protobench.snapshots.model import Snapshot
@@ -183,14 +182,14 @@ def op_series(
 ) -> list[OpSeries]:
     """Per interval of every phase: ``TOTAL`` first, then each operation of ``names``.
 
-    ``TOTAL`` has no latency where the operations' latencies are of different kinds.
+    ``TOTAL`` has no latency where the operations' latencies are of different kinds
+    (:func:`~protobench.snapshots.series.total_of`).
     ``offered``: the open model's rate asked of each paced operation per interval
     (:func:`offered_rates`); ``TOTAL``'s is their sum.
     """
     offered = dict(offered or {})
     if offered:
         offered[TOTAL] = [sum(values) for values in zip(*offered.values(), strict=True)]
-    mixed = [len({f.latency_kind for n, f in i.ops.items() if n != TOTAL}) > 1 for i in items]
     out = []
     for name in [TOTAL, *names]:
         t0: list[float] = []
@@ -208,8 +207,6 @@ def op_series(
             ok.append(_rate(figures.ok, item.duration))
             err.append(_rate(figures.errors, item.duration))
             measured = figures.latency_us if figures.ok else LatencySummary()
-            if name == TOTAL and mixed[index]:  # no total of latencies of different kinds
-                measured = LatencySummary()
             for p in PERCENTILES:
                 latency[p].append(measured.value(p))
             ours = figures.generator_delay_us or LatencySummary()
