@@ -75,17 +75,22 @@ def _median(values: list[float]) -> str:
     return f"{statistics.median(values):5.2f} s ({spread})"
 
 
-def measure(path: str, rounds: int) -> None:
+def measure(path: str, rounds: int, against: Path | None = None) -> None:
     protobench = [sys.executable, "-m", "protobench"]
     with tempfile.TemporaryDirectory(prefix="pb-bench-report-") as tmp:
         page = Path(tmp) / "report.html"
         report: dict[str, list[float]] = {"wall": [], "cpu": []}
         peer: dict[str, list[float]] = {"wall": [], "cpu": []}
+        other: dict[str, list[float]] = {"wall": [], "cpu": []}
         ratios = []
-        for _ in range(rounds):
+        for number in range(rounds):
+            if against is not None and number % 2:
+                _against(against, path, Path(tmp), other)
             wall, cpu = _timed([*protobench, "report", path, "-o", str(page)])
             report["wall"].append(wall)
             report["cpu"].append(cpu)
+            if against is not None and not number % 2:
+                _against(against, path, Path(tmp), other)
             peer_wall, peer_cpu = _timed([*protobench, "snapshots", "show", path])
             peer["wall"].append(peer_wall)
             peer["cpu"].append(peer_cpu)
@@ -98,8 +103,22 @@ def measure(path: str, rounds: int) -> None:
             f"report / peer (wall, per round) {statistics.median(ratios):.2f}x; "
             f"page {size:,.0f} KiB; goal <= {GOAL_S:g} s wall: {goal}"
         )
+        if against is not None:
+            per_round = [
+                mine / theirs for mine, theirs in zip(report["cpu"], other["cpu"], strict=True)
+            ]
+            print(f"{against} report wall {_median(other['wall'])}  cpu {_median(other['cpu'])}")
+            print(f"this report / {against}'s (cpu, per round) {statistics.median(per_round):.2f}x")
         _breakdown(path, rounds)
         _draw(page, rounds)
+
+
+def _against(checkout: Path, path: str, tmp: Path, times: dict[str, list[float]]) -> None:
+    """One round of ``checkout``'s own ``protobench report`` of the same snapshot."""
+    python = str(checkout / ".venv" / "bin" / "python")
+    wall, cpu = _timed([python, "-m", "protobench", "report", path, "-o", str(tmp / "peer.html")])
+    times["wall"].append(wall)
+    times["cpu"].append(cpu)
 
 
 def _breakdown(path: str, rounds: int) -> None:
@@ -138,6 +157,9 @@ def main() -> None:
     parser.add_argument("snapshot", nargs="?", help="a snapshot (default: make a 10-minute one)")
     parser.add_argument("--rounds", type=int, default=5)
     parser.add_argument("--ops", type=int, default=6, help="operations of the made snapshot")
+    parser.add_argument(
+        "--against", type=Path, help="a checkout (with its .venv) whose report is timed too"
+    )
     args = parser.parse_args()
     print(f"load average {' '.join(f'{x:.2f}' for x in os.getloadavg())}, {os.cpu_count()} cpus")
     with tempfile.TemporaryDirectory(prefix="pb-bench-store-") as tmp:
@@ -158,7 +180,7 @@ def main() -> None:
             f"snapshot {snapshot.id}: {len(snapshot.series)} intervals, "
             f"{len(snapshot.operations)} operations"
         )
-        measure(path, args.rounds)
+        measure(path, args.rounds, args.against)
 
 
 if __name__ == "__main__":
