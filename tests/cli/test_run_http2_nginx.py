@@ -5,7 +5,8 @@ the protocol it served (``$request`` ends in ``HTTP/2.0``); a run's ok count
 over all phases must equal the count of those lines. h2c with prior knowledge
 and h2 over TLS (a CA generated for the test), nginx's own GOAWAY every 50
 requests (``keepalive_requests``), and a TLS server without HTTP/2: one clear
-error, or HTTP/1.1 when the fallback is allowed.
+error, or HTTP/1.1 when the fallback is allowed. h2c is timed with the kernel's
+clock, h2 over TLS in user space.
 """
 
 from __future__ import annotations
@@ -51,6 +52,7 @@ def test_h2c_counts_exactly_what_nginx_served_over_http2(
     assert _phases(report, "errors") == 0
     assert _phases(report, "ok") == len(served) > 100
     assert report["protocols"] == {"get": {"h2c": 20}}
+    assert report["clock"] == {"setting": "kernel", "receive": "kernel", "send": "kernel"}
     assert report["model"]["connections"] == 2
     assert 1 <= report["phases"]["sustain"]["ops"]["get"]["streams_per_connection"] <= 10
 
@@ -69,6 +71,7 @@ def test_h2_over_tls_with_a_generated_ca(cli: Callable[..., CliResult], tmp_path
     assert set(served) == {"200 GET / HTTP/2.0"}
     assert _phases(report, "ok") == len(served) > 50
     assert report["protocols"] == {"get": {"h2": 8}}
+    assert report["clock"]["receive"] == "user"  # TLS: read on the event loop's transport
 
 
 def test_nginx_going_away_every_50_requests_loses_and_doubles_nothing(
