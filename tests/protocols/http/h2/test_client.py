@@ -130,13 +130,13 @@ async def test_a_request_body_waits_for_the_window_and_arrives() -> None:
 
 async def test_a_stalled_window_is_named_not_a_hang() -> None:
     async with http_target(h2_window=1000, h2_stall_window=True) as server:
-        session = await h2_session(server.url, timeout=0.3, method="POST", body="x" * 5000)
+        session = await h2_session(server.url, timeout=0.3 * S, method="POST", body="x" * 5000)
         error, _ = await exchange(session)
         await session.close()
         assert error is not None
         assert error.error_class is ErrorClass.TIMEOUT
         assert error.code == "h2:stalled-window"
-        assert "1000 of 5000 bytes sent" in error.detail
+        assert "1000 of 5000 bytes sent" in error.detail, error.detail
         assert server.served == 0
 
 
@@ -160,7 +160,7 @@ async def test_a_server_closing_on_the_preface_is_one_clear_error() -> None:
 async def test_a_silent_server_times_out_at_open_naming_http2() -> None:
     async with raw_server(lambda transport, data: None) as url:
         with pytest.raises(OpError) as caught:
-            await h2_session(url, timeout=0.3)
+            await h2_session(url, timeout=0.3 * S)
     assert caught.value.error_class is ErrorClass.TIMEOUT
     assert "sent no HTTP/2 SETTINGS" in caught.value.detail
 
@@ -271,7 +271,7 @@ async def test_a_server_that_never_answers_a_stream_times_it_out_and_cancels_it(
         return b"" if len(answered) == 1 else response(stream)
 
     async with scripted_h2(respond) as url:
-        session = await h2_session(url, timeout=0.3)
+        session = await h2_session(url, timeout=0.3 * S)
         first = await exchange(session)
         second = await exchange(session)
         await session.close()
