@@ -85,6 +85,9 @@ class StampedTransport(asyncio.Transport):
         """Key of the first byte of the request awaiting its send stamp (-1: none)."""
         self._request_size = 0
         self._send_stamps = send_stamps
+        self._held: bytes | None = None
+        """A request held back until the end of the reactor's poll (:meth:`Reactor.defer`)."""
+        self._send_held_now = self._send_held
         self._closing = False
         self._closed = False
         self._reading = True
@@ -114,12 +117,15 @@ class StampedTransport(asyncio.Transport):
         """Close once what is kept has been sent; ``connection_lost(None)`` follows soon."""
         if self._closing or self._closed:
             return
+        if self._held is not None:
+            self._send_held()
         self._closing = True
         if not self._buffer:
             self._shut(None)
 
     def abort(self) -> None:
         """Close at once, dropping what is kept."""
+        self._held = None
         self._buffer.clear()
         self._shut(None)
 
@@ -194,6 +200,8 @@ class StampedTransport(asyncio.Transport):
         """Send ``data`` (kept and sent later what the socket cannot take now)."""
         if self._closing or self._closed or not data:
             return
+        if self._held is not None:
+            self._send_held()
         if self._buffer:
             self._buffer += data
             self._check_high_water()
@@ -207,22 +215,57 @@ class StampedTransport(asyncio.Transport):
             return
         self._accepted += sent
         if sent < len(data):
-            self._buffer += memoryview(data)[sent:]
-            self._set_events(self._events | EPOLLOUT)
-            self._check_high_water()
+            self._keep(memoryview(data)[sent:])
+
+    def _keep(self, rest: memoryview) -> None:
+        """Keep what the socket did not take, to send when it is writable again."""
+        self._buffer += rest
+        self._set_events(self._events | EPOLLOUT)
+        self._check_high_water()
 
     def write_request(self, data: bytes) -> None:
         """Send a request and stamp its send (:class:`~.clock.Stamps` ``sent``).
 
         The user-space time immediately before the send, replaced by the kernel's
         stamp of the request's first packet where the socket gives send stamps.
+        Written from a reply's handler, the request is sent at the end of the
+        reactor's poll, with the others its replies start (:meth:`Reactor.defer`).
         """
+        if self._held is None:
+            if self._reactor.defer(self._send_held_now):
+                self._held = data
+                return
+        else:
+            self._send_held()
+        self._send_request(data)
+
+    def _send_held(self) -> None:
+        data = self._held
+        if data is not None:
+            self._held = None
+            self._send_request(data)
+
+    def _send_request(self, data: bytes) -> None:
         first = self._accepted + len(self._buffer)
-        self.stamps.sent = perf_ns()
-        self.write(data)
+        stamps = self.stamps
+        if self._buffer or self._closing or self._closed:
+            stamps.sent = perf_ns()
+            self.write(data)
+        else:  # the common case, inline (once per request): the socket takes it at once
+            stamps.sent = perf_ns()
+            try:
+                sent = self._send(data)
+            except (BlockingIOError, InterruptedError):
+                sent = 0
+            except OSError as exc:
+                self._shut(exc)
+                return
+            self._accepted = first + sent
+            if sent < len(data):
+                self._keep(memoryview(data)[sent:])
         if self._send_stamps and not self._closed:
-            self._request_first = first & ID_MASK
-            self._request_size = len(data)
+            self._request_first = first = first & ID_MASK
+            self._request_size = size = len(data)
             try:  # on loopback and most links the stamp is queued before send() returns
                 _, ancillary, _, _ = self._recvmsg(0, ERRQUEUE_ANCILLARY, MSG_ERRQUEUE)
             except (BlockingIOError, InterruptedError):
@@ -230,7 +273,11 @@ class StampedTransport(asyncio.Transport):
             except OSError as exc:
                 self._shut(exc)
                 return
-            if not self._take_stamp(ancillary):
+            found = transmit_stamp(ancillary)
+            if found is not None and (found[1] - first) & ID_MASK < size:
+                stamps.sent = found[0]
+                self._request_first = -1
+            else:  # an older stamp came first: read on to the request's
                 self._error_queue()
 
     def _error_queue(self) -> int:
@@ -320,6 +367,7 @@ class StampedTransport(asyncio.Transport):
         if self._closed:
             return
         self._closed = self._closing = True
+        self._held = None
         self._buffer.clear()
         self._reactor.unregister(self._fd)
         self._sock.close()
