@@ -19,7 +19,11 @@ and by sending each request with :meth:`StampedTransport.write_request`:
   most links the stamp is there when ``send`` returns; otherwise it is read
   when the socket reports it). Plain :meth:`~StampedTransport.write` sends
   without touching the times (acknowledgements, pings, the rest of a
-  multi-message exchange).
+  multi-message exchange). A request written from a reply's handler (inside
+  the reactor's poll) is held until the poll ends and then sent with the others
+  its batch of replies started (:meth:`~.reactor.Reactor.defer`), as the loop's
+  own transports gather a callback batch's writes; what is written after it
+  follows it.
 
 Reads and writes happen on the loop. A write the socket cannot take at once is
 kept and sent when the socket is writable again (with ``pause_writing`` /
@@ -87,6 +91,8 @@ class StampedTransport(asyncio.Transport):
         self._send_stamps = send_stamps
         self._held: bytes | None = None
         """A request held back until the end of the reactor's poll (:meth:`Reactor.defer`)."""
+        self._held_rest = b""
+        """Bytes written after the held request, sent right after it."""
         self._send_held_now = self._send_held
         self._closing = False
         self._closed = False
@@ -126,6 +132,7 @@ class StampedTransport(asyncio.Transport):
     def abort(self) -> None:
         """Close at once, dropping what is kept."""
         self._held = None
+        self._held_rest = b""
         self._buffer.clear()
         self._shut(None)
 
@@ -201,7 +208,8 @@ class StampedTransport(asyncio.Transport):
         if self._closing or self._closed or not data:
             return
         if self._held is not None:
-            self._send_held()
+            self._held_rest += data
+            return
         if self._buffer:
             self._buffer += data
             self._check_high_water()
@@ -242,8 +250,12 @@ class StampedTransport(asyncio.Transport):
     def _send_held(self) -> None:
         data = self._held
         if data is not None:
+            rest = self._held_rest
             self._held = None
+            self._held_rest = b""
             self._send_request(data)
+            if rest:
+                self.write(rest)
 
     def _send_request(self, data: bytes) -> None:
         first = self._accepted + len(self._buffer)
@@ -368,6 +380,7 @@ class StampedTransport(asyncio.Transport):
             return
         self._closed = self._closing = True
         self._held = None
+        self._held_rest = b""
         self._buffer.clear()
         self._reactor.unregister(self._fd)
         self._sock.close()
