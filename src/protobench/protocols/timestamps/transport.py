@@ -223,13 +223,9 @@ class StampedTransport(asyncio.Transport):
             return
         self._accepted += sent
         if sent < len(data):
-            self._keep(memoryview(data)[sent:])
-
-    def _keep(self, rest: memoryview) -> None:
-        """Keep what the socket did not take, to send when it is writable again."""
-        self._buffer += rest
-        self._set_events(self._events | EPOLLOUT)
-        self._check_high_water()
+            self._buffer += memoryview(data)[sent:]
+            self._set_events(self._events | EPOLLOUT)
+            self._check_high_water()
 
     def write_request(self, data: bytes) -> None:
         """Send a request and stamp its send (:class:`~.clock.Stamps` ``sent``).
@@ -260,21 +256,8 @@ class StampedTransport(asyncio.Transport):
     def _send_request(self, data: bytes) -> None:
         first = self._accepted + len(self._buffer)
         stamps = self.stamps
-        if self._buffer or self._closing or self._closed:
-            stamps.sent = perf_ns()
-            self.write(data)
-        else:  # the common case, inline (once per request): the socket takes it at once
-            stamps.sent = perf_ns()
-            try:
-                sent = self._send(data)
-            except (BlockingIOError, InterruptedError):
-                sent = 0
-            except OSError as exc:
-                self._shut(exc)
-                return
-            self._accepted = first + sent
-            if sent < len(data):
-                self._keep(memoryview(data)[sent:])
+        stamps.sent = perf_ns()
+        self.write(data)
         if self._send_stamps and not self._closed:
             self._request_first = first = first & ID_MASK
             self._request_size = size = len(data)
