@@ -21,7 +21,9 @@ reported as that request's error. Each such reopening adds one to the op's
 
 Options: ``insecure`` (skip TLS verification), ``ca_file``, ``cert_file`` and
 ``key_file`` (mutual TLS), ``secret_headers`` (header names whose values are
-never stored or printed, in addition to names that look like credentials).
+never stored or printed, in addition to names that look like credentials),
+``max_header_size`` (the longest response head, 64 KiB by default; a longer one
+is a ``protocol`` error and the connection is closed).
 """
 
 from __future__ import annotations
@@ -38,6 +40,7 @@ from pydantic import Field, field_validator, model_validator
 
 from protobench.protocols.base import CallbackSession, Done, Protocol, SessionContext, StrictModel
 from protobench.protocols.http_client import (
+    MAX_HEAD,
     SUCCESS,
     Endpoint,
     HttpConnection,
@@ -52,6 +55,7 @@ from protobench.protocols.http_client import (
 )
 from protobench.vocab.counters import CONNECTS
 from protobench.vocab.errors import ErrorClass, OpError
+from protobench.vocab.fields import Size
 from protobench.vocab.recorder import Tally
 
 
@@ -65,6 +69,11 @@ class HttpOptions(StrictModel):
     secret_headers: list[str] = Field(
         default_factory=list,
         description="more headers whose values are never stored or printed",
+    )
+    max_header_size: Size = Field(
+        default=MAX_HEAD,
+        ge=1,
+        description="the longest response head (a longer one is a protocol error)",
     )
 
     @model_validator(mode="after")
@@ -177,7 +186,9 @@ class HttpSession(CallbackSession):
     async def _reconnect(self, done: Done) -> None:
         old = self._conn
         try:
-            conn = await HttpConnection.connect(old.endpoint, ssl=self._tls, timeout=old.timeout)
+            conn = await HttpConnection.connect(
+                old.endpoint, ssl=self._tls, timeout=old.timeout, max_head=old.max_head
+            )
         except OpError as exc:
             done(exc, 0)
             return
@@ -274,6 +285,8 @@ class HttpProtocol(Protocol):
             params.method, endpoint, target, params.headers, self._body(params), under_base=False
         )
         accept = SUCCESS if params.expect_status is None else frozenset(params.expect_status)
-        conn = await HttpConnection.connect(endpoint, ssl=tls, timeout=ctx.timeout)
+        conn = await HttpConnection.connect(
+            endpoint, ssl=tls, timeout=ctx.timeout, max_head=options.max_header_size
+        )
         kind = HeadSession if params.method == "HEAD" else HttpSession
         return kind(conn, request, accept, tls, ctx.count, ctx.sent)

@@ -86,7 +86,13 @@ class HaystackProtocol(Protocol):
         except ValueError as exc:
             raise OpError(ErrorClass.CONNECT, str(exc)) from None
         ssl = _ssl_context(options.insecure, options.ca_file) if endpoint.tls else None
-        conn = await HttpConnection.connect(endpoint, ssl=ssl, timeout=ctx.timeout)
+        conn = await HttpConnection.connect(
+            endpoint,
+            ssl=ssl,
+            timeout=ctx.timeout,
+            max_head=options.max_header_size,
+            max_body=options.max_body_size,
+        )
         try:
             return await _open(ctx, options, endpoint, ssl, conn)
         except BaseException:
@@ -145,7 +151,13 @@ async def _open(
     framing = Framing.of(options)
 
     async def reconnect() -> HttpConnection:
-        conn = await HttpConnection.connect(endpoint, ssl=ssl, timeout=ctx.timeout)
+        conn = await HttpConnection.connect(
+            endpoint,
+            ssl=ssl,
+            timeout=ctx.timeout,
+            max_head=options.max_header_size,
+            max_body=options.max_body_size,
+        )
         ctx.count(CONNECTS, 1)
         conn.sent = ctx.sent
         return conn
