@@ -18,6 +18,13 @@ one event-loop turn are coalesced into one ``transport.write``. The transport's
 wake the callbacks given to ``wait_writable``, so publishers stop producing when
 the socket's buffer is full instead of queueing without bound.
 
+A packet from the broker longer than the connection's maximum packet size
+(``max_packet_size``; sent to MQTT 5 brokers in CONNECT, enforced for 3.1.1
+too) is a ``protocol`` error read from its fixed header, before any of it is
+buffered; like every other failure that aborts the connection, it is
+:attr:`~protobench.vocab.errors.OpError.lost`, so the engine reopens the
+sessions on it.
+
 Reads are decoded with :meth:`Decoder.split`: the messages of one read reach
 ``on_messages`` in one call, as payload offsets into the bytes read (no
 object per message), and successful PUBACKs complete their publishes without
@@ -57,6 +64,7 @@ from protobench.protocols.mqtt.codec import (
     Decoder,
     Disconnect,
     MalformedPacket,
+    PacketTooLarge,
     PingResp,
     Prop,
     Properties,
@@ -72,8 +80,11 @@ from protobench.protocols.mqtt.keepalive import wheel
 from protobench.protocols.sourceaddr import connected_socket
 from protobench.vocab.errors import ErrorClass, OpError
 from protobench.vocab.recorder import Tally
+from protobench.vocab.units import format_size
 
 MAX_PACKET_ID: Final = 0xFFFF
+MAX_PACKET_SIZE: Final = 16 * 1024 * 1024
+"""The largest packet accepted from the broker by default (bytes, fixed header included)."""
 SWEEP_INTERVAL: Final = 0.1
 AUTH_REASONS_V311: Final = frozenset({4, 5})
 AUTH_REASONS_V5: Final = frozenset({0x86, 0x87, 0x8C})
@@ -172,9 +183,9 @@ class MqttConnection(asyncio.Protocol):
         "waiting",
     )
 
-    def __init__(self, version: int) -> None:
+    def __init__(self, version: int, max_packet: int = MAX_PACKET_SIZE) -> None:
         self.version = version
-        self.decoder = Decoder(version)
+        self.decoder = Decoder(version, max_packet)
         self.transport: asyncio.Transport | None = None
         self.loop = asyncio.get_running_loop()
         self.error: OpError | None = None
@@ -241,6 +252,14 @@ class MqttConnection(asyncio.Protocol):
         decoder = self.decoder
         try:
             packets = decoder.split(data)
+        except PacketTooLarge as exc:
+            self.abort(
+                OpError(
+                    ErrorClass.PROTOCOL,
+                    f"packet over max_packet_size ({format_size(exc.limit)}): {exc.size} B",
+                )
+            )
+            return
         except MalformedPacket as exc:
             self.abort(OpError(ErrorClass.PROTOCOL, f"malformed packet from the broker: {exc}"))
             return
@@ -511,7 +530,9 @@ class MqttConnection(asyncio.Protocol):
             self.closed.set_result(error)
 
     def abort(self, error: OpError) -> None:
-        """Drop the connection now, failing everything pending with ``error``."""
+        """Drop the connection now, failing everything pending with ``error`` (marked
+        :attr:`~protobench.vocab.errors.OpError.lost`: the sessions on it must be reopened)."""
+        error.lost = True
         if self.error is None:
             self.error = error
         if self.transport is not None:
@@ -542,11 +563,12 @@ async def open_connection(
     within: float,
     ssl_context: ssl.SSLContext | None = None,
     source: str | None = None,
+    max_packet: int = MAX_PACKET_SIZE,
 ) -> MqttConnection:
     """Connect (from ``source`` when given), send ``connect`` and wait for a successful
-    CONNACK, or raise :class:`OpError`."""
+    CONNACK, or raise :class:`OpError`; packets over ``max_packet`` bytes are refused."""
     loop = asyncio.get_running_loop()
-    conn = MqttConnection(version)
+    conn = MqttConnection(version, max_packet)
     hostname = host if ssl_context else None
     try:
         async with asyncio.timeout(within):

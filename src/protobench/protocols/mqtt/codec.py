@@ -29,6 +29,8 @@ from typing import Final
 V311: Final = 4
 V5: Final = 5
 MAX_REMAINING: Final = 268_435_455
+MAX_PACKET: Final = MAX_REMAINING + 5
+"""The largest packet the protocol can express (a 4-byte remaining length and its header)."""
 TOPICS_REMEMBERED: Final = 16
 """Topics (length-prefixed, as on the wire) a :class:`Decoder` remembers as valid UTF-8."""
 
@@ -52,6 +54,15 @@ type Properties = tuple[tuple[int, PropValue], ...]
 
 class MalformedPacket(ValueError):
     """Bytes that are not a valid MQTT packet of the version in use."""
+
+
+class PacketTooLarge(MalformedPacket):
+    """A packet longer than the decoder's maximum packet size (refused before it is read)."""
+
+    def __init__(self, size: int, limit: int) -> None:
+        super().__init__(f"packet of {size} B over the maximum packet size of {limit} B")
+        self.size = size
+        self.limit = limit
 
 
 class Prop(enum.IntEnum):
@@ -725,20 +736,39 @@ _NO_SPANS: Final[list[int]] = []
 class Decoder:
     """Splits a byte stream into packets: ``feed(data)`` returns the complete ones.
 
-    ``max_size`` bounds the remaining length accepted (a larger packet is
-    malformed input, never buffered).
+    ``max_size`` is the maximum packet size (MQTT 5's, fixed header included):
+    a larger packet raises :class:`PacketTooLarge` as soon as its fixed header
+    is read, before any of it is buffered. The work is linear in the bytes
+    received: the reads of a packet longer than one read are kept as they
+    come and joined once, when the last one arrives.
 
     :meth:`split` is ``feed`` for the hot path of a client: the commonest
     packets are not built as objects but left as offsets and numbers in
     :attr:`data`, :attr:`messages`, :attr:`to_ack` and :attr:`acked`.
     """
 
-    __slots__ = ("_buf", "_topics", "acked", "data", "max_size", "messages", "to_ack", "version")
+    __slots__ = (
+        "_have",
+        "_need",
+        "_parts",
+        "_topics",
+        "acked",
+        "data",
+        "max_size",
+        "messages",
+        "to_ack",
+        "version",
+    )
 
-    def __init__(self, version: int = V311, max_size: int = MAX_REMAINING) -> None:
+    def __init__(self, version: int = V311, max_size: int = MAX_PACKET) -> None:
         self.version = version
         self.max_size = max_size
-        self._buf = b""
+        self._parts: list[bytes] = []
+        """The reads of an incomplete packet, from its first byte."""
+        self._have = 0
+        """The bytes in ``_parts``."""
+        self._need = 0
+        """The incomplete packet's length (0 while its fixed header is incomplete)."""
         self._topics: tuple[bytes, ...] = ()
         self.data = b""
         # Shared and never appended to: split() replaces them before it appends.
@@ -749,7 +779,7 @@ class Decoder:
     @property
     def buffered(self) -> int:
         """Bytes held back as the start of an incomplete packet."""
-        return len(self._buf)
+        return self._have
 
     def feed(self, data: bytes) -> list[Packet]:
         """The packets ``data`` completes, every one built as a packet object."""
@@ -785,13 +815,21 @@ class Decoder:
         self.messages = self.to_ack = self.acked = _NO_SPANS
 
     def _decode(self, data: bytes, fast: bool) -> list[Packet]:
-        if self._buf:
-            data = self._buf + data
+        parts = self._parts
+        if parts:
+            parts.append(data)
+            self._have += len(data)
+            if self._have < self._need:
+                return []
+            data = b"".join(parts)
+            parts.clear()
+            self._have = 0
         n = len(data)
         pos = 0
         out: list[Packet] = []
         version = self.version
         max_size = self.max_size
+        max_length = max_size - 2  # a remaining length above it may be too long
         v5 = version == V5
         messages = self.messages
         to_ack = self.to_ack
@@ -806,7 +844,7 @@ class Decoder:
                 shift = 7
                 while True:
                     if start >= n:
-                        self._buf = data[pos:]
+                        self._keep(data, pos, 0)
                         self.data = data
                         return out
                     byte = data[start]
@@ -817,11 +855,13 @@ class Decoder:
                     shift += 7
                     if start - pos > 4:
                         raise MalformedPacket("remaining length longer than 4 bytes")
-            if length > max_size:
-                raise MalformedPacket(f"packet of {length} bytes exceeds the limit of {max_size}")
             end = start + length
+            if length > max_length and end - pos > max_size:
+                raise PacketTooLarge(end - pos, max_size)
             if end > n:
-                break
+                self._keep(data, pos, end - pos)
+                self.data = data
+                return out
             pos = end
             if fast:
                 if first & 0xF4 == 0x30 and length >= 2:  # PUBLISH of QoS 0 or 1
@@ -845,9 +885,16 @@ class Decoder:
                     acked.append(data[start] << 8 | data[start + 1])
                     continue
             out.append(_decode_body(first, data, start, end, version))
-        self._buf = data[pos:] if pos < n else b""
+        if pos < n:
+            self._keep(data, pos, 0)
         self.data = data
         return out
+
+    def _keep(self, data: bytes, pos: int, need: int) -> None:
+        """Keep ``data[pos:]``, the start of a packet of ``need`` bytes (0: not known yet)."""
+        self._parts.append(data[pos:] if pos else data)
+        self._have = len(data) - pos
+        self._need = need
 
     def _check_topic(self, data: bytes, start: int) -> None:
         """Validate the topic at ``start``; remember it while fewer than 16 are remembered."""

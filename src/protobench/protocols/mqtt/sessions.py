@@ -105,7 +105,8 @@ def client_id(options: MqttOptions, ctx: SessionContext, group: str | None = Non
 
 
 def connect_packet(options: MqttOptions, cid: str, where: Endpoint | None = None) -> Connect:
-    """The CONNECT of ``cid``: credentials from the options, else from the target URL.
+    """The CONNECT of ``cid``: credentials from the options, else from the target URL; an
+    MQTT 5 one asks for no packet over ``max_packet_size`` (Maximum Packet Size).
 
     A password needs a user name (MQTT-3.1.2-22 in 3.1.1): with a password and
     no user name anywhere, the user name is empty.
@@ -118,8 +119,10 @@ def connect_packet(options: MqttOptions, cid: str, where: Endpoint | None = None
     if password is not None and username is None:
         username = ""
     props: tuple[tuple[int, int], ...] = ()
-    if options.protocol_level == V5 and options.session_expiry:
-        props = ((Prop.SESSION_EXPIRY_INTERVAL, int(options.session_expiry)),)
+    if options.protocol_level == V5:
+        if options.session_expiry:
+            props = ((Prop.SESSION_EXPIRY_INTERVAL, int(options.session_expiry)),)
+        props += ((Prop.MAXIMUM_PACKET_SIZE, options.max_packet_size),)
     return Connect(
         cid,
         keepalive=int(options.keepalive),
@@ -142,6 +145,7 @@ async def dial(ctx: SessionContext, cid: str) -> MqttConnection:
         within=ctx.timeout,
         ssl_context=where.ssl_context,
         source=source_for(options.source_addresses, ctx.index, where.host),
+        max_packet=options.max_packet_size,
     )
     ctx.count(CONNECTS, 1)
     conn.start_keepalive(options.keepalive)
@@ -521,6 +525,7 @@ class ConnectSession(AsyncSession):
             within=self.ctx.timeout,
             ssl_context=where.ssl_context,
             source=source_for(options.source_addresses, self.ctx.index, where.host),
+            max_packet=options.max_packet_size,
         )
         self.ctx.count(CONNECTS, 1)
         conn.disconnect()
