@@ -36,7 +36,7 @@ from collections.abc import Awaitable, Callable, Iterator
 from pathlib import Path
 
 MiB = 1024 * 1024
-WS_GUID = b"258EAFA5-E914-47DA-95CA-C5AB0DC11B65"
+WS_GUID = b"258EAFA5-E914-47DA-95CA-C5AB0DC85B11"
 Handler = Callable[[asyncio.StreamReader, asyncio.StreamWriter], Awaitable[None]]
 
 

@@ -95,3 +95,40 @@ def test_an_mqtt_packet_over_the_maximum_size_closes_the_connection_at_once(
     assert seen["connections"] >= 2
     assert peak < 400 * MiB, peak
     _no_worker_lost(report)
+
+
+def test_a_websocket_frame_claiming_2_63_bytes_is_a_protocol_error(tmp_path: Path) -> None:
+    """The frame comes in the handshake's own read: the open fails with the frame's error
+    (it never reaches a session as a closed transport, a local RuntimeError)."""
+    with hostile("ws-huge-frame") as server:
+        url = f"ws://127.0.0.1:{server.port}/"
+        result, _ = run_watched(["run", "ws-echo", "-t", url, "-c", "2", *SHORT], tmp_path)
+        server.seen()
+    report = result.json()
+    total = _total(report)
+    assert set(total["errors_by_class"]) == {"protocol"}, total
+    detail = "frame length over max_size (16 MiB): 9223372036854775807 B"
+    assert detail in total["last_errors"]["protocol"]
+    _no_worker_lost(report)
+
+
+def test_after_a_websocket_protocol_error_the_session_reconnects_one_error_per_exchange(
+    tmp_path: Path,
+) -> None:
+    """Every echo is answered with a deflate bomb (64 MiB inflated): each is one error and
+    ends its connection; the session opens a new one instead of failing again and again."""
+    args = ["run", "ws-echo", "-c", "2", "-o", "compression=true", *SHORT]
+    with hostile("ws-bomb") as server:
+        url = f"ws://127.0.0.1:{server.port}/"
+        result, peak = run_watched([*args, "-t", url], tmp_path)
+        seen = server.seen()
+    report = result.json()
+    total = _total(report)
+    assert total["ok"] == 0
+    # one error per message the server answered (not the same error again and again)
+    assert 2 <= total["errors"] <= seen["requests"], (total["errors"], seen)
+    assert set(total["errors_by_class"]) == {"protocol"}, total
+    assert "frame length over max_size (16 MiB)" in total["last_errors"]["protocol"]
+    assert total["counters"]["reconnects"] >= total["errors"] - 2
+    assert peak < 400 * MiB, peak  # each bomb's 16 MiB freed with its connection
+    _no_worker_lost(report)
