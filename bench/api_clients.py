@@ -56,7 +56,6 @@ import httpx
 import uvloop
 
 from protobench.protocols.base import SessionContext
-from protobench.protocols.beckn import BecknProtocol
 from protobench.protocols.beckn.keys import (
     DEV_KEY_ID,
     DEV_PRIVATE_KEY,
@@ -65,14 +64,15 @@ from protobench.protocols.beckn.keys import (
     private_key,
     public_key,
 )
-from protobench.protocols.beckn.models import BecknOptions, DiscoverParams
+from protobench.protocols.beckn.options import BecknOptions, DiscoverParams
 from protobench.protocols.beckn.payloads import BodyFactory
+from protobench.protocols.beckn.plugin import BecknProtocol
 from protobench.protocols.beckn.signing import Signer, body_digest, verify
-from protobench.protocols.haystack import HaystackProtocol
 from protobench.protocols.haystack.credentials import DEV_PASSWORD, DEV_USER
-from protobench.protocols.haystack.models import HaystackOptions, ReadParams
+from protobench.protocols.haystack.options import HaystackOptions, ReadParams
+from protobench.protocols.haystack.plugin import HaystackProtocol
 from protobench.protocols.haystack.scram import bearer, login
-from protobench.protocols.http_client import HttpConnection, parse_url
+from protobench.protocols.http.client import HttpConnection, parse_url
 from protobench.vocab.errors import OpError
 
 REPO = Path(__file__).resolve().parent.parent

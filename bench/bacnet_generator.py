@@ -99,11 +99,11 @@ from bac_py.types.primitives import ObjectIdentifier
 
 from protobench.engine.metrics import OpRecorder, new_histogram
 from protobench.engine.schedule import ArrivalDriver, ClosedDriver, RunState, Slot
-from protobench.protocols.bacnet_ip import BacnetIpProtocol
 from protobench.protocols.bacnet_ip.address import parse_target
 from protobench.protocols.bacnet_ip.codec import DeviceProbe, ReadRequest
-from protobench.protocols.bacnet_ip.params import BacnetIpOptions, ReadPropertyParams
-from protobench.protocols.bacnet_ip.session import LeanSession
+from protobench.protocols.bacnet_ip.options import BacnetIpOptions, ReadPropertyParams
+from protobench.protocols.bacnet_ip.plugin import BacnetIpProtocol
+from protobench.protocols.bacnet_ip.sessions import LeanSession
 from protobench.protocols.base import SessionContext
 
 REPO = Path(__file__).resolve().parent.parent

@@ -52,8 +52,8 @@ import uvloop
 from protobench.engine.metrics import OpRecorder
 from protobench.hostutil import fd_limit_note, free_port, raise_fd_limit
 from protobench.protocols.base import SessionContext, StreamSession
-from protobench.protocols.mqtt import MqttProtocol
-from protobench.protocols.websocket import WebSocketProtocol
+from protobench.protocols.mqtt.plugin import MqttProtocol
+from protobench.protocols.websocket.plugin import WebSocketProtocol
 from protobench.targets.mqtt import (
     FD_MARGIN,
     MqttBrokerOptions,

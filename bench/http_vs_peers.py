@@ -78,7 +78,8 @@ import uvloop
 
 from protobench.engine.metrics import fold, new_histogram
 from protobench.protocols.base import CallbackSession, SessionContext
-from protobench.protocols.http import HttpOptions, HttpProtocol, RequestParams
+from protobench.protocols.http.options import HttpOptions, RequestParams
+from protobench.protocols.http.plugin import HttpProtocol
 from protobench.vocab.errors import OpError
 
 REPO = Path(__file__).resolve().parent.parent

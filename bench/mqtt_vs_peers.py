@@ -82,8 +82,8 @@ from paho.mqtt.enums import CallbackAPIVersion
 
 from protobench.engine.metrics import OpRecorder
 from protobench.protocols.base import SessionContext, StreamSession
-from protobench.protocols.mqtt import MqttProtocol
 from protobench.protocols.mqtt.options import MqttOptions, SubscribeParams
+from protobench.protocols.mqtt.plugin import MqttProtocol
 
 REPO = Path(__file__).resolve().parent.parent
 PYTHON = str(REPO / ".venv" / "bin" / "python")

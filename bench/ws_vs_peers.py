@@ -69,8 +69,8 @@ from http_vs_peers import (
 )
 from protobench.engine.metrics import fold, new_histogram
 from protobench.protocols.base import CallbackSession, SessionContext
-from protobench.protocols.websocket import WebSocketProtocol
 from protobench.protocols.websocket.options import EchoParams, WebSocketOptions
+from protobench.protocols.websocket.plugin import WebSocketProtocol
 from protobench.vocab.errors import OpError
 
 REPO = Path(__file__).resolve().parent.parent

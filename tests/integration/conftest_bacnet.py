@@ -41,8 +41,8 @@ from bac_py.types.enums import (
 )
 from bac_py.types.primitives import ObjectIdentifier
 
-from protobench.protocols.bacnet_ip import BacnetIpProtocol
-from protobench.protocols.bacnet_ip.params import OPERATIONS, BacnetIpOptions
+from protobench.protocols.bacnet_ip.options import OPERATIONS, BacnetIpOptions
+from protobench.protocols.bacnet_ip.plugin import BacnetIpProtocol
 from protobench.protocols.base import AsyncSession, CallbackSession, Session, SessionContext
 from protobench.targets.bacnet import free_udp_port
 from protobench.targets.base import Announcement, EmbeddedTarget

@@ -8,7 +8,7 @@ from typing import Any
 import httpx
 
 from protobench.protocols.base import SessionContext
-from protobench.protocols.beckn.models import OPERATIONS, BecknOptions
+from protobench.protocols.beckn.options import OPERATIONS, BecknOptions
 from protobench.targets.beckn import BecknBppOptions, BecknBppTarget
 from protobench.targets.http import STATS_PATH
 from tests.targets import running

@@ -15,7 +15,7 @@ from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from typing import Any
 
-from protobench.protocols.base import CallbackSession, Protocol, Session, SessionContext
+from protobench.protocols.base import CallbackSession, ProtocolPlugin, Session, SessionContext
 from protobench.targets.base import Announcement, EmbeddedTarget
 from protobench.vocab.errors import OpError
 from protobench.vocab.recorder import Tally
@@ -41,7 +41,7 @@ async def serving(target: EmbeddedTarget, **options: Any) -> AsyncIterator[Annou
 
 
 async def open_session(
-    plugin: Protocol, target: str, op: str, index: int = 0, **params: Any
+    plugin: ProtocolPlugin, target: str, op: str, index: int = 0, **params: Any
 ) -> Session:
     """Open one session of ``op``; ``options``, ``timeout`` (default 5 s) and ``sent`` (the
     tally of bytes sent) go in ``params``."""

@@ -20,9 +20,9 @@ from protobench.protocols.base import (
     SessionContext,
     StrictModel,
 )
-from protobench.protocols.haystack import HaystackProtocol
 from protobench.protocols.haystack.credentials import DEV_PASSWORD
-from protobench.protocols.haystack.models import OPERATIONS, HaystackOptions
+from protobench.protocols.haystack.options import OPERATIONS, HaystackOptions
+from protobench.protocols.haystack.plugin import HaystackProtocol
 from protobench.targets.haystack import HaystackServeOptions, HaystackTarget
 from protobench.vocab.errors import ErrorClass, OpError
 from tests.conftest import CliResult

@@ -18,7 +18,8 @@ from cryptography.hazmat.primitives.asymmetric import ec
 from cryptography.x509.oid import NameOID
 
 from protobench.protocols.base import CallbackSession, SessionContext
-from protobench.protocols.http import HttpOptions, HttpProtocol, RequestParams
+from protobench.protocols.http.options import HttpOptions, RequestParams
+from protobench.protocols.http.plugin import HttpProtocol
 from protobench.targets.http import HttpServer, HttpTargetOptions, start_server
 from protobench.vocab.errors import OpError
 

@@ -30,8 +30,8 @@ import pytest
 from protobench.engine.metrics import OpRecorder
 from protobench.hostutil import free_port
 from protobench.protocols.base import CallbackSession, SessionContext, StrictModel
-from protobench.protocols.mqtt import MqttProtocol
 from protobench.protocols.mqtt.options import MqttOptions
+from protobench.protocols.mqtt.plugin import MqttProtocol
 from protobench.targets.mqtt import find_mosquitto
 from protobench.vocab.errors import OpError
 

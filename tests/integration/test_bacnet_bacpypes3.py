@@ -16,7 +16,7 @@ import pytest
 
 from protobench.engine.metrics import OpRecorder
 from protobench.protocols.bacnet_ip import inventory
-from protobench.protocols.bacnet_ip.session import LeanSession
+from protobench.protocols.bacnet_ip.sessions import LeanSession
 from protobench.protocols.base import StreamSession
 from protobench.vocab.errors import ErrorClass, OpError
 from tests.integration.conftest_bacnet import bacpypes3_device, exchange, open_op

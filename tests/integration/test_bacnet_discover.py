@@ -14,7 +14,7 @@ import pytest
 from protobench.protocols.bacnet_ip import inventory
 from protobench.protocols.bacnet_ip.discover import discover
 from protobench.protocols.bacnet_ip.fit import summary
-from protobench.protocols.bacnet_ip.params import BacnetIpOptions
+from protobench.protocols.bacnet_ip.options import BacnetIpOptions
 from protobench.targets.bacnet import BacnetIpTarget
 from tests.conftest import CliResult
 from tests.integration.conftest_bacnet import bacpypes3_device, served

@@ -18,7 +18,7 @@ from protobench.engine.metrics import OpRecorder
 from protobench.protocols.bacnet_ip import inventory
 from protobench.protocols.bacnet_ip.address import parse_target
 from protobench.protocols.bacnet_ip.inventory import learn_instance
-from protobench.protocols.bacnet_ip.session import LeanSession
+from protobench.protocols.bacnet_ip.sessions import LeanSession
 from protobench.protocols.base import StreamSession
 from protobench.targets.bacnet import (
     BacnetBbmdTarget,

@@ -9,11 +9,11 @@ from typing import Any
 import httpx
 import pytest
 
-from protobench.protocols.beckn import BecknProtocol
 from protobench.protocols.beckn.keys import DEV_KEY_ID, DEV_PRIVATE_KEY, DEV_SUBSCRIBER_ID
 from protobench.protocols.beckn.keys import private_key as load_private_key
-from protobench.protocols.beckn.models import OPERATIONS
+from protobench.protocols.beckn.options import OPERATIONS
 from protobench.protocols.beckn.payloads import BodyFactory
+from protobench.protocols.beckn.plugin import BecknProtocol
 from protobench.protocols.beckn.signing import Signer
 from protobench.vocab.errors import ErrorClass
 from tests.integration.conftest_beckn import (

@@ -183,4 +183,5 @@ def test_discover_haystack_names_a_missing_ca_file(
 def test_discover_haystack_needs_an_http_url(cli: Callable[..., CliResult]) -> None:
     result = cli("discover", "haystack", "bacnet://127.0.0.1/", timeout=30)
     assert result.returncode == 2
-    assert "expected an http(s):// URL" in result.stderr
+    expected = "discover haystack: bad URL 'bacnet://127.0.0.1/': expected a http:// or https://"
+    assert expected in result.stderr

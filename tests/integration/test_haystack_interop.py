@@ -25,8 +25,9 @@ from websockets.datastructures import Headers
 from websockets.http11 import Request
 from websockets.http11 import Response as WsResponse
 
-from protobench.protocols.haystack import HaystackProtocol, scram_proof
-from protobench.protocols.haystack.ws_session import HaystackWsSession, open_ws
+from protobench.protocols.haystack import scram_proof
+from protobench.protocols.haystack.plugin import HaystackProtocol
+from protobench.protocols.haystack.sessions.ws import HaystackWsSession, open_ws
 from protobench.vocab.errors import ErrorClass, OpError
 from tests.integration.conftest_haystack import (
     UVLOOP_BACKEND,

@@ -8,9 +8,9 @@ from typing import Any
 
 import pytest
 
-from protobench.protocols.haystack import HaystackProtocol, tokens
+from protobench.protocols.haystack import tokens
 from protobench.protocols.haystack.credentials import DEV_PASSWORD, DEV_USER
-from protobench.protocols.haystack.models import (
+from protobench.protocols.haystack.options import (
     OPERATIONS,
     HisReadParams,
     NavParams,
@@ -18,9 +18,10 @@ from protobench.protocols.haystack.models import (
     ReadParams,
     WatchParams,
 )
+from protobench.protocols.haystack.plugin import HaystackProtocol
 from protobench.protocols.haystack.scram import login
-from protobench.protocols.haystack.ws_session import HaystackWsSession, open_ws
-from protobench.protocols.http_client import HttpConnection, parse_url
+from protobench.protocols.haystack.sessions.ws import HaystackWsSession, open_ws
+from protobench.protocols.http.client import HttpConnection, parse_url
 from protobench.vocab.errors import ErrorClass, OpError
 from tests.integration.conftest_haystack import (
     UVLOOP_BACKEND,

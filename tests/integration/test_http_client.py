@@ -7,7 +7,7 @@ import time
 
 import pytest
 
-from protobench.protocols.http_client import HttpConnection, build_request, parse_url
+from protobench.protocols.http.client import HttpConnection, build_request, parse_url
 from protobench.targets.http import encode_response
 from protobench.vocab.errors import ErrorClass, OpError
 from tests.integration.conftest_http import UVLOOP_BACKEND, closed_port, http_target, raw_server

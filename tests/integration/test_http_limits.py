@@ -10,7 +10,7 @@ from contextlib import asynccontextmanager
 
 import pytest
 
-from protobench.protocols.http_client import (
+from protobench.protocols.http.client import (
     MAX_BODY,
     MAX_HEAD,
     HttpConnection,

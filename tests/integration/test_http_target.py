@@ -9,7 +9,7 @@ import time
 
 import pytest
 
-from protobench.protocols.http_client import HttpConnection, build_request, parse_url
+from protobench.protocols.http.client import HttpConnection, build_request, parse_url
 from protobench.targets.http import HttpTargetOptions, start_server
 from tests.integration.conftest_http import UVLOOP_BACKEND, http_target
 

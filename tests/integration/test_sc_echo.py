@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from protobench.hostutil import free_port
-from protobench.protocols.bacnet_sc import BacnetScProtocol
+from protobench.protocols.bacnet_sc.plugin import BacnetScProtocol
 from protobench.protocols.bacnet_sc.sessions import BroadcastSession
 from protobench.protocols.base import AsyncSession, CallbackSession
 from protobench.protocols.payloads import TaggedPayloads, parse_mix

@@ -17,8 +17,8 @@ from bac_py.transport.sc.tls import SCTLSConfig, build_client_ssl_context
 from bac_py.transport.sc.vmac import SCVMAC, DeviceUUID
 
 from protobench.hostutil import free_port
-from protobench.protocols.bacnet_sc import BacnetScProtocol
-from protobench.protocols.bacnet_sc.link import _probe
+from protobench.protocols.bacnet_sc.client import _probe
+from protobench.protocols.bacnet_sc.plugin import BacnetScProtocol
 from protobench.protocols.base import CallbackSession
 from protobench.targets.bacnet_sc import BacnetScTarget
 from protobench.tlsutil import CertPair, MockPki, generate, split_url_files, url_with_files

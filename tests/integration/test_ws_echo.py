@@ -15,8 +15,8 @@ from websockets.http11 import Request, Response
 from protobench.engine.metrics import OpRecorder
 from protobench.hostutil import free_port
 from protobench.protocols.base import CallbackSession, StreamSession
-from protobench.protocols.websocket import WebSocketProtocol
 from protobench.protocols.websocket.codec import FastCodec, SansIOCodec
+from protobench.protocols.websocket.plugin import WebSocketProtocol
 from protobench.protocols.websocket.sessions import EchoSession, SubscribeSession
 from protobench.targets.ws import WsEchoTarget
 from protobench.vocab.errors import ErrorClass, OpError

@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from protobench.protocols.base import CallbackSession
-from protobench.protocols.websocket import WebSocketProtocol
+from protobench.protocols.websocket.plugin import WebSocketProtocol
 from protobench.targets.ws import WsEchoTarget
 from protobench.tlsutil import generate, split_url_files
 from protobench.vocab.errors import ErrorClass, OpError

@@ -21,8 +21,8 @@ from protobench.snapshots.store import SnapshotStore
 pytestmark = [
     pytest.mark.skipif(shutil.which("tmux") is None, reason="tmux is not installed"),
     pytest.mark.skipif(
-        importlib.util.find_spec("protobench.protocols.http") is None,
-        reason="the http plugin (protobench.protocols.http) is not in the tree yet",
+        importlib.util.find_spec("protobench.protocols.http.plugin") is None,
+        reason="the http plugin (protobench.protocols.http.plugin) is not in the tree yet",
     ),
 ]
 LIMIT = 100.0

@@ -35,8 +35,8 @@ from protobench.snapshots.store import SnapshotStore
 from tests.tui.script import scripted_snapshot
 
 pytestmark = pytest.mark.skipif(
-    importlib.util.find_spec("protobench.protocols.http") is None,
-    reason="the http plugin (protobench.protocols.http) is not in the tree",
+    importlib.util.find_spec("protobench.protocols.http.plugin") is None,
+    reason="the http plugin (protobench.protocols.http.plugin) is not in the tree",
 )
 LIMIT = 60.0
 """Seconds any one wait may take before the test fails."""

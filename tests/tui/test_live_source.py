@@ -19,8 +19,8 @@ from protobench.snapshots.store import SnapshotStore
 from protobench.tui.source import LiveSource
 
 pytestmark = pytest.mark.skipif(
-    importlib.util.find_spec("protobench.protocols.http") is None,
-    reason="the http plugin (protobench.protocols.http) is not in the tree yet",
+    importlib.util.find_spec("protobench.protocols.http.plugin") is None,
+    reason="the http plugin (protobench.protocols.http.plugin) is not in the tree yet",
 )
 
 

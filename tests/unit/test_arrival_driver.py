@@ -16,7 +16,7 @@ from unittest.mock import patch
 import pytest
 import uvloop
 
-from protobench.cli.common import build_overrides
+from protobench.cli.run_flags import RunFlags
 from protobench.engine.metrics import OpRecorder, decode, summary
 from protobench.engine.plan import Overrides, resolve
 from protobench.engine.schedule import ArrivalDriver, RunState, Slot
@@ -176,10 +176,7 @@ def test_the_pacing_precision_comes_from_the_profile_or_the_flag(tmp_path: Path)
         'pacing_precision = "250us"\n[[group]]\nname = "get"\nop = "request"\ncount = 2\n'
     )
     assert resolve(loader.load(str(profile)), Overrides()).pacing_precision == pytest.approx(250e-6)
-    flag = build_overrides(
-        target=None, duration=None, warmup=None, interval=None, connections=None, rate=None,
-        processes=None, opt=None, serve_opt=None, pacing_precision="20us",
-    )  # fmt: skip
+    flag = RunFlags({"pacing_precision": "20us"}).overrides()
     assert resolve(loader.load(str(profile)), flag).pacing_precision == pytest.approx(20e-6)
     profile.write_text(profile.read_text().replace('"250us"', '"1s"'))
     with pytest.raises(loader.ProfileError, match="pacing_precision"):

@@ -10,7 +10,7 @@ from pydantic import ValidationError
 from protobench.profiles.loader import load
 from protobench.protocols.bacnet_ip.address import TargetAddress, parse_target
 from protobench.protocols.bacnet_ip.objects import expand_all, parse_selector
-from protobench.protocols.bacnet_ip.params import (
+from protobench.protocols.bacnet_ip.options import (
     BacnetIpOptions,
     CovParams,
     ReadPropertyMultipleParams,

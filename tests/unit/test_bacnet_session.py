@@ -9,11 +9,11 @@ from bac_py.types.primitives import ObjectIdentifier
 
 from protobench.protocols.bacnet_ip.codec import WriteRequest
 from protobench.protocols.bacnet_ip.inventory import Inventory, needs_probe
-from protobench.protocols.bacnet_ip.params import (
+from protobench.protocols.bacnet_ip.options import (
     ReadPropertyMultipleParams,
     WritePropertyParams,
 )
-from protobench.protocols.bacnet_ip.session import selectors_of, write_property
+from protobench.protocols.bacnet_ip.sessions import selectors_of, write_property
 from tests.unit.test_bacnet_codec import decoded_request
 
 DEVICE = ObjectIdentifier(ObjectType.DEVICE, 1)

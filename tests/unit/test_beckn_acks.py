@@ -16,7 +16,7 @@ from protobench.protocols.beckn.keys import (
     private_key,
     public_key,
 )
-from protobench.protocols.beckn.models import BecknOptions
+from protobench.protocols.beckn.options import BecknOptions
 from protobench.protocols.beckn.signing import Signer
 from protobench.vocab.errors import ErrorClass
 from tests.unit.test_beckn_signing import SPEC_PRIVATE, SPEC_PUBLIC

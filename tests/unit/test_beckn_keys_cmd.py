@@ -11,7 +11,7 @@ from typer.testing import CliRunner
 
 from protobench.cli import app
 from protobench.protocols.beckn.keys import DEV_KEY_ID, DEV_PUBLIC_KEY, DEV_SUBSCRIBER_ID
-from protobench.protocols.beckn.models import BecknOptions
+from protobench.protocols.beckn.options import BecknOptions
 from tests.unit.test_beckn_signing import SPEC_PRIVATE, SPEC_PUBLIC
 
 RUNNER = CliRunner()

@@ -9,9 +9,9 @@ import orjson
 import pytest
 from pydantic import ValidationError
 
-from protobench.protocols.beckn import BecknProtocol
-from protobench.protocols.beckn.models import BecknOptions
+from protobench.protocols.beckn.options import BecknOptions
 from protobench.protocols.beckn.payloads import ACTIONS, BodyFactory, timestamp, uuid4
+from protobench.protocols.beckn.plugin import BecknProtocol
 
 REQUIRED = {"action", "bapId", "bapUri", "messageId", "timestamp", "transactionId", "version"}
 RFC3339_MS = re.compile(r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$")

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from protobench.profiles import loader
-from protobench.protocols.beckn.models import OPERATIONS, BecknOptions
+from protobench.protocols.beckn.options import OPERATIONS, BecknOptions
 
 
 def test_beckn_onix_is_the_bap_workload_aimed_at_an_adapter() -> None:

@@ -11,7 +11,7 @@ from protobench.engine.metrics import merge
 from protobench.engine.report_model import ReportError
 from protobench.snapshots.diff import (
     EXIT_INCONCLUSIVE,
-    DiffResult,
+    UndecidedRow,
     compare,
     metric_name,
     parse_gate,
@@ -45,8 +45,8 @@ def test_slower_latency_is_significant_and_trips_the_gate() -> None:
     assert row.p_value is not None
     assert row.p_value < 0.001
     assert row.change == pytest.approx(0.5, abs=0.05)
-    assert row.phase_change == pytest.approx(0.5, abs=0.05)
-    assert [g.expr for g in diff.failed_gates] == ["p50:+10%"]
+    assert row.phase.change == pytest.approx(0.5, abs=0.05)
+    assert [g.expr for g in diff.gates if g.failed] == ["p50:+10%"]
     assert diff.exit_code == 1
 
 
@@ -67,9 +67,9 @@ def test_whole_phase_figures_come_from_the_merged_histograms_and_counts() -> Non
     assert sustain is not None
     report = sustain.ops["get"]
     for metric in ("p50", "p90", "p99", "p999"):
-        assert diff.row("get", metric).phase_base == report.latency_us.value(metric)
-    assert diff.row("get", "throughput").phase_base == pytest.approx(report.throughput)
-    assert diff.row("get", "error_rate").phase_base == 0.0
+        assert diff.row("get", metric).phase.base == report.latency_us.value(metric)
+    assert diff.row("get", "throughput").phase.base == pytest.approx(report.throughput)
+    assert diff.row("get", "error_rate").phase.base == 0.0
 
 
 def test_several_runs_per_side_pool_their_intervals_and_histograms() -> None:
@@ -82,10 +82,10 @@ def test_several_runs_per_side_pool_their_intervals_and_histograms() -> None:
     assert row.new is not None
     assert row.new.n == 36
     merged = merge([s.histograms["sustain"]["get"]["hist"] for s in base])
-    assert row.phase_base == merged.get_value_at_percentile(99.0)
+    assert row.phase.base == merged.get_value_at_percentile(99.0)
     ok = sum(s.report.phases["sustain"].total.ok for s in new)
     seconds = sum(s.report.phases["sustain"].duration_s for s in new)
-    assert diff.row(TOTAL, "throughput").phase_new == pytest.approx(ok / seconds)
+    assert diff.row(TOTAL, "throughput").phase.new == pytest.approx(ok / seconds)
     assert [run.intervals for run in diff.new] == [12, 12, 12]
 
 
@@ -106,18 +106,18 @@ def test_error_rate_changes_are_in_points() -> None:
     row = diff.row("get", "error_rate")
     assert row.significant
     assert row.change == pytest.approx(0.05, abs=0.015)
-    assert row.phase_change == pytest.approx(0.05, abs=0.01)
-    assert [g.expr for g in diff.failed_gates] == ["error_rate:+1%"]
+    assert row.phase.change == pytest.approx(0.05, abs=0.01)
+    assert [g.expr for g in diff.gates if g.failed] == ["error_rate:+1%"]
 
 
 def test_geomean_row_summarises_the_operations() -> None:
     ops = {"get": OpSpec(median_us=1000.0), "post": OpSpec(median_us=4000.0, rate=500.0)}
     slower = {"get": OpSpec(median_us=2000.0), "post": OpSpec(median_us=4000.0, rate=500.0)}
     diff = compare([typed_snapshot(ops, seed=1)], [typed_snapshot(slower, seed=2)])
-    by_metric = {g.metric: g for g in diff.geomeans}
+    by_metric = {g.metric: g for g in diff.geomean}
     assert "error_rate" not in by_metric
     p50 = by_metric["p50"]
-    base = [diff.row(op, "p50").base.center for op in ("get", "post")]  # type: ignore[union-attr]
+    base = [diff.row(op, "p50").base.median for op in ("get", "post")]  # type: ignore[union-attr]
     assert p50.base == pytest.approx(geomean(base))
     assert p50.change == pytest.approx(2**0.5 - 1, abs=0.05)
     assert p50.ops == 2
@@ -128,7 +128,7 @@ def test_geomean_row_summarises_the_operations() -> None:
 
 
 def test_single_operation_has_no_geomean() -> None:
-    assert compare([typed_snapshot(seed=1)], [typed_snapshot(seed=2)]).geomeans == []
+    assert compare([typed_snapshot(seed=1)], [typed_snapshot(seed=2)]).geomean == []
 
 
 def test_runs_that_are_not_comparable_are_named() -> None:
@@ -163,10 +163,14 @@ def test_operations_on_one_side_only_are_reported_and_gates_on_them_cannot_decid
     assert "operation 'post' is only in the base runs" in diff.warnings
     on_post, on_total, on_get = diff.gates
     assert on_post.status == "inconclusive"
-    assert on_post.inconclusive == [("post", "operation 'post' is only in the base runs")]
+    assert on_post.inconclusive == [
+        UndecidedRow(op="post", reason="operation 'post' is only in the base runs")
+    ]
     # TOTAL mixes other operations on each side: no gate can decide on it
     assert on_total.status == "inconclusive"
-    assert on_total.inconclusive == [(TOTAL, "the runs do not have the same operations")]
+    assert on_total.inconclusive == [
+        UndecidedRow(op=TOTAL, reason="the runs do not have the same operations")
+    ]
     assert on_get.status == "passed"
     assert diff.exit_code == EXIT_INCONCLUSIVE
     with pytest.raises(ValueError, match="no operation 'put'"):
@@ -186,8 +190,8 @@ def test_a_gate_with_one_interval_a_side_is_inconclusive_not_passed() -> None:
     row = diff.row(TOTAL, "p50")
     assert row.p_value == 1.0
     assert row.inconclusive == "need >= 6 samples a side, have 1 + 1"
-    assert diff.failed_gates == []
-    assert [g.expr for g in diff.inconclusive_gates] == ["p50:+10%"]
+    assert [g for g in diff.gates if g.status == "failed"] == []
+    assert [g.expr for g in diff.gates if g.status == "inconclusive"] == ["p50:+10%"]
     assert diff.exit_code == EXIT_INCONCLUSIVE == 4
     data = diff.to_dict()
     assert data["gates"][0]["status"] == "inconclusive"
@@ -241,12 +245,12 @@ def test_a_whole_phase_percentile_needs_enough_samples_to_differ_from_the_max() 
     sparse = {"get": OpSpec(rate=50.0)}
     diff = compare([typed_snapshot(sparse, seed=1)], [typed_snapshot(sparse, seed=2)])
     p99, p999 = diff.row("get", "p99"), diff.row("get", "p999")
-    assert p99.phase_change is not None
-    assert p99.phase_note is None
-    assert p999.phase_change is None
-    assert p999.phase_base is not None
-    assert p999.phase_note is not None
-    assert p999.phase_note.startswith("need >= 1,000 samples, have ")
+    assert p99.phase.change is not None
+    assert p99.phase.note is None
+    assert p999.phase.change is None
+    assert p999.phase.base is not None
+    assert p999.phase.note is not None
+    assert p999.phase.note.startswith("need >= 1,000 samples, have ")
     assert percentile_samples("p50") == 2
     assert percentile_samples("p90") == 10
     assert percentile_samples("p99") == 100
@@ -259,7 +263,7 @@ def test_few_intervals_are_noted() -> None:
     assert any("no change can be significant" in note for note in few.notes)
     row = few.row("get", "p50")
     assert row.base is not None
-    assert row.base.low is None
+    assert row.base.ci_low is None
 
 
 @pytest.mark.parametrize(
@@ -307,6 +311,7 @@ def test_metric_names_and_json_output() -> None:
         gates=[parse_gate("p99:+10%")],
     )
     data = json.loads(json.dumps(diff.to_dict()))
+    p99 = compare([typed_snapshot(seed=1)], [typed_snapshot(SLOWER, seed=3)], metrics=("p99",))
     assert data["schema"] == "protobench.diff/1"
     assert {(r["op"], r["metric"]) for r in data["rows"]} == {
         ("get", "throughput"),
@@ -319,7 +324,7 @@ def test_metric_names_and_json_output() -> None:
             "expr": "p99:+10%",
             "status": "failed",
             "failed": True,
-            "crossed": [{"op": TOTAL, "change": diff.row(TOTAL, "p99").change}],
+            "crossed": [{"op": TOTAL, "change": p99.row(TOTAL, "p99").change}],
             "inconclusive": [],
         }
     ]
@@ -331,18 +336,17 @@ def test_metric_names_and_json_output() -> None:
 
 
 def test_the_typed_result_is_the_json() -> None:
-    # diff --json's schema is generated from DiffResult: orjson must give the same JSON.
+    # diff --json's schema is generated from Diff: orjson must give the same JSON.
     diff = compare(
         [typed_snapshot({"get": OpSpec(), "put": OpSpec()}, seed=1)],
         [typed_snapshot({"get": OpSpec(), "del": OpSpec()}, seed=3, partial=True)],
         metrics=("p50", "error_rate"),
         gates=[parse_gate("p50:+10%"), parse_gate("del:p99:+1%")],
     )
-    result = diff.result()
-    assert isinstance(result, DiffResult)
-    assert orjson.loads(orjson.dumps(result)) == json.loads(json.dumps(diff.to_dict()))
-    assert [g.status for g in result.gates] == ["inconclusive", "inconclusive"]
-    assert result.rows[0].phase.base == diff.row("get", "p50").phase_base
+    assert orjson.loads(orjson.dumps(diff)) == json.loads(json.dumps(diff.to_dict()))
+    assert [g.status for g in diff.gates] == ["inconclusive", "inconclusive"]
+    # the gate on p99 decided on its rows; only the chosen metrics' rows are shown
+    assert {row.metric for row in diff.rows} == {"p50", "error_rate"}
 
 
 def test_a_report_that_does_not_load_is_named_by_its_field() -> None:
@@ -360,7 +364,7 @@ def test_p95_is_compared_like_the_other_percentiles() -> None:
     assert row.base is not None
     assert row.base.n == 12
     merged = merge([base.histograms["sustain"]["get"]["hist"]])
-    assert row.phase_base == merged.get_value_at_percentile(95.0)
+    assert row.phase.base == merged.get_value_at_percentile(95.0)
     assert row.significant
-    assert [g.expr for g in diff.failed_gates] == ["p95:+20%"]
+    assert [g.expr for g in diff.gates if g.failed] == ["p95:+20%"]
     assert metric_name("p95") == "p95"

@@ -7,7 +7,7 @@ from pathlib import Path
 from typer.testing import CliRunner
 
 from protobench.cli import app
-from protobench.cli.diff_cmd import format_change, format_value, render_text
+from protobench.cli.diff_text import format_change, format_value, render_text
 from protobench.snapshots.diff import compare, parse_gate
 from protobench.snapshots.store import SnapshotStore
 from tests.unit.conftest_snapshots import OpSpec, make_snapshot, typed_snapshot

@@ -7,7 +7,7 @@ import tomllib
 from protobench.profiles import loader
 from protobench.protocols.haystack.discover import Entity, ServerInfo
 from protobench.protocols.haystack.fit import fitted_profile, summary
-from protobench.protocols.haystack.models import HaystackOptions
+from protobench.protocols.haystack.options import HaystackOptions
 
 URL = "https://haystack.example.test/api"
 

@@ -10,15 +10,15 @@ from hs_py.grid import Grid
 from hs_py.kinds import Number, Ref
 
 from protobench.protocols.base import SessionContext
-from protobench.protocols.haystack import HaystackProtocol
 from protobench.protocols.haystack.grids import UNKNOWN_ROWS, check, check_json_grid
-from protobench.protocols.haystack.models import (
+from protobench.protocols.haystack.options import (
     HisReadParams,
     NavParams,
     PointWriteParams,
     ReadParams,
     WatchParams,
 )
+from protobench.protocols.haystack.plugin import HaystackProtocol
 from protobench.protocols.haystack.requests import (
     Framing,
     http_request,
@@ -26,7 +26,7 @@ from protobench.protocols.haystack.requests import (
     ws_template,
 )
 from protobench.protocols.haystack.scram import b64url, b64url_decode, header_params
-from protobench.protocols.http_client import parse_url
+from protobench.protocols.http.client import parse_url
 from protobench.vocab.errors import ErrorClass, OpError
 
 ROWS = [

@@ -17,10 +17,10 @@ from hs_py.encoding import zinc as hs_zinc
 from hs_py.grid import Grid
 from pydantic import ValidationError
 
-from protobench.protocols.haystack import HaystackProtocol, scram_proof
+from protobench.protocols.haystack import scram_proof
 from protobench.protocols.haystack.grids import error_text
-from protobench.protocols.haystack.http_session import refusal
-from protobench.protocols.haystack.models import HaystackOptions, ReadParams
+from protobench.protocols.haystack.options import HaystackOptions, ReadParams
+from protobench.protocols.haystack.plugin import HaystackProtocol
 from protobench.protocols.haystack.requests import (
     Framing,
     http_request,
@@ -28,7 +28,8 @@ from protobench.protocols.haystack.requests import (
     ws_template,
 )
 from protobench.protocols.haystack.scram_proof import ServerFirst, proof
-from protobench.protocols.http_client import Response, parse_url
+from protobench.protocols.haystack.sessions.http import refusal
+from protobench.protocols.http.client import Response, parse_url
 from protobench.vocab.errors import ErrorClass
 
 ENDPOINT = parse_url("http://127.0.0.1:8080/api")

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from protobench.cli.diff_cmd import render_text
+from protobench.cli.diff_text import render_text
 from protobench.cli.report_cmd import write_diff_report
 from protobench.engine.metrics import merge
 from protobench.htmlreport.compare import compare_page

@@ -6,7 +6,7 @@ import ssl
 
 import pytest
 
-from protobench.protocols.http_client import (
+from protobench.protocols.http.client import (
     Endpoint,
     build_request,
     join_path,

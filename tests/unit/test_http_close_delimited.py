@@ -13,7 +13,7 @@ import socket
 
 import pytest
 
-from protobench.protocols.http_client import (
+from protobench.protocols.http.client import (
     Response,
     body_ends_at_close,
     close_delimited_status,

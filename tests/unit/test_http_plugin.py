@@ -12,7 +12,8 @@ from protobench.engine.plan import Overrides, resolve
 from protobench.hostutil import is_loopback_host
 from protobench.profiles import loader
 from protobench.protocols import registry
-from protobench.protocols.http import HttpOptions, HttpProtocol, RequestParams
+from protobench.protocols.http.options import HttpOptions, RequestParams
+from protobench.protocols.http.plugin import HttpProtocol
 from protobench.targets import registry as targets
 from protobench.targets.http import HttpTargetOptions, encode_response
 
@@ -114,10 +115,11 @@ def test_redacted_plan_has_no_secret(tmp_path: Path) -> None:
 def test_builtin_http_get_profile() -> None:
     loaded = loader.load("http-get")
     profile = loaded.profile
+    settings = profile.settings()
     assert profile.protocol == "http"
-    assert profile.target == "embedded"
-    assert (profile.warmup, profile.duration) == (2.0, 10.0)
-    assert profile.thresholds == ["error_rate < 0.5%"]
+    assert settings.target == "embedded"
+    assert (settings.warmup, settings.duration) == (2.0, 10.0)
+    assert settings.thresholds == ("error_rate < 0.5%",)
     (group,) = profile.group
     assert (group.name, group.op, group.count) == ("get", "request", 50)
     assert group.params == {"method": "GET"}

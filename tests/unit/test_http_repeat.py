@@ -15,7 +15,7 @@ from contextlib import asynccontextmanager
 import httptools
 import pytest
 
-from protobench.protocols.http_client import HttpConnection, parse_url
+from protobench.protocols.http.client import HttpConnection, parse_url
 from protobench.vocab.errors import ErrorClass, OpError
 
 OK = b"HTTP/1.1 200 OK\r\nContent-Length: 5\r\n\r\nhello"

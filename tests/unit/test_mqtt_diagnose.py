@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from protobench.protocols.mqtt import MqttProtocol
 from protobench.protocols.mqtt.diagnose import findings
+from protobench.protocols.mqtt.plugin import MqttProtocol
 
 
 def test_a_run_where_everything_arrived_has_no_finding() -> None:

@@ -7,9 +7,9 @@ from pydantic import ValidationError
 
 from protobench.profiles import loader
 from protobench.protocols import registry
-from protobench.protocols.mqtt import MqttProtocol
 from protobench.protocols.mqtt.codec import V5, V311, Prop
 from protobench.protocols.mqtt.options import MqttOptions, PublishParams, SubscribeParams, endpoint
+from protobench.protocols.mqtt.plugin import MqttProtocol
 from protobench.protocols.mqtt.sessions import connect_packet
 from protobench.targets.mqtt import MqttBrokerOptions, mosquitto_config
 from protobench.vocab.errors import OpError

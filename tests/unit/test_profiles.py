@@ -101,7 +101,7 @@ def test_profile_connections_key_rescales_the_groups(tmp_path: Path) -> None:
 def test_a_plugin_check_that_raises_is_still_a_located_error(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from protobench.protocols.http import RequestParams  # noqa: PLC0415
+    from protobench.protocols.http.options import RequestParams  # noqa: PLC0415
 
     def broken(cls: object, value: object) -> object:
         raise TypeError("unhashable")

@@ -10,9 +10,9 @@ from pydantic import ValidationError
 
 from protobench.profiles import loader
 from protobench.protocols import registry
-from protobench.protocols.bacnet_sc import BacnetScProtocol
-from protobench.protocols.bacnet_sc.link import tls_config
+from protobench.protocols.bacnet_sc.client import tls_config
 from protobench.protocols.bacnet_sc.options import BacnetScOptions, BroadcastParams, UnicastParams
+from protobench.protocols.bacnet_sc.plugin import BacnetScProtocol
 from protobench.protocols.payloads import TaggedPayloads
 from protobench.targets.bacnet_sc import node_vmac
 from protobench.vocab.errors import ErrorClass, OpError
@@ -77,7 +77,7 @@ def test_builtin_profile_bacnet_sc() -> None:
     profile = loader.load("bacnet-sc").profile
     assert profile.protocol == "bacnet-sc"
     assert (profile.warmup, profile.duration) == (5.0, 30.0)
-    assert profile.thresholds == ["error_rate <= 0%"]
+    assert profile.thresholds == ("error_rate <= 0%",)
     assert profile.serve == {"tls": True, "nodes": 2}
     unicast, broadcast = profile.group
     assert (unicast.op, unicast.count, unicast.every) == ("unicast", 8, None)

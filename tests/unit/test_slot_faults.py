@@ -32,7 +32,7 @@ from protobench.protocols.base import (
     AsyncSession,
     CallbackSession,
     Done,
-    Protocol,
+    ProtocolPlugin,
     Session,
     SessionContext,
 )
@@ -90,7 +90,7 @@ class _RaisingAsync(AsyncSession):
         return None
 
 
-class _Plugin(Protocol):
+class _Plugin(ProtocolPlugin):
     """Opens sessions made by ``factory``; each open may fail first (``fail_opens``)."""
 
     name: ClassVar[str] = "fake"
@@ -115,7 +115,7 @@ def _ctx() -> SessionContext:
     )  # fmt: skip
 
 
-def _slots(plugin: Protocol, recorder: OpRecorder, n: int) -> list[Slot]:
+def _slots(plugin: ProtocolPlugin, recorder: OpRecorder, n: int) -> list[Slot]:
     return [Slot(plugin, _ctx(), recorder) for _ in range(n)]
 
 

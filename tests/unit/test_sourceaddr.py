@@ -13,7 +13,7 @@ from protobench.hostutil import fd_limit_note
 from protobench.protocols.mqtt.client import map_os_error
 from protobench.protocols.mqtt.options import MqttOptions
 from protobench.protocols.sourceaddr import AUTO_PER_ADDRESS, loopback, source_for
-from protobench.protocols.websocket.connection import os_error
+from protobench.protocols.websocket.client import os_error
 from protobench.protocols.websocket.options import WebSocketOptions
 from protobench.vocab.errors import ErrorClass
 

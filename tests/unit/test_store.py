@@ -16,12 +16,12 @@ from protobench.engine.archive import RunRecord
 from protobench.engine.plan import Overrides, resolve
 from protobench.engine.report_model import load_report, to_plain
 from protobench.profiles import loader
+from protobench.snapshots.model import check_run_id
 from protobench.snapshots.store import (
     DEFAULT_LOGS,
     SnapshotError,
     SnapshotStore,
     SnapshotWriteError,
-    check_run_id,
     read,
     redacted,
     safe_name,

@@ -6,7 +6,6 @@ from typing import Any
 
 import pytest
 
-from protobench.engine.plan import Overrides
 from protobench.engine.report_model import Report, load_report
 from protobench.engine.sweep import (
     Axis,
@@ -17,6 +16,7 @@ from protobench.engine.sweep import (
     grid,
     parse_axis,
 )
+from protobench.profiles.settings import Overrides
 
 CAPACITY = 10_000.0  # requests per second the modelled server can do
 SERVICE_US = 1_000.0  # its latency when idle
@@ -109,11 +109,13 @@ def test_bad_axes_say_what_was_expected(text: str, message: str) -> None:
 def test_levels_become_overrides() -> None:
     base = Overrides(duration=3.0, options={"a": 1}, serve={"delay": "1ms"})
     got = apply_level(base, {"connections": 8, "options.b": 2, "serve.delay": "5ms"})
-    assert got.connections == 8
-    assert got.duration == 3.0
-    assert got.options == {"a": 1, "b": 2}
-    assert got.serve == {"delay": "5ms"}
-    assert base.serve == {"delay": "1ms"}
+    assert got.values == {
+        "duration": 3.0,
+        "connections": 8,
+        "options": {"a": 1, "b": 2},
+        "serve": {"delay": "5ms"},
+    }
+    assert base.get("serve") == {"delay": "1ms"}
 
 
 def test_grid_varies_the_load_axis_fastest() -> None:

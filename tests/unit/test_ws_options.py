@@ -7,14 +7,14 @@ from pydantic import ValidationError
 
 from protobench.profiles import loader
 from protobench.protocols import registry
-from protobench.protocols.websocket import WebSocketProtocol
-from protobench.protocols.websocket.connection import endpoint
+from protobench.protocols.websocket.client import endpoint
 from protobench.protocols.websocket.options import (
     EchoParams,
     SendParams,
     SubscribeParams,
     WebSocketOptions,
 )
+from protobench.protocols.websocket.plugin import WebSocketProtocol
 from protobench.vocab.errors import OpError
 
 

@@ -2,7 +2,7 @@
 
 ``protobench diff BASE1 BASE2 -- NEW1 NEW2`` compares several runs on each
 side (their intervals are pooled). References are snapshot ids, id prefixes,
-paths, ``latest`` or ``latest~N``. The text output is one block per metric:
+paths, ``latest`` or ``latest~N``. The text output (:mod:`.diff_text`) is one block per metric:
 each side's median ± the 95% confidence interval (as a share of the median),
 the change with the Mann-Whitney p-value and sample sizes (``~`` when not
 significant at ``--alpha``, ``?`` when the row has too few samples to decide),
@@ -14,7 +14,6 @@ crossed, unless ``--accept-inconclusive``.
 
 from __future__ import annotations
 
-import math
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
 
@@ -24,13 +23,12 @@ from typer.core import TyperCommand
 from protobench.cli import report_cmd
 from protobench.cli.common import StoreOption, fail, print_json
 from protobench.cli.complete import snapshot_refs
-from protobench.cli.render import us
+from protobench.cli.diff_text import render_text
 from protobench.snapshots.store import SnapshotError, SnapshotStore
+from protobench.vocab.percentiles import PERCENTILE_LABELS
 
 if TYPE_CHECKING:  # numpy and hdrhistogram load in the command, not for --help
-    from protobench.snapshots.diff import Diff, GateResult, GeomeanRow, Row, RunInfo
     from protobench.snapshots.model import Snapshot
-    from protobench.snapshots.stats import Estimate
 
 _NEW_SIDE = "protobench.diff.new"
 
@@ -50,135 +48,6 @@ class DiffCommand(TyperCommand):
             ctx.meta[_NEW_SIDE] = tail[:end]
             args = args[:split] + tail[end:]
         return super().parse_args(ctx, args)
-
-
-def format_value(metric: str, value: float | None) -> str:
-    if value is None:
-        return "-"
-    if metric == "throughput":
-        return f"{_si(value)}/s"
-    if metric == "error_rate":
-        return f"{value:.2%}"
-    return us(value)
-
-
-def _si(value: float) -> str:
-    for factor, suffix in ((1e9, "G"), (1e6, "M"), (1e3, "k")):
-        if abs(value) >= factor:
-            return f"{value / factor:.3g}{suffix}"
-    return f"{value:.3g}"
-
-
-def format_change(metric: str, change: float | None) -> str:
-    if change is None:
-        return "?"
-    if metric == "error_rate":
-        return f"{change * 100:+.2f}pp"
-    return f"{change:+.2%}"
-
-
-def _side(metric: str, est: Estimate | None) -> str:
-    if est is None:
-        return "-"
-    spread = est.spread
-    margin = "± ∞" if spread is None or math.isinf(spread) else f"± {spread:.0%}"
-    return f"{format_value(metric, est.center)} {margin}"
-
-
-def _verdict(row: Row) -> str:
-    if row.base is None or row.new is None or row.p_value is None:
-        return "-"
-    sizes = f"n={row.base.n}" if row.base.n == row.new.n else f"n={row.base.n}+{row.new.n}"
-    if row.inconclusive:
-        return f"? (p={row.p_value:.3f} {sizes}: {row.inconclusive})"
-    head = format_change(row.metric, row.change) if row.significant else "~"
-    return f"{head} (p={row.p_value:.3f} {sizes})"
-
-
-def _phase(row: Row) -> str:
-    base = format_value(row.metric, row.phase_base)
-    new = format_value(row.metric, row.phase_new)
-    change = (
-        f"? ({row.phase_note})" if row.phase_note else format_change(row.metric, row.phase_change)
-    )
-    return f"{base} → {new} {change}"
-
-
-def _geomean_cells(item: GeomeanRow) -> list[str]:
-    return [
-        "geomean",
-        format_value(item.metric, item.base),
-        format_value(item.metric, item.new),
-        format_change(item.metric, item.change),
-        "",
-    ]
-
-
-def _tables(blocks: list[list[list[str]]]) -> list[str]:
-    """Blocks of cells, aligned on common column widths, a blank line before each."""
-    cells = [line for block in blocks for line in block]
-    widths = [max(len(line[i]) for line in cells) for i in range(len(cells[0]))]
-    out = []
-    for block in blocks:
-        out.append("")
-        out.extend(
-            "  ".join(c.ljust(w) for c, w in zip(line, widths, strict=True)).rstrip()
-            for line in block
-        )
-    return out
-
-
-def _runs(label: str, runs: list[RunInfo]) -> str:
-    samples = sum(run.intervals for run in runs)
-    ids = ", ".join(run.id for run in runs)
-    count = f"{len(runs)} runs: " if len(runs) > 1 else ""
-    return f"{label} {count}{ids} ({samples} intervals)"
-
-
-def render_text(diff: Diff) -> str:
-    """The comparison as a terminal table, warnings first."""
-    from protobench.snapshots.series import TOTAL  # noqa: PLC0415
-
-    out = [_runs("base:", diff.base), _runs("new: ", diff.new)]
-    if diff.warnings:
-        out.append("WARNING: the runs may not be comparable:")
-        out.extend(f"  - {warning}" for warning in diff.warnings)
-    out.extend(f"note: {note}" for note in diff.notes)
-    out.append(
-        f"sustain intervals: median ± {diff.confidence:.0%} CI; Mann-Whitney U at "
-        f"alpha={diff.alpha:g}, '~' = no significant change; whole phase from merged histograms"
-    )
-    shown = [*diff.ops, TOTAL] if len(diff.ops) > 1 else diff.ops or [TOTAL]
-    out.extend(_tables([_metric_block(diff, metric, shown) for metric in diff.metrics]))
-    if diff.gates:
-        out.append("")
-    out.extend(_gate_line(result, diff.accept_inconclusive) for result in diff.gates)
-    return "\n".join(out)
-
-
-def _metric_block(diff: Diff, metric: str, shown: list[str]) -> list[list[str]]:
-    """One metric's cells: a heading, a row per shown operation, the geomean."""
-    from protobench.snapshots.diff import LABELS  # noqa: PLC0415
-
-    lines = [[LABELS.get(metric, metric), "base", "new", "vs base", "whole phase"]]
-    for op in shown:
-        row = diff.row(op, metric)
-        lines.append(
-            [op, _side(metric, row.base), _side(metric, row.new), _verdict(row), _phase(row)]
-        )
-    lines.extend(_geomean_cells(g) for g in diff.geomeans if g.metric == metric)
-    return lines
-
-
-def _gate_line(result: GateResult, accept_inconclusive: bool) -> str:
-    if result.status == "failed":
-        where = ", ".join(f"{r.op} {format_change(r.metric, r.change)}" for r in result.crossed)
-        return f"gate FAILED: {result.gate.expr} ({where})"
-    if result.status == "inconclusive":
-        why = "; ".join(f"{op}: {reason}" for op, reason in result.inconclusive)
-        accepted = " (accepted)" if accept_inconclusive else ""
-        return f"gate INCONCLUSIVE{accepted}: {result.gate.expr} ({why})"
-    return f"gate passed: {result.gate.expr}"
 
 
 def _load(store: SnapshotStore, refs: list[str]) -> list[Snapshot]:
@@ -205,8 +74,8 @@ def diff_command(
         typer.Option(
             "--metric",
             "-m",
-            help="Comma-separated metrics: throughput,p50,p90,p95,p99,p99.9,error_rate "
-            "(default: all).",
+            help=f"Comma-separated metrics: throughput,{','.join(PERCENTILE_LABELS.values())},"
+            "error_rate (default: all).",
         ),
     ] = None,
     alpha: Annotated[

@@ -1,68 +1,110 @@
-"""``protobench discover URL [--write-profile FILE]``: what a device has; a profile fitted to it.
+"""``protobench discover URL [--write-profile FILE]``: what a target has; a profile fitted to it.
 
-``bacnet://HOST[:PORT]`` (:mod:`protobench.protocols.bacnet_ip.discover`) and
-``haystack http(s)://HOST/API`` (:mod:`protobench.protocols.haystack.discover`).
-The summary goes to stdout; the profile is checked like any profile file
-before it is written. Exit codes: 0 ok, 2 bad input, 3 the device or server
-did not answer (or refused the login).
+One path for every protocol plugin that implements
+:meth:`~protobench.protocols.base.ProtocolPlugin.discover`: ``discover URL`` picks
+the plugin whose URL scheme is its own (``bacnet://``: ``discover_by_scheme``),
+``discover NAME URL`` names it (``haystack``, whose ``http(s)://`` other plugins
+share). The summary goes to stdout; the profile is checked like any profile file
+before it is written. Exit codes: 0 ok, 2 bad input, 3 the device or server did
+not answer (or refused the login).
 """
 
 from __future__ import annotations
 
 import asyncio
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
 from protobench.cli.boundary import EXIT_INCOMPLETE
 from protobench.cli.common import OptOption, fail, parse_pairs, parse_value
-from protobench.protocols.registry import require
+from protobench.protocols import registry
 from protobench.redaction import redact_text, redact_url
 from protobench.vocab.units import parse_duration
 
+if TYPE_CHECKING:
+    from protobench.protocols.base import Discovery, ProtocolPlugin
 
-def _bacnet(url: str, opts: dict[str, object], wait: float, name: str) -> tuple[str, str]:
-    """(summary, fitted profile) of the BACnet/IP device at ``url``."""
-    with require("bacnet-ip", "protocol"):  # bac-py: the bacnet extra
-        from pydantic import ValidationError  # noqa: PLC0415
 
-        from protobench.protocols.bacnet_ip import discover, fit  # noqa: PLC0415
-        from protobench.protocols.bacnet_ip.params import BacnetIpOptions  # noqa: PLC0415
-        from protobench.vocab.errors import OpError  # noqa: PLC0415
+def _by_scheme(url: str) -> tuple[str, ProtocolPlugin] | None:
+    """The plugin that discovers ``url`` by its scheme alone, in registry order, or None.
+
+    Plugins are loaded one by one until one claims the scheme (``bacnet://`` loads
+    ``bacnet-ip`` only); one that cannot load is skipped, and its error is raised
+    when no other claims the URL (a missing extra is the likely reason).
+    """
+    scheme = url.partition("://")[0].lower()
+    failed: registry.PluginError | None = None
+    for name in registry.names():
+        try:
+            plugin = registry.load(name)
+        except registry.PluginError as exc:
+            failed = failed or exc
+            continue
+        if plugin.discover_by_scheme and plugin.discovers() and scheme in plugin.url_schemes:
+            return name, plugin
+    if failed is not None:
+        raise failed
+    return None
+
+
+def _expected() -> str:
+    """``a bacnet:// URL or `haystack URL```: how to name each plugin that discovers."""
+    forms = []
+    for name in registry.names():
+        try:
+            plugin = registry.load(name)
+        except registry.PluginError:
+            continue
+        if not plugin.discovers():
+            continue
+        if plugin.discover_by_scheme:
+            forms.append(f"a {' or '.join(f'{s}://' for s in plugin.url_schemes)} URL")
+        else:
+            forms.append(f"`{name} URL`")
+    return " or ".join(forms)
+
+
+def _plugin(what: str, url: str | None) -> tuple[ProtocolPlugin, str, str]:
+    """(plugin, URL, how the command names the target in its messages); exit 2 if none."""
+    if what in registry.names():
+        plugin = registry.load(what)
+        if plugin.discovers():
+            if url is None:
+                fail(f"discover {what}: give the URL to ask, e.g. `protobench discover {what} URL`")
+            return plugin, url, f"discover {what}"
+    elif url is None and "://" in what:
+        found = _by_scheme(what)
+        if found is not None:
+            return found[1], what, "discover"
+    fail(f"discover: expected {_expected()}, got {redact_url(what)!r}")
+
+
+def _discover(
+    plugin: ProtocolPlugin, url: str, said: str, opts: dict[str, object], wait: float, name: str
+) -> Discovery:
+    """Validate the URL and ``--opt``, then ask the target (exit 2 bad input, 3 no answer)."""
+    from pydantic import ValidationError  # noqa: PLC0415 - pydantic: not for --help
+
+    from protobench.protocols.base import DiscoverRequest  # noqa: PLC0415
+    from protobench.vocab.errors import OpError  # noqa: PLC0415
+
     try:
-        options = BacnetIpOptions.model_validate(opts)
-    except ValidationError as exc:
-        fail(f"--opt: {exc.errors()[0]['msg']}")
+        plugin.check_target(url)
+    except ValueError as exc:
+        fail(f"{said}: {exc}")
     try:
-        info = asyncio.run(discover.discover(url, options, wait))
-    except OpError as exc:
-        fail(f"discover {redact_url(url)}: {exc}", code=EXIT_INCOMPLETE)
-    return fit.summary(info), fit.fitted_profile(info, name)
-
-
-def _haystack(url: str, opts: dict[str, object], wait: float, name: str) -> tuple[str, str]:
-    """(summary, fitted profile) of the Haystack server at ``url``."""
-    if not url.startswith(("http://", "https://")):
-        fail(f"discover haystack: expected an http(s):// URL, got {redact_url(url)!r}")
-    with require("haystack", "protocol"):  # hs_py: the haystack extra
-        from pydantic import ValidationError  # noqa: PLC0415
-
-        from protobench.protocols.haystack import discover, fit  # noqa: PLC0415
-        from protobench.protocols.haystack.models import HaystackOptions  # noqa: PLC0415
-        from protobench.vocab.errors import OpError  # noqa: PLC0415
-    try:
-        options = HaystackOptions.model_validate(opts)
+        options = plugin.options.model_validate(opts)
     except ValidationError as exc:
         error = exc.errors()[0]
         where = ".".join(str(part) for part in error["loc"])
-        fail(f"--opt {where}: {redact_text(error['msg'])}")
+        fail(f"--opt{' ' + where if where else ''}: {redact_text(error['msg'])}")
+    request = DiscoverRequest(url=url, options=options, timeout=wait, profile_name=name)
     try:
-        info = asyncio.run(discover.discover(url, options, wait))
+        return asyncio.run(plugin.discover(request))
     except OpError as exc:
-        fail(f"discover haystack {redact_url(url)}: {redact_text(str(exc))}", code=EXIT_INCOMPLETE)
-    given = set(options.model_fields_set)
-    return fit.summary(info), fit.fitted_profile(info, name, options, given)
+        fail(f"{said} {redact_url(url)}: {redact_text(str(exc))}", code=EXIT_INCOMPLETE)
 
 
 def discover_command(
@@ -102,15 +144,10 @@ def discover_command(
     wait = parse_value(timeout, parse_duration, "--timeout") or 3.0
     opts = parse_pairs(opt or [], "--opt")
     profile_name = name or (write_profile.stem if write_profile else "discovered")
-    if what == "haystack":
-        if url is None:
-            fail("discover haystack: give the server's URL, e.g. http://127.0.0.1:8080/api")
-        text, profile = _haystack(url, opts, wait, profile_name)
-    elif what.startswith("bacnet://") and url is None:
-        text, profile = _bacnet(what, opts, wait, profile_name)
-    else:
-        fail(f"discover: expected a bacnet:// URL or `haystack URL`, got {redact_url(what)!r}")
-    typer.echo(text)
+    plugin, target, said = _plugin(what, url)
+    found = _discover(plugin, target, said, opts, wait, profile_name)
+    profile = found.profile
+    typer.echo(found.summary)
     if write_profile is None:
         return
     from protobench.profiles import loader  # noqa: PLC0415 - pydantic: not for --help

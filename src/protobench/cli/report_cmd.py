@@ -15,6 +15,7 @@ import typer
 
 from protobench.cli.common import StoreOption, fail
 from protobench.cli.complete import SnapshotRef
+from protobench.cli.diff_text import render_text
 from protobench.protocols.registry import needs
 from protobench.snapshots.store import SnapshotError, SnapshotStore
 
@@ -53,7 +54,6 @@ def write_run_report(snapshot: Snapshot, path: Path) -> None:
 def write_diff_report(base: list[Snapshot], new: list[Snapshot], diff: Diff, path: Path) -> None:
     """Write the comparison page of ``diff`` (exit 2 without the ``report`` extra)."""
     require_extra()
-    from protobench.cli.diff_cmd import render_text  # noqa: PLC0415 (diff_cmd imports us)
     from protobench.htmlreport.compare import compare_page  # noqa: PLC0415
     from protobench.htmlreport.view import run_view  # noqa: PLC0415
 

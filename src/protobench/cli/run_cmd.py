@@ -25,31 +25,19 @@ import typer
 from protobench.cli import report_cmd
 from protobench.cli.baseline_opt import BaselineOption, load_baseline
 from protobench.cli.boundary import EXIT_INCOMPLETE
-from protobench.cli.common import (
-    ConnectionsOption,
-    DurationOption,
-    IntervalOption,
-    OptOption,
-    ProcessesOption,
-    QuietOption,
-    RateOption,
-    ServeOptOption,
-    SnapshotsDirOption,
-    TargetOption,
-    WarmupOption,
-    build_overrides,
-    fail,
-)
+from protobench.cli.common import QuietOption, SnapshotsDirOption, fail
 from protobench.cli.complete import ProfileArgument
 from protobench.cli.render import Progress, summary_table
+from protobench.cli.run_flags import RunFlags, takes_run_flags
 from protobench.engine.report_model import Report, report_to_json
 from protobench.protocols.registry import PluginError
 from protobench.snapshots.store import SnapshotStore, read
 
 if TYPE_CHECKING:  # the engine, pydantic and numpy load in the command, not for --help
     from protobench.engine.controller import Controller, PoolFactory
-    from protobench.engine.plan import Overrides, RunPlan
+    from protobench.engine.plan import RunPlan
     from protobench.engine.sinks import Sink
+    from protobench.profiles.settings import Overrides
     from protobench.tui.baseline import Baseline
 
 STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
@@ -114,29 +102,10 @@ def run_plan(
         raise typer.Exit(EXIT_INCOMPLETE) from None
 
 
+@takes_run_flags
 def run_command(
     profile: ProfileArgument,
-    target: TargetOption = None,
-    duration: DurationOption = None,
-    warmup: WarmupOption = None,
-    connections: ConnectionsOption = None,
-    rate: RateOption = None,
-    ramp_to: Annotated[
-        str | None, typer.Option("--ramp-to", help="Open model: ramp linearly to this rate.")
-    ] = None,
-    processes: ProcessesOption = None,
-    interval: IntervalOption = None,
-    timeout: Annotated[str | None, typer.Option(help="Per-operation timeout.")] = None,
-    pacing_precision: Annotated[
-        str | None,
-        typer.Option(help="Open model: sends may batch this late (default 100us)."),
-    ] = None,
-    threshold: Annotated[
-        list[str] | None,
-        typer.Option("--threshold", help="Extra threshold, e.g. 'p99<5ms' (repeatable)."),
-    ] = None,
-    opt: OptOption = None,
-    serve_opt: ServeOptOption = None,
+    flags: RunFlags,
     target_pid: Annotated[
         int | None,
         typer.Option("--target-pid", min=1, help="PID of the target, for its resources."),
@@ -175,22 +144,7 @@ def run_command(
     """
     if report_file is not None:
         report_cmd.require_extra()  # before the run, not after it
-    overrides = build_overrides(
-        target=target,
-        duration=duration,
-        warmup=warmup,
-        interval=interval,
-        connections=connections,
-        rate=rate,
-        processes=processes,
-        opt=opt,
-        serve_opt=serve_opt,
-        ramp_to=ramp_to,
-        timeout=timeout,
-        threshold=threshold,
-        pacing_precision=pacing_precision,
-    )
-    plan = _resolve(profile, overrides)
+    plan = _resolve(profile, flags.overrides())
     store = SnapshotStore(snapshots_dir)
     compared = load_baseline(store, baseline)
     with _pool_factory(ray, plan, quiet=quiet) as factory:

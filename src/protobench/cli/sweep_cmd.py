@@ -18,25 +18,12 @@ from typing import TYPE_CHECKING, Annotated, Any
 import typer
 
 from protobench.cli.boundary import EXIT_INCOMPLETE
-from protobench.cli.common import (
-    ConnectionsOption,
-    DurationOption,
-    IntervalOption,
-    OptOption,
-    ProcessesOption,
-    QuietOption,
-    RateOption,
-    ServeOptOption,
-    SnapshotsDirOption,
-    TargetOption,
-    WarmupOption,
-    build_overrides,
-    fail,
-    print_json,
-)
+from protobench.cli.common import QuietOption, SnapshotsDirOption, fail, print_json
 from protobench.cli.complete import ProfileArgument
 from protobench.cli.render import us
 from protobench.cli.run_cmd import run_headless
+from protobench.cli.run_flags import RunFlags, takes_run_flags
+from protobench.profiles.settings import VARY_KEYS
 from protobench.protocols.registry import PluginError
 from protobench.snapshots.store import SUFFIX, SnapshotStore
 
@@ -106,15 +93,14 @@ def render_table(result: SweepResult) -> str:
     return "\n".join(out)
 
 
+@takes_run_flags
 def sweep_command(
     profile: ProfileArgument,
     vary: Annotated[
         list[str],
         typer.Option(
             "--vary",
-            help="KEY=L1,L2,... (repeatable): connections, processes, rate, ramp_to, "
-            "duration, warmup, interval, timeout, options.KEY, serve.KEY. The first is "
-            "the load axis.",
+            help=f"KEY=L1,L2,... (repeatable): {', '.join(VARY_KEYS)}. The first is the load axis.",
         ),
     ],
     stop_on: Annotated[
@@ -124,15 +110,8 @@ def sweep_command(
             help=f"Skip the higher levels once this holds (repeatable; default '{DEFAULT_STOP}').",
         ),
     ] = None,
-    target: TargetOption = None,
-    duration: DurationOption = None,
-    warmup: WarmupOption = None,
-    interval: IntervalOption = None,
-    connections: ConnectionsOption = None,
-    rate: RateOption = None,
-    processes: ProcessesOption = None,
-    opt: OptOption = None,
-    serve_opt: ServeOptOption = None,
+    *,
+    flags: RunFlags,
     as_json: Annotated[bool, typer.Option("--json", help="Print the sweep as JSON.")] = False,
     quiet: QuietOption = False,
     snapshots_dir: SnapshotsDirOption = None,
@@ -152,17 +131,7 @@ def sweep_command(
     from protobench.engine.sweep import Sweep, apply_level, describe, parse_axis  # noqa: PLC0415
     from protobench.profiles import loader  # noqa: PLC0415
 
-    base = build_overrides(
-        target=target,
-        duration=duration,
-        warmup=warmup,
-        interval=interval,
-        connections=connections,
-        rate=rate,
-        processes=processes,
-        opt=opt,
-        serve_opt=serve_opt,
-    )
+    base = flags.overrides()
     try:
         axes = [parse_axis(v) for v in vary]
     except ValueError as exc:

@@ -41,6 +41,7 @@ from protobench.engine.report_model import LiveVerdicts
 from protobench.engine.series_model import EncodedHistograms, PhaseHistograms, SeriesRecord
 from protobench.engine.stats_frame import StatsFrame, StatsWire
 from protobench.engine.summaries import LatencySummary, OpSummary, PhaseSummary
+from protobench.vocab.percentiles import PERCENTILE_KEYS
 
 PHASES = ("warmup", "sustain", "drain")
 SERIES_LIMIT = 3600
@@ -66,18 +67,8 @@ def latency_summary(hist: HdrHistogram) -> LatencySummary:
     figures = summary(hist)
     if not figures["count"]:
         return LatencySummary(count=0)
-    return LatencySummary(
-        count=int(figures["count"]),
-        p50=figures["p50"],
-        p90=figures["p90"],
-        p95=figures["p95"],
-        p99=figures["p99"],
-        p999=figures["p999"],
-        min=figures["min"],
-        max=figures["max"],
-        mean=figures["mean"],
-        stddev=figures["stddev"],
-    )
+    figures_us = {key: figures[key] for key in (*PERCENTILE_KEYS, "min", "max", "mean", "stddev")}
+    return LatencySummary(count=int(figures["count"]), **figures_us)
 
 
 def op_summary(

@@ -37,18 +37,12 @@ import numpy as np
 from hdrh.histogram import HdrHistogram
 
 from protobench.vocab.errors import OpError
+from protobench.vocab.percentiles import PERCENTILES
 from protobench.vocab.recorder import Tally
 
 LOWEST_US = 1
 HIGHEST_US = 60_000_000
 SIGNIFICANT_DIGITS = 3
-PERCENTILES: tuple[tuple[str, float], ...] = (
-    ("p50", 50.0),
-    ("p90", 90.0),
-    ("p95", 95.0),
-    ("p99", 99.0),
-    ("p999", 99.9),
-)
 
 
 def new_histogram() -> HdrHistogram:
@@ -157,9 +151,9 @@ def counts_summary(counts: Counts) -> dict[str, float]:
     if n == 0:
         return {"count": 0}
     out: dict[str, float] = {"count": n}
-    for name, p in PERCENTILES:
-        target = max(int(p * n / 100 + 0.5), 1)
-        out[name] = float(HIGHEST[int(np.searchsorted(cumulative, target))])
+    for p in PERCENTILES:
+        target = max(int(p.value * n / 100 + 0.5), 1)
+        out[p.key] = float(HIGHEST[int(np.searchsorted(cumulative, target))])
     nonzero = np.flatnonzero(counts)
     weights = counts[nonzero].astype(np.float64)
     middles = _MIDDLE[nonzero]

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import os
 import resource
-from dataclasses import asdict, dataclass, field, replace
+from dataclasses import asdict, dataclass, fields, replace
 from typing import Any, Literal
 
 from pydantic import ValidationError
@@ -23,7 +23,8 @@ from protobench.profiles.loader import (
     flag_error,
     located_error,
 )
-from protobench.profiles.model import MAX_PROCESSES, Profile
+from protobench.profiles.model import Profile, ProfileKeys
+from protobench.profiles.settings import BY_NAME, MAX_PROCESSES, Overrides, RunSettings, flag_of
 from protobench.protocols import registry
 from protobench.redaction import SECRET, redact_text, redact_value
 from protobench.targets import registry as targets
@@ -52,60 +53,26 @@ class GroupPlan:
         return self.every is not None
 
 
-@dataclass(frozen=True)
-class Overrides:
-    """What the command line changes in a profile (``None`` = keep the profile's)."""
-
-    target: str | None = None
-    duration: float | None = None
-    warmup: float | None = None
-    interval: float | None = None
-    connections: int | None = None
-    rate: float | None = None
-    ramp_to: float | None = None
-    processes: int | None = None
-    timeout: float | None = None
-    pacing_precision: float | None = None
-    thresholds: tuple[str, ...] = ()
-    options: dict[str, Any] = field(default_factory=dict)
-    serve: dict[str, Any] = field(default_factory=dict)
-
-    def as_dict(self) -> dict[str, Any]:
-        """The overrides that were given, for provenance."""
-        return {k: v for k, v in asdict(self).items() if v not in (None, (), {})}
-
-
-@dataclass(frozen=True)
-class RunPlan:
-    """Everything a run needs, resolved.
+@dataclass(frozen=True, kw_only=True)
+class RunPlan(RunSettings):
+    """Everything a run needs, resolved: the run settings, then what the profile is.
 
     ``target`` is ``None`` when the run starts the embedded target named
     ``embedded`` (the plugin's default or the profile's ``embedded:NAME``).
     """
 
+    target: str | None
+    processes: int
+    """Resolved: one per core when the profile says none."""
     profile: str
     source: str
     profile_sha256: str
     protocol: str
     description: str
-    target: str | None
     embedded: str | None
-    warmup: float
-    duration: float
-    interval: float
-    processes: int
     model: Model
-    rate: float | None
-    ramp_to: float | None
-    timeout: float
-    drain: float
-    thresholds: tuple[str, ...]
-    options: dict[str, Any]
-    serve: dict[str, Any]
     groups: tuple[GroupPlan, ...]
     overrides: dict[str, Any]
-    pacing_precision: float = 0.0001
-    """Open model: see :data:`~protobench.engine.schedule.PACING_PRECISION_NS`."""
 
     @property
     def sessions(self) -> int:
@@ -160,36 +127,6 @@ def _hide(values: dict[str, Any], secret: frozenset[str]) -> dict[str, Any]:
     return {k: (SECRET if k in secret else v) for k, v in values.items()}
 
 
-FLAGS = {
-    "target": "--target",
-    "duration": "--duration",
-    "warmup": "--warmup",
-    "interval": "--interval",
-    "connections": "--connections",
-    "rate": "--rate",
-    "ramp_to": "--ramp-to",
-    "processes": "--processes",
-    "timeout": "--timeout",
-    "pacing_precision": "--pacing-precision",
-    "thresholds": "--threshold",
-    "options": "--opt",
-    "serve": "--serve-opt",
-}
-"""The flag that overrides each profile key (named in errors about an overridden value)."""
-
-_SCALAR_OVERRIDES = (
-    "target",
-    "duration",
-    "warmup",
-    "interval",
-    "connections",
-    "rate",
-    "ramp_to",
-    "processes",
-    "timeout",
-    "pacing_precision",
-)
-
 FD_MARGIN = 64
 """Open files a worker needs beside one per session (pipes, logs, the event loop)."""
 
@@ -202,12 +139,13 @@ def resolve(loaded: LoadedProfile, overrides: Overrides) -> RunPlan:
     when the value came from one, else the file, line and key.
     """
     profile = _override(loaded, overrides)
+    settings = profile.settings()
     plugin = registry.load(profile.protocol)
-    if overrides.options:
-        check_protocol_keys(profile, plugin, "", "--opt")
-    if profile.ramp_to is not None and profile.rate is None:
+    if "options" in overrides:
+        check_protocol_keys(profile, plugin, "", flag_of("options"))
+    if settings.ramp_to is not None and settings.rate is None:
         raise ProfileError(loaded.source, "ramp_to", "a ramp needs a starting rate (--rate)")
-    target = profile.target
+    target = settings.target or "embedded"
     embedded = None
     if target == "embedded" or target.startswith("embedded:"):
         embedded = target.partition(":")[2] or plugin.embedded_target
@@ -217,62 +155,46 @@ def resolve(loaded: LoadedProfile, overrides: Overrides) -> RunPlan:
                 "target",
                 f"protocol {profile.protocol!r} has no embedded target; give --target",
             )
-        _check_serve(loaded, overrides, embedded, profile.serve)
+        _check_serve(loaded, overrides, embedded, settings.serve)
     else:
         try:
             plugin.check_target(target)
         except ValueError as exc:
-            where = "--target" if overrides.target else loaded.source
+            where = flag_of("target") if "target" in overrides else loaded.source
             raise ProfileError(where, "target", redact_text(str(exc))) from None
-    groups = _groups(profile, profile.connections)
-    processes = profile.processes or default_processes()
+    groups = _groups(profile, settings.connections)
+    processes = settings.processes or default_processes()
     _check_fd_limit(loaded, overrides, groups, processes)
+    resolved = replace(settings, target=None if embedded else target, processes=processes)
     return RunPlan(
+        **{f.name: getattr(resolved, f.name) for f in fields(RunSettings)},
         profile=profile.name,
         source=loaded.source,
         profile_sha256=loaded.sha256,
         protocol=profile.protocol,
         description=profile.description,
-        target=None if embedded else target,
         embedded=embedded,
-        warmup=profile.warmup,
-        duration=profile.duration,
-        interval=profile.interval,
-        processes=processes,
-        model="open" if profile.rate is not None else "closed",
-        rate=profile.rate,
-        ramp_to=profile.ramp_to,
-        timeout=profile.timeout,
-        drain=profile.drain,
-        thresholds=tuple(profile.thresholds),
-        options=dict(profile.options),
-        serve=dict(profile.serve),
+        model="open" if settings.rate is not None else "closed",
         groups=groups,
         overrides=overrides.as_dict(),
-        pacing_precision=profile.pacing_precision,
     )
 
 
-def _override(loaded: LoadedProfile, overrides: Overrides) -> Profile:
+def _override(loaded: LoadedProfile, overrides: Overrides) -> ProfileKeys:
     """The profile with the overrides applied, validated as a profile file is."""
     profile = loaded.profile
-    changes: dict[str, Any] = {
-        key: value for key in _SCALAR_OVERRIDES if (value := getattr(overrides, key)) is not None
-    }
-    if overrides.thresholds:
-        changes["thresholds"] = [*profile.thresholds, *overrides.thresholds]
-    if overrides.options:
-        changes["options"] = {**profile.options, **overrides.options}
-    if overrides.serve:
-        changes["serve"] = {**profile.serve, **overrides.serve}
-    if not changes:
+    if not overrides.values:
         return profile
+    changes = {
+        name: BY_NAME[name].kind.merge(getattr(profile, name), value)
+        for name, value in overrides.values.items()
+    }
     try:
         return Profile.model_validate({**profile.model_dump(exclude_unset=True), **changes})
     except ValidationError as exc:
-        key = exc.errors()[0]["loc"][0]
-        if key in changes and key in FLAGS:
-            raise flag_error(exc, FLAGS[str(key)], skip=1) from None
+        key = str(exc.errors()[0]["loc"][0])
+        if key in changes:
+            raise flag_error(exc, flag_of(key), skip=1) from None
         raise located_error(exc, loaded.text, loaded.source) from None
 
 
@@ -283,14 +205,14 @@ def _check_serve(
     try:
         model = targets.load(embedded).options
     except registry.PluginError as exc:
-        where = "--target" if overrides.target else loaded.source
+        where = flag_of("target") if "target" in overrides else loaded.source
         raise ProfileError(where, "target", str(exc)) from None
     try:
         model.model_validate(serve)
     except ValidationError as exc:
         key = exc.errors()[0]["loc"]
-        if key and key[0] in overrides.serve:
-            raise flag_error(exc, "--serve-opt") from None
+        if key and key[0] in overrides.get("serve", {}):
+            raise flag_error(exc, flag_of("serve")) from None
         raise located_error(exc, loaded.text, loaded.source, prefix=("serve",)) from None
 
 
@@ -304,7 +226,9 @@ def _check_fd_limit(
     hard = resource.getrlimit(resource.RLIMIT_NOFILE)[1]
     if hard == resource.RLIM_INFINITY or per_worker + FD_MARGIN <= hard:
         return
-    where, key = ("--connections", "") if overrides.connections else (loaded.source, "group")
+    where, key = (
+        (flag_of("connections"), "") if "connections" in overrides else (loaded.source, "group")
+    )
     raise ProfileError(
         where,
         key,
@@ -320,7 +244,7 @@ def default_processes() -> int:
     return max(1, len(os.sched_getaffinity(0)))
 
 
-def _groups(profile: Profile, connections: int | None) -> tuple[GroupPlan, ...]:
+def _groups(profile: ProfileKeys, connections: int | None) -> tuple[GroupPlan, ...]:
     """Groups with unique names; ``connections`` rescales the back-to-back groups."""
     groups = []
     for spec in profile.group:

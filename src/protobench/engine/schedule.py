@@ -33,7 +33,7 @@ ended the connection: :attr:`OpError.lost`): immediately, then after 0.1 s,
 doubling up to 2 s, so that a refused login does not hammer the server,
 counting ``reconnects``. A slot
 counts every successful open (``connects``, unless the plugin counts its own
-connections: :attr:`Protocol.counts_connects`), every failed one
+connections: :attr:`ProtocolPlugin.counts_connects`), every failed one
 (``connect_failed``) and the time it spends without a session while the run
 wants one (``down_us``, accrued by :meth:`Slot.accrue_down` into the interval
 it falls in).
@@ -68,7 +68,7 @@ from protobench.engine.waker import Timer
 from protobench.protocols.base import (
     AsyncSession,
     CallbackSession,
-    Protocol,
+    ProtocolPlugin,
     Session,
     SessionContext,
     StreamSession,
@@ -191,7 +191,7 @@ class Slot:
         "task",
     )
 
-    def __init__(self, plugin: Protocol, ctx: SessionContext, recorder: OpRecorder) -> None:
+    def __init__(self, plugin: ProtocolPlugin, ctx: SessionContext, recorder: OpRecorder) -> None:
         self.plugin = plugin
         self.ctx = ctx
         self.recorder = recorder

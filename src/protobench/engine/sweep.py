@@ -1,9 +1,9 @@
 """Sweeps: one run of a profile per level of one or more axes, the knee, early stops.
 
-An axis is ``KEY=LEVEL,LEVEL,...`` where KEY is a run override
-(``connections``, ``processes``, ``rate``, ``ramp_to``, ``duration``,
-``warmup``, ``interval``, ``timeout``), a protocol option (``options.KEY``) or
-an embedded-target option (``serve.KEY``). With several axes every
+An axis is ``KEY=LEVEL,LEVEL,...`` where KEY is a run setting that ``--vary``
+takes (:data:`~protobench.profiles.settings.VARY_KEYS`: ``duration``,
+``connections``, ``rate``...), a protocol option (``options.KEY``) or an
+embedded-target option (``serve.KEY``). With several axes every
 combination runs; the **first** axis is the load axis: runs go through its
 levels in the order given, once for each combination of the other axes (a
 *series*).
@@ -29,39 +29,19 @@ import datetime as dt
 import itertools
 import secrets
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from typing import Any
 
-from protobench.engine.plan import Overrides
 from protobench.engine.report_model import Report
 from protobench.engine.thresholds import judge
+from protobench.profiles.settings import BY_NAME, VARY_KEYS, Overrides
 from protobench.vocab.thresholds import Threshold, parse_threshold
-from protobench.vocab.units import parse_duration, parse_rate, parse_scalar
+from protobench.vocab.units import parse_scalar
 
 KNEE_MIN_EFFICIENCY = 0.5
 KNEE_MIN_GAIN = 0.10
 KNEE_MIN_RISE = 0.20
 DEFAULT_STOP = "error_rate > 5%"
-
-
-def _count(value: str) -> int:
-    number = int(value)
-    if number < 1:
-        raise ValueError("expected a whole number >= 1")
-    return number
-
-
-PARSERS: dict[str, Callable[[str], Any]] = {
-    "connections": _count,
-    "processes": _count,
-    "rate": parse_rate,
-    "ramp_to": parse_rate,
-    "duration": parse_duration,
-    "warmup": parse_duration,
-    "interval": parse_duration,
-    "timeout": parse_duration,
-}
-PREFIXES = ("options.", "serve.")
 
 
 @dataclass(frozen=True)
@@ -80,13 +60,10 @@ def parse_axis(text: str) -> Axis:
     texts = tuple(t.strip() for t in raw.split(","))
     if not eq or not key or not all(texts):
         raise ValueError(f"expected KEY=LEVEL,LEVEL,... such as connections=1,2,4, got {text!r}")
-    if key.startswith(PREFIXES) and key.partition(".")[2]:
-        parser: Callable[[str], Any] = parse_scalar
-    elif key in PARSERS:
-        parser = PARSERS[key]
-    else:
-        known = ", ".join([*PARSERS, "options.KEY", "serve.KEY"])
-        raise ValueError(f"cannot vary {key!r} (expected one of {known})")
+    name, _, part = key.partition(".")
+    if (f"{name}.KEY" if part else key) not in VARY_KEYS:
+        raise ValueError(f"cannot vary {key!r} (expected one of {', '.join(VARY_KEYS)})")
+    parser: Callable[[str], Any] = parse_scalar if part else BY_NAME[key].kind.parse
     levels = []
     for item in texts:
         try:
@@ -97,18 +74,15 @@ def parse_axis(text: str) -> Axis:
 
 
 def apply_level(base: Overrides, assignment: dict[str, Any]) -> Overrides:
-    """``base`` with the assignment's values set (options and serve merged key by key)."""
-    options, serve = dict(base.options), dict(base.serve)
+    """``base`` with the assignment's values set (``options.KEY``: one key of options)."""
     changes: dict[str, Any] = {}
     for key, value in assignment.items():
-        section, _, name = key.partition(".")
-        if section == "options" and name:
-            options[name] = value
-        elif section == "serve" and name:
-            serve[name] = value
+        name, dot, part = key.partition(".")
+        if dot:
+            changes[name] = {**changes.get(name, base.get(name, {})), part: value}
         else:
             changes[key] = value
-    return replace(base, options=options, serve=serve, **changes)
+    return base.with_values(**changes)
 
 
 def grid(axes: Sequence[Axis]) -> list[dict[str, Any]]:

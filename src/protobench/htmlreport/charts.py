@@ -26,17 +26,11 @@ from protobench.htmlreport.view import (
     Resources,
     Spectrum,
 )
+from protobench.vocab.thresholds import LATENCY_COLUMNS
 
 HEIGHT = 240
 TOOLS = "xpan,xwheel_zoom,box_zoom,reset,save"
-PERCENTILE_LABELS = {
-    "p50": "p50",
-    "p90": "p90",
-    "p95": "p95",
-    "p99": "p99",
-    "p999": "p99.9",
-    "max": "max",
-}
+PERCENTILE_LABELS = dict(LATENCY_COLUMNS)
 MARK_FILL = {"phase": ("#888888", 0.08), "pause": ("#ff9900", 0.18)}
 """Shaded spans: warmup and drain (sustain is left clear), pauses."""
 MIB = 1024 * 1024

@@ -24,8 +24,9 @@ from protobench.engine.summaries import EMPTY_OP, LatencySummary
 from protobench.redaction import redact_value
 from protobench.snapshots.model import Snapshot
 from protobench.snapshots.series import TOTAL, Interval, intervals
+from protobench.vocab.percentiles import PERCENTILE_KEYS
 
-PERCENTILES = ("p50", "p90", "p95", "p99", "p999", "max")
+PERCENTILES = (*PERCENTILE_KEYS, "max")
 SPECTRUM_STEPS = 10
 """Points per decade of the spectrum's ``1 / (1 - p)`` axis."""
 SPECTRUM_NINES = 5

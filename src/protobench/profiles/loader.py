@@ -19,9 +19,9 @@ from pydantic import BaseModel, ValidationError
 from pydantic_core import ErrorDetails
 
 from protobench.profiles import builtin
-from protobench.profiles.model import Profile
+from protobench.profiles.model import Profile, ProfileKeys
 from protobench.protocols import registry
-from protobench.protocols.base import Protocol
+from protobench.protocols.base import ProtocolPlugin
 
 BUILTIN_PACKAGE = "protobench.profiles.builtin"
 PLUGIN_BUG = "a bug in the plugin's validation"
@@ -45,7 +45,7 @@ class ProfileError(Exception):
 class LoadedProfile:
     """A validated profile with where it came from and the hash of its text."""
 
-    profile: Profile
+    profile: ProfileKeys
     source: str
     text: str
 
@@ -101,9 +101,11 @@ def parse(text: str, source: str) -> LoadedProfile:
     return LoadedProfile(profile, source, text)
 
 
-def check_protocol_keys(profile: Profile, plugin: Protocol, text: str, source: str) -> None:
+def check_protocol_keys(
+    profile: ProfileKeys, plugin: ProtocolPlugin, text: str, source: str
+) -> None:
     """Validate ``[options]`` and every group's parameters against the plugin."""
-    _validate(plugin.options, profile.options, text, source, ("options",))
+    _validate(plugin.options, profile.settings().options, text, source, ("options",))
     names: set[str] = set()
     for index, group in enumerate(profile.group):
         params_model = plugin.operations.get(group.op)

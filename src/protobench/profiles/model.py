@@ -10,16 +10,24 @@ is one a worker can run.
 from __future__ import annotations
 
 import re
-from typing import Any
+from dataclasses import MISSING, fields
+from dataclasses import Field as Field_
+from types import NoneType, UnionType
+from typing import Annotated, Any, get_args, get_type_hints
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import (
+    AfterValidator,
+    BaseModel,
+    BeforeValidator,
+    ConfigDict,
+    Field,
+    create_model,
+    field_validator,
+)
 
-from protobench.vocab.fields import Duration, Rate
-from protobench.vocab.thresholds import parse_threshold
+from protobench.profiles.settings import BY_NAME, MAX_SESSIONS, RunSettings, positive
+from protobench.vocab.fields import Duration
 
-MAX_SESSIONS = 1_000_000
-"""The most sessions of one group, and the most ``connections``."""
-MAX_PROCESSES = 256
 NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$")
 """A profile name: it becomes part of file names, so no path separator, no leading dot."""
 
@@ -34,10 +42,7 @@ def check_name(value: str) -> str:
     return value
 
 
-def _positive(value: float, what: str) -> float:
-    if value <= 0:
-        raise ValueError(f"expected {what} > 0")
-    return value
+_period = positive("a period")
 
 
 class GroupSpec(BaseModel):
@@ -58,36 +63,24 @@ class GroupSpec(BaseModel):
     @field_validator("every")
     @classmethod
     def _every_positive(cls, value: float | None) -> float | None:
-        return None if value is None else _positive(value, "a period")
+        return None if value is None else _period(value)
 
     @property
     def params(self) -> dict[str, Any]:
         return dict(self.model_extra or {})
 
 
-class Profile(BaseModel):
-    """A whole profile file."""
+class ProfileKeys(BaseModel):
+    """The keys of a profile that are its own: name, protocol, description, groups.
+
+    :data:`Profile`, the model of a whole file, adds the run settings to them.
+    """
 
     model_config = ConfigDict(extra="forbid", frozen=True, allow_inf_nan=False)
 
     name: str
     protocol: str
     description: str = ""
-    target: str = "embedded"
-    warmup: Duration = 2.0
-    duration: Duration = 10.0
-    interval: Duration = Field(default=1.0)
-    processes: int | None = Field(default=None, ge=1, le=MAX_PROCESSES)
-    connections: int | None = Field(default=None, ge=1, le=MAX_SESSIONS)
-    rate: Rate | None = None
-    ramp_to: Rate | None = None
-    pacing_precision: Duration = Field(default=0.0001, le=0.1)
-    """Open model: arrivals closer together than this leave in batches, each up to this late."""
-    timeout: Duration = 5.0
-    drain: Duration = 2.0
-    thresholds: list[str] = Field(default_factory=list)
-    options: dict[str, Any] = Field(default_factory=dict)
-    serve: dict[str, Any] = Field(default_factory=dict)
     group: list[GroupSpec] = Field(min_length=1)
 
     @field_validator("name")
@@ -95,26 +88,36 @@ class Profile(BaseModel):
     def _safe_name(cls, value: str) -> str:
         return check_name(value)
 
-    @field_validator("interval")
-    @classmethod
-    def _interval_range(cls, value: float) -> float:
-        if not 0.05 <= value <= 60:
-            raise ValueError("expected an interval between 50ms and 60s")
-        return value
+    def settings(self) -> RunSettings:
+        """The run settings this profile gives (the defaults for those it leaves out)."""
+        return RunSettings(**{f.name: getattr(self, f.name) for f in fields(RunSettings)})
 
-    @field_validator("duration")
-    @classmethod
-    def _duration_positive(cls, value: float) -> float:
-        return _positive(value, "a duration")
 
-    @field_validator("timeout")
-    @classmethod
-    def _timeout_positive(cls, value: float) -> float:
-        return _positive(value, "a timeout")
+def _field(setting: Field_[Any], annotation: Any) -> tuple[Any, Any]:
+    """A run setting as a pydantic field: its type, parser and check, its default and bounds."""
+    spec = BY_NAME[setting.name]
+    steps: list[Any] = [BeforeValidator(spec.kind.coerce)] if spec.kind.coerce else []
+    if spec.check is not None:
+        steps.append(AfterValidator(spec.check))
+    if steps:  # on the value itself, never on a None
+        args = get_args(annotation)
+        if isinstance(annotation, UnionType) and NoneType in args:
+            (value_type,) = (arg for arg in args if arg is not NoneType)
+            annotation = Annotated[(value_type, *steps)] | None
+        else:
+            annotation = Annotated[(annotation, *steps)]
+    if setting.default_factory is not MISSING:
+        return annotation, Field(default_factory=setting.default_factory, ge=spec.ge, le=spec.le)
+    return annotation, Field(default=setting.default, ge=spec.ge, le=spec.le)
 
-    @field_validator("thresholds")
-    @classmethod
-    def _thresholds_parse(cls, value: list[str]) -> list[str]:
-        for expr in value:
-            parse_threshold(expr)
-        return value
+
+_HINTS = get_type_hints(RunSettings)
+_SETTINGS: dict[str, Any] = {f.name: _field(f, _HINTS[f.name]) for f in fields(RunSettings)}
+Profile = create_model(
+    "Profile",
+    __base__=ProfileKeys,
+    __module__=__name__,
+    __doc__="A whole profile file.",
+    **_SETTINGS,
+)
+"""A whole profile file: its own keys (:class:`ProfileKeys`), then the run settings."""

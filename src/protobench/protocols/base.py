@@ -1,6 +1,6 @@
 """The plugin contract every protocol implements.
 
-A protocol plugin is a subclass of :class:`Protocol`, registered under the entry
+A protocol plugin is a subclass of :class:`ProtocolPlugin`, registered under the entry
 point group ``protobench.protocols``. It declares once:
 
 * ``name`` - the protocol name used in profiles (``protocol = "http"``);
@@ -15,7 +15,9 @@ point group ``protobench.protocols``. It declares once:
   (see :data:`LATENCY_KINDS`); the report shows a total latency only across
   ops of one kind;
 * ``passive_ops`` - ops that only hold sessions (no exchange is expected);
-* :meth:`Protocol.open_session` - open one virtual user's session for a group.
+* :meth:`ProtocolPlugin.open_session` - open one virtual user's session for a group;
+* optionally :meth:`ProtocolPlugin.discover` - ask a target what it has and fit a
+  profile to it (``protobench discover``).
 
 The engine owns the event loop, the clock, pacing and recording. A session
 only performs the protocol exchange. There are three kinds of session:
@@ -162,6 +164,28 @@ class StreamSession(Session):
         return True
 
 
+@dataclass(frozen=True, slots=True)
+class DiscoverRequest:
+    """What ``protobench discover`` asks a plugin: the target, its options, a per-request bound.
+
+    ``options`` is the plugin's options model, validated from ``--opt`` (secrets in
+    clear: use, never print); ``profile_name`` names the fitted profile.
+    """
+
+    url: str
+    options: StrictModel
+    timeout: float
+    profile_name: str
+
+
+@dataclass(frozen=True, slots=True)
+class Discovery:
+    """What a target has (``summary``, for the terminal) and a profile fitted to it (TOML)."""
+
+    summary: str
+    profile: str
+
+
 def _redacting(check: Callable[[Any, str], None]) -> Callable[[Any, str], None]:
     """``check`` whose ``ValueError`` message has every URL password hidden."""
 
@@ -175,7 +199,7 @@ def _redacting(check: Callable[[Any, str], None]) -> Callable[[Any, str], None]:
     return checked
 
 
-class Protocol(abc.ABC):
+class ProtocolPlugin(abc.ABC):
     """A protocol plugin. Subclasses set the class variables and open sessions.
 
     A subclass's own :meth:`check_target` is wrapped so that its error message
@@ -204,6 +228,9 @@ class Protocol(abc.ABC):
     passive_ops: ClassVar[frozenset[str]] = frozenset()
     """Ops that hold a session and exchange nothing by design (MQTT ``idle``): a run of them
     is judged by its sessions and down time, never by exchanges it was not meant to make."""
+    discover_by_scheme: ClassVar[bool] = False
+    """Whether ``protobench discover URL`` picks this plugin by the URL's scheme alone (its
+    ``url_schemes`` are its own, as ``bacnet://``); otherwise ``protobench discover NAME URL``."""
 
     def latency_kind(self, op: str, params: Mapping[str, Any] | None = None) -> str:
         """What the latency of ``op`` with a group's ``params`` measures (:data:`LATENCY_KINDS`).
@@ -241,6 +268,20 @@ class Protocol(abc.ABC):
     @abc.abstractmethod
     async def open_session(self, ctx: SessionContext) -> Session:
         """Open one session for ``ctx.op``; raise :class:`OpError` on failure."""
+
+    @classmethod
+    def discovers(cls) -> bool:
+        """Whether the plugin implements :meth:`discover`."""
+        return cls.discover is not ProtocolPlugin.discover
+
+    async def discover(self, request: DiscoverRequest) -> Discovery:
+        """Ask the target at ``request.url`` what it has; fit a profile to it.
+
+        Optional (``protobench discover`` lists the plugins that implement it). The
+        URL has passed :meth:`check_target`; a target that does not answer (or
+        refuses the login) is an :class:`OpError` naming what failed.
+        """
+        raise NotImplementedError(f"the {self.name} protocol does not discover")
 
     def redact(
         self, values: Mapping[str, Any], options: Mapping[str, Any] | None = None

@@ -16,7 +16,7 @@ from importlib.metadata import EntryPoint, entry_points
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from protobench.protocols.base import Protocol
+    from protobench.protocols.base import ProtocolPlugin
 
 GROUP = "protobench.protocols"
 EXTRAS = {
@@ -91,10 +91,10 @@ def names() -> list[str]:
     return entry_point_names(GROUP)
 
 
-def load(name: str) -> Protocol:
+def load(name: str) -> ProtocolPlugin:
     """The protocol plugin named ``name``."""
-    from protobench.protocols.base import Protocol  # noqa: PLC0415 - pydantic: not for --help
+    from protobench.protocols.base import ProtocolPlugin  # noqa: PLC0415 - pydantic: not for --help
 
-    plugin = load_entry_point(GROUP, name, Protocol, "protocol")
-    assert isinstance(plugin, Protocol)
+    plugin = load_entry_point(GROUP, name, ProtocolPlugin, "protocol")
+    assert isinstance(plugin, ProtocolPlugin)
     return plugin

@@ -45,7 +45,7 @@ import json
 import math
 import re
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any, Literal
 
 from protobench.engine.report_model import Report, to_plain
@@ -68,11 +68,18 @@ from protobench.snapshots.stats import (
     min_samples_for_ci,
     smallest_p,
 )
+from protobench.vocab.percentiles import PERCENTILE_KEYS, PERCENTILE_LABELS
 
-METRICS = ("throughput", "p50", "p90", "p95", "p99", "p999", "error_rate")
-LATENCY_METRICS = ("p50", "p90", "p95", "p99", "p999")
-LABELS = {"p999": "p99.9", "error_rate": "error rate"}
-ALIASES = {"p99.9": "p999", "error-rate": "error_rate", "errors": "error_rate", "rps": "throughput"}
+METRICS = ("throughput", *PERCENTILE_KEYS, "error_rate")
+LATENCY_METRICS = PERCENTILE_KEYS
+LABELS = {**PERCENTILE_LABELS, "error_rate": "error rate"}
+"""How a metric is shown (``p999`` as ``p99.9``); a metric not listed is shown by its name."""
+ALIASES = {
+    **{label: key for key, label in PERCENTILE_LABELS.items() if label != key},
+    "error-rate": "error_rate",
+    "errors": "error_rate",
+    "rps": "throughput",
+}
 ALPHA = 0.05
 EXIT_OK = 0
 EXIT_GATE_FAILED = 1
@@ -137,7 +144,17 @@ def parse_gate(expr: str) -> Gate:
     )
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Phase:
+    """The whole-phase figure of each side, its change, and why there is none (``note``)."""
+
+    base: float | None
+    new: float | None
+    change: float | None
+    note: str | None
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
 class Row:
     """One operation (or ``TOTAL``) and one metric, compared.
 
@@ -149,59 +166,39 @@ class Row:
     base: Estimate | None
     new: Estimate | None
     change: float | None
+    change_kind: ChangeKind
     p_value: float | None
     significant: bool
-    phase_base: float | None
-    phase_new: float | None
-    phase_change: float | None
-    inconclusive: str | None = None
-    phase_note: str | None = None
-
-    def result(self) -> RowResult:
-        """The row as ``diff --json`` shows it."""
-        return RowResult(
-            op=self.op,
-            metric=self.metric,
-            base=MedianResult.of(self.base),
-            new=MedianResult.of(self.new),
-            change=self.change,
-            change_kind=change_kind(self.metric),
-            p_value=self.p_value,
-            significant=self.significant,
-            inconclusive=self.inconclusive,
-            phase=PhaseResult(
-                base=self.phase_base,
-                new=self.phase_new,
-                change=self.phase_change,
-                note=self.phase_note,
-            ),
-        )
+    inconclusive: str | None
+    phase: Phase
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True, kw_only=True)
+class CrossedRow:
+    op: str
+    change: float | None
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class UndecidedRow:
+    op: str
+    reason: str
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
 class GateResult:
-    """A gate's rows that crossed it, and those (``(op, reason)``) on which it cannot decide."""
+    """A gate: its status, the rows that crossed it, those that cannot decide on it."""
 
-    gate: Gate
-    crossed: list[Row]
-    inconclusive: list[tuple[str, str]]
+    expr: str
+    status: GateStatus
+    failed: bool
+    crossed: list[CrossedRow]
+    inconclusive: list[UndecidedRow]
 
     @property
-    def status(self) -> GateStatus:
-        """``failed`` (a row crossed), else ``inconclusive`` (one cannot decide), or ``passed``."""
-        if self.crossed:
-            return "failed"
-        return "inconclusive" if self.inconclusive else "passed"
-
-    def result(self) -> GateOutcome:
-        """The gate's result as ``diff --json`` shows it."""
-        return GateOutcome(
-            expr=self.gate.expr,
-            status=self.status,
-            failed=self.status == "failed",
-            crossed=[CrossedRow(op=r.op, change=r.change) for r in self.crossed],
-            inconclusive=[UndecidedRow(op=op, reason=why) for op, why in self.inconclusive],
-        )
+    def gate(self) -> Gate:
+        """The gate itself (its expression parsed)."""
+        return parse_gate(self.expr)
 
 
 @dataclass(frozen=True)
@@ -238,141 +235,14 @@ class RunInfo:
         )
 
 
-@dataclass
+@dataclass(frozen=True, slots=True, kw_only=True)
 class Diff:
-    """The whole comparison: runs, warnings, rows, geomeans and gate results."""
+    """The whole comparison: what ``diff --json`` prints (schema ``protobench.diff/1``).
 
-    base: list[RunInfo]
-    new: list[RunInfo]
-    alpha: float
-    confidence: float
-    metrics: tuple[str, ...]
-    ops: list[str]
-    warnings: list[str] = field(default_factory=list)
-    notes: list[str] = field(default_factory=list)
-    rows: list[Row] = field(default_factory=list)
-    geomeans: list[GeomeanRow] = field(default_factory=list)
-    gates: list[GateResult] = field(default_factory=list)
-    accept_inconclusive: bool = False
-
-    @property
-    def failed_gates(self) -> list[Gate]:
-        return [result.gate for result in self.gates if result.status == "failed"]
-
-    @property
-    def inconclusive_gates(self) -> list[Gate]:
-        return [result.gate for result in self.gates if result.status == "inconclusive"]
-
-    @property
-    def exit_code(self) -> int:
-        """1 when a gate failed, else 4 when one could not decide (unless accepted), else 0."""
-        if self.failed_gates:
-            return EXIT_GATE_FAILED
-        if self.inconclusive_gates and not self.accept_inconclusive:
-            return EXIT_INCONCLUSIVE
-        return EXIT_OK
-
-    def row(self, op: str, metric: str) -> Row:
-        for row in self.rows:
-            if row.op == op and row.metric == metric:
-                return row
-        raise KeyError((op, metric))
-
-    def result(self) -> DiffResult:
-        """The comparison as ``diff --json`` shows it: the rows and geomeans of the chosen metrics.
-
-        (Gates may add metrics to the rows: those are left out.)
-        """
-        return DiffResult(
-            base=self.base,
-            new=self.new,
-            alpha=self.alpha,
-            confidence=self.confidence,
-            metrics=list(self.metrics),
-            ops=self.ops,
-            warnings=self.warnings,
-            notes=self.notes,
-            rows=[row.result() for row in self.rows if row.metric in self.metrics],
-            geomean=[g for g in self.geomeans if g.metric in self.metrics],
-            gates=[result.result() for result in self.gates],
-            accept_inconclusive=self.accept_inconclusive,
-            exit_code=self.exit_code,
-        )
-
-    def to_dict(self) -> dict[str, Any]:
-        """The JSON of :meth:`result` as Python values."""
-        plain: dict[str, Any] = to_plain(self.result())
-        return plain
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class MedianResult:
-    """A side's median over its intervals and the median's confidence interval."""
-
-    median: float
-    ci_low: float | None
-    ci_high: float | None
-    n: int
-
-    @classmethod
-    def of(cls, est: Estimate | None) -> MedianResult | None:
-        if est is None:
-            return None
-        return cls(median=est.center, ci_low=est.low, ci_high=est.high, n=est.n)
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class PhaseResult:
-    """The whole-phase figure of each side, its change, and why there is none (``note``)."""
-
-    base: float | None
-    new: float | None
-    change: float | None
-    note: str | None
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class RowResult:
-    """One row of ``diff --json``: an operation (or ``TOTAL``) and a metric, compared."""
-
-    op: str
-    metric: str
-    base: MedianResult | None
-    new: MedianResult | None
-    change: float | None
-    change_kind: ChangeKind
-    p_value: float | None
-    significant: bool
-    inconclusive: str | None
-    phase: PhaseResult
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class CrossedRow:
-    op: str
-    change: float | None
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class UndecidedRow:
-    op: str
-    reason: str
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class GateOutcome:
-    """A gate in ``diff --json``: its status, the rows that crossed it, those that cannot decide."""
-
-    expr: str
-    status: GateStatus
-    failed: bool
-    crossed: list[CrossedRow]
-    inconclusive: list[UndecidedRow]
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class DiffResult:
-    """What ``diff --json`` prints (schema ``protobench.diff/1``); orjson serialises it as is."""
+    Runs, warnings, the rows and geomeans of the chosen metrics (a gate on another
+    metric decides on its own rows, not shown), the gates and the exit code.
+    orjson serialises it as is.
+    """
 
     schema: str = DIFF_SCHEMA
     base: list[RunInfo]
@@ -383,11 +253,31 @@ class DiffResult:
     ops: list[str]
     warnings: list[str]
     notes: list[str]
-    rows: list[RowResult]
+    rows: list[Row]
     geomean: list[GeomeanRow]
-    gates: list[GateOutcome]
+    gates: list[GateResult]
     accept_inconclusive: bool
     exit_code: int
+
+    def row(self, op: str, metric: str) -> Row:
+        for row in self.rows:
+            if row.op == op and row.metric == metric:
+                return row
+        raise KeyError((op, metric))
+
+    def to_dict(self) -> dict[str, Any]:
+        """The JSON of the comparison as Python values."""
+        plain: dict[str, Any] = to_plain(self)
+        return plain
+
+
+def exit_code(gates: Sequence[GateResult], accept_inconclusive: bool) -> int:
+    """1 when a gate failed, else 4 when one could not decide (unless accepted), else 0."""
+    if any(result.status == "failed" for result in gates):
+        return EXIT_GATE_FAILED
+    if any(result.status == "inconclusive" for result in gates) and not accept_inconclusive:
+        return EXIT_INCONCLUSIVE
+    return EXIT_OK
 
 
 def change_kind(metric: str) -> ChangeKind:
@@ -466,7 +356,7 @@ def compare_samples(
     new_est = estimate(new, confidence) if new else None
     if base_est is None or new_est is None:
         return base_est, new_est, None, None, False
-    change = _change(metric, base_est.center, new_est.center)
+    change = _change(metric, base_est.median, new_est.median)
     p = mann_whitney_p(base, new)
     return base_est, new_est, change, p, p < alpha
 
@@ -580,25 +470,13 @@ def compare(
     base_side, new_side = _Side.of(base), _Side.of(new)
     ops = [op for op in dict.fromkeys(base_side.ops) if op in new_side.ops]
     one_side = _one_side_ops(base_side.ops, new_side.ops)
-    result = Diff(
-        base=[run.info() for run in base_side.runs],
-        new=[run.info() for run in new_side.runs],
-        alpha=alpha,
-        confidence=confidence,
-        metrics=tuple(metrics),
-        ops=ops,
-        warnings=comparability(base_side.runs, new_side.runs),
-        accept_inconclusive=accept_inconclusive,
-    )
-    result.warnings.extend(
-        f"operation {op!r} is only in the {side} runs" for op, side in one_side.items()
-    )
+    warnings = comparability(base_side.runs, new_side.runs)
+    warnings.extend(f"operation {op!r} is only in the {side} runs" for op, side in one_side.items())
     _check_gate_ops(gates, [*ops, *one_side])
     n_base, n_new = len(base_side.pooled), len(new_side.pooled)
-    result.notes.extend(_sample_notes(n_base, n_new, alpha, confidence))
     wanted = tuple(dict.fromkeys([*metrics, *(g.metric for g in gates)]))
     protocols = {run.report.protocol for run in [*base_side.runs, *new_side.runs]}
-    result.rows = [
+    rows = [
         _row(
             op,
             metric,
@@ -611,10 +489,22 @@ def compare(
         for op in [*ops, TOTAL]
         for metric in wanted
     ]
-    if len(ops) > 1:
-        result.geomeans = _geomeans(result.rows, wanted)
-    result.gates = [_gate_result(gate, result.rows, one_side) for gate in gates]
-    return result
+    results = [_gate_result(gate, rows, one_side) for gate in gates]
+    return Diff(
+        base=[run.info() for run in base_side.runs],
+        new=[run.info() for run in new_side.runs],
+        alpha=alpha,
+        confidence=confidence,
+        metrics=list(metrics),
+        ops=ops,
+        warnings=warnings,
+        notes=_sample_notes(n_base, n_new, alpha, confidence),
+        rows=[row for row in rows if row.metric in metrics],
+        geomean=_geomeans(rows, metrics) if len(ops) > 1 else [],
+        gates=results,
+        accept_inconclusive=accept_inconclusive,
+        exit_code=exit_code(results, accept_inconclusive),
+    )
 
 
 def _one_side_ops(base_ops: Sequence[str], new_ops: Sequence[str]) -> dict[str, str]:
@@ -661,37 +551,30 @@ def _row(
     base_est, new_est, change, p, significant = compare_samples(
         op, metric, base_samples, new_samples, alpha, confidence
     )
-    phase_base, phase_new, phase_change, phase_note = _phase_change(
-        base.snapshots, new.snapshots, op, metric
-    )
     return Row(
         op=op,
         metric=metric,
         base=base_est,
         new=new_est,
         change=change,
+        change_kind=change_kind(metric),
         p_value=p,
         significant=significant,
-        phase_base=phase_base,
-        phase_new=phase_new,
-        phase_change=phase_change,
         inconclusive=undecidable or too_few(len(base_samples), len(new_samples), alpha, confidence),
-        phase_note=phase_note,
+        phase=_phase(base.snapshots, new.snapshots, op, metric),
     )
 
 
-def _phase_change(
-    base: Sequence[Snapshot], new: Sequence[Snapshot], op: str, metric: str
-) -> tuple[float | None, float | None, float | None, str | None]:
-    """(base, new, change, note) of the whole phase; no change when a side has too few samples."""
+def _phase(base: Sequence[Snapshot], new: Sequence[Snapshot], op: str, metric: str) -> Phase:
+    """The whole phase compared; no change when a side has too few samples."""
     phase_base, base_count = whole_phase(base, op, metric)
     phase_new, new_count = whole_phase(new, op, metric)
     change = _change(metric, phase_base, phase_new)
     need = percentile_samples(metric)
     if change is not None and min(base_count, new_count) < need:
         note = f"need >= {need:,} samples, have {base_count:,} + {new_count:,}"
-        return phase_base, phase_new, None, note
-    return phase_base, phase_new, change, None
+        return Phase(base=phase_base, new=phase_new, change=None, note=note)
+    return Phase(base=phase_base, new=phase_new, change=change, note=None)
 
 
 def _gate_result(gate: Gate, rows: Sequence[Row], one_side: dict[str, str]) -> GateResult:
@@ -702,7 +585,15 @@ def _gate_result(gate: Gate, rows: Sequence[Row], one_side: dict[str, str]) -> G
         undecided.append(
             (gate.op, f"operation {gate.op!r} is only in the {one_side[gate.op]} runs")
         )
-    return GateResult(gate, [row for row in matching if gate.crossed(row)], undecided)
+    crossed = [CrossedRow(op=row.op, change=row.change) for row in matching if gate.crossed(row)]
+    status: GateStatus = "failed" if crossed else "inconclusive" if undecided else "passed"
+    return GateResult(
+        expr=gate.expr,
+        status=status,
+        failed=status == "failed",
+        crossed=crossed,
+        inconclusive=[UndecidedRow(op=op, reason=why) for op, why in undecided],
+    )
 
 
 def _sample_notes(n_base: int, n_new: int, alpha: float, confidence: float) -> list[str]:
@@ -727,7 +618,7 @@ def _geomeans(rows: Sequence[Row], metrics: Sequence[str]) -> list[GeomeanRow]:
         if metric == "error_rate":
             continue
         pairs = [
-            (row.base.center, row.new.center)
+            (row.base.median, row.new.median)
             for row in rows
             if row.metric == metric and row.op != TOTAL and row.base and row.new
         ]

@@ -47,6 +47,7 @@ from protobench.snapshots.hgrm import write_hgrm
 from protobench.snapshots.model import Snapshot
 from protobench.snapshots.series import TOTAL, intervals
 from protobench.snapshots.series import latency as series_latency
+from protobench.vocab.percentiles import PERCENTILE_KEYS
 
 FORMAT_VERSION = "1.3"
 FORMATS = ("hlog", "hgrm", "csv", "json")
@@ -69,19 +70,11 @@ CSV_COLUMNS = (
     "bytes_in",
     "late",
     "out_of_range",
-    "p50_us",
-    "p90_us",
-    "p95_us",
-    "p99_us",
-    "p999_us",
+    *(f"{key}_us" for key in PERCENTILE_KEYS),
     "min_us",
     "max_us",
     "mean_us",
-    "uncorrected_p50_us",
-    "uncorrected_p90_us",
-    "uncorrected_p95_us",
-    "uncorrected_p99_us",
-    "uncorrected_p999_us",
+    *(f"uncorrected_{key}_us" for key in PERCENTILE_KEYS),
     "uncorrected_max_us",
     "errors_by_class",
     "counters",
@@ -92,9 +85,8 @@ CSV_COLUMNS = (
 )
 UNCORRECTED = "uncorrected"
 """The tag of the uncorrected histograms in an hlog (``uncorrected.<op>`` for one op)."""
-_PERCENTILE_COLUMNS = ("p50", "p90", "p95", "p99", "p999")
 _OTHER_LATENCY_COLUMNS = ("min", "max", "mean")
-_UNCORRECTED_COLUMNS = (*_PERCENTILE_COLUMNS, "max")
+_UNCORRECTED_COLUMNS = (*PERCENTILE_KEYS, "max")
 _TAG_UNSAFE = re.compile(r"[\s,=]")
 
 
@@ -227,7 +219,7 @@ def write_csv(snapshot: Snapshot, out: TextIO, phase: str = "sustain") -> int:
                     figures.bytes_in,
                     figures.late,
                     figures.out_of_range,
-                    *(_blank(series_latency(figures, name)) for name in _PERCENTILE_COLUMNS),
+                    *(_blank(series_latency(figures, name)) for name in PERCENTILE_KEYS),
                     *(_blank(latency.value(name)) for name in _OTHER_LATENCY_COLUMNS),
                     *(_blank(uncorrected.value(name)) for name in _UNCORRECTED_COLUMNS),
                     _pairs(figures.errors_by_class),

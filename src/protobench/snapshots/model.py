@@ -36,6 +36,8 @@ if TYPE_CHECKING:
     from protobench.engine.series_model import PhaseHistograms, SeriesRecord
 
 SCHEMA = "protobench.snapshot/1"
+ID_LENGTH = 200
+"""The longest run id a snapshot may have."""
 _OPEN = {"extra": "allow"}
 """Pydantic's config of a typed dict whose other keys are kept (the plan, provenance)."""
 
@@ -100,6 +102,23 @@ class Snapshot:
         return float(self.plan.get("interval", 0.0))
 
 
+def check_run_id(run_id: str) -> str:
+    """``run_id`` if it is one path component (no separator, not hidden); ``ValueError`` if not.
+
+    New ids are made of safe characters only
+    (:meth:`~protobench.snapshots.store.SnapshotStore.new_id`); this accepts the ids of
+    older snapshots too, as long as they stay one component.
+    """
+    if (
+        not run_id
+        or run_id.startswith(".")
+        or len(run_id) > ID_LENGTH
+        or any(c in run_id for c in "/\\\x00")
+    ):
+        raise ValueError(f"not a valid run id: {run_id!r}")
+    return run_id
+
+
 @functools.cache
 def snapshot_adapter() -> TypeAdapter[Snapshot]:
     """Pydantic's adapter of :class:`Snapshot` (its loader, and its published JSON Schema)."""
@@ -118,8 +137,6 @@ def load_snapshot(data: object) -> Snapshot:
 
     The plan and provenance keep their JSON as it is (every key, every value).
     """
-    from protobench.snapshots.store import check_run_id  # noqa: PLC0415 - the store imports us
-
     if not isinstance(data, dict):
         kind = "null" if data is None else f"a JSON {type(data).__name__}"
         raise ReportError(f"expected a JSON object, found {kind}")

@@ -3,7 +3,7 @@ the profile.
 
 Each is generated from the typed model it describes (pydantic's JSON Schema
 of the dataclasses of :mod:`protobench.engine.report_model`,
-:mod:`protobench.engine.events` and :class:`protobench.snapshots.diff.DiffResult`,
+:mod:`protobench.engine.events` and :class:`protobench.snapshots.diff.Diff`,
 of the snapshot's :class:`protobench.snapshots.model.Snapshot`, of the
 profile's pydantic model), never
 written by hand, and carries an ``$id`` naming its version. The schemas
@@ -114,12 +114,12 @@ def snapshot_schema() -> dict[str, Any]:
 
 
 def diff_schema() -> dict[str, Any]:
-    """The comparison ``diff --json`` prints (:class:`~protobench.snapshots.diff.DiffResult`)."""
-    from protobench.snapshots.diff import DiffResult  # noqa: PLC0415 - numpy only for this one
+    """The comparison ``diff --json`` prints (:class:`~protobench.snapshots.diff.Diff`)."""
+    from protobench.snapshots.diff import Diff  # noqa: PLC0415 - numpy only for this one
 
-    body = _dataclasses_schema({"DiffResult": DiffResult})
+    body = _dataclasses_schema({"Diff": Diff})
     defs = body["$defs"]
-    return {**_head("diff"), **defs.pop("DiffResult"), "title": TITLES["diff"], "$defs": defs}
+    return {**_head("diff"), **defs.pop("Diff"), "title": TITLES["diff"], "$defs": defs}
 
 
 def profile_schema() -> dict[str, Any]:

@@ -28,9 +28,10 @@ from protobench.engine.summaries import OpSummary
 from protobench.snapshots.model import Snapshot
 from protobench.snapshots.schema import decoded
 from protobench.snapshots.store import SnapshotError
+from protobench.vocab.percentiles import PERCENTILES
 
 TOTAL = "TOTAL"
-LATENCY_PERCENTILES = {"p50": 50.0, "p90": 90.0, "p95": 95.0, "p99": 99.0, "p999": 99.9}
+LATENCY_PERCENTILES = {p.key: p.value for p in PERCENTILES}
 """The latency percentiles read back, by name (``p999`` is p99.9)."""
 
 

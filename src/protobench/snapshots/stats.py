@@ -35,13 +35,13 @@ EXACT_MAX_SIDE = 8
 """Mann-Whitney U is exact when the smaller side has at most this many samples and no ties."""
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Estimate:
     """The median of ``n`` samples and its confidence interval (``None`` bounds: none exists)."""
 
-    center: float
-    low: float | None
-    high: float | None
+    median: float
+    ci_low: float | None
+    ci_high: float | None
     n: int
 
     @property
@@ -51,15 +51,12 @@ class Estimate:
         ``None`` when there is no interval, ``inf`` when the median is 0 and the
         interval is not.
         """
-        if self.low is None or self.high is None:
+        if self.ci_low is None or self.ci_high is None:
             return None
-        distance = max(self.high - self.center, self.center - self.low)
-        if self.center == 0:
+        distance = max(self.ci_high - self.median, self.median - self.ci_low)
+        if self.median == 0:
             return 0.0 if distance == 0 else math.inf
-        return distance / abs(self.center)
-
-    def to_dict(self) -> dict[str, float | int | None]:
-        return {"median": self.center, "ci_low": self.low, "ci_high": self.high, "n": self.n}
+        return distance / abs(self.median)
 
 
 def median(values: Sequence[float]) -> float:

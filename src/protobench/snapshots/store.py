@@ -48,7 +48,14 @@ from protobench.engine.report_model import ReportError, to_plain
 from protobench.home import home
 from protobench.redaction import redact_url, redact_value
 from protobench.snapshots.limits import TooLarge, over_limit, read_bounded
-from protobench.snapshots.model import SCHEMA, Plan, Provenance, Snapshot, load_snapshot
+from protobench.snapshots.model import (
+    SCHEMA,
+    Plan,
+    Provenance,
+    Snapshot,
+    check_run_id,
+    load_snapshot,
+)
 
 if TYPE_CHECKING:
     from protobench.engine.archive import RunRecord
@@ -58,7 +65,6 @@ SUFFIX = ".json.gz"
 DEFAULT_DIR = Path(".protobench") / "snapshots"
 DEFAULT_LOGS = Path(".protobench") / "logs"
 NAME_LENGTH = 64
-ID_LENGTH = 200
 _UNSAFE = re.compile(r"[^A-Za-z0-9_.-]+")
 _LATEST = re.compile(r"^latest(?:~(?P<back>\d+))?$")
 
@@ -85,22 +91,6 @@ def safe_name(name: str) -> str:
     """
     cleaned = _UNSAFE.sub("_", name).strip("._-")[:NAME_LENGTH].strip("._-")
     return cleaned or "run"
-
-
-def check_run_id(run_id: str) -> str:
-    """``run_id`` if it is one path component (no separator, not hidden); ``ValueError`` if not.
-
-    New ids are made of safe characters only (:meth:`SnapshotStore.new_id`); this
-    accepts the ids of older snapshots too, as long as they stay one component.
-    """
-    if (
-        not run_id
-        or run_id.startswith(".")
-        or len(run_id) > ID_LENGTH
-        or any(c in run_id for c in "/\\\x00")
-    ):
-        raise ValueError(f"not a valid run id: {run_id!r}")
-    return run_id
 
 
 def redacted(snapshot: Snapshot) -> Snapshot:

@@ -20,6 +20,7 @@ import re
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from protobench.vocab.percentiles import PERCENTILE_KEYS, PERCENTILES
 from protobench.vocab.units import format_duration, parse_duration, parse_fraction, parse_rate
 
 _EXPR = re.compile(
@@ -32,13 +33,9 @@ _COMPARATORS: dict[str, Callable[[float, float], bool]] = {
     ">=": operator.ge,
     "==": operator.eq,
 }
-LATENCY_METRICS = ("p50", "p90", "p95", "p99", "p999", "max", "mean")
-LATENCY_COLUMNS = (
-    ("p50", "p50"),
-    ("p90", "p90"),
-    ("p95", "p95"),
-    ("p99", "p99"),
-    ("p999", "p99.9"),
+LATENCY_METRICS = (*PERCENTILE_KEYS, "max", "mean")
+LATENCY_COLUMNS: tuple[tuple[str, str], ...] = (
+    *((p.key, p.label) for p in PERCENTILES),
     ("max", "max"),
 )
 """The latency columns every table shows (summary, monitor): report key and heading."""

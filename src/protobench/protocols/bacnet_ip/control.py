@@ -31,14 +31,14 @@ from protobench.protocols.bacnet_ip.address import TargetAddress
 from protobench.protocols.bacnet_ip.errors import from_exception
 from protobench.protocols.bacnet_ip.inventory import read_inventory
 from protobench.protocols.bacnet_ip.objects import expand_all, object_name, parse_selector
-from protobench.protocols.bacnet_ip.params import (
+from protobench.protocols.bacnet_ip.options import (
     BacnetIpOptions,
     CovParams,
     RouteCheckParams,
     TableParams,
     WhoIsParams,
 )
-from protobench.protocols.bacnet_ip.session import open_client, route_of
+from protobench.protocols.bacnet_ip.sessions import open_client, route_of
 from protobench.protocols.base import AsyncSession, Session, SessionContext, StreamSession
 from protobench.vocab.errors import ErrorClass, OpError
 from protobench.vocab.recorder import Recorder

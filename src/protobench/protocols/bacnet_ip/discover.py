@@ -46,8 +46,8 @@ from protobench.protocols.bacnet_ip.inventory import (
     read_inventory,
 )
 from protobench.protocols.bacnet_ip.objects import object_name, property_name
-from protobench.protocols.bacnet_ip.params import BacnetIpOptions
-from protobench.protocols.bacnet_ip.session import open_client, route_of
+from protobench.protocols.bacnet_ip.options import BacnetIpOptions
+from protobench.protocols.bacnet_ip.sessions import open_client, route_of
 from protobench.vocab.errors import ErrorClass, OpError
 
 BATCH = 5

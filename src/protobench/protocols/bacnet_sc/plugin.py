@@ -5,15 +5,15 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import ClassVar
 
-from protobench.protocols.bacnet_sc.link import Link, open_link
+from protobench.protocols.bacnet_sc.client import Link, open_link
 from protobench.protocols.bacnet_sc.options import BacnetScOptions, BroadcastParams, UnicastParams
 from protobench.protocols.bacnet_sc.sessions import BroadcastSession, UnicastSession
-from protobench.protocols.base import Protocol, Session, SessionContext, StrictModel
+from protobench.protocols.base import ProtocolPlugin, Session, SessionContext, StrictModel
 from protobench.protocols.payloads import TaggedPayloads
 from protobench.protocols.sharing import ConnectionShare
 
 
-class BacnetScProtocol(Protocol):
+class BacnetScProtocol(ProtocolPlugin):
     """BACnet/SC NPDU echo load through a hub, every echo verified byte for byte."""
 
     name: ClassVar[str] = "bacnet-sc"

@@ -26,7 +26,7 @@ import random
 from collections import deque
 from collections.abc import Callable
 
-from protobench.protocols.bacnet_sc.link import Link
+from protobench.protocols.bacnet_sc.client import Link
 from protobench.protocols.base import AsyncSession, CallbackSession, Done
 from protobench.protocols.payloads import TaggedPayloads
 from protobench.vocab.errors import ErrorClass, OpError

@@ -1,5 +1,1 @@
-"""Beckn v2 plugin (signed BAP requests, mock BPP, callbacks); see :mod:`.plugin`."""
-
-from protobench.protocols.beckn.plugin import BecknProtocol
-
-__all__ = ["BecknProtocol"]
+"""Beckn v2 protocol (signed BAP requests, mock BPP, callbacks); see :mod:`.plugin`."""

@@ -29,7 +29,7 @@ import orjson
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
 
 from protobench.protocols.beckn.signing import SignatureError, parse_authorization, verify_with
-from protobench.protocols.http_client import status_error
+from protobench.protocols.http.client import status_error
 from protobench.vocab.errors import ErrorClass, OpError
 
 

@@ -28,7 +28,7 @@ import orjson
 from protobench.protocols.beckn.payloads import timestamp
 from protobench.protocols.beckn.server import HandlerProtocol, json_bytes_response, json_response
 from protobench.protocols.beckn.signing import Signer
-from protobench.protocols.http_client import HttpConnection, build_request, parse_url
+from protobench.protocols.http.client import HttpConnection, build_request, parse_url
 from protobench.vocab.errors import OpError
 
 Waiter = Callable[[int], None]

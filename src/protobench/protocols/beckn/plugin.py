@@ -7,7 +7,7 @@ embedded ``beckn-bpp`` by default). The private key is a secret option
 (``private_key``, else ``$BECKN_PRIVATE_KEY``, else beckn-onix's public
 *development* key). A session loads the key and builds its body templates
 when it opens; each exchange then costs one body, one digest, one Ed25519
-signature and one request on the lean HTTP client (:mod:`.session`).
+signature and one request on the lean HTTP client (:mod:`.sessions`).
 """
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ from collections.abc import Mapping
 from functools import cache
 from typing import ClassVar
 
-from protobench.protocols.base import Protocol, Session, SessionContext, StrictModel
+from protobench.protocols.base import ProtocolPlugin, Session, SessionContext, StrictModel
 from protobench.protocols.beckn import callbacks
 from protobench.protocols.beckn.keys import (
     KeyFormatError,
@@ -25,15 +25,20 @@ from protobench.protocols.beckn.keys import (
     public_key,
     resolve_private_key,
 )
-from protobench.protocols.beckn.models import OPERATIONS, ActionParams, BecknOptions, DiscoverParams
+from protobench.protocols.beckn.options import (
+    OPERATIONS,
+    ActionParams,
+    BecknOptions,
+    DiscoverParams,
+)
 from protobench.protocols.beckn.payloads import BodyFactory
-from protobench.protocols.beckn.session import BecknSession
+from protobench.protocols.beckn.sessions import BecknSession
 from protobench.protocols.beckn.signing import Signer
-from protobench.protocols.http_client import HttpConnection, make_ssl_context, parse_url
+from protobench.protocols.http.client import HttpConnection, make_ssl_context, parse_url
 from protobench.vocab.errors import ErrorClass, OpError
 
 
-class BecknProtocol(Protocol):
+class BecknProtocol(ProtocolPlugin):
     """Beckn v2 BAP -> BPP requests, Ed25519-signed, with optional callback correlation."""
 
     name: ClassVar[str] = "beckn"

@@ -21,11 +21,11 @@ from hs_py.grid import Grid
 from hs_py.kinds import Marker
 
 from protobench.protocols.haystack.credentials import resolve_password
-from protobench.protocols.haystack.models import HaystackOptions, ReadParams
-from protobench.protocols.haystack.plugin import _control
+from protobench.protocols.haystack.options import HaystackOptions, ReadParams
 from protobench.protocols.haystack.requests import Framing, Request, request_grids
 from protobench.protocols.haystack.scram import login
-from protobench.protocols.http_client import HttpConnection, make_ssl_context, parse_url
+from protobench.protocols.haystack.sessions.opening import control
+from protobench.protocols.http.client import HttpConnection, make_ssl_context, parse_url
 from protobench.vocab.errors import ErrorClass, OpError
 
 LIMIT = 5
@@ -110,7 +110,7 @@ async def discover(url: str, options: HaystackOptions, wait: float) -> ServerInf
             token = token or None
 
         async def ask(request: Request) -> Grid:
-            return await _control(conn, endpoint, token, request, framing)
+            return await control(conn, endpoint, token, request, framing)
 
         about = await ask(("GET", "about", None))
         ops = await ask(("GET", "ops", None))

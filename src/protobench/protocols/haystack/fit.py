@@ -19,7 +19,7 @@ from __future__ import annotations
 import json
 
 from protobench.protocols.haystack.discover import LIMIT, ServerInfo
-from protobench.protocols.haystack.models import HAYSTACK_OP, HaystackOptions
+from protobench.protocols.haystack.options import HAYSTACK_OP, HaystackOptions
 from protobench.redaction import SECRET, is_secret_name, redact_url
 
 READ_FILTERS = (("sites", "site"), ("equips", "equip"), ("points", "point"))

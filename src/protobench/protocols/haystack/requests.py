@@ -28,7 +28,7 @@ from protobench.protocols.haystack.grids import (
     rows_grid,
     watch_meta,
 )
-from protobench.protocols.haystack.models import (
+from protobench.protocols.haystack.options import (
     HAYSTACK_OP,
     HaystackOptions,
     HisReadParams,
@@ -38,7 +38,7 @@ from protobench.protocols.haystack.models import (
     WatchParams,
 )
 from protobench.protocols.haystack.scram import bearer
-from protobench.protocols.http_client import Endpoint, build_request
+from protobench.protocols.http.client import Endpoint, build_request
 
 Request = tuple[str, str, Grid | None]
 """``(HTTP method, Haystack op name, request grid or None)``."""

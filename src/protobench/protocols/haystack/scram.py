@@ -27,7 +27,7 @@ from hs_py.auth import scram_client_first
 
 from protobench.protocols.haystack.grids import error_text
 from protobench.protocols.haystack.scram_proof import HASHES, ServerFirst, proof, salted_password
-from protobench.protocols.http_client import Endpoint, HttpConnection, Response, build_request
+from protobench.protocols.http.client import Endpoint, HttpConnection, Response, build_request
 from protobench.vocab.errors import ErrorClass, OpError
 
 Headers = Sequence[tuple[str, str]]

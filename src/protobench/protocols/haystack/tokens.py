@@ -11,7 +11,7 @@ from __future__ import annotations
 import asyncio
 
 from protobench.protocols.haystack.scram import Headers, login
-from protobench.protocols.http_client import Endpoint, HttpConnection
+from protobench.protocols.http.client import Endpoint, HttpConnection
 
 _shared: dict[tuple[int, str, str], asyncio.Future[str]] = {}
 

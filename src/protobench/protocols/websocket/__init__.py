@@ -1,5 +1,1 @@
-"""The ``websocket`` protocol: see :mod:`.plugin` (ops), :mod:`.connection` (I/O), :mod:`.codec`."""
-
-from protobench.protocols.websocket.plugin import WebSocketProtocol
-
-__all__ = ["WebSocketProtocol"]
+"""The ``websocket`` protocol: see :mod:`.plugin` (ops), :mod:`.client` (I/O), :mod:`.codec`."""

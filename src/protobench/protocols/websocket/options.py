@@ -2,7 +2,7 @@
 
 Secrets: ``key_password`` is secret, and so is the value of every secret header
 (:func:`protobench.protocols.base.is_secret_header`, or listed in the
-``secret_headers`` option); the base ``Protocol.redact`` hides them.
+``secret_headers`` option); the base ``ProtocolPlugin.redact`` hides them.
 """
 
 from __future__ import annotations

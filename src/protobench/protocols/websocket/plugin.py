@@ -5,9 +5,9 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import ClassVar
 
-from protobench.protocols.base import Protocol, Session, SessionContext, StrictModel
+from protobench.protocols.base import ProtocolPlugin, Session, SessionContext, StrictModel
 from protobench.protocols.payloads import TaggedPayloads
-from protobench.protocols.websocket.connection import connect
+from protobench.protocols.websocket.client import connect
 from protobench.protocols.websocket.options import (
     EchoParams,
     SendParams,
@@ -17,7 +17,7 @@ from protobench.protocols.websocket.options import (
 from protobench.protocols.websocket.sessions import EchoSession, SendSession, SubscribeSession
 
 
-class WebSocketProtocol(Protocol):
+class WebSocketProtocol(ProtocolPlugin):
     """WebSocket client load: verified echo round trips, fire-and-forget sends, pushes."""
 
     name: ClassVar[str] = "websocket"

@@ -33,7 +33,7 @@ from collections import deque
 
 from protobench.protocols.base import CallbackSession, Done, StreamSession
 from protobench.protocols.payloads import TaggedPayloads
-from protobench.protocols.websocket.connection import WsConnection
+from protobench.protocols.websocket.client import WsConnection
 from protobench.vocab.errors import ErrorClass, OpError
 from protobench.vocab.recorder import Recorder, Tally
 

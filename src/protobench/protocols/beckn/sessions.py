@@ -31,7 +31,7 @@ from protobench.protocols.beckn.acks import reply_error, signature_error
 from protobench.protocols.beckn.callbacks import CallbackListener
 from protobench.protocols.beckn.payloads import BodyFactory
 from protobench.protocols.beckn.signing import Signer
-from protobench.protocols.http_client import (
+from protobench.protocols.http.client import (
     Endpoint,
     HttpConnection,
     Response,

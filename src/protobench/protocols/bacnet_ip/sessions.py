@@ -40,7 +40,7 @@ from protobench.protocols.bacnet_ip.inventory import (
     unprobed,
 )
 from protobench.protocols.bacnet_ip.objects import object_name
-from protobench.protocols.bacnet_ip.params import (
+from protobench.protocols.bacnet_ip.options import (
     BacnetIpOptions,
     ObjectListParams,
     ReadPropertyMultipleParams,

@@ -2,7 +2,7 @@
 
 The hot path is :meth:`HaystackHttpSession.submit`: take the next pre-encoded
 request of the op's cycle, send it on the shared lean HTTP client
-(:mod:`protobench.protocols.http_client`), and on the response check the
+(:mod:`protobench.protocols.http.client`), and on the response check the
 status and the grid (:func:`protobench.protocols.haystack.grids.check`).
 
 Status mapping (:func:`refusal`): 200 with a valid grid is a success; 401/403
@@ -14,6 +14,8 @@ A connection the server closed between requests (an idle keep-alive timeout:
 uvicorn's is 5 s) is reopened before the next request is sent; the connect
 time then counts in that request's latency, and a failure to connect is that
 request's error; the op's ``connects`` counter counts such reopenings.
+
+The ``auth`` op's session (:class:`AuthSession`) repeats the whole SCRAM login instead.
 """
 
 from __future__ import annotations
@@ -21,9 +23,11 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Awaitable, Callable
 
-from protobench.protocols.base import CallbackSession, Done
+from protobench.protocols.base import AsyncSession, CallbackSession, Done
 from protobench.protocols.haystack.grids import UNKNOWN_ROWS, Depth, Format, check, error_text
-from protobench.protocols.http_client import HttpConnection, Response, status_error
+from protobench.protocols.haystack.requests import Framing
+from protobench.protocols.haystack.scram import login
+from protobench.protocols.http.client import Endpoint, HttpConnection, Response, status_error
 from protobench.vocab.errors import ErrorClass, OpError
 
 Source = Callable[[], bytes]
@@ -140,4 +144,39 @@ class HaystackHttpSession(CallbackSession):
                     await self._conn.fetch(self._closing(self._token)(), keep_body=False)
             except (OpError, TimeoutError):
                 pass
+        self._conn.close()
+
+
+class AuthSession(AsyncSession):
+    """``auth``: every exchange is a full SCRAM handshake on the session's connection.
+
+    The salted password is derived once per worker (:mod:`..scram_proof`), so
+    from the second login on an exchange times the server's three replies.
+    """
+
+    def __init__(
+        self,
+        conn: HttpConnection,
+        endpoint: Endpoint,
+        user: str,
+        password: str,
+        framing: Framing,
+        reconnect: Reconnect,
+    ) -> None:
+        self._conn = conn
+        self._endpoint = endpoint
+        self._user = user
+        self._password = password
+        self._headers = framing.headers
+        self._reconnect = reconnect
+
+    async def call(self) -> int:
+        if not self._conn.alive:
+            self._conn = await self._reconnect()
+        _, nbytes = await login(
+            self._conn, self._endpoint, self._user, self._password, self._headers
+        )
+        return nbytes
+
+    async def close(self) -> None:
         self._conn.close()

@@ -14,7 +14,7 @@ from pydantic import Field, SecretStr, model_validator
 
 from protobench.protocols.base import NoParams, StrictModel
 from protobench.protocols.haystack.credentials import DEV_USER, PASSWORD_ENV
-from protobench.protocols.http_client import MAX_BODY, MAX_HEAD, check_request
+from protobench.protocols.http.client import MAX_BODY, MAX_HEAD, check_request
 from protobench.vocab.fields import Size
 
 

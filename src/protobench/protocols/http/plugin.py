@@ -1,0 +1,105 @@
+"""The ``http`` protocol plugin: HTTP/1.1 keep-alive requests on the lean client.
+
+One op, ``request``: every session holds one keep-alive connection and sends
+the same pre-encoded request (method, path, headers, body) back-to-back
+(:mod:`.sessions`). A response with an expected status (``expect_status``,
+default any 2xx) is a success; any other status is a ``protocol`` error whose
+code is the status (``"503"``). The options and the op's parameters are in
+:mod:`.options`; the client is :mod:`.client`.
+
+The request target is the target URL's path exactly as given
+(``http://host/big.bin`` requests ``/big.bin``), or a group's ``path``
+resolved against it by RFC 3986 (:func:`~protobench.protocols.http.client.join_path`).
+"""
+
+from __future__ import annotations
+
+import ssl
+from collections.abc import Mapping
+from functools import cache
+from pathlib import Path
+from typing import ClassVar
+from urllib.parse import urlsplit
+
+from protobench.protocols.base import ProtocolPlugin, SessionContext, StrictModel
+from protobench.protocols.http.client import (
+    SUCCESS,
+    Endpoint,
+    HttpConnection,
+    build_request,
+    check_relative_path,
+    join_path,
+    make_ssl_context,
+    parse_url,
+)
+from protobench.protocols.http.options import HttpOptions, RequestParams
+from protobench.protocols.http.sessions import HeadSession, HttpSession
+from protobench.vocab.errors import ErrorClass, OpError
+
+
+@cache
+def _ssl_context(
+    insecure: bool, ca_file: str | None, cert_file: str | None, key_file: str | None
+) -> ssl.SSLContext:
+    return make_ssl_context(insecure, ca_file, cert_file, key_file)
+
+
+class HttpProtocol(ProtocolPlugin):
+    """HTTP/1.1 keep-alive load: one op, ``request``."""
+
+    name: ClassVar[str] = "http"
+    description: ClassVar[str] = "HTTP/1.1 keep-alive requests (any method, headers, body, TLS)"
+    options: ClassVar[type[StrictModel]] = HttpOptions
+    operations: ClassVar[Mapping[str, type[StrictModel]]] = {"request": RequestParams}
+    embedded_target: ClassVar[str | None] = "http"
+    url_schemes: ClassVar[tuple[str, ...]] = ("http", "https")
+
+    def check_target(self, url: str) -> None:
+        parse_url(url)
+        check_relative_path(urlsplit(url).path)  # requested as given: it must be sendable
+
+    def __init__(self) -> None:
+        self._bodies: dict[str, bytes] = {}
+
+    def _body(self, params: RequestParams) -> bytes:
+        if params.body is not None:
+            return params.body.encode("utf-8")
+        if params.body_file is None:
+            return b""
+        body = self._bodies.get(params.body_file)
+        if body is None:
+            try:
+                body = Path(params.body_file).read_bytes()
+            except OSError as exc:
+                raise OpError(
+                    ErrorClass.LOCAL, f"cannot read body_file {params.body_file!r}: {exc}"
+                ) from None
+            self._bodies[params.body_file] = body
+        return body
+
+    async def open_session(self, ctx: SessionContext) -> HttpSession:
+        options, params = ctx.options, ctx.params
+        assert isinstance(options, HttpOptions)
+        assert isinstance(params, RequestParams)
+        try:
+            endpoint: Endpoint = parse_url(ctx.target)
+        except ValueError as exc:
+            raise OpError(ErrorClass.CONNECT, str(exc)) from None
+        tls = None
+        if endpoint.tls:
+            try:
+                tls = _ssl_context(
+                    options.insecure, options.ca_file, options.cert_file, options.key_file
+                )
+            except (OSError, ssl.SSLError, ValueError) as exc:
+                raise OpError(ErrorClass.LOCAL, f"TLS setup failed: {exc}") from None
+        target = join_path(urlsplit(ctx.target).path, params.path)
+        request = build_request(
+            params.method, endpoint, target, params.headers, self._body(params), under_base=False
+        )
+        accept = SUCCESS if params.expect_status is None else frozenset(params.expect_status)
+        conn = await HttpConnection.connect(
+            endpoint, ssl=tls, timeout=ctx.timeout, max_head=options.max_header_size
+        )
+        kind = HeadSession if params.method == "HEAD" else HttpSession
+        return kind(conn, request, accept, tls, ctx.count, ctx.sent)
