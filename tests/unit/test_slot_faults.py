@@ -150,6 +150,25 @@ async def _open_all(slots: list[Slot]) -> None:
         await slot.open()
 
 
+def _drive_for(
+    seconds: float, model: str, slots: list[Slot], recorder: OpRecorder, state: RunState
+) -> ExchangeDriver:
+    """Open ``slots``, run a driver of ``model`` on them for ``seconds``, stop it."""
+    drivers: list[ExchangeDriver] = []
+
+    async def main() -> None:
+        await _open_all(slots)
+        drivers.append(_driver(model, slots, recorder, state))
+        task = await _start(drivers[0])
+        await asyncio.sleep(seconds)
+        state.stop()
+        if task is not None:
+            await task
+
+    _run(main)
+    return drivers[0]
+
+
 @pytest.mark.parametrize("model", ["closed", "open"])
 @pytest.mark.parametrize("session", [_SilentCallback, _SilentAsync])
 def test_a_silent_session_times_out_once_then_is_abandoned_and_reopened(
@@ -269,19 +288,8 @@ def test_an_unexpected_exception_in_an_exchange_is_local_and_reopens(
 ) -> None:
     recorder, state = OpRecorder("op"), RunState()
     plugin = _Plugin(session)
-    slots = _slots(plugin, recorder, 1)
-
-    async def main() -> None:
-        await _open_all(slots)
-        driver = _driver(model, slots, recorder, state)
-        task = await _start(driver)
-        await asyncio.sleep(0.5)
-        state.stop()
-        if task is not None:
-            await task
-        assert driver.inflight == 0
-
-    _run(main)
+    driver = _drive_for(0.5, model, _slots(plugin, recorder, 1), recorder, state)
+    assert driver.inflight == 0
     item = recorder.flush()
     code = "local:KeyError"
     assert item.error_codes[code] == item.errors["local"] >= 2, item.errors
@@ -317,19 +325,7 @@ def test_an_error_that_ended_the_connection_reopens_the_session(model: str, lost
         sessions.append(_BrokenByProtocolError(lost))
         return sessions[-1]
 
-    plugin = _Plugin(make)
-    slots = _slots(plugin, recorder, 1)
-
-    async def main() -> None:
-        await _open_all(slots)
-        driver = _driver(model, slots, recorder, state)
-        task = await _start(driver)
-        await asyncio.sleep(0.3)
-        state.stop()
-        if task is not None:
-            await task
-
-    _run(main)
+    _drive_for(0.3, model, _slots(_Plugin(make), recorder, 1), recorder, state)
     item = recorder.flush()
     errors = item.errors["protocol"]
     assert errors >= 5

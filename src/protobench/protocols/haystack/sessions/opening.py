@@ -68,13 +68,7 @@ async def open_session(ctx: SessionContext) -> Session:
     except ValueError as exc:
         raise OpError(ErrorClass.CONNECT, str(exc)) from None
     ssl = _ssl_context(options.insecure, options.ca_file) if endpoint.tls else None
-    conn = await HttpConnection.connect(
-        endpoint,
-        ssl=ssl,
-        timeout=ctx.timeout,
-        max_head=options.max_header_size,
-        max_body=options.max_body_size,
-    )
+    conn = await _connect(ctx, options, endpoint, ssl)
     try:
         return await _open(ctx, options, endpoint, ssl, conn)
     except BaseException:
@@ -85,6 +79,22 @@ async def open_session(ctx: SessionContext) -> Session:
 @cache
 def _ssl_context(insecure: bool, ca_file: str | None) -> ssl_module.SSLContext:
     return make_ssl_context(insecure=insecure, ca_file=ca_file)
+
+
+async def _connect(
+    ctx: SessionContext,
+    options: HaystackOptions,
+    endpoint: Endpoint,
+    ssl: ssl_module.SSLContext | None,
+) -> HttpConnection:
+    """A connection to ``endpoint`` bounded by the options' header and body limits."""
+    return await HttpConnection.connect(
+        endpoint,
+        ssl=ssl,
+        timeout=ctx.timeout,
+        max_head=options.max_header_size,
+        max_body=options.max_body_size,
+    )
 
 
 async def _open(
@@ -98,13 +108,7 @@ async def _open(
     framing = Framing.of(options)
 
     async def reconnect() -> HttpConnection:
-        conn = await HttpConnection.connect(
-            endpoint,
-            ssl=ssl,
-            timeout=ctx.timeout,
-            max_head=options.max_header_size,
-            max_body=options.max_body_size,
-        )
+        conn = await _connect(ctx, options, endpoint, ssl)
         ctx.count(CONNECTS, 1)
         conn.sent = ctx.sent
         return conn
