@@ -76,8 +76,8 @@ async def http_endless_body(reader: asyncio.StreamReader, writer: asyncio.Stream
 async def mqtt_big_packet(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
     await reader.read(4096)  # the CONNECT
     Seen.requests += 1
-    writer.write(b"\x20\x02\x00\x00")  # CONNACK, accepted (3.1.1)
-    writer.write(b"\x30\xff\xff\xff\x7f" + b"\x00\x01t")  # PUBLISH of 268,435,455 bytes
+    # CONNACK (accepted, 3.1.1) and a PUBLISH of 268,435,455 bytes, in one write
+    writer.write(b"\x20\x02\x00\x00" + b"\x30\xff\xff\xff\x7f\x00\x01t")
     await _stream(writer, bytes(MiB), 256 * MiB)
     await reader.read()
 

@@ -87,7 +87,6 @@ def test_an_mqtt_packet_over_the_maximum_size_closes_the_connection_at_once(
         '[[group]]\nname = "pub"\nop = "publish"\nqos = 1\ncount = 2\n',
     )
     run = _against(tmp_path, "mqtt-big-packet", "mqtt://127.0.0.1:{port}", profile)
-    assert run.returncode == 3  # no session could open
     total = run.total
     assert total["errors_by_class"].get("protocol", 0) >= 2, total
     assert "packet over max_packet_size (16 MiB): 268435460 B" in total["last_errors"]["protocol"]

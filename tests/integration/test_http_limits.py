@@ -165,3 +165,15 @@ async def test_a_body_not_kept_has_no_limit_and_a_kept_one_is_configurable() -> 
         assert caught.value.detail == "response body over 1 MiB"
         conn = await _connect(url, max_body=len(body))
         assert (await conn.fetch(request)).body == body
+
+
+async def test_a_long_head_after_an_interim_response_in_the_same_read_is_refused() -> None:
+    interim = b"HTTP/1.1 100 Continue\r\n\r\n"
+    long_head = interim + _response(MAX_HEAD + 1000)
+    short_head = interim + _response(MAX_HEAD - 2000, b"z" * 10_000)  # read over the limit
+    async with raw_server(lambda transport, data: transport.write(long_head)) as url:
+        error = await _submit(await _connect(url), url)
+        assert error is not None
+        assert error.detail == "header block over 64 KiB"
+    async with raw_server(lambda transport, data: transport.write(short_head)) as url:
+        assert await _submit(await _connect(url), url) is None

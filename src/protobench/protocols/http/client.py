@@ -317,9 +317,17 @@ class _HeadReader:
 
 
 def _head_length(data: bytes) -> int:
-    """The bytes of the response head that ``data`` begins with (all of it if it has no end)."""
-    ends = [i + len(mark) for mark in (b"\r\n\r\n", b"\n\n") if (i := data.find(mark)) >= 0]
-    return min(ends, default=len(data))
+    """The bytes of the head of the first final response in ``data`` (past any interim 1xx
+    response), all of ``data`` from its start if that head has no end there."""
+    start = 0
+    while True:
+        ends = [
+            i + len(mark) for mark in (b"\r\n\r\n", b"\n\n") if (i := data.find(mark, start)) >= 0
+        ]
+        end = min(ends, default=len(data))
+        if data[start + 9 : start + 10] != b"1" or end == len(data):
+            return end - start
+        start = end  # an interim response (1xx, no body): the final one follows
 
 
 def close_delimited_status(data: bytes) -> int:
@@ -402,10 +410,6 @@ class HttpConnection(asyncio.Protocol):
     ) -> None:
         self.endpoint = endpoint
         self.timeout = timeout
-        self.max_head = max_head
-        """The longest response head accepted (bytes); a longer one is a ``protocol`` error."""
-        self.max_body = max_body
-        """The longest body :meth:`send` keeps (bytes); a longer one is a ``protocol`` error."""
         self.accept = SUCCESS
         """Statuses :meth:`submit` reports as success; others are ``protocol`` errors."""
         self._loop = loop
@@ -434,6 +438,10 @@ class HttpConnection(asyncio.Protocol):
         self._repeat_status = 0
         self._message_head = b""
         self._head_done = False
+        self.max_head = max_head
+        """The longest response head accepted (bytes); a longer one is a ``protocol`` error."""
+        self.max_body = max_body
+        """The longest body :meth:`send` keeps (bytes); a longer one is a ``protocol`` error."""
 
     # -- opening and closing ------------------------------------------------
 
@@ -525,17 +533,19 @@ class HttpConnection(asyncio.Protocol):
             self._complete(self._repeat_status, nbytes)
             return
         self._nbytes += len(data)
-        if not self._in_message:
+        in_message = self._in_message
+        if not in_message:
             self._message_head = data
         elif not self._head_done:
             if len(self._message_head) > self.max_head:  # an unfinished head, already too long
                 self._protocol_failure(self.head_too_long().detail)
                 return
             self._message_head += data
-        learn = self._parser is self._fast_parser and not self._in_message
+        parser = self._parser
+        learn = not in_message and parser is self._fast_parser
         completed = self._completed
         try:
-            self._parser.feed_data(data)
+            parser.feed_data(data)
         except httptools.HttpParserError as exc:
             refused = exc.__context__  # a callback's own verdict (a limit), else llhttp's
             self._protocol_failure(
@@ -618,8 +628,8 @@ class HttpConnection(asyncio.Protocol):
     def on_headers_complete(self) -> None:
         """Parser callback: the response's head ended (raises when it was too long)."""
         self._head_done = True
-        head = self._message_head
-        if len(head) > self.max_head and _head_length(head) > self.max_head:
+        # the bytes of this response so far bound its head: exact only past the limit
+        if self._nbytes > self.max_head and _head_length(self._message_head) > self.max_head:
             raise self.head_too_long()
 
     def head_too_long(self) -> OpError:
