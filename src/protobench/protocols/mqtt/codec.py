@@ -31,6 +31,8 @@ V5: Final = 5
 MAX_REMAINING: Final = 268_435_455
 MAX_PACKET: Final = MAX_REMAINING + 5
 """The largest packet the protocol can express (a 4-byte remaining length and its header)."""
+LONG_PACKET: Final = 64 * 1024
+"""A packet longer than this, split over reads, is joined once, when its last read came."""
 TOPICS_REMEMBERED: Final = 16
 """Topics (length-prefixed, as on the wire) a :class:`Decoder` remembers as valid UTF-8."""
 
@@ -731,6 +733,8 @@ _DECODERS: Final[dict[int, Callable[[_Reader, int, bool], Packet]]] = {
 
 
 _NO_SPANS: Final[list[int]] = []
+_LONG: Final = b"(a long packet)"
+"""``Decoder._buf`` while the reads of a long packet are kept in ``Decoder._reads``."""
 
 
 class Decoder:
@@ -739,8 +743,9 @@ class Decoder:
     ``max_size`` is the maximum packet size (MQTT 5's, fixed header included):
     a larger packet raises :class:`PacketTooLarge` as soon as its fixed header
     is read, before any of it is buffered. The work is linear in the bytes
-    received: the reads of a packet longer than one read are kept as they
-    come and joined once, when the last one arrives.
+    received: the reads of a packet longer than :data:`LONG_PACKET` are kept
+    as they come and joined once, when the last one arrives (a shorter one's
+    start is joined to the next read, as cheap for the few reads it takes).
 
     :meth:`split` is ``feed`` for the hot path of a client: the commonest
     packets are not built as objects but left as offsets and numbers in
@@ -748,9 +753,10 @@ class Decoder:
     """
 
     __slots__ = (
+        "_buf",
         "_have",
         "_need",
-        "_parts",
+        "_reads",
         "_topics",
         "acked",
         "data",
@@ -763,12 +769,14 @@ class Decoder:
     def __init__(self, version: int = V311, max_size: int = MAX_PACKET) -> None:
         self.version = version
         self.max_size = max_size
-        self._parts: list[bytes] = []
-        """The reads of an incomplete packet, from its first byte."""
+        self._buf = b""
+        """The start of an incomplete packet (:data:`_LONG`: a long one, in ``_reads``)."""
+        self._reads: list[bytes] = []
+        """The reads so far of an incomplete packet longer than :data:`LONG_PACKET`."""
         self._have = 0
-        """The bytes in ``_parts``."""
+        """The bytes in ``_reads``."""
         self._need = 0
-        """The incomplete packet's length (0 while its fixed header is incomplete)."""
+        """The length of the packet ``_reads`` holds the start of."""
         self._topics: tuple[bytes, ...] = ()
         self.data = b""
         # Shared and never appended to: split() replaces them before it appends.
@@ -779,7 +787,7 @@ class Decoder:
     @property
     def buffered(self) -> int:
         """Bytes held back as the start of an incomplete packet."""
-        return self._have
+        return self._have if self._buf is _LONG else len(self._buf)
 
     def feed(self, data: bytes) -> list[Packet]:
         """The packets ``data`` completes, every one built as a packet object."""
@@ -815,15 +823,17 @@ class Decoder:
         self.messages = self.to_ack = self.acked = _NO_SPANS
 
     def _decode(self, data: bytes, fast: bool) -> list[Packet]:
-        parts = self._parts
-        if parts:
-            parts.append(data)
-            self._have += len(data)
-            if self._have < self._need:
-                return []
-            data = b"".join(parts)
-            parts.clear()
-            self._have = 0
+        if self._buf:
+            if self._buf is _LONG:
+                reads = self._reads
+                reads.append(data)
+                self._have += len(data)
+                if self._have < self._need:
+                    return []
+                data = b"".join(reads)
+                reads.clear()
+            else:
+                data = self._buf + data
         n = len(data)
         pos = 0
         out: list[Packet] = []
@@ -835,7 +845,8 @@ class Decoder:
         to_ack = self.to_ack
         acked = self.acked
         topics = self._topics
-        while n - pos >= 2:
+        last = n - 1  # a fixed header needs two bytes: pos < last
+        while pos < last:
             first = data[pos]
             length = data[pos + 1]
             start = pos + 2
@@ -844,7 +855,7 @@ class Decoder:
                 shift = 7
                 while True:
                     if start >= n:
-                        self._keep(data, pos, 0)
+                        self._buf = data[pos:]
                         self.data = data
                         return out
                     byte = data[start]
@@ -859,9 +870,14 @@ class Decoder:
             if length > max_length and end - pos > max_size:
                 raise PacketTooLarge(end - pos, max_size)
             if end > n:
-                self._keep(data, pos, end - pos)
-                self.data = data
-                return out
+                if end - pos > LONG_PACKET:
+                    self._buf = _LONG
+                    self._reads.append(data[pos:])
+                    self._have = n - pos
+                    self._need = end - pos
+                    self.data = data
+                    return out
+                break
             pos = end
             if fast:
                 if first & 0xF4 == 0x30 and length >= 2:  # PUBLISH of QoS 0 or 1
@@ -885,16 +901,9 @@ class Decoder:
                     acked.append(data[start] << 8 | data[start + 1])
                     continue
             out.append(_decode_body(first, data, start, end, version))
-        if pos < n:
-            self._keep(data, pos, 0)
+        self._buf = data[pos:] if pos < n else b""
         self.data = data
         return out
-
-    def _keep(self, data: bytes, pos: int, need: int) -> None:
-        """Keep ``data[pos:]``, the start of a packet of ``need`` bytes (0: not known yet)."""
-        self._parts.append(data[pos:] if pos else data)
-        self._have = len(data) - pos
-        self._need = need
 
     def _check_topic(self, data: bytes, start: int) -> None:
         """Validate the topic at ``start``; remember it while fewer than 16 are remembered."""
