@@ -20,8 +20,8 @@ from protobench.tui.model import RunModel
 from protobench.tui.timeline import replay_timeline
 from protobench.tui.view import is_alert
 from protobench.tui.widgets.verdict_banner import VerdictBanner
-from tests.tui.helpers import text_of
-from tests.tui.script import Script, scripted_run, scripted_snapshot
+from tests.support.pilot import text_of
+from tests.support.scripted_run import Script, scripted_run, scripted_snapshot
 
 
 def fold_all(script: Script, upto: type | None = RunFinished) -> tuple[RunModel, list[Notice]]:
@@ -91,6 +91,7 @@ def test_thresholds_wait_for_the_sustain_phase() -> None:
 def test_crash_dead_target_pause_and_rate_are_noticed() -> None:
     model, alerts = fold_all(Script(crash_at=4.0, target_dies_at=9.0))
     assert [(a.kind, is_alert(a)) for a in alerts] == [("worker", True), ("target", True)]
+    assert is_alert(Notice("sessions", "no session could open in 5 s (...); stopped early", 5.0))
     view = model.view()
     assert view.resources is not None
     assert view.resources.target_gone

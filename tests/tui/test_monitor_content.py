@@ -21,9 +21,9 @@ from protobench.tui.source import ReplaySource
 from protobench.tui.widgets.counter_table import CounterTable
 from protobench.tui.widgets.latency_table import delta_text
 from protobench.tui.widgets.line_chart import LineChart, Series, coarsen, legend
-from tests.tui.fake_source import FakeSource
-from tests.tui.helpers import panel_text, scripted_app, settle, wait_for
-from tests.tui.script import Script, scripted_run, scripted_snapshot
+from tests.support.fake_source import FakeSource
+from tests.support.pilot import panel_text, scripted_app, settle, wait_for
+from tests.support.scripted_run import Script, scripted_run, scripted_snapshot
 
 pytestmark = pytest.mark.anyio
 
@@ -236,6 +236,19 @@ async def test_below_the_minimum_size_the_header_and_progress_stay() -> None:
         assert app.monitor.query_one("#header").display
         assert not app.monitor.query_one("#views").display
         assert "SUSTAIN" in panel_text(app, "#header")
+
+
+async def test_a_counted_run_shows_the_requests_ended_of_its_count() -> None:
+    app, fake = scripted_app(Script(requests=100_000))
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot, app, fake)
+        await pilot.pause()
+        header = panel_text(app, "#header")
+    view = app.display_now().view
+    assert view.total is not None
+    ended = view.total.ok + view.total.errors
+    assert f"{ended:,} / 100,000 requests" in header
+    assert "left" not in header
 
 
 async def test_panels_are_as_tall_as_their_content() -> None:

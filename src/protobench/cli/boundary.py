@@ -3,10 +3,12 @@
 :class:`Boundary` is the root command's class: it runs the command line
 without Click's standalone handling and maps what comes out.
 
-- a usage error (unknown flag, a value Click cannot convert), a profile or
-  plugin error: ``protobench: error: ...``, exit 2;
-- the run could not complete (the embedded target did not start, an OS error
-  such as a file that cannot be written): one line, exit 3;
+- an error of protobench's tree (:mod:`protobench.vocab.exceptions`) carries
+  its exit code: a profile, plugin or option error is bad input (exit 2), a
+  command that could not complete (the embedded target or a Ray cluster did
+  not start) exit 3; one line each;
+- a usage error (unknown flag, a value Click cannot convert): exit 2;
+- an OS error (a file that cannot be written): one line naming it, exit 3;
 - an optional extra's library missing (``ModuleNotFoundError`` of bac_py...):
   ``... needs `pip install 'protobench[bacnet]'```, exit 2;
 - Ctrl-C outside a run: exit 130;
@@ -14,12 +16,14 @@ without Click's standalone handling and maps what comes out.
   holds the traceback, exit 3.
 
 Every line goes through :func:`protobench.redaction.redact_text`. Exception
-groups (a task group's) are unwrapped to the errors inside them. Only the
-standard library and Typer are imported up front, so ``--help`` stays fast.
+groups (a task group's) are unwrapped to the errors inside them, one line each,
+and end with the highest of their codes. Only the standard library, Typer and
+the exception tree are imported up front, so ``--help`` stays fast.
 """
 
 from __future__ import annotations
 
+import logging
 import sys
 import tempfile
 import time
@@ -33,10 +37,8 @@ import typer.core
 
 from protobench.home import home
 from protobench.redaction import redact_text
-
-EXIT_BAD_INPUT = 2
-EXIT_INCOMPLETE = 3
-EXIT_INTERRUPTED = 130
+from protobench.termtext import VisibleFormatter, echo
+from protobench.vocab.exceptions import ExitCode, ProtobenchError, leaves
 
 
 def one_line(message: str) -> str:
@@ -47,28 +49,7 @@ def one_line(message: str) -> str:
 
 def error(message: str) -> None:
     """Print ``protobench: error: MESSAGE`` on stderr, on one line, secrets hidden."""
-    typer.echo(f"protobench: error: {one_line(message)}", err=True)
-
-
-def leaves(exc: BaseException) -> list[BaseException]:
-    """The exceptions inside (nested) exception groups, or ``[exc]``."""
-    if isinstance(exc, BaseExceptionGroup):
-        return [leaf for inner in exc.exceptions for leaf in leaves(inner)]
-    return [exc]
-
-
-def _bad_input_types() -> tuple[type[BaseException], ...]:
-    from protobench.profiles.loader import ProfileError  # noqa: PLC0415 - only on an error
-    from protobench.protocols.registry import PluginError  # noqa: PLC0415
-    from protobench.targets.base import ServeError  # noqa: PLC0415
-
-    return (ProfileError, PluginError, ServeError)
-
-
-def _incomplete_types() -> tuple[type[BaseException], ...]:
-    from protobench.targets.launcher import TargetError  # noqa: PLC0415 - only on an error
-
-    return (TargetError, OSError)
+    echo(f"protobench: error: {one_line(message)}", err=True)
 
 
 def crash_log(exc: BaseException) -> Path | None:
@@ -89,54 +70,87 @@ def crash_log(exc: BaseException) -> Path | None:
     return None
 
 
-def _describe_os_error(exc: OSError) -> str:
-    where = f"{exc.filename}: " if exc.filename else ""
-    return f"{where}{exc.strerror or exc}"
-
-
 def _is_click_error(exc: BaseException) -> bool:
     """A Click (or Typer's own Click) usage or parameter error: it formats its own message."""
     return hasattr(exc, "format_message") and hasattr(exc, "exit_code")
 
 
-def exit_code_of(exc: BaseException) -> int:
-    """Print what ``exc`` means on one line and return the exit code for it."""
-    found = leaves(exc)
-    if isinstance(exc, typer.Exit):
-        return int(exc.exit_code)
-    if _is_click_error(exc):
-        code = int(getattr(exc, "exit_code", EXIT_BAD_INPUT))
-        if type(exc).__name__ == "NoArgsIsHelpError":
-            return code  # Typer has printed the help
+def _usage_error(exc: BaseException) -> int:
+    """Print a Click usage error with a pointer to ``--help``; return its exit code."""
+    code = int(getattr(exc, "exit_code", ExitCode.BAD_INPUT))
+    if type(exc).__name__ != "NoArgsIsHelpError":  # else Typer has printed the help
         ctx = getattr(exc, "ctx", None)
         hint = f" (see '{ctx.command_path} --help')" if ctx is not None else ""
         error(exc.format_message() + hint)  # type: ignore[attr-defined]
-        return code
-    if all(isinstance(leaf, KeyboardInterrupt | typer.Abort) for leaf in found):
-        error("interrupted")
-        return EXIT_INTERRUPTED
-    bad_input = _bad_input_types()
-    incomplete = _incomplete_types()
-    if all(isinstance(leaf, bad_input) for leaf in found):
-        for leaf in found:
-            error(str(leaf))
-        return EXIT_BAD_INPUT
-    if all(isinstance(leaf, bad_input + incomplete) for leaf in found):
-        for leaf in found:
-            error(_describe_os_error(leaf) if isinstance(leaf, OSError) else str(leaf))
-        return EXIT_INCOMPLETE
+    return code
+
+
+def expected_code(leaf: BaseException) -> ExitCode | None:
+    """The exit code of an error that ends a command with one line, or None (a bug)."""
+    if isinstance(leaf, ProtobenchError):
+        return leaf.exit_code
+    if isinstance(leaf, OSError):
+        return ExitCode.INCOMPLETE
+    return None
+
+
+def describe(leaf: BaseException) -> str:
+    """The line of an expected error (an OS error: the file it names and the OS's words)."""
+    if isinstance(leaf, OSError) and not isinstance(leaf, ProtobenchError):
+        where = f"{leaf.filename}: " if leaf.filename else ""
+        return f"{where}{leaf.strerror or leaf}"
+    return str(leaf)
+
+
+def _interrupted(found: list[BaseException]) -> int | None:
+    if not all(isinstance(leaf, KeyboardInterrupt | typer.Abort) for leaf in found):
+        return None
+    error("interrupted")
+    return ExitCode.INTERRUPTED
+
+
+def _expected(found: list[BaseException]) -> int | None:
+    """One line per error when every one is expected; the highest of their codes."""
+    codes = [expected_code(leaf) for leaf in found]
+    if None in codes:
+        return None
+    for leaf in found:
+        error(describe(leaf))
+    return max(code for code in codes if code is not None)
+
+
+def _missing_extras(found: list[BaseException]) -> int | None:
     from protobench.protocols.registry import missing_extra, needs  # noqa: PLC0415
 
     extras = {missing_extra(leaf) for leaf in found}
-    if None not in extras:  # an optional extra that is not installed
-        for extra in sorted(e for e in extras if e):
-            error(needs(extra, "this command"))
-        return EXIT_BAD_INPUT
-    first = next(leaf for leaf in found if not isinstance(leaf, bad_input + incomplete))
+    if None in extras:
+        return None
+    for extra in sorted(e for e in extras if e):
+        error(needs(extra, "this command"))
+    return ExitCode.BAD_INPUT
+
+
+def _bug(exc: BaseException, found: list[BaseException]) -> int:
+    """One line naming the first unexpected error and the log holding the traceback."""
+    first = next(leaf for leaf in found if expected_code(leaf) is None)
     log = crash_log(exc)
     where = f"; the traceback is in {log}" if log else ""
     error(f"unexpected {type(first).__name__}: {first}{where} (a bug: please report it)")
-    return EXIT_INCOMPLETE
+    return ExitCode.INCOMPLETE
+
+
+def exit_code_of(exc: BaseException) -> int:
+    """Print what ``exc`` means on one line and return the exit code for it."""
+    if isinstance(exc, typer.Exit):
+        return int(exc.exit_code)
+    if _is_click_error(exc):
+        return _usage_error(exc)
+    found = leaves(exc)
+    for reader in (_interrupted, _expected, _missing_extras):
+        code = reader(found)
+        if code is not None:
+            return code
+    return _bug(exc, found)
 
 
 class Boundary(typer.core.TyperGroup):
@@ -150,6 +164,8 @@ class Boundary(typer.core.TyperGroup):
         standalone_mode: bool = True,
         **extra: Any,
     ) -> Any:
+        if logging.lastResort is not None:  # a library's warning on stderr: its text made visible
+            logging.lastResort.setFormatter(VisibleFormatter())
         try:
             result = super().main(
                 args=args,

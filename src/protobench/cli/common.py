@@ -10,34 +10,43 @@ from typing import Annotated, Any, NoReturn
 
 import typer
 
-from protobench.cli.boundary import EXIT_BAD_INPUT, error
-from protobench.profiles.settings import BY_NAME, Setting, parse_pair
+from protobench.cli.boundary import error
+from protobench.profiles.settings import BY_NAME, parse_pair
+from protobench.vocab.exceptions import ExitCode
+from protobench.vocab.flagnames import FlagNames
 
 
-def setting_option(spec: Setting) -> Any:
-    """The Typer option of a run setting's flag: its names and ``--help`` line."""
-    names = (spec.flag, spec.short) if spec.short else (spec.flag,)
-    return typer.Option(*names, help=spec.help)
+def flag_option(spec: FlagNames) -> Any:
+    """The Typer option of a flag (a run setting's or a one-line run's): its names,
+    placeholder, ``--help`` line and environment variable (a run setting's)."""
+    return typer.Option(
+        *spec.names,
+        help=spec.help,
+        metavar=spec.metavar or None,
+        envvar=spec.env,
+        show_envvar=spec.env is not None,
+    )
 
 
-OptOption = Annotated[list[str] | None, setting_option(BY_NAME["options"])]
+OptOption = Annotated[list[str] | None, flag_option(BY_NAME["options"])]
 """``--opt`` (the run setting ``options``), also for a command that runs no profile."""
 QuietOption = Annotated[bool, typer.Option("--quiet", "-q", help="No progress on stderr.")]
 SnapshotsDirOption = Annotated[
-    Path | None, typer.Option("--snapshots-dir", help="Where snapshots are saved.")
+    Path | None, typer.Option("--snapshots-dir", metavar="DIR", help="Where snapshots are saved.")
 ]
 """Flags that ``run`` and ``sweep`` share beside the run settings' (:mod:`.run_flags`)."""
 StoreOption = Annotated[
     Path | None,
     typer.Option(
         "--snapshots-dir",
-        help="Snapshot store (default: $PROTOBENCH_HOME/snapshots, else ./.protobench/snapshots).",
+        metavar="DIR",
+        help="Snapshot store (default: $PROTOBENCH_HOME/snapshots, else the user's data dir).",
     ),
 ]
 """The store that ``diff``, ``report`` and ``snapshots`` read."""
 
 
-def fail(message: str, code: int = EXIT_BAD_INPUT) -> NoReturn:
+def fail(message: str, code: int = ExitCode.BAD_INPUT) -> NoReturn:
     """Print an error on stderr (one line, secrets hidden) and exit with ``code``."""
     error(message)
     raise typer.Exit(code)

@@ -9,7 +9,9 @@ from __future__ import annotations
 import math
 from typing import TYPE_CHECKING
 
+from protobench.cli.profile_render import change_lines
 from protobench.cli.render import us
+from protobench.termtext import visible_tree
 
 if TYPE_CHECKING:  # numpy and hdrhistogram load in the command, not for --help
     from protobench.snapshots.diff import Diff, GateResult, GeomeanRow, Row, RunInfo
@@ -99,8 +101,10 @@ def _runs(label: str, runs: list[RunInfo]) -> str:
 
 
 def render_text(diff: Diff) -> str:
-    """The comparison as a terminal table, warnings first."""
+    """The comparison as a terminal table, warnings first (its strings made visible)."""
     from protobench.snapshots.series import TOTAL  # noqa: PLC0415
+
+    diff = visible_tree(diff)
 
     out = [_runs("base:", diff.base), _runs("new: ", diff.new)]
     if diff.warnings:
@@ -113,6 +117,9 @@ def render_text(diff: Diff) -> str:
     )
     shown = [*diff.ops, TOTAL] if len(diff.ops) > 1 else diff.ops or [TOTAL]
     out.extend(_tables([_metric_block(diff, metric, shown) for metric in diff.metrics]))
+    if diff.profile:
+        out.append("")
+        out.extend(change_lines(diff.profile))
     if diff.gates:
         out.append("")
     out.extend(_gate_line(result, diff.accept_inconclusive) for result in diff.gates)

@@ -7,6 +7,7 @@ import sys
 import time
 from typing import TextIO
 
+from protobench.cli.profile_render import profile_lines
 from protobench.engine.events import (
     Event,
     IntervalUpdate,
@@ -16,6 +17,9 @@ from protobench.engine.events import (
     RunStarted,
 )
 from protobench.engine.report_model import (
+    NO_SESSION,
+    NO_SESSION_NOTICE,
+    ClockReport,
     LoadModel,
     Report,
     Resources,
@@ -23,6 +27,7 @@ from protobench.engine.report_model import (
     Verdicts,
 )
 from protobench.engine.summaries import LatencySummary, OpSummary
+from protobench.termtext import visible, visible_tree
 from protobench.vocab.thresholds import LATENCY_COLUMNS, observed
 from protobench.vocab.units import format_duration
 
@@ -32,49 +37,87 @@ def us(value: float | None) -> str:
 
 
 def describe_model(model: LoadModel) -> str:
-    """``closed model, 50 sessions`` or ``open model, 2000/s -> 5000/s over 40 sessions``."""
+    """``closed model, 50 sessions`` or ``open model, 2000/s -> 5000/s over 40 sessions``
+    (and ``, 1,000 requests`` when a request count ends the sustain)."""
+    count = "" if model.requests is None else f", {model.requests:,} requests"
     if model.type == "closed":
-        return f"closed model, {model.sessions} sessions"
+        return f"closed model, {model.sessions} sessions{count}"
     rate = "an unknown rate" if model.rate is None else f"{model.rate:g}/s"
     if model.ramp_to is not None:
         rate += f" -> {model.ramp_to:g}/s"
-    return f"open model, {rate} over {model.sessions} sessions"
+    return f"open model, {rate} over {model.sessions} sessions{count}"
 
 
-def summary_table(report: Report) -> str:
+def describe_clock(clock: ClockReport | None) -> str:
+    """``  kernel clock`` (with what was not: ``(send: user)``), ``  user clock``, or nothing
+    for a report from before the clocks."""
+    if clock is None:
+        return ""
+    if clock.receive == clock.send:
+        return f"  {clock.receive} clock"
+    return f"  {clock.receive} clock (send: {clock.send})"
+
+
+def summary_table(report: Report, profile_top: int = 5) -> str:
     """The human summary of a report: one line per operation and a total, then the verdicts.
 
     Each op says what its latency measures; the total shows a latency only
     when every op measures the same thing. Figures that do not exist print as
-    ``-`` (or ``absent`` in a sentence), never ``None``.
+    ``-`` (or ``absent`` in a sentence), never ``None``. A profiled target's
+    ``profile_top`` functions follow the resources. Every string of the report
+    (an error text, a notice, an op name, a function of the target) is shown as
+    :func:`visible_tree` has it.
     """
+    report = visible_tree(report)
     lines = [
         f"protobench {report.tool.version}  profile {report.profile}  "
         f"protocol {report.protocol}  target {report.target} ({report.target_kind})",
     ]
+    if report.stop_reason == NO_SESSION:
+        return "\n".join(lines + _no_session_lines(report))
     sustain = report.sustain
     verdicts = report.verdicts
     failing = {c.op for c in verdicts.checks if not c.ok and c.op}
     if sustain is None:
         lines.append("no sustain phase was measured")
     else:
-        lines.append(f"sustain {sustain.duration_s:.1f}s  {describe_model(report.model)}")
+        seconds = sustain.duration_s
+        length = f"{seconds:.1f}s" if seconds >= 1 else format_duration(seconds)
+        model = describe_model(report.model)
+        lines.append(f"sustain {length}  {model}{describe_clock(report.clock)}")
         header = f"{'op':24} {'ok':>10} {'err':>7} {'err%':>7} {'ops/s':>11} "
         header += " ".join(f"{label:>8}" for _, label in LATENCY_COLUMNS)
         lines.append(header + "  latency")
         for name, op in [*sustain.ops.items(), ("TOTAL", sustain.total)]:
             lines.extend(_op_lines(name, op, name in failing))
-    lines.extend(_threshold_line(threshold) for threshold in report.thresholds)
+    lines.extend(_threshold_line(t, report.nothing_measured) for t in report.thresholds)
     lines.extend(_verdict_lines(verdicts, report.partial))
     lines.append(_resources_line(report.resources))
-    lines.extend(f"notice [{n.kind}]: {n.message}" for n in report.notices)
+    if report.target_profile is not None:
+        lines.extend(profile_lines(report.target_profile, profile_top))
+    lines.extend(_tail(report))
+    return "\n".join(lines)
+
+
+def _tail(report: Report, but: str | None = None) -> list[str]:
+    """The notices (but those of kind ``but``), whether the run is partial, where it is kept."""
+    lines = [f"notice [{n.kind}]: {n.message}" for n in report.notices if n.kind != but]
     if report.partial:
         lines.append(f"PARTIAL RUN ({report.stop_reason})")
     if report.snapshot_error:
         lines.append(f"SNAPSHOT NOT IN THE STORE: {report.snapshot_error}")
     elif report.snapshot:
         lines.append(f"snapshot {report.snapshot}")
-    return "\n".join(lines)
+    return lines
+
+
+def _no_session_lines(report: Report) -> list[str]:
+    """A run stopped early because no session could open: why, in one line, instead of a
+    table of errors; then its resources, its other notices and where it was kept."""
+    why = [n.message for n in report.notices if n.kind == NO_SESSION_NOTICE]
+    lines = [f"NOTHING MEASURED: {line}" for line in why[:1]]
+    lines.append(_resources_line(report.resources))
+    return lines + _tail(report, but=NO_SESSION_NOTICE)
 
 
 def _verdict_lines(verdicts: Verdicts, partial: bool) -> list[str]:
@@ -103,6 +146,12 @@ def _op_lines(name: str, op: OpSummary, failing: bool) -> list[str]:
     for kind, figures in (op.latency_by_kind or {}).items():
         cells = _latency_cells(figures)
         lines.append(f"{'':24} {'':>10} {'':>7} {'':>7} {'':>11} {cells}  {kind}")
+    delay = op.generator_delay_us
+    if delay is not None and delay.count:
+        lines.append(
+            f"{'':24}   generator delay: p50 {us(delay.p50)}, p99 {us(delay.p99)}"
+            " (replies waiting for the generator; not in the latency)"
+        )
     if op.down_s:
         failed = op.counters.get("connect_failed", 0)
         lines.append(
@@ -118,7 +167,9 @@ def _op_lines(name: str, op: OpSummary, failing: bool) -> list[str]:
     return lines
 
 
-def _threshold_line(threshold: ThresholdResult) -> str:
+def _threshold_line(threshold: ThresholdResult, nothing_measured: bool) -> str:
+    if nothing_measured:
+        return f"threshold NOT EVALUATED: {threshold.expr} (nothing measured)"
     mark = "PASS" if threshold.ok else "FAIL"
     value = observed(threshold.expr, threshold.value)
     return f"threshold {mark}: {threshold.expr} (observed {value})"
@@ -149,10 +200,18 @@ def _mib(value: int | None) -> str:
 class Progress:
     """A one-line progress display on stderr (rewritten in place on a terminal)."""
 
-    def __init__(self, plan_duration: float, plan_warmup: float, stream: TextIO = sys.stderr):
+    def __init__(
+        self,
+        plan_duration: float,
+        plan_warmup: float,
+        stream: TextIO = sys.stderr,
+        requests: int | None = None,
+    ):
         self.stream = stream
         self.tty = stream.isatty()
         self.total = plan_warmup + plan_duration
+        self.requests = requests
+        """The request count that ends the sustain: the progress counts exchanges, not seconds."""
         self.last_print = 0.0
         self.cpu = ""
 
@@ -171,8 +230,14 @@ class Progress:
         elif isinstance(event, IntervalUpdate) and event.phase != "drain":
             total = event.total
             lat = total.latency_us
+            so_far = f"{event.elapsed:5.1f}/{self.total:.0f}s"
+            if self.requests is not None:
+                ended = 0
+                if event.phase == "sustain" and event.phase_summary is not None:
+                    ended = event.phase_summary.total.ok + event.phase_summary.total.errors
+                so_far = f"{event.elapsed:5.1f}s {ended:,}/{self.requests:,}"
             text = (
-                f"[{event.phase} {event.elapsed:5.1f}/{self.total:.0f}s] "
+                f"[{event.phase} {so_far}] "
                 f"{total.throughput:>10,.0f} ok/s  p50 {us(lat.p50)} "
                 f"p99 {us(lat.p99)}  err {total.error_rate:.2%}{self.cpu}"
             )
@@ -184,6 +249,7 @@ class Progress:
             self._line(f"{event.kind}: {event.message}", final=True)
 
     def _line(self, text: str, final: bool = False) -> None:
+        text = visible(text)  # a target's or a notice's words: never a terminal command
         with contextlib.suppress(OSError):  # a closed terminal (SIGHUP) must not stop the run
             if self.tty:
                 self.stream.write("\r\x1b[2K" + text + ("\n" if final else ""))

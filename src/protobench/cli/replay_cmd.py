@@ -19,15 +19,17 @@ from protobench.cli.common import fail
 from protobench.cli.complete import SnapshotRef
 from protobench.cli.render import summary_table
 from protobench.snapshots.store import SnapshotError, SnapshotStore
+from protobench.termtext import echo
 
 
 def replay_command(
     snapshot: SnapshotRef = "latest",
     speed: Annotated[
-        float, typer.Option("--speed", help="Playback speed (2 = twice as fast).")
+        float, typer.Option("--speed", metavar="FACTOR", help="Playback speed (2 = twice as fast).")
     ] = 1.0,
     snapshots_dir: Annotated[
-        Path | None, typer.Option("--snapshots-dir", help="Where snapshots are kept.")
+        Path | None,
+        typer.Option("--snapshots-dir", metavar="DIR", help="Where snapshots are kept."),
     ] = None,
     baseline: BaselineOption = None,
 ) -> None:
@@ -51,7 +53,7 @@ def replay_command(
         fail(str(exc))
     compared = load_baseline(store, baseline)
     if not sys.stdout.isatty():
-        typer.echo(summary_table(report))
+        echo(summary_table(report))
         return
     from protobench.tui.live import run_replay  # noqa: PLC0415 - Textual loads only here
 

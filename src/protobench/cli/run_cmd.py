@@ -24,20 +24,22 @@ import typer
 
 from protobench.cli import report_cmd
 from protobench.cli.baseline_opt import BaselineOption, load_baseline
-from protobench.cli.boundary import EXIT_INCOMPLETE
 from protobench.cli.common import QuietOption, SnapshotsDirOption, fail
 from protobench.cli.complete import ProfileArgument
+from protobench.cli.profile_arg import SaveProfileOption, load_profile, save_run
 from protobench.cli.render import Progress, summary_table
 from protobench.cli.run_flags import RunFlags, takes_run_flags
 from protobench.engine.report_model import Report, report_to_json
 from protobench.protocols.registry import PluginError
 from protobench.snapshots.store import SnapshotStore, read
+from protobench.termtext import echo
+from protobench.vocab.exceptions import ExitCode
 
 if TYPE_CHECKING:  # the engine, pydantic and numpy load in the command, not for --help
-    from protobench.engine.controller import Controller, PoolFactory
+    from protobench.engine.controller import Controller
     from protobench.engine.plan import RunPlan
+    from protobench.engine.pool_contract import PoolFactory
     from protobench.engine.sinks import Sink
-    from protobench.profiles.settings import Overrides
     from protobench.tui.baseline import Baseline
 
 STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
@@ -98,8 +100,8 @@ def run_plan(
         )
     except Exception as exc:  # the run failed outright: one line, exit 3, no traceback
         with contextlib.suppress(OSError):
-            sys.stderr.write(f"protobench: error: {describe_failure(exc)}\n")
-        raise typer.Exit(EXIT_INCOMPLETE) from None
+            echo(f"protobench: error: {describe_failure(exc)}", err=True)
+        raise typer.Exit(ExitCode.INCOMPLETE) from None
 
 
 @takes_run_flags
@@ -108,7 +110,9 @@ def run_command(
     flags: RunFlags,
     target_pid: Annotated[
         int | None,
-        typer.Option("--target-pid", min=1, help="PID of the target, for its resources."),
+        typer.Option(
+            "--target-pid", min=1, metavar="PID", help="PID of the target, for its resources."
+        ),
     ] = None,
     as_json: Annotated[
         bool, typer.Option("--json", help="Print the final report as JSON.")
@@ -122,13 +126,20 @@ def run_command(
     snapshots_dir: SnapshotsDirOption = None,
     report_file: Annotated[
         Path | None,
-        typer.Option("--report", help="Also write the run as one HTML page (report extra)."),
+        typer.Option(
+            "--report", metavar="FILE", help="Also write the run as one HTML page (report extra)."
+        ),
     ] = None,
     ray: Annotated[
         str | None,
-        typer.Option("--ray", help="Run the workers on a Ray cluster: auto, HOST:PORT, local:N."),
+        typer.Option(
+            "--ray",
+            metavar="SPEC",
+            help="Run the workers on a Ray cluster: auto, HOST:PORT, local:N.",
+        ),
     ] = None,
     baseline: BaselineOption = None,
+    save_profile: SaveProfileOption = None,
 ) -> None:
     """Run a profile: warmup, sustain, report, thresholds, snapshot.
 
@@ -137,6 +148,10 @@ def run_command(
       protobench run http-get                        embedded target, live monitor
       protobench run mqtt-qos1 -t mqtt://127.0.0.1:1883/ -d 30s --no-tui
       protobench run ./mine.toml -r 2000/s --threshold 'p99<5ms' --json
+      protobench run bacnet-ip --profile-target      where the server spends sustain
+      protobench run http://127.0.0.1:8080/api -n 10000 -c 20
+      protobench run https://127.0.0.1:8443/orders -m POST -T application/json \\
+          --data @order.json -H 'Authorization: Bearer ...' --save-profile orders.toml
 
     \b
     Exit codes: 0 ok, 1 a threshold or check failed, 2 bad input (nothing
@@ -144,7 +159,7 @@ def run_command(
     """
     if report_file is not None:
         report_cmd.require_extra()  # before the run, not after it
-    plan = _resolve(profile, flags.overrides())
+    plan = _resolve(profile, flags, save_profile)
     store = SnapshotStore(snapshots_dir)
     compared = load_baseline(store, baseline)
     with _pool_factory(ray, plan, quiet=quiet) as factory:
@@ -166,15 +181,19 @@ def register(app: typer.Typer) -> None:
     app.command("run")(run_command)
 
 
-def _resolve(profile: str, overrides: Overrides) -> RunPlan:
-    """The plan of ``profile`` with the command line's overrides; exit 2 when it is bad."""
+def _resolve(profile: str, flags: RunFlags, save: Path | None = None) -> RunPlan:
+    """The plan of ``profile`` (a URL too) with the command line's flags; exit 2 when it is
+    bad; ``save``: also keep a URL run as this profile file (once its plan is known good)."""
     from protobench.engine.plan import resolve  # noqa: PLC0415
     from protobench.profiles import loader  # noqa: PLC0415
 
+    first = load_profile(profile, flags, save)
     try:
-        plan = resolve(loader.load(profile), overrides)
+        plan = resolve(first.loaded, first.flags.overrides())
     except (loader.ProfileError, PluginError) as exc:
         fail(str(exc))
+    if save is not None and first.url_run is not None:
+        save_run(first.url_run, first.flags, save)
     if plan.duration <= 0:
         fail("--duration: expected a duration > 0")
     return plan
@@ -201,7 +220,7 @@ def _pool_factory(ray: str | None, plan: RunPlan, *, quiet: bool) -> Iterator[Po
         _, simulated = parse_spec(ray)
         if simulated and not quiet:
             nodes = f"{simulated} node{'s' if simulated > 1 else ''}"
-            typer.echo(f"protobench: starting a local Ray cluster of {nodes}…", err=True)
+            echo(f"protobench: starting a local Ray cluster of {nodes}…", err=True)
         backend = open_backend(ray, plan.target is None)
     except RayBackendError as exc:
         fail(str(exc))
@@ -227,7 +246,7 @@ def run_headless(
     from protobench.engine.sinks import Each  # noqa: PLC0415
 
     sinks: list[Sink] = []
-    progress = None if quiet else Progress(plan.duration, plan.warmup)
+    progress = None if quiet else Progress(plan.duration, plan.warmup, requests=plan.requests)
     if progress is not None:
         sinks.append(Each("progress", progress, blocking=True))
     if ndjson:
@@ -256,8 +275,7 @@ def say_snapshot_error(report: Report) -> None:
         lines.append(report.snapshot_error)
     with contextlib.suppress(OSError):  # a closed terminal (SIGHUP) has no stderr
         for line in lines:
-            sys.stderr.write(f"protobench: {line}\n")
-        sys.stderr.flush()
+            echo(f"protobench: {line}", err=True)
 
 
 def _print_report(report: Report, as_json: bool) -> None:
@@ -267,7 +285,7 @@ def _print_report(report: Report, as_json: bool) -> None:
             sys.stdout.write(report_to_json(report, indent=True).decode() + "\n")
             sys.stdout.flush()
         else:
-            typer.echo(summary_table(report))
+            echo(summary_table(report))
 
 
 def _run_interactive(

@@ -20,8 +20,10 @@ from protobench.cli.common import StoreOption, fail, print_json
 from protobench.cli.complete import SnapshotRef
 from protobench.cli.render import summary_table, us
 from protobench.engine.report_model import to_plain
+from protobench.engine.stacks.model import TOP
 from protobench.snapshots.prune import prune
 from protobench.snapshots.store import SnapshotError, SnapshotStore, redacted
+from protobench.termtext import echo
 
 app = typer.Typer(help="List and inspect saved runs.", no_args_is_help=True)
 
@@ -47,7 +49,7 @@ def list_snapshots(
         try:
             data = store.load(str(path))
         except SnapshotError as exc:
-            typer.echo(f"protobench: warning: skipping {exc}", err=True)
+            echo(f"protobench: warning: skipping {exc}", err=True)
             continue
         report = data.report
         total = report.sustain.total if report.sustain else None
@@ -70,7 +72,7 @@ def list_snapshots(
     for row in rows:
         flag = " PARTIAL" if row["partial"] else ""
         throughput = row["throughput"] or 0.0
-        typer.echo(
+        echo(
             f"{row['id']:44} {row['protocol']:10} {throughput:>11,.1f}/s "
             f"p99 {us(row['p99_us']):>8}{flag}"
         )
@@ -104,17 +106,17 @@ def show(
         print_json(to_plain(data))
         return
     try:
-        table = summary_table(replace(data.report, snapshot=str(path)))
+        table = summary_table(replace(data.report, snapshot=str(path)), profile_top=TOP)
     except SnapshotError as exc:
         fail(f"{path}: the report cannot be shown ({exc})")
     prov = data.provenance
-    typer.echo(f"snapshot {data.id}  created {data.created_at}")
-    typer.echo(
+    echo(f"snapshot {data.id}  created {data.created_at}")
+    echo(
         f"host {prov.get('host', '?')}  cpu {prov.get('cpu_model', '?')} "
         f"x{prov.get('cpu_count', '?')}  python {prov.get('python', '?')}  "
         f"protobench {prov['tool_version']}"
     )
-    typer.echo(table)
+    echo(table)
 
 
 @app.command("export")
@@ -125,15 +127,21 @@ def export_snapshot(
         typer.Option(
             "--format",
             "-f",
+            metavar="FORMAT",
             help="hlog (HdrHistogram interval log), hgrm (percentile distribution, ms), "
-            "csv (interval series) or json (default: from the -o suffix).",
+            "csv (interval series), json, or the target profile as speedscope, collapsed "
+            "or pprof (default: from the -o suffix; .pb.gz is pprof, .folded collapsed).",
         ),
     ] = None,
     output: Annotated[
-        Path | None, typer.Option("--output", "-o", help="Write here instead of stdout.")
+        Path | None,
+        typer.Option("--output", "-o", metavar="FILE", help="Write here instead of stdout."),
     ] = None,
     phase: Annotated[
-        str, typer.Option(help="Phase of hlog/hgrm/csv: sustain, warmup, drain or all.")
+        str,
+        typer.Option(
+            metavar="PHASE", help="Phase of hlog/hgrm/csv: sustain, warmup, drain or all."
+        ),
     ] = "sustain",
     snapshots_dir: StoreOption = None,
 ) -> None:
@@ -144,49 +152,70 @@ def export_snapshot(
       protobench snapshots export latest -o run.hlog
       protobench snapshots export latest -f hgrm > run.hgrm
       protobench snapshots export latest~1 -f csv --phase all > intervals.csv
+      protobench snapshots export latest -f pprof -o target.pb.gz   (go tool pprof)
 
     \b
     Exit codes: 0 ok, 2 bad input (no such snapshot, format, phase, a file
     that cannot be written).
     """
     from protobench.snapshots.export import FORMATS, PHASES, export  # noqa: PLC0415 - numpy
+    from protobench.snapshots.profile_export import (  # noqa: PLC0415
+        PROFILE_FORMATS,
+        export_profile,
+    )
 
+    formats = (*FORMATS, *PROFILE_FORMATS)
     if fmt is None:
         suffix = output.suffix.lstrip(".") if output else ""
-        if suffix not in FORMATS:
-            fail(f"--format: give one of {', '.join(FORMATS)}")
+        if output is not None and output.name.endswith(".pb.gz"):
+            suffix = "pprof"
+        suffix = {"folded": "collapsed"}.get(suffix, suffix)
+        if suffix not in formats:
+            fail(f"--format: give one of {', '.join(formats)}")
         fmt = suffix
-    if fmt not in FORMATS:
-        fail(f"--format {fmt!r}: expected one of {', '.join(FORMATS)}")
+    if fmt not in formats:
+        fail(f"--format {fmt!r}: expected one of {', '.join(formats)}")
     if phase not in PHASES:
         fail(f"--phase {phase!r}: expected one of {', '.join(PHASES)}")
+    if fmt == "pprof" and output is None and sys.stdout.isatty():
+        fail("--format pprof is binary: give -o FILE or redirect stdout")
     store = SnapshotStore(snapshots_dir)
     buffer = io.StringIO(newline="")
     try:
-        export(redacted(store.load(ref)), fmt, buffer, phase)
+        snapshot = redacted(store.load(ref))
+        if fmt in PROFILE_FORMATS:
+            data = export_profile(snapshot, fmt)
+        else:
+            export(snapshot, fmt, buffer, phase)
+            data = buffer.getvalue().encode()
     except SnapshotError as exc:
         fail(str(exc))
     if output is None:
-        sys.stdout.write(buffer.getvalue())
         sys.stdout.flush()
+        sys.stdout.buffer.write(data)
+        sys.stdout.buffer.flush()
         return
     try:
-        with output.open("w", encoding="utf-8", newline="") as out:
-            out.write(buffer.getvalue())
+        output.write_bytes(data)
     except OSError as exc:
         fail(f"cannot write {output}: {exc.strerror or exc}")
-    typer.echo(f"wrote {output}", err=True)
+    echo(f"wrote {output}", err=True)
 
 
 @app.command("prune")
 def prune_snapshots(
-    keep: Annotated[int, typer.Option("--keep", help="How many of the newest snapshots to keep.")],
+    keep: Annotated[
+        int, typer.Option("--keep", metavar="N", help="How many of the newest snapshots to keep.")
+    ],
     dry_run: Annotated[
         bool, typer.Option("--dry-run", help="List what would be removed; remove nothing.")
     ] = False,
     snapshots_dir: StoreOption = None,
 ) -> None:
     """Remove all but the newest --keep snapshots, with their logs.
+
+    Only files that read as snapshots count and are removed; anything else
+    (an unreadable file, a symbolic link) is left alone, with a warning.
 
     \b
     Examples:
@@ -198,10 +227,10 @@ def prune_snapshots(
     """
     if keep < 0:
         fail("--keep: expected a number >= 0")
-    store = SnapshotStore(snapshots_dir)
-    total = len(store.paths())
-    removed = prune(store, keep, dry_run)
+    pruning = prune(SnapshotStore(snapshots_dir), keep, dry_run)
+    for why in pruning.skipped:
+        echo(f"protobench: warning: left alone {why}", err=True)
     verb = "would remove" if dry_run else "removed"
-    for path in removed:
-        typer.echo(f"{verb} {path.name}")
-    typer.echo(f"{verb} {len(removed)} snapshots, kept {total - len(removed)}")
+    for path in pruning.removed:
+        echo(f"{verb} {path.name}")
+    echo(f"{verb} {len(pruning.removed)} snapshots, kept {len(pruning.kept)}")

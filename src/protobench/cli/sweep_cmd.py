@@ -17,15 +17,17 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
-from protobench.cli.boundary import EXIT_INCOMPLETE
 from protobench.cli.common import QuietOption, SnapshotsDirOption, fail, print_json
 from protobench.cli.complete import ProfileArgument
+from protobench.cli.profile_arg import load_profile
 from protobench.cli.render import us
 from protobench.cli.run_cmd import run_headless
 from protobench.cli.run_flags import RunFlags, takes_run_flags
 from protobench.profiles.settings import VARY_KEYS
 from protobench.protocols.registry import PluginError
 from protobench.snapshots.store import SUFFIX, SnapshotStore
+from protobench.termtext import echo, visible_tree
+from protobench.vocab.exceptions import ExitCode
 
 if TYPE_CHECKING:  # the engine and pydantic load in the command, not for --help
     from protobench.engine.plan import RunPlan
@@ -49,8 +51,11 @@ def _rate(value: float | None) -> str:
 
 
 def render_table(result: SweepResult) -> str:
-    """The sweep as a table: one row per run, the knee and generator-bound runs marked."""
+    """The sweep as a table: one row per run, the knee and generator-bound runs marked
+    (its strings made visible)."""
     from protobench.engine.sweep import describe  # noqa: PLC0415
+
+    result = visible_tree(result)
 
     keys = [axis.key for axis in result.axes]
     header = [*keys, "throughput", "p50", "p99", "errors", "gen cpu", "target cpu", "", "snapshot"]
@@ -100,6 +105,7 @@ def sweep_command(
         list[str],
         typer.Option(
             "--vary",
+            metavar="KEY=LEVELS",
             help=f"KEY=L1,L2,... (repeatable): {', '.join(VARY_KEYS)}. The first is the load axis.",
         ),
     ],
@@ -107,6 +113,7 @@ def sweep_command(
         list[str] | None,
         typer.Option(
             "--stop-on",
+            metavar="EXPR",
             help=f"Skip the higher levels once this holds (repeatable; default '{DEFAULT_STOP}').",
         ),
     ] = None,
@@ -122,6 +129,7 @@ def sweep_command(
     Examples:
       protobench sweep http-get --vary connections=8,32,128 -d 10s
       protobench sweep mqtt-qos1 --vary rate=1000/s,5000/s,20000/s --json
+      protobench sweep http://127.0.0.1:8080/api --vary connections=10,50,200 -n 20000
 
     \b
     Exit codes: 0 done, 2 bad input (a bad level fails before any run),
@@ -131,7 +139,6 @@ def sweep_command(
     from protobench.engine.sweep import Sweep, apply_level, describe, parse_axis  # noqa: PLC0415
     from protobench.profiles import loader  # noqa: PLC0415
 
-    base = flags.overrides()
     try:
         axes = [parse_axis(v) for v in vary]
     except ValueError as exc:
@@ -140,14 +147,12 @@ def sweep_command(
         sweep = Sweep(axes, stop_on or [DEFAULT_STOP])
     except ValueError as exc:
         fail(f"--stop-on: {exc}" if stop_on else str(exc))
-    try:
-        loaded = loader.load(profile)
-    except (loader.ProfileError, PluginError) as exc:
-        fail(str(exc))
+    first = load_profile(profile, flags)
+    base = first.flags.overrides()
     plans: dict[str, RunPlan] = {}
     for level in sweep.levels():
         try:
-            plans[_key(level)] = resolve(loaded, apply_level(base, level))
+            plans[_key(level)] = resolve(first.loaded, apply_level(base, level))
         except (loader.ProfileError, PluginError) as exc:
             fail(f"--vary {describe(level)}: {exc}")
     store = SnapshotStore(snapshots_dir)
@@ -156,9 +161,9 @@ def sweep_command(
     if as_json:
         print_json(result.to_dict())
     else:
-        typer.echo(render_table(result))
+        echo(render_table(result))
     sys.stdout.flush()
-    raise typer.Exit(EXIT_INCOMPLETE if result.interrupted else 0)
+    raise typer.Exit(ExitCode.INCOMPLETE if result.interrupted else ExitCode.OK)
 
 
 @dataclass
@@ -175,7 +180,7 @@ class LevelRunner:
         from protobench.engine.sweep import describe  # noqa: PLC0415
 
         if not self.quiet:
-            typer.echo(f"[{len(self.done) + 1}/{len(self.plans)}] {describe(level)}", err=True)
+            echo(f"[{len(self.done) + 1}/{len(self.plans)}] {describe(level)}", err=True)
         return run_headless(self.plans[_key(level)], self.store, quiet=self.quiet, labels=labels)
 
 

@@ -4,16 +4,22 @@
 
 1. starts the embedded target when the plan has none (``targets.launcher``),
    measuring the target's RSS before any session opens;
-2. starts the worker processes (``engine.pool``) and sends each its slice;
-3. when every worker has opened its sessions, sends one common start time;
+2. starts the worker processes (a pool of :mod:`engine.pool_contract`: local
+   ``engine.pool`` or a factory's, such as the Ray pool) and sends each its slice;
+3. when every worker has opened its sessions, sends one common start time (a
+   worker still silent at the deadline is killed; the others start without it);
 4. merges the workers' interval reports (``engine.aggregate``), samples
    resources once per interval, and publishes :mod:`engine.events` to its
    sinks (:mod:`engine.sinks`: each reads its own bounded buffer in its own
    task, so a slow one never stalls the run);
 5. ends when the workers say ``BYE``, or stops them on :meth:`stop` (Ctrl-C,
-   the TUI's ``q``), marking the run partial; a worker that dies is reported
+   the TUI's ``q``), marking the run partial, or when every worker said
+   ``DONE`` (its share of the plan's request count has ended: the sustain ends,
+   the run is complete); a worker that dies is reported
    with its exit code and log tail, the run goes on with the others and is
-   marked partial (``stop_reason = "worker-failed"``): its figures lack a share;
+   marked partial (``stop_reason = "worker-failed"``): its figures lack a share,
+   what it reported before stays; a run none of whose sessions could open stops
+   after a few seconds (``stop_reason = "no-session"``, :mod:`engine.no_session`);
 6. builds the report, evaluates thresholds and verdicts (with the plugin's
    diagnosis of its counters), hands the run to the caller's archive (the
    snapshot, :mod:`engine.archive`), publishes ``RunFinished`` and waits until
@@ -32,7 +38,7 @@ from __future__ import annotations
 
 import contextlib
 import time
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
@@ -43,16 +49,28 @@ from protobench.engine.aggregate import Aggregator
 from protobench.engine.archive import Archive, Kept, RunRecord
 from protobench.engine.events import (
     Event,
+    IntervalUpdate,
     Notice,
     PhaseChanged,
     ResourceSample,
     RunFinished,
     RunStarted,
 )
-from protobench.engine.plan import RunPlan, WorkerSlice, worker_slices
-from protobench.engine.pool import WorkerHandle, WorkerPool
-from protobench.engine.report import RunJudge, build_report, exit_code_for
-from protobench.engine.report_model import NoticeEntry, NoticeValue, Report
+from protobench.engine.frames import FrameKind
+from protobench.engine.no_session import NoSessionWatch
+from protobench.engine.plan import RunPlan, worker_slices
+from protobench.engine.pool import WorkerPool
+from protobench.engine.pool_contract import Pool, PoolFactory, WorkerHandle
+from protobench.engine.profiler import TargetProfiler, start_profiler
+from protobench.engine.report import RunJudge, build_report, clock_report, exit_code_for
+from protobench.engine.report_model import (
+    NO_SESSION,
+    NO_SESSION_NOTICE,
+    ClockReport,
+    NoticeEntry,
+    NoticeValue,
+    Report,
+)
 from protobench.engine.resource_log import ResourceLog
 from protobench.engine.resources import Sampler, find_listener, target_rss
 from protobench.engine.sinks import Fanout, Sink
@@ -60,27 +78,20 @@ from protobench.protocols import registry
 from protobench.redaction import redact_text, redact_url, redact_value
 from protobench.targets.base import Announcement
 from protobench.targets.launcher import StartingTarget, TargetError, embedded_target
+from protobench.vocab.exceptions import leaves
+from protobench.vocab.units import format_duration
 
 START_DELAY = 0.1
 """Seconds between the GO frame and the common start (every worker reads it by then)."""
 HELLO_GRACE = 30.0
 BYE_GRACE = 10.0
-
-PoolFactory = Callable[[list[WorkerSlice], Path], Any]
-"""Makes the run's worker pool (``WorkerPool`` or a pool of the same interface)."""
-
-
-def leaves(group: BaseExceptionGroup[Any]) -> list[BaseException]:
-    """The exceptions of a (nested) exception group, in order."""
-    out: list[BaseException] = []
-    for exc in group.exceptions:
-        out.extend(leaves(exc) if isinstance(exc, BaseExceptionGroup) else [exc])
-    return out
+PROFILER_GRACE = 20.0
+"""Seconds the target's profiler has, once the workers are done, to stop and read its last chunk."""
 
 
 def describe_failure(exc: BaseException) -> str:
     """One line for a run that failed outright: the first leaf of an exception group, redacted."""
-    first = leaves(exc)[0] if isinstance(exc, BaseExceptionGroup) and exc.exceptions else exc
+    first = leaves(exc)[0]
     message = " ".join(str(first).split()) or type(first).__name__
     return redact_text(f"the run failed: {message}")
 
@@ -110,7 +121,7 @@ class Controller:
         pool_factory: PoolFactory | None = None,
     ) -> None:
         self.plan = plan
-        self.pool_factory = pool_factory or WorkerPool
+        self.pool_factory: PoolFactory = pool_factory or WorkerPool
         self.labels = dict(labels or {})
         self.archive = archive
         self.target_pid = target_pid
@@ -120,11 +131,18 @@ class Controller:
         self.start_at: float | None = None
         self.stop_requested = False
         self.stop_reason = "completed"
+        self.counted = False
+        """The request count ended the sustain (every worker said ``DONE``): completed."""
+        self._done: set[int] = set()
         self.notices: list[NoticeEntry] = []
+        self.clock: ClockReport | None = None
+        """Where the exchanges' times come from (known once the workers opened their sessions)."""
         self.log_dir = log_dir
         self.resources = ResourceLog()
-        self.pool: WorkerPool | None = None
+        self.pool: Pool | None = None
+        self.profiler: TargetProfiler | None = None
         self.rate_factor = 1.0
+        self.no_session = NoSessionWatch(0, 0)
         self._stop_event = anyio.Event()
         self.plugin = registry.load(plan.protocol)
         offsets = {"warmup": 0.0, "sustain": plan.warmup, "drain": plan.warmup + plan.duration}
@@ -164,12 +182,12 @@ class Controller:
 
     def pause(self) -> None:
         if self.pool is not None:
-            self.pool.broadcast("PAUSE", {})
+            self.pool.broadcast(FrameKind.PAUSE, {})
             self.notice("pause", "load paused")
 
     def resume(self) -> None:
         if self.pool is not None:
-            self.pool.broadcast("RESUME", {})
+            self.pool.broadcast(FrameKind.RESUME, {})
             self.notice("resume", "load resumed")
 
     def set_rate_factor(self, factor: float) -> None:
@@ -177,7 +195,7 @@ class Controller:
         if self.pool is None or self.plan.rate is None:
             return
         self.rate_factor = max(0.01, factor)
-        self.pool.broadcast("RATE", {"factor": self.rate_factor})
+        self.pool.broadcast(FrameKind.RATE, {"factor": self.rate_factor})
         self.notice(
             "rate",
             f"rate set to {self.plan.rate * self.rate_factor:.0f}/s",
@@ -191,8 +209,10 @@ class Controller:
         self.stop_requested = True
         self.stop_reason = reason
         if self.pool is not None:
-            self.pool.broadcast("STOP", {})
+            self.pool.broadcast(FrameKind.STOP, {})
         self._stop_event.set()
+        if self.profiler is not None:
+            self.profiler.quit()
         if self.start_at is not None:
             self.emit(PhaseChanged("drain", round(self.elapsed(), 3)))
 
@@ -201,9 +221,8 @@ class Controller:
         or hung worker cannot hold the exit; the report and snapshot are still made."""
         self.stop()
         self.fanout.abandon()  # the run is over and a sink is stuck: stop waiting for it
-        abort = getattr(self.pool, "abort", None)
-        if abort is not None:
-            abort()
+        if self.pool is not None:
+            self.pool.abort()
 
     def _passive(self) -> frozenset[str]:
         """The groups whose op exchanges nothing by design."""
@@ -255,8 +274,10 @@ class Controller:
             target_rss_peak=peak,
             findings=self._diagnose(),
             passive=self._passive(),
+            profile=self.profiler.result() if self.profiler else None,
             labels=self.labels,
-            nodes=nodes() if (nodes := getattr(self.pool, "nodes", None)) is not None else None,
+            nodes=self.pool.nodes() if self.pool else None,
+            clock=self.clock,
         )
         if self.archive is not None:
             kept = await anyio.to_thread.run_sync(self.archive.keep, self._record(report))
@@ -270,6 +291,7 @@ class Controller:
             series=self.aggregator.series,
             histograms=self.aggregator.phase_histograms(),
             resources=self.resources.series,
+            target_profile=self.profiler.result() if self.profiler else None,
         )
 
     def _diagnose(self) -> list[str]:
@@ -297,16 +319,11 @@ class Controller:
             yield starting
 
     async def _run_workers(
-        self, pool: WorkerPool, announcement: Announcement, target_pid: int | None
+        self, pool: Pool, announcement: Announcement, target_pid: int | None
     ) -> None:
         plan = self.plan
-        try:
-            with anyio.fail_after(HELLO_GRACE + plan.timeout + plan.sessions / 200):
-                hellos = await pool.wait_hello(self._stop_event)
-        except TimeoutError:
-            self.notice("workers", "workers did not open their sessions in time")
-            self.stop_reason = "error"
-            return
+        grace = HELLO_GRACE + plan.timeout + plan.sessions / 200
+        hellos = await pool.wait_hello(self._stop_event, grace)
         if self.stop_requested:  # interrupted while the sessions opened (the workers may be gone)
             return
         if not pool.live:
@@ -316,8 +333,10 @@ class Controller:
         self.aggregator.live = set(pool.live)
         opened = sum(h.get("opened", 0) for h in hellos)
         failed = sum(h.get("failed", 0) for h in hellos)
+        self.no_session = NoSessionWatch(opened, failed)
+        self.clock, clock_note = clock_report(plan.clock, hellos, plan.protocol)
         self.start_at = time.monotonic() + START_DELAY
-        pool.broadcast("GO", {"start_at": self.start_at})
+        pool.broadcast(FrameKind.GO, {"start_at": self.start_at})
         self.emit(
             RunStarted(
                 plan=redact_value(plan.redacted()),
@@ -329,31 +348,75 @@ class Controller:
                 log_dir=str(self.log_dir),
             )
         )
-        sampler = Sampler(pool.pids(), target_pid, getattr(pool, "worker_samples", None))
+        if clock_note is not None:
+            self.notice("clock", clock_note)
+        sampler = Sampler(pool.pids(), target_pid, pool.worker_samples)
         deadline = self.start_at + plan.warmup + plan.duration + plan.drain + BYE_GRACE
+        self.profiler = start_profiler(
+            plan.profiling,
+            target_pid,
+            self.log_dir,
+            self.emit,
+            lambda line: self.notice("profile", line),
+            self.elapsed,
+        )
         async with anyio.create_task_group() as group:
             group.start_soon(self._sample_resources, sampler)
             group.start_soon(self._phase_clock)
+            if self.profiler is not None:
+                sustain = self.start_at + plan.warmup
+                group.start_soon(self.profiler.run, sustain, sustain + plan.duration)
             await self._consume(pool, deadline)
+            if self.profiler is not None:  # its last chunk is read before the report
+                self.profiler.quit()
+                with anyio.move_on_after(PROFILER_GRACE):
+                    await self.profiler.done.wait()
             group.cancel_scope.cancel()
         self._report_failures(pool)
 
-    async def _consume(self, pool: WorkerPool, deadline: float) -> None:
+    async def _consume(self, pool: Pool, deadline: float) -> None:
         with anyio.move_on_after(max(0.0, deadline - time.monotonic())) as scope:
             async for handle, kind, payload in pool.frames():
-                if kind == "STATS":
+                if kind is FrameKind.STATS:
                     for update in self.aggregator.add(payload):
                         self.emit(update)
-                elif kind == "GONE":
+                        self._watch_sessions(update)
+                elif kind is FrameKind.DONE and handle is not None:
+                    self._done.add(handle.index)
+                    self._end_if_counted()
+                elif kind is FrameKind.GONE and handle is not None:
                     self._worker_gone(handle)
-                elif kind == "NOTICE":
+                    self._end_if_counted()
+                elif kind is FrameKind.NOTICE:
                     self.notice(payload["kind"], payload["message"])
         if scope.cancelled_caught:
             self.notice("workers", "workers did not finish in time; stopped")
             self.stop_reason = "error" if not self.stop_requested else self.stop_reason
+        elif self.plan.requests is not None and not (self.counted or self.stop_requested):
+            self.notice(
+                "requests",
+                f"the duration ({format_duration(self.plan.duration)}) ended the sustain "
+                f"before its {self.plan.requests:,} requests",
+            )
         await pool.shutdown()
         for update in self.aggregator.finish():
             self.emit(update)
+
+    def _watch_sessions(self, update: IntervalUpdate) -> None:
+        """Stop a run none of whose sessions could open for a few seconds (no_session)."""
+        reason = self.no_session.add(update)
+        if reason is not None and not self.stop_requested:
+            self.notice(NO_SESSION_NOTICE, reason)
+            self.stop(NO_SESSION)
+
+    def _end_if_counted(self) -> None:
+        """End the sustain once every live worker's share of the request count has ended."""
+        if self.stop_requested or self.counted or not self._done:
+            return
+        if self.aggregator.live <= self._done and self.pool is not None:
+            self.counted = True
+            self.pool.broadcast(FrameKind.STOP, {})
+            self.emit(PhaseChanged("drain", round(self.elapsed(), 3)))
 
     def _worker_gone(self, handle: WorkerHandle) -> None:
         for update in self.aggregator.worker_gone(handle.index):
@@ -369,7 +432,7 @@ class Controller:
                 log_tail=handle.log_tail(),
             )
 
-    def _report_failures(self, pool: WorkerPool) -> None:
+    def _report_failures(self, pool: Pool) -> None:
         for handle in pool.handles:
             if handle.error is not None and not any(
                 n.details.get("worker") == handle.index for n in self.notices
@@ -390,7 +453,7 @@ class Controller:
             if phase == "warmup" and plan.warmup <= 0:
                 continue
             await anyio.sleep(max(0.0, self.start_at + offset - time.monotonic()))
-            if self.stop_requested:
+            if self.stop_requested or self.counted:
                 return
             self.emit(PhaseChanged(phase, round(self.elapsed(), 3)))
 
@@ -421,7 +484,7 @@ class Controller:
 
     def _phase_now(self) -> str:
         elapsed = self.elapsed()
-        if self.stop_requested:
+        if self.stop_requested or self.counted:
             return "drain"
         if elapsed < self.plan.warmup:
             return "warmup"

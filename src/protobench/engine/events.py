@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 from typing import NotRequired, TypedDict
 
 from protobench.engine.report_model import JsonValue, LiveVerdicts, NoticeValue, Report
+from protobench.engine.stacks.model import FunctionShare
 from protobench.engine.summaries import OpSummary, PhaseSummary
 
 
@@ -41,12 +42,13 @@ class IntervalUpdate:
     """One merged interval of all workers, and the run so far.
 
     ``ops`` maps each operation to its summary over the interval (with
-    ``hist``, its encoded histogram and, in the open model, ``hist_uncorrected``);
-    ``total`` merges all operations. ``elapsed`` is the run time at the
-    interval's end. ``phase_summary`` is the interval's phase so far (what the
-    report's phase will be if the phase ends now) and ``verdicts`` the
-    thresholds, built-in checks and CPU verdict so far, judged like the
-    report's (``None`` when the run has no judge: a scripted one).
+    ``hist``, its encoded histogram, in the open model ``hist_uncorrected``, with the
+    kernel clock ``hist_delay``, and the generator's delay ``generator_delay_us``, for a
+    monitor to show beside the verdicts); ``total`` merges all operations. ``elapsed``
+    is the run time at the interval's end. ``phase_summary`` is the interval's phase
+    so far (what the report's phase will be if the phase ends now) and ``verdicts``
+    the thresholds, built-in checks and CPU verdict so far, judged like the report's
+    (``None`` when the run has no judge: a scripted one).
     """
 
     phase: str
@@ -98,6 +100,22 @@ class ResourceSample:
 
 
 @dataclass(frozen=True)
+class ProfileUpdate:
+    """The target's top functions over the last chunk of its profile (``run --profile-target``).
+
+    ``samples`` of the chunk, ``running`` those of a running thread; ``top`` the
+    functions with the largest self share of the running samples.
+    """
+
+    elapsed: float
+    tool: str
+    seconds: float
+    samples: int
+    running: int
+    top: list[FunctionShare]
+
+
+@dataclass(frozen=True)
 class Notice:
     """Something the user should know: a worker died, the target stopped, a rate change."""
 
@@ -115,4 +133,12 @@ class RunFinished:
     exit_code: int
 
 
-Event = RunStarted | PhaseChanged | IntervalUpdate | ResourceSample | Notice | RunFinished
+Event = (
+    RunStarted
+    | PhaseChanged
+    | IntervalUpdate
+    | ResourceSample
+    | ProfileUpdate
+    | Notice
+    | RunFinished
+)

@@ -42,20 +42,47 @@ from typing import Any
 
 import anyio
 from anyio.abc import Process, TaskGroup
-from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
 
-from protobench.engine.frames import FrameDecoder, FrameError, encode_frame
+from protobench.engine.events import ProcessSample
+from protobench.engine.frames import CONTROL, FrameKind, encode_frame
 from protobench.engine.plan import WorkerSlice
-from protobench.engine.report_model import WorkerEntry
+from protobench.engine.pool_base import BaseHandle, BasePool
+from protobench.engine.report_model import NodeEntry, WorkerEntry
 from protobench.hostutil import tail
 from protobench.lifeline import child_env
 
-Frame = tuple["WorkerHandle", str, Any]
-CONTROL = frozenset({"PAUSE", "RESUME", "RATE"})
 STOP_GRACE = 1.0
 """Seconds a worker has to end after ``STOP`` in :meth:`WorkerPool.shutdown` before it is killed."""
 HUNG_INTERVALS = 3
 HUNG_MIN_SECONDS = 2.0
+
+
+STOPPED = frozenset("Tt")
+"""``/proc/PID/stat`` states of a stopped process (by a signal, by a debugger)."""
+
+
+def process_state(pid: int | None) -> str | None:
+    """The state letter of process ``pid`` (``R`` running, ``S`` sleeping, ``T`` stopped...)
+    from ``/proc/PID/stat``, or None when it is gone or unknown."""
+    if pid is None:
+        return None
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text(encoding="ascii", errors="replace")
+    except OSError:
+        return None
+    fields = stat.rpartition(")")[2].split()  # after the command name, which may hold spaces
+    return fields[0] if fields else None
+
+
+def why_silent(state: str | None) -> str:
+    """What a silent worker is doing, from its process state."""
+    if state in STOPPED:
+        return "stopped (SIGSTOP or a debugger)"
+    if state == "R":
+        return "its event loop is blocked (busy: a plugin or decoder that does not yield)"
+    if state in ("S", "D"):
+        return "its event loop is blocked (waiting in a blocking call)"
+    return "hung"
 
 
 class PipeReader:
@@ -131,25 +158,16 @@ class ForkedWorker:
                 os.close(fd)
 
 
-class WorkerHandle:
-    """One worker process and what is known of it."""
+class LocalHandle(BaseHandle):
+    """One worker process of this machine and what is known of it."""
 
     def __init__(self, index: int, process: ForkedWorker, log_path: Path, silence: float) -> None:
-        self.index = index
+        super().__init__(index, log_path)
         self.process = process
-        self.log_path = log_path
         self.silence = silence
         """Seconds without a frame after which the worker is taken for hung."""
-        self.hello: dict[str, Any] | None = None
-        self.said_bye = False
-        self.error: str | None = None
-        self.exit_code: int | None = None
         self.last_seen: float | None = None
         """When its last bytes came (``time.monotonic``); None before its first frame."""
-
-    @property
-    def pid(self) -> int | None:
-        return self.process.pid
 
     @property
     def running(self) -> bool:
@@ -158,15 +176,14 @@ class WorkerHandle:
     def kill(self, reason: str) -> None:
         """Kill the process now; ``reason`` becomes its error unless it said BYE."""
         if self.running:
-            if not self.said_bye and self.error is None:
-                self.error = reason
+            self.fail(reason)
             with contextlib.suppress(ProcessLookupError):
                 self.process.kill()
 
     def log_tail(self) -> str:
         return tail(self.log_path)
 
-    async def send(self, kind: str, payload: Any) -> None:
+    async def send(self, kind: FrameKind, payload: Any) -> None:
         if self.process.stdin is None or self.exit_code is not None:
             return
         try:
@@ -175,37 +192,18 @@ class WorkerHandle:
             return
 
 
-def worker_summary(handle: Any, exit_code: int | None) -> WorkerEntry:
-    """One worker's entry in the report's ``workers`` (a local or a remote handle)."""
-    hello = handle.hello or {}
-    return WorkerEntry(
-        worker=handle.index,
-        pid=handle.pid,
-        exit_code=exit_code,
-        completed=handle.said_bye,
-        error=handle.error,
-        sessions_opened=hello.get("opened", 0),
-        sessions_failed=hello.get("failed", 0),
-        log=str(handle.log_path),
-    )
-
-
-class WorkerPool:
+class WorkerPool(BasePool[LocalHandle]):
     """Start, talk to and stop the worker processes of one run."""
 
     def __init__(self, slices: list[WorkerSlice], log_dir: Path) -> None:
+        super().__init__()
         self.slices = slices
         self.log_dir = log_dir
-        self.handles: list[WorkerHandle] = []
         self._group: TaskGroup | None = None
-        self._send: MemoryObjectSendStream[Frame]
-        self._receive: MemoryObjectReceiveStream[Frame]
-        self._send, self._receive = anyio.create_memory_object_stream[Frame](10_000)
-        self._control_send, self._control_receive = anyio.create_memory_object_stream[
-            tuple[str, Any]
-        ](1_000)
         self._running = 0
         self._server: Process | None = None
+        self._planned: float | None = None
+        """When the workers got their plans (``time.monotonic``)."""
 
     async def __aenter__(self) -> WorkerPool:
         self._group = anyio.create_task_group()
@@ -265,12 +263,12 @@ class WorkerPool:
             silence = max(HUNG_MIN_SECONDS, HUNG_INTERVALS * spec.plan.interval)
             log_path = self.log_dir / f"worker-{spec.worker}.log"
             process = ForkedWorker(stdin_w, stdout_r)
-            self.handles.append(WorkerHandle(spec.worker, process, log_path, silence))
+            self.handles.append(LocalHandle(spec.worker, process, log_path, silence))
         return server
 
     async def _follow_server(self, server: Process) -> None:
         """Learn each worker's PID and exit code from the fork server's lines."""
-        by_index = {h.index: h.process for h in self.handles}
+        by_index = {h.index: h for h in self.handles}
         by_pid: dict[int, ForkedWorker] = {}
         buffer = b""
         assert server.stdout is not None
@@ -281,8 +279,10 @@ class WorkerPool:
                 for line in lines:
                     word, first, second = line.decode().split()
                     if word == "spawned":
-                        by_pid[int(second)] = by_index[int(first)]
-                        by_index[int(first)].spawned(int(second))
+                        handle = by_index[int(first)]
+                        handle.pid = int(second)
+                        by_pid[int(second)] = handle.process
+                        handle.process.spawned(int(second))
                     elif int(first) in by_pid:
                         by_pid[int(first)].exited(int(second))
         code = await server.wait()
@@ -292,7 +292,12 @@ class WorkerPool:
     async def start(self, target: str) -> None:
         """Send every worker its slice and the target: they open their sessions."""
         for spec, handle in zip(self.slices, self.handles, strict=True):
-            await handle.send("PLAN", {"slice": spec.to_dict(), "target": target})
+            await handle.send(FrameKind.PLAN, {"slice": spec.to_dict(), "target": target})
+        self._planned = time.monotonic()
+
+    def drop(self, handle: LocalHandle, reason: str) -> None:
+        """Kill ``handle``'s worker now; its error says ``reason`` and what its process did."""
+        handle.kill(f"{reason}: {why_silent(process_state(handle.pid))}; killed")
 
     async def __aexit__(
         self,
@@ -314,21 +319,12 @@ class WorkerPool:
         for handle in self.handles:
             handle.process.close()
 
-    @property
-    def live(self) -> set[int]:
-        return {h.index for h in self.handles if h.exit_code is None and not h.said_bye}
-
     def pids(self) -> list[int]:
         return [h.pid for h in self.handles if h.pid is not None]
 
-    def broadcast(self, kind: str, payload: Any) -> None:
-        """Queue a control frame for every live worker.
-
-        Safe from any code on the controller's event loop, a bare callback
-        included; a forwarding task writes the frames in order.
-        """
-        with contextlib.suppress(anyio.WouldBlock, anyio.ClosedResourceError):
-            self._control_send.send_nowait((kind, payload))
+    def worker_samples(self) -> list[ProcessSample]:
+        """None: the controller samples every worker itself (:meth:`pids`)."""
+        return []
 
     async def _forward_control(self) -> None:
         """Write broadcast frames in order; controls before ``GO`` are held, then sent after it."""
@@ -336,27 +332,27 @@ class WorkerPool:
         factor: float | None = None
         started = False
         async for kind, payload in self._control_receive:
-            frames: list[tuple[str, Any]] = [(kind, payload)]
+            frames: list[tuple[FrameKind, Any]] = [(kind, payload)]
             if kind in CONTROL:
-                if kind == "RATE":
+                if kind is FrameKind.RATE:
                     factor = float(payload["factor"])
                 else:
-                    paused = kind == "PAUSE"
+                    paused = kind is FrameKind.PAUSE
                 if not started:
                     continue
-            elif kind == "GO":
+            elif kind is FrameKind.GO:
                 started = True
                 if paused:
-                    frames.append(("PAUSE", {}))
+                    frames.append((FrameKind.PAUSE, {}))
                 if factor is not None:
-                    frames.append(("RATE", {"factor": factor}))
+                    frames.append((FrameKind.RATE, {"factor": factor}))
             for handle in self.handles:
                 for frame_kind, frame_payload in frames:
                     if handle.exit_code is None:
                         await handle.send(frame_kind, frame_payload)
 
     async def _watch(self) -> None:
-        """Kill a worker silent for longer than its ``silence`` (hung or stopped)."""
+        """Kill a worker silent for longer than its ``silence``: stopped, or its loop blocked."""
         period = min((h.silence for h in self.handles), default=HUNG_MIN_SECONDS) / 4
         while True:
             before = time.monotonic()
@@ -364,71 +360,49 @@ class WorkerPool:
             now = time.monotonic()
             stalled = now - before > 2 * period
             for handle in self.handles:
-                if handle.last_seen is None or handle.said_bye or not handle.running:
-                    continue
-                if stalled:
-                    # this loop itself was late: frames may be waiting unread
-                    handle.last_seen = max(handle.last_seen, now - period)
-                elif now - handle.last_seen > handle.silence:
-                    handle.kill(
-                        f"no report for {now - handle.last_seen:.0f} s: hung (SIGSTOP?); killed"
-                    )
+                if stalled:  # this loop itself was late: frames may be waiting unread
+                    if handle.last_seen is not None:
+                        handle.last_seen = max(handle.last_seen, now - period)
+                elif (reason := self._silent(handle, now)) is not None:
+                    handle.kill(reason)
 
-    async def _read(self, handle: WorkerHandle) -> None:
-        decoder = FrameDecoder()
+    def _silent(self, handle: LocalHandle, now: float) -> str | None:
+        """Why ``handle``'s worker is to be killed as silent, or None.
+
+        Silent since its last frame, or since its plan when it has sent none: before its
+        first frame a worker may still be importing its plugin, so only a stopped one is.
+        """
+        since = handle.last_seen if handle.last_seen is not None else self._planned
+        if since is None or handle.said_bye or not handle.running:
+            return None
+        if now - since <= handle.silence:
+            return None
+        state = process_state(handle.pid)
+        if handle.last_seen is None and state not in STOPPED:
+            return None
+        return f"no report for {now - since:.0f} s: {why_silent(state)}; killed"
+
+    async def _read(self, handle: LocalHandle) -> None:
         stdout = handle.process.stdout
-        assert stdout is not None
-        try:
+        with contextlib.suppress(anyio.BrokenResourceError, anyio.ClosedResourceError, OSError):
             async for chunk in stdout:
                 handle.last_seen = time.monotonic()
-                for kind, payload in decoder.feed(chunk):
-                    if kind == "BEAT":
-                        continue
-                    if kind == "HELLO":
-                        handle.hello = payload
-                    elif kind == "BYE":
-                        handle.said_bye = True
-                    elif kind == "ERROR":
-                        handle.error = payload.get("message", "unknown error")
-                    await self._send.send((handle, kind, payload))
-        except FrameError as exc:
-            handle.error = f"broken frames: {exc}"
-        except (anyio.BrokenResourceError, anyio.ClosedResourceError, OSError):
-            pass
+                if not await self._output(handle, chunk):
+                    break
         handle.exit_code = await handle.process.wait()
-        if not handle.said_bye and handle.error is None:
-            handle.error = f"exited with code {handle.exit_code}"
+        handle.fail(f"exited with code {handle.exit_code}")
         self._running -= 1
         last = self._running == 0
-        await self._send.send((handle, "GONE", None))
+        await self._gone(handle)
         if last:
             await self._send.aclose()
-
-    async def wait_hello(self, stop: anyio.Event) -> list[dict[str, Any]]:
-        """Wait until every worker said HELLO or died; return the HELLO payloads."""
-        while not stop.is_set():
-            pending = [
-                h
-                for h in self.handles
-                if (h.hello is None or h.pid is None) and h.exit_code is None
-            ]
-            if not pending:
-                break
-            await anyio.sleep(0.02)
-        return [h.hello for h in self.handles if h.hello is not None]
-
-    async def frames(self) -> AsyncIterator[Frame]:
-        """Every frame after HELLO, then GONE per worker; ends when all are gone."""
-        async for frame in self._receive:
-            if frame[1] != "HELLO":
-                yield frame
 
     async def shutdown(self) -> None:
         """Stop every worker still running: STOP, then SIGKILL after :data:`STOP_GRACE` s."""
         running = [h for h in self.handles if h.running]
         for handle in running:
             with anyio.move_on_after(STOP_GRACE / 4):
-                await handle.send("STOP", {})
+                await handle.send(FrameKind.STOP, {})
         with anyio.move_on_after(STOP_GRACE):
             for handle in running:
                 await handle.process.wait()
@@ -446,4 +420,8 @@ class WorkerPool:
             self._server.kill()
 
     def summary(self) -> list[WorkerEntry]:
-        return [worker_summary(h, h.process.returncode) for h in self.handles]
+        return [h.entry(h.process.returncode) for h in self.handles]
+
+    def nodes(self) -> list[NodeEntry] | None:
+        """None: every worker ran on this machine."""
+        return None

@@ -1,7 +1,7 @@
 """The final report of a run (schema ``protobench.report/1``) and its exit code.
 
 The report is what ``--json`` prints and what the snapshot keeps. Its shape is
-documented in the README; the verdicts are judged in :mod:`engine.verdicts`.
+documented in docs/outputs/report.md; the verdicts are judged in :mod:`engine.verdicts`.
 Exit codes (:func:`exit_code_for`): 0 passed; 1 a threshold or a built-in
 check failed; 2 bad input (the CLI's); 3 the run could not complete or measured
 nothing: interrupted (Ctrl-C, ``q``, SIGTERM, SIGHUP), the target could not
@@ -22,6 +22,8 @@ from protobench.engine.bounds import Tally
 from protobench.engine.plan import RunPlan
 from protobench.engine.report_model import (
     CheckResult,
+    ClockReport,
+    ClockSource,
     CpuVerdict,
     GeneratorResources,
     HostResources,
@@ -33,29 +35,28 @@ from protobench.engine.report_model import (
     Report,
     Resources,
     TargetResources,
+    ThresholdResult,
     Tool,
     Verdicts,
     WorkerEntry,
 )
 from protobench.engine.resource_log import ResourceFigures, ResourceLog
+from protobench.engine.stacks.cost import overhead
+from protobench.engine.stacks.model import TargetProfile, summarize
 from protobench.engine.summaries import PhaseSummary
 from protobench.engine.thresholds import evaluate_all
 from protobench.engine.verdicts import (
     builtin_checks,
     cpu_verdicts,
+    delay_findings,
     evaluate_checks,
     incomplete_reason,
 )
 from protobench.redaction import redact_url
 from protobench.targets.base import Announcement
 from protobench.vocab.counters import CONNECTS
+from protobench.vocab.exceptions import ExitCode
 from protobench.vocab.thresholds import Threshold, parse_threshold
-
-EXIT_OK = 0
-EXIT_THRESHOLDS = 1
-EXIT_BAD_INPUT = 2
-EXIT_INCOMPLETE = 3
-EXIT_NOT_SAVED = 5
 
 
 def _iso(timestamp: float) -> str:
@@ -127,13 +128,17 @@ def build_report(
     passive: frozenset[str] = frozenset(),
     labels: Mapping[str, JsonValue] | None = None,
     nodes: Sequence[NodeEntry] | None = None,
+    profile: TargetProfile | None = None,
+    clock: ClockReport | None = None,
 ) -> Report:
     """The report of a run.
 
     ``notices`` are the run's notices; ``findings`` the protocol plugin's
     diagnosis; ``passive`` the groups whose op exchanges nothing by design (no
     exchange is expected of them); ``labels`` (a sweep's) and ``nodes`` (a
-    Ray run's) are in the report when given.
+    Ray run's) are in the report when given; so is the summary of the target's
+    ``profile`` (``run --profile-target``); ``clock`` is where the exchanges' times came
+    from (:func:`clock_report`).
     """
     report = Report(
         tool=Tool(name="protobench", version=__version__),
@@ -147,7 +152,9 @@ def build_report(
             sessions=plan.sessions,
             rate=plan.rate,
             ramp_to=plan.ramp_to if plan.rate is not None else None,
+            requests=plan.requests,
         ),
+        clock=clock,
         processes=len(workers),
         warmup_s=plan.warmup,
         duration_s=plan.duration,
@@ -158,6 +165,7 @@ def build_report(
         resources=resource_summary(
             resources, target_rss_baseline, target_rss_peak, plan, _connects(aggregator)
         ),
+        target_profile=summarize(profile, overhead(profile)) if profile else None,
         workers=list(workers),
         notices=list(notices),
         verdicts=PENDING,
@@ -165,9 +173,8 @@ def build_report(
         nodes=list(nodes) if nodes is not None else None,
     )
     judge = RunJudge.of(plan, resources, passive)
-    thresholds = evaluate_all(judge.thresholds, report.sustain)
-    report = replace(report, thresholds=thresholds)
-    return replace(
+    report = replace(report, thresholds=evaluate_all(judge.thresholds, report.sustain))
+    report = replace(
         report,
         verdicts=verdicts(
             report,
@@ -177,6 +184,68 @@ def build_report(
             passive,
         ),
     )
+    if not report.nothing_measured:
+        return report
+    # no figure to judge: none evaluated, none passed (and the exit code is 3)
+    unjudged = [ThresholdResult(expr=t.expr, value=None, ok=False) for t in judge.thresholds]
+    return replace(
+        report,
+        thresholds=unjudged,
+        verdicts=replace(report.verdicts, thresholds_passed=not unjudged),
+    )
+
+
+def clock_report(
+    setting: str, hellos: Sequence[Mapping[str, object]], protocol: str
+) -> tuple[ClockReport, str | None]:
+    """Where the run's times come from, from the workers' ``HELLO``; and a notice's line when
+    the kernel's clock was asked for and not every session has it (``None`` otherwise).
+
+    Each ``HELLO`` has ``clock``: per group, its open ``sessions`` and how many read
+    the kernel's receive (``kernel_receive``) and send (``kernel_send``) stamps;
+    ``clock_reason``: why the platform gives none, when it does not.
+    """
+    sessions = receive = send = 0
+    reasons = set()
+    for hello in hellos:
+        groups = hello.get("clock")
+        for counts in groups.values() if isinstance(groups, Mapping) else ():
+            sessions += int(counts.get("sessions", 0))
+            receive += int(counts.get("kernel_receive", 0))
+            send += int(counts.get("kernel_send", 0))
+        if reason := hello.get("clock_reason"):
+            reasons.add(str(reason))
+    report = ClockReport(
+        setting="kernel" if setting == "kernel" else "user",
+        receive=_source(receive, sessions),
+        send=_source(send, sessions),
+    )
+    if report.setting != "kernel" or not sessions or (receive == send == sessions):
+        return report, None
+    user = "the engine's clock in user space"
+    if reasons:
+        why = f"the kernel's timestamps are not available here ({'; '.join(sorted(reasons))})"
+        return report, f"{why}: exchange times are {user}"
+    if not receive:
+        return report, (
+            f"the {protocol} plugin does not read the kernel's timestamps:"
+            f" exchange times are {user}"
+        )
+    if receive < sessions:
+        return report, (
+            f"{receive} of {sessions} sessions read the kernel's timestamps (TLS connections"
+            f" and plugins without them do not): the others' times are {user}"
+        )
+    return report, (
+        "the kernel gives no send timestamps here: a request's time is taken in user space"
+        " immediately before its send"
+    )
+
+
+def _source(kernel: int, sessions: int) -> ClockSource:
+    if sessions and kernel == sessions:
+        return "kernel"
+    return "mixed" if kernel else "user"
 
 
 def _connects(aggregator: Aggregator) -> int:
@@ -259,20 +328,20 @@ def verdicts(
         thresholds_passed=all(t.ok for t in report.thresholds),
         checks=checks,
         checks_passed=all(c.ok for c in checks),
-        findings=list(findings),
+        findings=[*delay_findings(report.sustain, report.model.type == "open"), *findings],
         complete=incomplete is None,
         incomplete_reason=incomplete,
     )
 
 
-def exit_code_for(report: Report) -> int:
+def exit_code_for(report: Report) -> ExitCode:
     """The exit code of a run (see the module's docstring).
 
     A ``snapshot_error`` in the report means the snapshot is not in the store.
     """
     verdict = report.verdicts
     if report.partial or report.sustain is None or not verdict.complete:
-        return EXIT_INCOMPLETE
+        return ExitCode.INCOMPLETE
     if not verdict.thresholds_passed or not verdict.checks_passed:
-        return EXIT_THRESHOLDS
-    return EXIT_NOT_SAVED if report.snapshot_error else EXIT_OK
+        return ExitCode.FAILED
+    return ExitCode.NOT_SAVED if report.snapshot_error else ExitCode.OK

@@ -23,7 +23,9 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field, fields, is_dataclass
 from typing import TYPE_CHECKING, Any, Literal
 
+from protobench.engine.stacks.model import ProfileSummary
 from protobench.engine.summaries import OMIT_NONE, PhaseSummary
+from protobench.vocab.exceptions import BadInput
 
 if TYPE_CHECKING:
     from pydantic import TypeAdapter
@@ -37,6 +39,10 @@ FLATTEN: dict[str, Any] = {"flatten": True}
 """Field metadata: the field's mapping is merged into its object's keys."""
 NoticeValue = str | int | float | bool | None
 """A notice's detail: a worker's index, an exit code, a pid, a log's tail..."""
+NO_SESSION = "no-session"
+"""The ``stop_reason`` of a run stopped early because none of its sessions could open."""
+NO_SESSION_NOTICE = "sessions"
+"""The kind of the notice that says why such a run stopped (one line)."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -47,12 +53,35 @@ class Tool:
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class LoadModel:
-    """``closed`` (sessions back to back) or ``open`` (a rate of arrivals, maybe ramped)."""
+    """``closed`` (sessions back to back) or ``open`` (a rate of arrivals, maybe ramped);
+    ``requests``: the exchanges that end the sustain (``-n``), when counted."""
 
     type: Literal["closed", "open"]
     sessions: int = 0
     rate: float | None = field(default=None, metadata=OMIT_NONE)
     ramp_to: float | None = field(default=None, metadata=OMIT_NONE)
+    requests: int | None = field(default=None, metadata=OMIT_NONE)
+
+
+type ClockSource = Literal["kernel", "user", "mixed"]
+"""Where the times of a run's exchanges came from: the kernel's socket timestamps, the
+engine's own reads of the clock in user space, or some sessions each."""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ClockReport:
+    """The run's clock: the setting asked for, and where receive and send times came from.
+
+    ``receive`` ``kernel``: each reply's time is the kernel's receive stamp of the
+    packet that completed it; ``send`` ``kernel``: each request's time is the
+    kernel's transmit stamp of its first packet, ``user`` the engine's time just
+    before the send syscall. ``mixed``: some sessions each (e.g. TLS connections
+    are read in user space).
+    """
+
+    setting: Literal["kernel", "user"]
+    receive: ClockSource
+    send: ClockSource
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -226,7 +255,7 @@ class NodeEntry:
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class Report:
-    """The final report of a run (see the README's "The report")."""
+    """The final report of a run (see docs/outputs/report.md)."""
 
     schema: str = SCHEMA
     tool: Tool = field(default_factory=Tool)
@@ -236,6 +265,8 @@ class Report:
     target: str = ""
     target_kind: str | None = None
     model: LoadModel = field(default_factory=lambda: LoadModel(type="closed"))
+    clock: ClockReport | None = field(default=None, metadata=OMIT_NONE)
+    """Absent in reports from before the kernel's clock (their times were user space)."""
     processes: int = 0
     warmup_s: float = 0.0
     duration_s: float = 0.0
@@ -244,6 +275,8 @@ class Report:
     stop_reason: str = "completed"
     phases: dict[str, PhaseSummary]
     resources: Resources = field(default_factory=Resources)
+    target_profile: ProfileSummary | None = field(default=None, metadata=OMIT_NONE)
+    """Where the target spent sustain (``run --profile-target``), summed up."""
     workers: list[WorkerEntry] = field(default_factory=list)
     notices: list[NoticeEntry] = field(default_factory=list)
     thresholds: list[ThresholdResult] = field(default_factory=list)
@@ -258,8 +291,15 @@ class Report:
     def sustain(self) -> PhaseSummary | None:
         return self.phases.get("sustain")
 
+    @property
+    def nothing_measured(self) -> bool:
+        """The run measured nothing that can be judged (``NOTHING MEASURED``): it completed
+        so, or it stopped early because no session could open. Its thresholds are not
+        evaluated (each ``ok: false``, ``value: null``)."""
+        return self.stop_reason == NO_SESSION or not (self.partial or self.verdicts.complete)
 
-class ReportError(ValueError):
+
+class ReportError(BadInput, ValueError):
     """A report that cannot be read: one line naming the bad field's path."""
 
 

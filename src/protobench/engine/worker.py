@@ -13,7 +13,10 @@ in-flight exchanges finish during ``drain`` (sessions are told with
 they are ``settled`` (deliveries still on their way; all of it forms the
 ``drain`` phase, bounded by its length), then sends ``BYE``. From the plan on,
 it sends a ``BEAT`` frame every interval, so the controller can tell a hung
-worker from a quiet one. A fatal error is sent as ``ERROR`` with its message.
+worker from a quiet one. With a request count, it sends ``DONE`` once its
+share has been started and has ended, and stays in sustain, idle, until the
+controller's ``STOP`` (every worker done); its last interval ends when its
+last exchange did. A fatal error is sent as ``ERROR`` with its message.
 
 Every interval's end (and every :data:`SWEEP` seconds) counts the exchanges
 pending longer than the timeout (:meth:`ExchangeDriver.sweep`) and the time
@@ -33,7 +36,7 @@ from typing import Any
 
 import uvloop
 
-from protobench.engine.frames import FrameDecoder, encode_frame
+from protobench.engine.frames import CONTROL, FrameDecoder, FrameKind, encode_frame
 from protobench.engine.metrics import OpRecorder
 from protobench.engine.plan import GroupPlan, GroupSlice, WorkerSlice
 from protobench.engine.schedule import (
@@ -49,7 +52,9 @@ from protobench.engine.waker import tighten_timer_slack
 from protobench.hostutil import raise_fd_limit
 from protobench.lifeline import die_with_parent
 from protobench.protocols import registry
-from protobench.protocols.base import SessionContext, StreamSession
+from protobench.protocols.base import Session, SessionContext, StreamSession
+from protobench.protocols.timestamps.clock import KERNEL, WALL, probe
+from protobench.protocols.timestamps.reactor import Reactor
 
 OPEN_CONCURRENCY = 256
 STREAM_GRACE = 0.5
@@ -60,7 +65,8 @@ FOLD_AT_LEAST = 1_000
 """Latencies a tick waits for before it folds them (the interval's end folds the rest)."""
 SWEEP = 0.5
 """Seconds between sweeps for exchanges pending longer than the timeout (at most)."""
-CONTROL = frozenset({"PAUSE", "RESUME", "RATE"})
+COUNT_POLL = 0.001
+"""Seconds between looks at the exchanges still pending once the request count is spent."""
 FIRST_INTERVAL = 0.1
 """Seconds of the warmup's first interval (then aligned to the interval): the first figures
 come a tenth of a second after the start, not a whole interval."""
@@ -76,7 +82,7 @@ class FrameWriter:
     def __init__(self, fd: int) -> None:
         self.fd = fd
 
-    def send(self, kind: str, payload: Any) -> None:
+    def send(self, kind: FrameKind, payload: Any) -> None:
         data = encode_frame(kind, payload)
         view = memoryview(data)
         while view:
@@ -87,7 +93,7 @@ class FrameWriter:
 class ControlReader(asyncio.Protocol):
     """Frames from the controller on stdin, delivered to an asyncio queue."""
 
-    def __init__(self, queue: asyncio.Queue[tuple[str, Any]]) -> None:
+    def __init__(self, queue: asyncio.Queue[tuple[FrameKind, Any]]) -> None:
         self.queue = queue
         self.decoder = FrameDecoder()
 
@@ -96,7 +102,7 @@ class ControlReader(asyncio.Protocol):
             self.queue.put_nowait(frame)
 
     def connection_lost(self, exc: Exception | None) -> None:
-        self.queue.put_nowait(("EOF", None))
+        self.queue.put_nowait((FrameKind.EOF, None))
 
 
 class Worker:
@@ -112,7 +118,25 @@ class Worker:
         self.recorders: dict[str, OpRecorder] = {}
         self.slots: dict[str, list[Slot]] = {}
         self.drivers: list[Driver] = []
+        self.reactors: dict[str, Reactor] = {}
+        """Each group's stamped sockets, when the run reads the kernel's clock."""
         self.max_lag = 0.0
+        self.state.counted = spec.requests is not None
+        self.done_at: float | None = None
+        """When this worker's share of the request count had all ended (monotonic)."""
+        self._counting: asyncio.Task[None] | None = None
+
+    def _reactor(self, group: str) -> Reactor | None:
+        """The group's reactor when the run asks for the kernel's clock and the kernel has it."""
+        if self.plan.clock != KERNEL:
+            return None
+        support = probe()
+        if not support.receive:
+            return None
+        reactor = self.reactors.get(group)
+        if reactor is None:
+            reactor = self.reactors[group] = Reactor(send=support.send)
+        return reactor
 
     def _contexts(
         self, group: GroupPlan, part: GroupSlice, recorder: OpRecorder
@@ -131,6 +155,7 @@ class Worker:
                 timeout=self.plan.timeout,
                 count=recorder.count,
                 sent=recorder.sent,
+                reactor=self._reactor(group.name),
             )
             for index in part.indices
         ]
@@ -155,7 +180,27 @@ class Worker:
             results = await asyncio.gather(*(open_one(slot) for slot in slots))
             opened += sum(results)
             failed += len(results) - sum(results)
-        return {"pid": os.getpid(), "opened": opened, "failed": failed}
+        hello: dict[str, Any] = {
+            "pid": os.getpid(),
+            "opened": opened,
+            "failed": failed,
+            "clock": self.clocks(),
+        }
+        if self.plan.clock == KERNEL and not (support := probe()).receive:
+            hello["clock_reason"] = support.reason
+        return hello
+
+    def clocks(self) -> dict[str, dict[str, int]]:
+        """Per group, how many open sessions read the kernel's receive and send stamps."""
+        out = {}
+        for name, slots in self.slots.items():
+            stamps = [slot.ctx.stamps for slot in slots if slot.session is not None]
+            out[name] = {
+                "sessions": len(stamps),
+                "kernel_receive": sum(s.kernel_receive for s in stamps),
+                "kernel_send": sum(s.kernel_send for s in stamps),
+            }
+        return out
 
     def build_drivers(self, ramp_seconds: float) -> None:
         groups = {g.name: g for g in self.plan.groups}
@@ -193,13 +238,45 @@ class Worker:
                         part.ramp_to,
                         ramp_seconds,
                         precision_ns=int(self.plan.pacing_precision * 1e9),
+                        reactor=self.reactors.get(part.name),
                     )
                 )
             else:
                 self.drivers.append(ClosedDriver(slots, recorder, self.state))
 
+    def pending(self) -> int:
+        """Exchanges not ended yet, over every driver of exchanges."""
+        return sum(d.pending for d in self.drivers if isinstance(d, ExchangeDriver))
+
+    def count_from_here(self) -> None:
+        """The sustain begins: its request count starts (this worker's share of it).
+
+        What is pending now ends in sustain and counts there, so fewer start;
+        once the count is spent and all of it has ended, ``DONE`` tells the
+        controller, which ends the sustain of every worker when all are done.
+        """
+        quota = self.spec.requests
+        if quota is None:
+            return
+        self.state.allow(quota - self.pending())
+        self._counting = asyncio.get_running_loop().create_task(self._count_reached())
+
+    async def _count_reached(self) -> None:
+        await self.state.spent.wait()
+        while self.pending():  # noqa: ASYNC110 - polled only once the count is spent
+            await asyncio.sleep(COUNT_POLL)
+        self.done_at = time.monotonic()
+        self.out.send(FrameKind.DONE, {"worker": self.spec.worker})
+
+    def read_arrived(self) -> None:
+        """Take up the replies that lazy reads left waiting (before timeouts or an interval)."""
+        for driver in self.drivers:
+            if isinstance(driver, ExchangeDriver):
+                driver.read_arrived()
+
     def sweep(self, final: bool = False) -> None:
         """Count exchanges pending longer than the timeout (and, with ``final``, the rest)."""
+        self.read_arrived()
         now = perf_ns()
         for driver in self.drivers:
             if isinstance(driver, ExchangeDriver):
@@ -216,7 +293,7 @@ class Worker:
     def flush(self, phase: str, index: int, t0: float, t1: float) -> None:
         ops = {name: rec.flush().to_wire() for name, rec in self.recorders.items()}
         self.out.send(
-            "STATS",
+            FrameKind.STATS,
             {
                 "worker": self.spec.worker,
                 "phase": phase,
@@ -243,6 +320,7 @@ class Worker:
             await asyncio.sleep(TICK)
             now = loop.time()
             self.max_lag = max(self.max_lag, now - expected)
+            WALL.resync()
             for recorder in self.recorders.values():
                 recorder.fold_pending(FOLD_AT_LEAST)
             if now >= next_sweep:
@@ -250,8 +328,24 @@ class Worker:
                 self.sweep()
 
     async def run(self, start_at: float, stop_requested: asyncio.Event) -> None:
-        """Run the phases from the monotonic time ``start_at``."""
-        plan = self.plan
+        """Run the phases from the monotonic time ``start_at``: warmup and sustain (ended early
+        by ``stop_requested``), then the drain; one ``STATS`` frame per interval."""
+        tasks = await self._begin(start_at)
+        await self._measure(start_at, stop_requested)
+        sessions = self._stop_load()
+        drain_start = time.monotonic()
+        await self._drain(sessions, drain_start + self.plan.drain)
+        if self._counting is not None:
+            tasks.append(self._counting)
+        for task in tasks:
+            task.cancel()
+        await asyncio.gather(*tasks, return_exceptions=True)
+        self.sweep(final=True)
+        self.flush("drain", 0, 0.0, time.monotonic() - drain_start)
+
+    async def _begin(self, start_at: float) -> list[asyncio.Task[None]]:
+        """At the common start: the run's clock, the sessions not open counted down, and the
+        tick and every driver started (their tasks)."""
         await asyncio.sleep(max(0.0, start_at - time.monotonic()))
         start_ns = time.perf_counter_ns()
         self.state.begin(start_ns)
@@ -259,6 +353,8 @@ class Worker:
             for slot in slots:
                 slot.down_since = start_ns if slot.session is None else 0
         tasks: list[asyncio.Task[None]] = [asyncio.create_task(self.tick())]
+        if self.plan.warmup <= 0:
+            self.count_from_here()  # before the first exchange
         for driver in self.drivers:
             if isinstance(driver, ClosedDriver):
                 driver.start()
@@ -266,28 +362,47 @@ class Worker:
                 tasks.append(asyncio.create_task(driver.run(start_ns)))
             else:
                 tasks.append(asyncio.create_task(driver.run()))
-        phases = [("warmup", plan.warmup), ("sustain", plan.duration)]
+        return tasks
+
+    async def _measure(self, start_at: float, stop_requested: asyncio.Event) -> None:
+        """The warmup, then the sustain phase (a phase of no length is skipped); a stop ends
+        them early."""
         phase_start = start_at
-        stopped = False
-        for phase, length in phases:
-            if length <= 0 or stopped:
+        for phase, length in (("warmup", self.plan.warmup), ("sustain", self.plan.duration)):
+            if length <= 0:
                 continue
-            phase_end = phase_start + length
-            index = 0
-            t0 = phase_start
-            early = phase == "warmup" and plan.interval > 4 * FIRST_INTERVAL
-            while True:
-                tick = min(phase_end, phase_start + interval_end(index, plan.interval, early))
-                stopped = await _wait_until(tick, stop_requested)
-                now = time.monotonic()
-                self.sweep()
-                self.accrue_down()
-                self.flush(phase, index, t0 - phase_start, min(now, tick) - phase_start)
-                index += 1
-                t0 = min(now, tick)
-                if stopped or tick >= phase_end:
-                    break
-            phase_start = phase_end
+            if phase == "sustain" and self.plan.warmup > 0:
+                self.count_from_here()  # right after the warmup's last report: nothing between
+            if await self._phase(phase, phase_start, length, stop_requested):
+                return
+            phase_start += length
+
+    async def _phase(
+        self, phase: str, phase_start: float, length: float, stop_requested: asyncio.Event
+    ) -> bool:
+        """One phase's intervals, each reported as it ends; True when a stop ended it. Once a
+        request count has ended the load, its last interval ends when the last exchange did."""
+        interval = self.plan.interval
+        phase_end = phase_start + length
+        early = phase == "warmup" and interval > 4 * FIRST_INTERVAL
+        index = 0
+        t0 = phase_start
+        while True:
+            tick = min(phase_end, phase_start + interval_end(index, interval, early))
+            stopped = await _wait_until(tick, stop_requested)
+            end = min(time.monotonic(), tick)
+            if self.done_at is not None:
+                end = max(t0, min(end, self.done_at))
+            self.sweep()
+            self.accrue_down()
+            self.flush(phase, index, t0 - phase_start, end - phase_start)
+            index += 1
+            t0 = end
+            if stopped or tick >= phase_end:
+                return stopped
+
+    def _stop_load(self) -> list[Session]:
+        """End the load: no new exchange, no session wanted; tell the open sessions."""
         self.state.stop()
         for slots in self.slots.values():
             for slot in slots:
@@ -295,26 +410,26 @@ class Worker:
         sessions = [s.session for slots in self.slots.values() for s in slots if s.session]
         for session in sessions:
             session.stopping()
-        drain_start = time.monotonic()
-        deadline = drain_start + plan.drain
-        while time.monotonic() < deadline and any(  # noqa: ASYNC110 - polled only while draining
-            getattr(d, "inflight", 0) for d in self.drivers if not isinstance(d, StreamDriver)
+        return sessions
+
+    async def _drain(self, sessions: list[Session], deadline: float) -> None:
+        """Until ``deadline`` at most: the exchanges in flight end, then stream sessions keep
+        receiving for :data:`STREAM_GRACE` at least and until every one is settled."""
+        while time.monotonic() < deadline and self._exchanging():  # noqa: ASYNC110 - polled
+            await asyncio.sleep(0.01)
+        if not any(isinstance(d, StreamDriver) for d in self.drivers):
+            return
+        grace_end = time.monotonic() + STREAM_GRACE
+        streams = [s for s in sessions if isinstance(s, StreamSession)]
+        while (now := time.monotonic()) < deadline and (  # noqa: ASYNC110
+            now < grace_end or not all(s.settled() for s in streams)
         ):
             await asyncio.sleep(0.01)
-        if any(isinstance(d, StreamDriver) for d in self.drivers):
-            # Deliveries still on their way: at least the grace, then until every stream
-            # session is settled (nothing more expected), within the drain.
-            grace_end = time.monotonic() + STREAM_GRACE
-            streams = [s for s in sessions if isinstance(s, StreamSession)]
-            while (now := time.monotonic()) < deadline and (  # noqa: ASYNC110
-                now < grace_end or not all(s.settled() for s in streams)
-            ):
-                await asyncio.sleep(0.01)
-        for task in tasks:
-            task.cancel()
-        await asyncio.gather(*tasks, return_exceptions=True)
-        self.sweep(final=True)
-        self.flush("drain", 0, 0.0, time.monotonic() - drain_start)
+
+    def _exchanging(self) -> bool:
+        """Some exchange is still in flight (the stream sessions' aside)."""
+        exchanges = (d for d in self.drivers if not isinstance(d, StreamDriver))
+        return any(d.inflight for d in exchanges)
 
     async def close(self) -> None:
         """Close every session, waiting :data:`CLOSE_TIMEOUT` (or the timeout) at most."""
@@ -324,6 +439,9 @@ class Worker:
                 asyncio.gather(*closes, return_exceptions=True),
                 max(CLOSE_TIMEOUT, self.plan.timeout),
             )
+        await asyncio.sleep(0)  # the closed transports' connection_lost callbacks
+        for reactor in self.reactors.values():
+            reactor.close()
 
 
 def interval_end(index: int, interval: float, early: bool) -> float:
@@ -344,34 +462,39 @@ async def _wait_until(deadline: float, stop: asyncio.Event) -> bool:
     return stop.is_set()
 
 
-def apply_control(state: RunState, kind: str, payload: Any) -> None:
+def apply_control(state: RunState, kind: FrameKind, payload: Any) -> None:
     """Apply a ``PAUSE``, ``RESUME`` or ``RATE`` frame to the run's state."""
-    if kind == "PAUSE":
+    if kind is FrameKind.PAUSE:
         state.pause()
-    elif kind == "RESUME":
+    elif kind is FrameKind.RESUME:
         state.resume()
-    elif kind == "RATE":
+    elif kind is FrameKind.RATE:
         state.rate_factor = float(payload["factor"])
 
 
 async def heartbeat(out: FrameWriter, period: float) -> None:
     """A ``BEAT`` frame every ``period`` seconds: this worker's loop is alive."""
     while True:
-        out.send("BEAT", {})
+        out.send(FrameKind.BEAT, {})
         await asyncio.sleep(period)
 
 
+STOPS = frozenset({FrameKind.STOP, FrameKind.EOF})
+"""What ends a worker: a ``STOP`` frame, or the controller gone (its stdin closed)."""
+
+
 async def serve_controller(out: FrameWriter) -> None:
+    """Take the plan (controls before it are held), then serve the run; ``BYE`` at the end."""
     loop = asyncio.get_running_loop()
-    queue: asyncio.Queue[tuple[str, Any]] = asyncio.Queue()
+    queue: asyncio.Queue[tuple[FrameKind, Any]] = asyncio.Queue()
     await loop.connect_read_pipe(lambda: ControlReader(queue), sys.stdin.buffer)
-    held: list[tuple[str, Any]] = []
+    held: list[tuple[FrameKind, Any]] = []
     while True:
         kind, payload = await queue.get()
-        if kind in ("STOP", "EOF"):
-            out.send("BYE", {})
+        if kind in STOPS:
+            out.send(FrameKind.BYE, {})
             return
-        if kind == "PLAN":
+        if kind is FrameKind.PLAN:
             break
         if kind not in CONTROL:
             raise RuntimeError(f"expected PLAN, got {kind}")
@@ -388,19 +511,20 @@ async def serve_controller(out: FrameWriter) -> None:
 
 
 async def _serve_run(
-    worker: Worker, queue: asyncio.Queue[tuple[str, Any]], out: FrameWriter
+    worker: Worker, queue: asyncio.Queue[tuple[FrameKind, Any]], out: FrameWriter
 ) -> None:
+    """Open the sessions (``HELLO``), wait for ``GO`` (controls before it applied), run."""
     spec = worker.spec
-    out.send("HELLO", await worker.open_sessions())
+    out.send(FrameKind.HELLO, await worker.open_sessions())
     stop_requested = asyncio.Event()
     start_at: float | None = None
     while start_at is None:
         kind, payload = await queue.get()
-        if kind == "GO":
+        if kind is FrameKind.GO:
             start_at = float(payload["start_at"])
-        elif kind in ("STOP", "EOF"):
+        elif kind in STOPS:
             await worker.close()
-            out.send("BYE", {})
+            out.send(FrameKind.BYE, {})
             return
         else:
             apply_control(worker.state, kind, payload)
@@ -409,7 +533,7 @@ async def _serve_run(
     async def control() -> None:
         while True:
             kind, payload = await queue.get()
-            if kind in ("STOP", "EOF"):
+            if kind in STOPS:
                 stop_requested.set()
                 return
             apply_control(worker.state, kind, payload)
@@ -420,7 +544,7 @@ async def _serve_run(
     finally:
         control_task.cancel()
         await worker.close()
-    out.send("BYE", {})
+    out.send(FrameKind.BYE, {})
 
 
 def main() -> int:
@@ -438,7 +562,7 @@ def main() -> int:
         uvloop.run(serve_controller(out))
     except Exception as exc:
         traceback.print_exc()
-        out.send("ERROR", {"message": f"{type(exc).__name__}: {exc}"})
+        out.send(FrameKind.ERROR, {"message": f"{type(exc).__name__}: {exc}"})
         return 1
     return 0
 

@@ -22,6 +22,7 @@ from protobench.profiles import builtin
 from protobench.profiles.model import Profile, ProfileKeys
 from protobench.protocols import registry
 from protobench.protocols.base import ProtocolPlugin
+from protobench.vocab.exceptions import BadInput
 
 BUILTIN_PACKAGE = "protobench.profiles.builtin"
 PLUGIN_BUG = "a bug in the plugin's validation"
@@ -30,7 +31,7 @@ PLUGIN_BUG = "a bug in the plugin's validation"
 Loc = tuple[str | int, ...]
 
 
-class ProfileError(Exception):
+class ProfileError(BadInput):
     """A profile that cannot be used, located as precisely as possible."""
 
     def __init__(self, source: str, key: str, message: str, line: int | None = None) -> None:
@@ -38,6 +39,7 @@ class ProfileError(Exception):
         super().__init__(f"{where}: {key}: {message}" if key else f"{where}: {message}")
         self.source = source
         self.key = key
+        self.message = message
         self.line = line
 
 
@@ -89,6 +91,12 @@ def parse(text: str, source: str) -> LoadedProfile:
         message = str(exc)[: where.start()].strip() if where else str(exc)
         line = int(where.group(1)) if where else None
         raise ProfileError(source, "", f"invalid TOML: {message}", line) from exc
+    return from_data(data, source, text)
+
+
+def from_data(data: dict[str, Any], source: str, text: str) -> LoadedProfile:
+    """Validate a profile's data; ``text`` is its TOML (its hash is the profile's, its lines
+    locate errors); ``source`` names it in errors."""
     try:
         profile = Profile.model_validate(data)
     except ValidationError as exc:

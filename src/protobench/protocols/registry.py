@@ -15,6 +15,8 @@ from functools import cache
 from importlib.metadata import EntryPoint, entry_points
 from typing import TYPE_CHECKING, Any
 
+from protobench.vocab.exceptions import BadInput
+
 if TYPE_CHECKING:
     from protobench.protocols.base import ProtocolPlugin
 
@@ -30,7 +32,7 @@ EXTRAS = {
 """Top-level modules that come with an optional extra of protobench, and that extra."""
 
 
-class PluginError(Exception):
+class PluginError(BadInput):
     """A plugin that is unknown or cannot be loaded."""
 
 

@@ -23,8 +23,9 @@ from pathlib import Path
 from typing import Any
 
 from protobench.engine.archive import Kept, RunRecord
-from protobench.engine.controller import Controller, PoolFactory, say_where
+from protobench.engine.controller import Controller, say_where
 from protobench.engine.plan import RunPlan
+from protobench.engine.pool_contract import PoolFactory
 from protobench.engine.sinks import Sink
 from protobench.snapshots.store import SnapshotStore
 

@@ -2,7 +2,8 @@
 
 Each side is one or more snapshots. For every operation and the ``TOTAL`` of
 all operations, and for each metric (throughput, p50, p90, p95, p99, p99.9,
-error rate), a side's samples are the metric's values in its **sustain intervals**
+error rate, and the generator's delay p50 and p99 when a side measured it: the
+kernel clock), a side's samples are the metric's values in its **sustain intervals**
 (intervals shorter than half the plan's interval are left out; with several
 runs the samples of all of them are pooled). A side is summarised by the
 median and its 95% confidence interval; the two sides are compared with the
@@ -26,7 +27,7 @@ benchstat's "need >= 6 samples") or too few for any change to be significant
 at alpha, when the runs are of different protocols, or, for ``TOTAL``, when
 the two sides do not run the same operations; a gate on an operation that only
 one side ran is inconclusive too. A gate with an inconclusive row and no
-crossed row is inconclusive: exit code :data:`EXIT_INCONCLUSIVE` unless the
+crossed row is inconclusive: exit code ``ExitCode.INCONCLUSIVE`` (4) unless the
 user accepts inconclusive gates.
 
 A whole-phase percentile is only compared when each side's merged histogram
@@ -49,6 +50,8 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 from protobench.engine.report_model import Report, to_plain
+from protobench.engine.stacks.cost import overhead
+from protobench.engine.stacks.model import ShareChange, merged, share_changes
 from protobench.snapshots.model import Provenance, Snapshot
 from protobench.snapshots.series import (
     LATENCY_PERCENTILES,
@@ -68,23 +71,29 @@ from protobench.snapshots.stats import (
     min_samples_for_ci,
     smallest_p,
 )
+from protobench.vocab.exceptions import ExitCode
 from protobench.vocab.percentiles import PERCENTILE_KEYS, PERCENTILE_LABELS
 
-METRICS = ("throughput", *PERCENTILE_KEYS, "error_rate")
+DELAY_METRICS = {"delay_p50": "p50", "delay_p99": "p99"}
+"""The generator's delay (``generator_delay_us``), by the percentile each one is."""
+METRICS = ("throughput", *PERCENTILE_KEYS, "error_rate", *DELAY_METRICS)
 LATENCY_METRICS = PERCENTILE_KEYS
-LABELS = {**PERCENTILE_LABELS, "error_rate": "error rate"}
+LABELS = {
+    **PERCENTILE_LABELS,
+    "error_rate": "error rate",
+    "delay_p50": "gen. delay p50",
+    "delay_p99": "gen. delay p99",
+}
 """How a metric is shown (``p999`` as ``p99.9``); a metric not listed is shown by its name."""
 ALIASES = {
     **{label: key for key, label in PERCENTILE_LABELS.items() if label != key},
     "error-rate": "error_rate",
     "errors": "error_rate",
     "rps": "throughput",
+    "delay-p50": "delay_p50",
+    "delay-p99": "delay_p99",
 }
 ALPHA = 0.05
-EXIT_OK = 0
-EXIT_GATE_FAILED = 1
-EXIT_INCONCLUSIVE = 4
-"""``diff``'s exit codes besides 2 (bad input): a gate was crossed / could not decide."""
 MIN_INTERVAL_FRACTION = 0.5
 DIFF_SCHEMA = "protobench.diff/1"
 type ChangeKind = Literal["relative", "points"]
@@ -258,6 +267,9 @@ class Diff:
     gates: list[GateResult]
     accept_inconclusive: bool
     exit_code: int
+    profile: list[ShareChange] | None = None
+    """The target's functions whose share of the running samples changed most (both sides
+    profiled with ``--profile-target``; else null)."""
 
     def row(self, op: str, metric: str) -> Row:
         for row in self.rows:
@@ -274,10 +286,10 @@ class Diff:
 def exit_code(gates: Sequence[GateResult], accept_inconclusive: bool) -> int:
     """1 when a gate failed, else 4 when one could not decide (unless accepted), else 0."""
     if any(result.status == "failed" for result in gates):
-        return EXIT_GATE_FAILED
+        return ExitCode.FAILED
     if any(result.status == "inconclusive" for result in gates) and not accept_inconclusive:
-        return EXIT_INCONCLUSIVE
-    return EXIT_OK
+        return ExitCode.INCONCLUSIVE
+    return ExitCode.OK
 
 
 def change_kind(metric: str) -> ChangeKind:
@@ -307,6 +319,10 @@ def samples(items: Sequence[Interval], op: str, metric: str) -> list[float]:
         elif metric == "error_rate":
             if figures.attempts:
                 values.append(figures.error_rate)
+        elif metric in DELAY_METRICS:
+            delay = figures.generator_delay_us
+            if delay is not None and (value := delay.value(DELAY_METRICS[metric])) is not None:
+                values.append(value)
         elif (value := latency(figures, metric)) is not None:
             values.append(value)
     return values
@@ -314,12 +330,14 @@ def samples(items: Sequence[Interval], op: str, metric: str) -> list[float]:
 
 def whole_phase(snapshots: Sequence[Snapshot], op: str, metric: str) -> tuple[float | None, int]:
     """The metric over the whole sustain phase of every snapshot together, and its sample count."""
-    if metric in LATENCY_METRICS:
-        hist = phase_histogram(snapshots, op)
+    if metric in LATENCY_METRICS or metric in DELAY_METRICS:
+        delay = metric in DELAY_METRICS
+        hist = phase_histogram(snapshots, op, key="hist_delay" if delay else "hist")
         count = int(hist.get_total_count())
         if count == 0:
             return None, 0
-        return float(hist.get_value_at_percentile(_PERCENTILE[metric])), count
+        percentile = _PERCENTILE[DELAY_METRICS[metric] if delay else metric]
+        return float(hist.get_value_at_percentile(percentile)), count
     ok, errors, seconds = phase_counts(snapshots, op)
     if metric == "throughput":
         return (ok / seconds if seconds > 0 else None), ok
@@ -328,9 +346,10 @@ def whole_phase(snapshots: Sequence[Snapshot], op: str, metric: str) -> tuple[fl
 
 def percentile_samples(metric: str) -> int:
     """The fewest samples for ``metric``'s percentile to differ from the maximum (p99: 100)."""
-    if metric not in LATENCY_METRICS:
+    name = DELAY_METRICS.get(metric, metric)
+    if name not in LATENCY_METRICS:
         return 1
-    return math.ceil(100.0 / (100.0 - _PERCENTILE[metric]) - 1e-9)
+    return math.ceil(100.0 / (100.0 - _PERCENTILE[name]) - 1e-9)
 
 
 def too_few(n_base: int, n_new: int, alpha: float, confidence: float) -> str | None:
@@ -395,6 +414,7 @@ _FACTS: tuple[tuple[str, Callable[[Run], object]], ...] = (
     ("profile", lambda run: run.report.profile),
     ("profile hash", lambda run: str(run.provenance.get("profile_sha256"))[:12]),
     ("tool version", lambda run: run.provenance["tool_version"]),
+    ("target sampling", lambda run: _sampling(run.snapshot)),
 )
 """What two runs must share to be compared: each fact's name and how to read it."""
 
@@ -402,7 +422,8 @@ _FACTS: tuple[tuple[str, Callable[[Run], object]], ...] = (
 def comparability(base: Sequence[Run], new: Sequence[Run]) -> list[str]:
     """Why these runs may not be comparable, one sentence each (empty when they are)."""
     warnings = []
-    keys = sorted({key for run in [*base, *new] for key in run.provenance.get("overrides", {})})
+    given = {key for run in [*base, *new] for key in run.provenance.get("overrides", {})}
+    keys = sorted(given - set(SAMPLING))  # the "target sampling" fact says it
     overrides = [(f"{key} override", _override(key)) for key in keys]
     for name, fact in [*_FACTS, *overrides]:
         base_values = sorted({str(fact(run)) for run in base})
@@ -414,6 +435,35 @@ def comparability(base: Sequence[Run], new: Sequence[Run]) -> list[str]:
     for side, runs in (("base", base), ("new", new)):
         warnings.extend(warning for run in runs for warning in _run_warnings(side, run))
     return warnings
+
+
+SAMPLING = ("profile_target", "profiler", "profile_rate", "profile_native", "pprof", "pprof_extra")
+"""The settings of how the target is sampled (compared as one fact, ``target sampling``)."""
+
+
+def _sampling(snapshot: Snapshot) -> str:
+    """How the run's target was sampled (``off``): sampling perturbs the target it measures."""
+    profile = snapshot.target_profile
+    if profile is None:
+        return "off"
+    return f"{profile.label} (costs the target: {overhead(profile)})"
+
+
+PROFILE_CHANGES = 15
+"""The functions ``diff`` lists, largest change in share first."""
+MOVED = 0.001
+"""The least change in share (0.1 percentage point) that ``diff`` lists."""
+
+
+def profile_changes(base: Sequence[Snapshot], new: Sequence[Snapshot]) -> list[ShareChange] | None:
+    """The functions whose share of the target's running samples changed most between the
+    sides (each side's profiles merged), or None when a side has no target profile."""
+    sides = [[s.target_profile.cpu for s in side if s.target_profile] for side in (base, new)]
+    if not all(sides):
+        return None
+    changes = share_changes(merged(sides[0]), merged(sides[1]))
+    moved = [c for c in changes if max(abs(c.self_change), abs(c.total_change)) >= MOVED]
+    return moved[:PROFILE_CHANGES]
 
 
 def _run_warnings(side: str, run: Run) -> list[str]:
@@ -468,6 +518,8 @@ def compare(
     if not base or not new:
         raise ValueError("each side of a comparison needs at least one snapshot")
     base_side, new_side = _Side.of(base), _Side.of(new)
+    if not _measures_delay([*base, *new]):  # user-clock runs: no generator delay to compare
+        metrics = [m for m in metrics if m not in DELAY_METRICS]
     ops = [op for op in dict.fromkeys(base_side.ops) if op in new_side.ops]
     one_side = _one_side_ops(base_side.ops, new_side.ops)
     warnings = comparability(base_side.runs, new_side.runs)
@@ -504,6 +556,16 @@ def compare(
         gates=results,
         accept_inconclusive=accept_inconclusive,
         exit_code=exit_code(results, accept_inconclusive),
+        profile=profile_changes(base, new),
+    )
+
+
+def _measures_delay(snapshots: Sequence[Snapshot]) -> bool:
+    """Whether any of the runs measured the generator's delay (the kernel clock)."""
+    return any(
+        "hist_delay" in hists
+        for s in snapshots
+        for hists in s.histograms.get("sustain", {}).values()
     )
 
 
@@ -615,7 +677,7 @@ def _sample_notes(n_base: int, n_new: int, alpha: float, confidence: float) -> l
 def _geomeans(rows: Sequence[Row], metrics: Sequence[str]) -> list[GeomeanRow]:
     out = []
     for metric in metrics:
-        if metric == "error_rate":
+        if metric == "error_rate" or metric in DELAY_METRICS:
             continue
         pairs = [
             (row.base.median, row.new.median)

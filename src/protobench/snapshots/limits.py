@@ -5,19 +5,23 @@ of MiB, a histogram of another shape) is refused with one line, in bounded time 
 The engine itself bounds what a run writes: a phase keeps at most
 :data:`~protobench.engine.aggregate.SERIES_LIMIT` + 1 interval records and as many resource
 samples, however long the run (a 24 h run at 250 ms intervals, 345,600 intervals, keeps
-3,601 sustain records), and every histogram has the one factory's shape (1 µs .. 60 s, 3
-significant digits). From that:
+3,601 sustain records); a target profile keeps at most 20,000 stacks of 256 frames
+(:mod:`protobench.engine.stacks.model`); every histogram has the one factory's shape (1 µs
+.. 60 s, 3 significant digits). From that:
 
 * :data:`MAX_JSON_BYTES` (128 MiB of JSON once decompressed): a 24 h run of 16 ops at
   250 ms intervals writes about 52 MiB (3,601 sustain records of about 0.9 KiB per op);
-  the limit is two and a half times that. A snapshot at the limit loads in about 10 s.
-  The gzip stream is read no further than the limit (a gzip bomb costs 128 MiB, once).
-* :data:`MAX_VALUES` (8,000,000 values: numbers, strings, lists, objects): such a run's
-  file holds about 36,500 per MiB, 4.7 million at 128 MiB. Counted in the JSON text
-  before it is parsed (commas and brackets), it bounds what parsing can allocate: 128
-  MiB of ``[{},{},...]`` would otherwise become 2.7 GB of Python objects.
+  the limit is two and a half times that. The gzip stream is read 1 MiB at a time and no
+  further than the limit (a gzip bomb costs that much, once).
+* :data:`MAX_VALUES` (16 million values: numbers, strings, lists, objects), counted in the
+  JSON text before it is parsed (commas and brackets): it bounds what parsing can
+  allocate (128 MiB of ``[{},{},...]`` would become 3 GB of Python objects). Such a 24 h
+  run holds 1.9 million; a target profile at its bound 5 million.
+* :data:`FREE_FORM_VALUES`: the parts kept as written, whatever JSON they hold, hold few
+  (labels and provenance 10,000 values, the plan 1,000,000); the typed parts are checked
+  value by value, stopping at the first wrong one.
 * :func:`max_records` (21,606): series records, and resource samples, twice what the
-  three phases can hold.
+  three phases can hold; a profile's stacks and table of functions as its own bounds.
 * :data:`MAX_NOTICES` (10,000): a run's notices (a worker lost, a pause, a rate change...).
 * :data:`MAX_ITEMS` (10,000): any other list or object (ops, groups, counters, labels).
 * :data:`MAX_STRING` (1 MiB): any string but an encoded histogram (a profile's inline
@@ -36,17 +40,20 @@ import functools
 import struct
 import zlib
 from collections.abc import Callable
-from typing import Final
+from typing import Any, Final
 
+from protobench.vocab.exceptions import BadInput
 from protobench.vocab.units import format_size
 
 MAX_JSON_BYTES: Final = 128 * 1024 * 1024
-MAX_VALUES: Final = 8_000_000
+MAX_VALUES: Final = 16_000_000
 MAX_NOTICES: Final = 10_000
 MAX_ITEMS: Final = 10_000
 MAX_STRING: Final = 1024 * 1024
 MAX_HISTOGRAM: Final = 256 * 1024
 HISTOGRAM_KEYS: Final = frozenset({"hist", "hist_uncorrected"})
+FREE_FORM_VALUES: Final = {"labels": 10_000, "provenance": 10_000, "plan": 1_000_000}
+"""The values of the parts kept as written, whatever JSON they hold (by top-level key)."""
 
 
 @functools.cache
@@ -57,11 +64,26 @@ def max_records() -> int:
     return 2 * len(PHASES) * (SERIES_LIMIT + 1)
 
 
+@functools.cache
+def _list_bounds() -> dict[str, int]:
+    """The lists allowed more than :data:`MAX_ITEMS` items, by key: a run's own bounds."""
+    from protobench.engine.stacks.model import MAX_DEPTH, MAX_STACKS  # noqa: PLC0415
+
+    records = max_records()
+    return {
+        "series": records,
+        "resources": records,
+        "notices": MAX_NOTICES,
+        "stacks": MAX_STACKS + 1,  # and the one of the stacks merged away
+        "frames": (MAX_STACKS + 1) * MAX_DEPTH,  # a profile's table of functions
+    }
+
+
 _EXTERNAL_HEADER: Final = struct.Struct(">II")
 _PAYLOAD_HEADER: Final = struct.Struct(">IIIIQQd")
 
 
-class TooLarge(ValueError):
+class TooLarge(BadInput):
     """A file over one of the loader's bounds (the message says which)."""
 
 
@@ -83,10 +105,29 @@ def read_bounded(read: Callable[[int], bytes]) -> bytes:
 
 def over_limit(data: object) -> str | None:
     """The first bound parsed JSON ``data`` is over, as one line naming where; else ``None``."""
-    lists = {"series": max_records(), "resources": max_records(), "notices": MAX_NOTICES}
-    stack: list[tuple[object, str]] = [(data, "")]
+    if type(data) is not dict:
+        return _over(data, "the file", MAX_VALUES)
+    for key, value in data.items():
+        budget = FREE_FORM_VALUES.get(key, MAX_VALUES) if type(key) is str else MAX_VALUES
+        why = _over({key: value}, str(key), budget)
+        if why is not None:
+            return why
+    return None
+
+
+def _over(data: object, name: str, budget: int) -> str | None:
+    """The first bound ``data`` is over, its values counted against ``budget`` (``name``
+    says whose they are)."""
+    if type(data) is not dict and type(data) is not list:
+        return None
+    lists = _list_bounds()
+    stack: list[tuple[Any, str]] = [(data, "")]
+    values = 0
     while stack:
         node, where = stack.pop()
+        values += len(node)  # every node stacked is a dict or a list
+        if values > budget:
+            return f"{name}: more than {budget:,} values"
         if type(node) is dict:
             limit = MAX_ITEMS
             if len(node) > limit:

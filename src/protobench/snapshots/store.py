@@ -5,8 +5,8 @@ redacted, provenance (tool version, profile and its hash, CLI overrides, host,
 CPU, Python, git commit of the working directory), the report, the interval
 series, the per-phase encoded histograms per operation and the resource
 series. The default store is ``<home>/snapshots``, and worker and target logs
-of each run go to ``<home>/logs/<id>/`` (home: ``$PROTOBENCH_HOME``, else
-``./.protobench``, :mod:`protobench.home`); a store built on
+of each run go to ``<home>/logs/<id>/`` (home: ``$PROTOBENCH_HOME``, else the
+user's data directory, :mod:`protobench.home`); a store built on
 another directory ``D`` keeps its logs in ``D/logs/<id>/``. Nothing the store
 writes leaves its directories: a profile name becomes a run id only through
 :func:`safe_name`, and an id is checked before it becomes a path.
@@ -45,7 +45,7 @@ from typing import TYPE_CHECKING, Any, cast
 
 from protobench import __version__
 from protobench.engine.report_model import ReportError, to_plain
-from protobench.home import home
+from protobench.home import CHECKOUT_HOME, home
 from protobench.redaction import redact_url, redact_value
 from protobench.snapshots.limits import TooLarge, over_limit, read_bounded
 from protobench.snapshots.model import (
@@ -56,24 +56,26 @@ from protobench.snapshots.model import (
     check_run_id,
     load_snapshot,
 )
+from protobench.vocab.exceptions import BadInput, NotSaved
 
 if TYPE_CHECKING:
     from protobench.engine.archive import RunRecord
     from protobench.engine.plan import RunPlan
 
 SUFFIX = ".json.gz"
-DEFAULT_DIR = Path(".protobench") / "snapshots"
-DEFAULT_LOGS = Path(".protobench") / "logs"
+DEFAULT_DIR = CHECKOUT_HOME / "snapshots"
+DEFAULT_LOGS = CHECKOUT_HOME / "logs"
+"""The store and logs of a development install (elsewhere: under :func:`home`)."""
 NAME_LENGTH = 64
 _UNSAFE = re.compile(r"[^A-Za-z0-9_.-]+")
 _LATEST = re.compile(r"^latest(?:~(?P<back>\d+))?$")
 
 
-class SnapshotError(Exception):
+class SnapshotError(BadInput):
     """A snapshot that cannot be found or read, or a reference that is not one."""
 
 
-class SnapshotWriteError(OSError):
+class SnapshotWriteError(NotSaved, OSError):
     """A snapshot or log directory that could not be written: the path and the OS error."""
 
     def __init__(self, path: Path, cause: OSError) -> None:
@@ -160,8 +162,9 @@ class SnapshotStore:
     """A directory of snapshots and one of their runs' logs.
 
     ``SnapshotStore()`` is ``<home>/snapshots`` with logs in ``<home>/logs``
-    (``./.protobench`` unless ``$PROTOBENCH_HOME`` is set); ``SnapshotStore(D)``
-    keeps its logs in ``D/logs``.
+    (:func:`protobench.home.home`: ``$PROTOBENCH_HOME``, else the user's data
+    directory, or ``./.protobench`` for a development install);
+    ``SnapshotStore(D)`` keeps its logs in ``D/logs``.
     """
 
     def __init__(self, directory: Path | None = None, logs: Path | None = None) -> None:
@@ -220,6 +223,7 @@ class SnapshotStore:
             series=record.series,
             histograms=record.histograms,
             resources=record.resources,
+            target_profile=record.target_profile,
         )
         return self.write(run_id, to_plain(snapshot))
 

@@ -20,9 +20,10 @@ from dataclasses import dataclass, field
 from typing import ClassVar
 
 from protobench.protocols.base import NoParams, StrictModel
+from protobench.vocab.exceptions import BadInput
 
 
-class ServeError(Exception):
+class ServeError(BadInput):
     """A target that cannot be served as asked (bad option, non-loopback host, no server)."""
 
 

@@ -30,12 +30,13 @@ from anyio.abc import Process
 from protobench.hostutil import tail
 from protobench.lifeline import child_env
 from protobench.targets.base import Announcement
+from protobench.vocab.exceptions import Incomplete
 
 START_TIMEOUT = 60.0
 STOP_TIMEOUT = 5.0
 
 
-class TargetError(Exception):
+class TargetError(Incomplete):
     """The embedded target could not be started."""
 
 

@@ -26,12 +26,13 @@ from typing import Any, ClassVar
 from textual import work
 from textual.app import App
 from textual.binding import Binding, BindingType
+from textual.notifications import SeverityLevel
 from textual.worker import Worker, WorkerState
 
 from protobench.engine.controller import describe_failure
-from protobench.engine.report import EXIT_INCOMPLETE
 from protobench.engine.report_model import Report, report_to_json
 from protobench.snapshots.store import SUFFIX, SnapshotError, SnapshotStore
+from protobench.termtext import visible, visible_tree
 from protobench.tui.baseline import Baseline
 from protobench.tui.display import Display, Playback
 from protobench.tui.feed import REFRESH, Feed
@@ -46,6 +47,7 @@ from protobench.tui.screens.op_filter import OpFilter
 from protobench.tui.source import MetricsSource, ReplaySource
 from protobench.tui.view import RunView, is_alert
 from protobench.tui.widgets.line_chart import REDRAW
+from protobench.vocab.exceptions import ExitCode
 
 RATE_STEP = 0.1
 VIEWS = Binding.Group("views", compact=True)
@@ -144,7 +146,9 @@ class MonitorApp(App[int]):
             self.render_view()
 
     def display_now(self) -> Display:
-        return Display(
+        """What the panels render now, every string in it made visible (a target's error
+        texts, a snapshot's names: never a terminal command; line breaks stay in their box)."""
+        display = Display(
             view=self.view,
             corrected=self.corrected,
             baseline=self.baseline,
@@ -157,6 +161,26 @@ class MonitorApp(App[int]):
             selected=self.selected,
             filter=self.op_filter,
             span=self.span,
+        )
+        return visible_tree(display, keep_newlines=True)
+
+    def notify(
+        self,
+        message: str,
+        *,
+        title: str = "",
+        severity: SeverityLevel = "information",
+        timeout: float | None = None,
+        markup: bool = False,
+    ) -> None:
+        """A toast of plain text: its words made visible, never read as markup."""
+        del markup
+        super().notify(
+            visible(message, keep_newlines=True),
+            title=visible(title),
+            severity=severity,
+            timeout=timeout,
+            markup=False,
         )
 
     def render_view(self) -> None:
@@ -206,7 +230,7 @@ class MonitorApp(App[int]):
         self.finished = True
         self.notify(self.error, title="engine", severity="error", timeout=30)
         if self.exit_when_finished:
-            self.exit(EXIT_INCOMPLETE)
+            self.exit(ExitCode.INCOMPLETE)
         self.monitor.switch("summary")
         self.render_view()
         self.refresh_bindings()
@@ -316,7 +340,7 @@ class MonitorApp(App[int]):
     def action_quit_now(self) -> None:
         code = self.view.exit_code
         if self.error is not None and code is None and not self.replay:
-            code = EXIT_INCOMPLETE
+            code = ExitCode.INCOMPLETE
         self.exit(code if code is not None and not self.replay else 0)
 
     def action_pause(self) -> None:

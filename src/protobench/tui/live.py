@@ -27,20 +27,22 @@ import contextlib
 import importlib.util
 import os
 import signal
-import sys
 import threading
 from collections.abc import Callable, Iterator
 from types import FrameType
 from typing import TYPE_CHECKING
 
-from protobench.engine.controller import PoolFactory, describe_failure
+from protobench.engine.controller import describe_failure
 from protobench.engine.plan import RunPlan
-from protobench.engine.report import EXIT_INCOMPLETE, exit_code_for
+from protobench.engine.pool_contract import PoolFactory
+from protobench.engine.report import exit_code_for
 from protobench.engine.report_model import Report
 from protobench.snapshots.model import Snapshot
 from protobench.snapshots.store import SnapshotStore
+from protobench.termtext import echo
 from protobench.tui.baseline import Baseline
 from protobench.tui.source import LiveSource, ReplaySource
+from protobench.vocab.exceptions import ExitCode
 
 if importlib.util.find_spec("textual") is None:  # the CLI runs headless instead
     raise ImportError("the monitor needs textual (Textual is imported only when it opens)")
@@ -91,13 +93,13 @@ def run_live(
     with contextlib.suppress(OSError):  # a closed terminal (SIGHUP) has no stdout
         if report is not None:
             partial = f" (partial: {report.stop_reason})" if report.partial else ""
-            sys.stdout.write(f"protobench: run {report.profile} ended{partial}\n")
+            echo(f"protobench: run {report.profile} ended{partial}")
             if report.snapshot_error:
-                sys.stderr.write(f"protobench: {report.snapshot_error}\n")
+                echo(f"protobench: {report.snapshot_error}", err=True)
             else:
-                sys.stdout.write(f"snapshot {report.snapshot}\n")
+                echo(f"snapshot {report.snapshot}")
         if source.error is not None:
-            sys.stderr.write(f"protobench: error: {describe_failure(source.error)}\n")
+            echo(f"protobench: error: {describe_failure(source.error)}", err=True)
     return _exit_code(report)
 
 
@@ -156,11 +158,11 @@ def _end_after_hangup(source: LiveSource) -> None:
             os.dup2(devnull, fd)
     source.stop("interrupted")
     source.join(HANGUP_GRACE)
-    os._exit(EXIT_INCOMPLETE)
+    os._exit(ExitCode.INCOMPLETE)
 
 
 def _exit_code(report: Report | None) -> int:
-    return exit_code_for(report) if report is not None else EXIT_INCOMPLETE
+    return exit_code_for(report) if report is not None else ExitCode.INCOMPLETE
 
 
 def run_replay(

@@ -18,7 +18,7 @@ which of them mean something for this source.
   those the engine sent, recomputed by its own code) at their recorded pace
   divided by ``speed``, with pause and seek.
 
-The tests' double, a scripted source, is ``tests.tui.fake_source.FakeSource``.
+The tests' double, a scripted source, is ``tests.support.fake_source.FakeSource``.
 """
 
 from __future__ import annotations
@@ -33,9 +33,9 @@ from typing import Any, Protocol
 
 import anyio
 
-from protobench.engine.controller import PoolFactory
 from protobench.engine.events import Event, RunFinished
 from protobench.engine.plan import RunPlan
+from protobench.engine.pool_contract import PoolFactory
 from protobench.engine.report_model import Report
 from protobench.engine.sinks import Each
 from protobench.snapshots.archive import stored_controller

@@ -14,11 +14,17 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from protobench.engine.events import HostSample, Notice, ProcessSample, RunStarted
-from protobench.engine.report_model import Report, to_plain
+from protobench.engine.events import (
+    HostSample,
+    Notice,
+    ProcessSample,
+    ProfileUpdate,
+    RunStarted,
+)
+from protobench.engine.report_model import NO_SESSION_NOTICE, Report, to_plain
 from protobench.engine.summaries import EMPTY_OP, LatencySummary, PhaseSummary
 
-ALERT_KINDS = frozenset({"worker", "workers", "target"})
+ALERT_KINDS = frozenset({"worker", "workers", "target", NO_SESSION_NOTICE})
 
 
 @dataclass(frozen=True)
@@ -43,6 +49,8 @@ class RunInfo:
     sessions_opened: int
     sessions_failed: int
     log_dir: str
+    requests: int | None = None
+    """The exchanges that end the sustain (``-n``), when counted."""
 
     @property
     def open_model(self) -> bool:
@@ -71,6 +79,7 @@ class RunInfo:
             sessions_opened=event.sessions_opened,
             sessions_failed=event.sessions_failed,
             log_dir=event.log_dir,
+            requests=plan.get("requests"),
         )
 
 
@@ -161,7 +170,7 @@ def _plain(latency: LatencySummary | None) -> dict[str, float]:
 
 
 def is_alert(notice: Notice) -> bool:
-    """A notice the user must see at once (a worker or the target gone)."""
+    """A notice the user must see at once (a worker or the target gone, no session open)."""
     return notice.kind in ALERT_KINDS
 
 
@@ -178,7 +187,8 @@ class Resources:
 
 @dataclass(frozen=True)
 class ThresholdState:
-    """A threshold now: ``ok`` is None until the sustain phase has figures."""
+    """A threshold now: ``ok`` is None until the sustain phase has figures (and for good
+    when the run measured nothing: not evaluated)."""
 
     expr: str
     value: float | None
@@ -220,6 +230,8 @@ class RunView:
     """Run times to mark on the charts: phase starts, pauses, resumes, rate changes."""
     worker_lag_ms: dict[int, float] = field(default_factory=dict)
     """Each worker's event-loop lag in the newest interval."""
+    profile: ProfileUpdate | None = None
+    """The target's top functions over the last profile chunk (``--profile-target``)."""
 
     @property
     def snapshot(self) -> str | None:

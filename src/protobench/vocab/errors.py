@@ -18,6 +18,8 @@ from __future__ import annotations
 
 import enum
 
+from protobench.vocab.exceptions import Incomplete
+
 
 class ErrorClass(enum.StrEnum):
     """The error taxonomy shared by every protocol."""
@@ -32,7 +34,7 @@ class ErrorClass(enum.StrEnum):
     LOCAL = "local"
 
 
-class OpError(Exception):
+class OpError(Incomplete):
     """A failed operation, already classified.
 
     ``code`` is the protocol's own identification of the failure when it has

@@ -27,7 +27,7 @@ from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
-from protobench.engine.frames import encode_frame
+from protobench.engine.frames import FrameKind, encode_frame
 from protobench.engine.resources import Sampler
 from protobench.hostutil import tail
 
@@ -87,7 +87,7 @@ class NodeAgent:
                     start_new_session=True,
                 )
             self.processes[index] = process
-            await self._send(index, "PLAN", {"slice": spec, "target": target})
+            await self._send(index, FrameKind.PLAN, {"slice": spec, "target": target})
             readers.append(asyncio.create_task(self._read(index, process, queue)))
         sampler = asyncio.create_task(self._sample(queue, interval))
         running = len(readers)
@@ -115,7 +115,7 @@ class NodeAgent:
             queue.put_nowait((index, chunk))
         code = await process.wait()
         exit_frame = {"worker": index, "exit_code": code, "log_tail": tail(self.logs[index])}
-        queue.put_nowait((AGENT, encode_frame("EXIT", exit_frame)))
+        queue.put_nowait((AGENT, encode_frame(FrameKind.EXIT, exit_frame)))
         queue.put_nowait(None)
 
     async def _sample(self, queue: asyncio.Queue[tuple[int, bytes] | None], every: float) -> None:
@@ -123,9 +123,10 @@ class NodeAgent:
         while True:
             await asyncio.sleep(every)
             workers, _, host = sampler.sample()
-            queue.put_nowait((AGENT, encode_frame("RESOURCES", {"workers": workers, "host": host})))
+            resources = {"workers": workers, "host": host}
+            queue.put_nowait((AGENT, encode_frame(FrameKind.RESOURCES, resources)))
 
-    async def _send(self, index: int, kind: str, payload: Any) -> None:
+    async def _send(self, index: int, kind: FrameKind, payload: Any) -> None:
         process = self.processes[index]
         if process.stdin is None or process.returncode is not None:
             return
@@ -136,15 +137,24 @@ class NodeAgent:
     async def control(self, kind: str, payload_json: str) -> None:
         """Send a control frame to every worker; ``GO`` carries a wall-clock ``start_wall``."""
         payload = json.loads(payload_json)
-        if kind == "GO":
+        frame = FrameKind(kind)
+        if frame is FrameKind.GO:
             payload = {"start_at": time.monotonic() + payload["start_wall"] - time.time()}
         for index in self.processes:
-            await self._send(index, kind, payload)
+            await self._send(index, frame, payload)
+
+    def kill(self, indices: list[int]) -> None:
+        """Kill workers ``indices`` that still run, now (each one's ``EXIT`` follows)."""
+        for index in indices:
+            process = self.processes.get(index)
+            if process is not None and process.returncode is None:
+                with contextlib.suppress(ProcessLookupError):
+                    process.kill()
 
     async def shutdown(self) -> None:
         """Stop every worker still running: STOP, then SIGTERM, then SIGKILL."""
         for index in self.processes:
-            await self._send(index, "STOP", {})
+            await self._send(index, FrameKind.STOP, {})
         for signal_name in ("terminate", "kill"):
             pending = [p for p in self.processes.values() if p.returncode is None]
             if not pending:

@@ -11,6 +11,7 @@ agents. Ray's own output never reaches the terminal (``log_to_driver`` off).
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
 import socket
@@ -20,13 +21,18 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import psutil
+
 from protobench.engine.distributed.agent import NodeAgent
 from protobench.engine.report_model import NodeEntry
 from protobench.hostutil import is_loopback_host
+from protobench.vocab.exceptions import BadInput, Incomplete
 
 MISSING = "--ray needs `pip install 'protobench[ray]'`"
 PINGS = 5
 REACH_TIMEOUT = 5.0
+AGENT_TIMEOUT = 120.0
+"""Seconds the nodes' agents have to start and say who they are."""
 CLOCK_WARN_FRACTION = 0.05
 """A node whose clock is off by more than this fraction of the interval is reported."""
 SIMULATED_OBJECT_STORE = 80 * 1024 * 1024
@@ -38,8 +44,12 @@ LOOPBACK_ENV = {
 }
 
 
-class RayBackendError(Exception):
+class RayBackendError(BadInput):
     """The cluster cannot run this plan (one line for the user)."""
+
+
+class ClusterStartError(Incomplete):
+    """The cluster did not start or did not answer in time (one line: what, and what to try)."""
 
 
 def parse_spec(spec: str) -> tuple[str | None, int]:
@@ -91,9 +101,23 @@ class LocalCluster:
             "object_store_memory": SIMULATED_OBJECT_STORE,
         }
         head = {**common, "include_dashboard": False, "temp_dir": str(base / "t")}
-        self.cluster = Cluster(initialize_head=True, head_node_args=head)
-        self.extra = [self.cluster.add_node(**common) for _ in range(nodes - 1)]
-        self.cluster.wait_for_nodes()
+        before = _children()
+        cluster: Cluster | None = None
+        try:
+            cluster = Cluster(initialize_head=True, head_node_args=head)
+            self.extra = [cluster.add_node(**common) for _ in range(nodes - 1)]
+            cluster.wait_for_nodes()
+        except Exception as exc:  # Ray raises bare Exceptions (a node's startup timeout)
+            if cluster is not None:
+                with contextlib.suppress(Exception):
+                    cluster.shutdown()  # type: ignore[no-untyped-call]
+            _kill_new_children(before)
+            raise ClusterStartError(
+                f"--ray local:{nodes}: the local Ray cluster did not start: {_first_line(exc)} "
+                "(a busy host starts it slowly: try again on a quieter host, with fewer nodes, "
+                "or start one with `ray start --head` and give --ray auto)"
+            ) from None
+        self.cluster = cluster
         connect(ray, self.cluster.address, loopback=True)
 
     def remove(self, index: int) -> None:
@@ -104,6 +128,25 @@ class LocalCluster:
         ray = import_ray()
         ray.shutdown()
         self.cluster.shutdown()  # type: ignore[no-untyped-call]
+
+
+def _first_line(exc: BaseException) -> str:
+    """The first sentence-bearing line of ``exc``'s message (Ray's run on for lines)."""
+    lines = [line.strip() for line in str(exc).splitlines() if line.strip()]
+    return lines[0] if lines else type(exc).__name__
+
+
+def _children() -> set[int]:
+    return {child.pid for child in psutil.Process().children(recursive=True)}
+
+
+def _kill_new_children(before: set[int]) -> None:
+    """Kill the processes a failed cluster start left (children not there ``before``)."""
+    new = [c for c in psutil.Process().children(recursive=True) if c.pid not in before]
+    for child in new:
+        with contextlib.suppress(psutil.Error):
+            child.kill()
+    psutil.wait_procs(new, timeout=5)
 
 
 def check_reachable(address: str) -> None:
@@ -213,7 +256,15 @@ class RayBackend:
             nodes.append(Node(entry["NodeID"], entry["NodeManagerAddress"], agent, {}))
         if not nodes:
             raise RayBackendError("--ray: the cluster has no alive node with CPUs")
-        infos = ray.get([n.agent.info.remote() for n in nodes], timeout=120)
+        try:
+            infos = ray.get([n.agent.info.remote() for n in nodes], timeout=AGENT_TIMEOUT)
+        except TimeoutError:
+            for node in nodes:
+                ray.kill(node.agent)
+            raise ClusterStartError(
+                f"--ray: the agents of the nodes did not start within {AGENT_TIMEOUT:g} s "
+                "(a busy cluster or host: try again, or with fewer nodes)"
+            ) from None
         for node, info in zip(nodes, infos, strict=True):
             node.info = info
             node.info["cpus"] = int(

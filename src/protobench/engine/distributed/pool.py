@@ -23,7 +23,6 @@ from __future__ import annotations
 import contextlib
 import json
 import time
-from collections.abc import AsyncIterator
 from dataclasses import replace
 from pathlib import Path
 from types import TracebackType
@@ -36,9 +35,9 @@ from protobench.engine.distributed.agent import AGENT
 from protobench.engine.distributed.cluster import Node, RayBackend, clock_warnings
 from protobench.engine.distributed.node_resources import NodeResources
 from protobench.engine.events import ProcessSample
-from protobench.engine.frames import FrameDecoder, FrameError
+from protobench.engine.frames import FrameDecoder, FrameKind
 from protobench.engine.plan import WorkerSlice
-from protobench.engine.pool import worker_summary
+from protobench.engine.pool_base import BaseHandle, BasePool
 from protobench.engine.report_model import NodeEntry, WorkerEntry
 
 SHUTDOWN_GRACE = 10.0
@@ -46,27 +45,21 @@ STALE_INTERVALS = 2.5
 """A node's worker sample older than this many intervals is not used (its agent is late)."""
 
 
-class RayHandle:
-    """One worker on a node, with what the controller reads of a ``WorkerHandle``."""
+class RayHandle(BaseHandle):
+    """One worker on a node; its pid comes with its ``HELLO``, its log's tail with its end."""
 
     def __init__(self, index: int, node: Node, log_path: Path) -> None:
-        self.index = index
+        super().__init__(index, log_path)
         self.node = node
-        self.log_path = log_path
-        self.pid: int | None = None
-        self.hello: dict[str, Any] | None = None
-        self.said_bye = False
-        self.error: str | None = None
-        self.exit_code: int | None = None
-        self.gone = False
         self.tail = ""
-        self.decoder = FrameDecoder()
+
+    def take(self, kind: FrameKind, payload: Any) -> bool:
+        if kind is FrameKind.HELLO:
+            self.pid = payload.get("pid")
+        return super().take(kind, payload)
 
     def log_tail(self) -> str:
         return self.tail
-
-
-Frame = tuple[RayHandle | None, str, Any]
 
 
 def assign(slices: list[WorkerSlice], nodes: list[Node]) -> dict[str, list[WorkerSlice]]:
@@ -85,17 +78,17 @@ def assign(slices: list[WorkerSlice], nodes: list[Node]) -> dict[str, list[Worke
     return out
 
 
-class RayPool:
+class RayPool(BasePool[RayHandle]):
     """Start, talk to and stop the workers of one run on the nodes of a :class:`RayBackend`."""
 
     def __init__(self, backend: RayBackend, slices: list[WorkerSlice], log_dir: Path) -> None:
+        super().__init__()
         self.backend = backend
         self.slices = slices
         self.log_dir = log_dir
         self.interval = slices[0].plan.interval if slices else 1.0
         self.assigned = assign(slices, backend.nodes)
         self.nodes_used = [n for n in backend.nodes if self.assigned[n.node_id]]
-        self.handles: list[RayHandle] = []
         for node in self.nodes_used:
             node.workers = [s.worker for s in self.assigned[node.node_id]]
             for spec in self.assigned[node.node_id]:
@@ -108,10 +101,6 @@ class RayPool:
         self.here = backend.ray.util.get_node_ip_address()
         self.lost: dict[str, str] = {}
         self._group: TaskGroup | None = None
-        self._send, self._receive = anyio.create_memory_object_stream[Frame](10_000)
-        self._control_send, self._control_receive = anyio.create_memory_object_stream[
-            tuple[str, Any]
-        ](1_000)
         self._streams = 0
 
     async def __aenter__(self) -> RayPool:
@@ -119,7 +108,7 @@ class RayPool:
         await self._group.__aenter__()
         self._group.start_soon(self._forward_control)
         for warning in clock_warnings(self.backend.nodes, self.interval):
-            await self._send.send((None, "NOTICE", {"kind": "clock", "message": warning}))
+            await self._send.send((None, FrameKind.NOTICE, {"kind": "clock", "message": warning}))
         return self
 
     async def __aexit__(
@@ -144,10 +133,6 @@ class RayPool:
             )
             self._group.start_soon(self._read, node, stream)
 
-    @property
-    def live(self) -> set[int]:
-        return {h.index for h in self.handles if not h.gone and not h.said_bye}
-
     def pids(self) -> list[int]:
         """None: every worker is sampled by its node's agent (see :meth:`worker_samples`)."""
         return []
@@ -168,18 +153,18 @@ class RayPool:
                 out.append(sample)
         return out
 
-    def broadcast(self, kind: str, payload: Any) -> None:
+    def broadcast(self, kind: FrameKind, payload: Any) -> None:
         """Queue a control frame for every node; ``GO``'s monotonic start becomes wall-clock."""
-        if kind == "GO":
+        if kind is FrameKind.GO:
             payload = {"start_wall": time.time() + payload["start_at"] - time.monotonic()}
-        with contextlib.suppress(anyio.WouldBlock, anyio.ClosedResourceError):
-            self._control_send.send_nowait((kind, payload))
+        super().broadcast(kind, payload)
 
     async def _forward_control(self) -> None:
+        """Send every broadcast frame, in order, to the agents of the nodes not lost."""
         async for kind, payload in self._control_receive:
             text = json.dumps(payload)
             refs = [
-                n.agent.control.remote(kind, text)
+                n.agent.control.remote(kind.value, text)
                 for n in self.nodes_used
                 if n.node_id not in self.lost
             ]
@@ -194,67 +179,45 @@ class RayPool:
                 if index == AGENT:
                     await self._agent_frames(node, data)
                 else:
-                    await self._worker_output(self.by_index[index], data)
+                    await self._output(self.by_index[index], data)
         except Exception as exc:  # a Ray error: the agent or its node is gone
             reason = f"node {node.node_id[:8]} ({node.address}) lost: {type(exc).__name__}"
             self.lost[node.node_id] = reason
-            await self._send.send((None, "NOTICE", {"kind": "node", "message": reason}))
+            await self._send.send((None, FrameKind.NOTICE, {"kind": "node", "message": reason}))
         for handle in self.handles:
             if handle.node is node and not handle.gone:
-                if not handle.said_bye and handle.error is None:
-                    handle.error = self.lost.get(node.node_id, "ended without a word")
+                handle.fail(self.lost.get(node.node_id, "ended without a word"))
                 await self._gone(handle)
         self._streams -= 1
         if self._streams == 0:
             await self._send.aclose()
 
-    async def _worker_output(self, handle: RayHandle, data: bytes) -> None:
-        try:
-            frames = handle.decoder.feed(data)
-        except FrameError as exc:
-            handle.error = f"broken frames: {exc}"
-            return
-        for kind, payload in frames:
-            if kind == "HELLO":
-                handle.hello = payload
-                handle.pid = payload.get("pid")
-            elif kind == "BYE":
-                handle.said_bye = True
-            elif kind == "ERROR":
-                handle.error = payload.get("message", "unknown error")
-            await self._send.send((handle, kind, payload))
-
     async def _agent_frames(self, node: Node, data: bytes) -> None:
         for kind, payload in FrameDecoder().feed(data):
-            if kind == "RESOURCES":
+            if kind is FrameKind.RESOURCES:
                 self.resources[node.node_id].add(payload)
                 self.latest[node.node_id] = (time.monotonic(), payload["workers"])
-            elif kind == "EXIT":
+            elif kind is FrameKind.EXIT:
                 handle = self.by_index[payload["worker"]]
                 handle.exit_code = payload["exit_code"]
                 handle.tail = payload["log_tail"]
-                if not handle.said_bye and handle.error is None:
-                    handle.error = f"exited with code {handle.exit_code}"
+                handle.fail(f"exited with code {handle.exit_code}")
                 await self._gone(handle)
 
-    async def _gone(self, handle: RayHandle) -> None:
-        if not handle.gone:
-            handle.gone = True
-            await self._send.send((handle, "GONE", None))
+    def drop(self, handle: RayHandle, reason: str) -> None:
+        """Have ``handle``'s agent kill its worker now; its ``EXIT`` follows."""
+        handle.fail(f"{reason}; killed")
+        if handle.node.node_id not in self.lost:
+            handle.node.agent.kill.remote([handle.index])
 
-    async def wait_hello(self, stop: anyio.Event) -> list[dict[str, Any]]:
-        """Wait until every worker said HELLO or is gone; return the HELLO payloads."""
-        while not stop.is_set():
-            if not [h for h in self.handles if h.hello is None and not h.gone]:
-                break
-            await anyio.sleep(0.02)
-        return [h.hello for h in self.handles if h.hello is not None]
-
-    async def frames(self) -> AsyncIterator[Frame]:
-        """Every frame after HELLO (and NOTICEs), then GONE per worker; ends when all are gone."""
-        async for frame in self._receive:
-            if frame[1] != "HELLO":
-                yield frame
+    def abort(self, reason: str = "killed: the run was stopped at once") -> None:
+        """Have every agent kill its workers still running now (a second interrupt)."""
+        for handle in self.handles:
+            if not handle.gone:
+                handle.fail(reason)
+        for node in self.nodes_used:
+            if node.node_id not in self.lost:
+                node.agent.kill.remote(node.workers)
 
     async def shutdown(self) -> None:
         """Stop every node's workers (the agents escalate to SIGTERM, SIGKILL)."""
@@ -265,7 +228,7 @@ class RayPool:
                     await ref
 
     def summary(self) -> list[WorkerEntry]:
-        return [replace(worker_summary(h, h.exit_code), node=h.node.node_id) for h in self.handles]
+        return [replace(h.entry(h.exit_code), node=h.node.node_id) for h in self.handles]
 
     def nodes(self) -> list[NodeEntry]:
         """The nodes of the run for the report: identity, versions, clock, workers, resources."""

@@ -28,6 +28,8 @@ from cryptography.hazmat.primitives.serialization import (
 )
 from pydantic import SecretStr
 
+from protobench.vocab.exceptions import BadInput
+
 DEV_SUBSCRIBER_ID = "sandbox.food-finder.com"
 DEV_KEY_ID = "76EU7VwahYv4XztXJzji9ssiSV74eWXWBcCKGn7jAdm5VGLCdYAJ8j"
 DEV_PRIVATE_KEY = "rrNtVgyASCGlo+ebsJaA37D5CZYZVfT0JA5/vlkTeV0="
@@ -37,7 +39,7 @@ DEV_PUBLIC_KEY = "oFIk7KqCqvqRYkLMjQqiaKM5oOozkYT64bfLuc8p/SU="
 PRIVATE_KEY_ENV = "BECKN_PRIVATE_KEY"
 
 
-class KeyFormatError(ValueError):
+class KeyFormatError(BadInput, ValueError):
     """A key that is not valid base64 of the expected length."""
 
 

@@ -36,11 +36,13 @@ from dataclasses import dataclass
 from cryptography.exceptions import InvalidSignature
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey, Ed25519PublicKey
 
+from protobench.vocab.exceptions import Incomplete
+
 HEADERS = "(created) (expires) digest"
 _PARAM = re.compile(r'([A-Za-z]+)="([^"]*)"')
 
 
-class SignatureError(Exception):
+class SignatureError(Incomplete):
     """A signature that does not verify; the message says why."""
 
 

@@ -26,6 +26,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Final
 
+from protobench.vocab.exceptions import Incomplete
+
 V311: Final = 4
 V5: Final = 5
 MAX_REMAINING: Final = 268_435_455
@@ -54,7 +56,7 @@ type PropValue = int | str | bytes | tuple[str, str]
 type Properties = tuple[tuple[int, PropValue], ...]
 
 
-class MalformedPacket(ValueError):
+class MalformedPacket(Incomplete, ValueError):
     """Bytes that are not a valid MQTT packet of the version in use."""
 
 

@@ -30,6 +30,7 @@ from websockets.exceptions import PayloadTooBig, ProtocolError
 from websockets.frames import Close, Frame, Opcode
 from websockets.speedups import apply_mask
 
+from protobench.vocab.exceptions import Incomplete
 from protobench.vocab.units import format_size
 
 OnMessage = Callable[[bool, bytes], None]
@@ -40,7 +41,7 @@ _U64 = struct.Struct(">Q")
 _KEY_BATCH = 4096
 
 
-class FramingError(Exception):
+class FramingError(Incomplete):
     """The server broke the framing rules; ``code`` is the close code to send."""
 
     def __init__(self, message: str, code: int = 1002) -> None:
@@ -56,7 +57,7 @@ class FrameTooLarge(FramingError):
         super().__init__(f"{what} over max_size ({format_size(max_size)}){of}", 1009)
 
 
-class ConnectionClosedByPeer(Exception):
+class ConnectionClosedByPeer(Incomplete):
     """The server sent a close frame; ``reply`` is the close frame to send back."""
 
     def __init__(self, code: int, reason: str, reply: bytes) -> None:

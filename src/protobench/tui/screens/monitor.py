@@ -26,6 +26,7 @@ from protobench.tui.widgets.notice_log import NoticeLog
 from protobench.tui.widgets.resource_meters import ResourceMeters
 from protobench.tui.widgets.run_header import RunHeader
 from protobench.tui.widgets.run_summary import RunSummary
+from protobench.tui.widgets.target_top import TargetTop
 from protobench.tui.widgets.threshold_list import ThresholdList
 from protobench.tui.widgets.verdict_banner import VerdictBanner
 
@@ -130,6 +131,7 @@ class MonitorScreen(Screen[None]):
                 with Vertical(classes="side"):
                     yield ResourceMeters(id="resources-now")
                     yield ThresholdList(id="thresholds")
+                    yield TargetTop(id="target-top")
             with Vertical(id="latency"):
                 yield LatencyTable("window", id="latency-window")
                 yield LatencyTable("phase", id="latency-phase")

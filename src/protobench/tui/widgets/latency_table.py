@@ -72,7 +72,7 @@ class LatencyTable(Panel):
         return f"latency · {where}{mode}{focus}"
 
     def render_display(self, display: Display) -> RenderableType:
-        self.border_title = self.title(display)
+        self.border_title = Text(self.title(display))  # an op's name: not markup
         view = display.view
         table = Table(
             box=box.SIMPLE_HEAD, expand=True, pad_edge=False, padding=(0, 1), show_edge=False

@@ -85,6 +85,8 @@ class RunHeader(Panel):
         else:
             phase = view.phase or "starting"
         line = Text(f"{phase.upper():<9}", PHASE_STYLES.get(phase, "bold"))
+        if info is not None and info.requests is not None:
+            return self._counted(display, line, info.requests)
         total = (info.warmup + info.duration) if info else 0.0
         elapsed = min(view.elapsed, total) if total else 0.0
         if view.report is not None:
@@ -95,6 +97,20 @@ class RunHeader(Panel):
         line.append(f" {formatting.clock(elapsed)} / {formatting.clock(total)}")
         if view.state == "running" and total:
             line.append(f" · {formatting.clock(total - elapsed)} left", "dim")
+        for text, style in self._badges(display):
+            line.append("  ")
+            line.append(f" {text} ", style)
+        return line
+
+    def _counted(self, display: Display, line: Text, requests: int) -> Text:
+        """The progress of a run that a request count ends: exchanges ended of the count."""
+        view = display.view
+        total = view.total
+        ended = total.ok + total.errors if total and view.measured_phase == "sustain" else 0
+        done = min(BAR_WIDTH, round(BAR_WIDTH * ended / requests))
+        line.append("━" * done, PHASE_STYLES.get(view.phase or "", "bold"))
+        line.append("━" * (BAR_WIDTH - done), "grey30")
+        line.append(f" {ended:,} / {requests:,} requests · {formatting.clock(view.elapsed)}")
         for text, style in self._badges(display):
             line.append("  ")
             line.append(f" {text} ", style)

@@ -55,6 +55,8 @@ from protobench.protocols.http.client import (
     make_ssl_context,
     parse_url,
 )
+from protobench.protocols.timestamps.clock import Stamps
+from protobench.protocols.timestamps.reactor import Reactor
 from protobench.vocab.counters import CONNECTS
 from protobench.vocab.errors import ErrorClass, OpError
 
@@ -76,6 +78,16 @@ async def open_session(ctx: SessionContext) -> Session:
         raise
 
 
+def _clock(ctx: SessionContext) -> tuple[Stamps | None, Reactor | None]:
+    """The stamps and reactor of a session's HTTP connections: its own (the reactor when the
+    run reads the kernel's clock), but none for ``auth``, whose exchange is a whole SCRAM
+    login (several requests: the engine times it from before it starts), nor for the
+    WebSocket ops, whose HTTP connection only sets them up."""
+    if ctx.op == "auth" or ctx.op.startswith("ws-"):
+        return None, None
+    return ctx.stamps, ctx.reactor
+
+
 @cache
 def _ssl_context(insecure: bool, ca_file: str | None) -> ssl_module.SSLContext:
     return make_ssl_context(insecure=insecure, ca_file=ca_file)
@@ -87,11 +99,15 @@ async def _connect(
     endpoint: Endpoint,
     ssl: ssl_module.SSLContext | None,
 ) -> HttpConnection:
-    """A connection to ``endpoint`` bounded by the options' header and body limits."""
+    """A connection to ``endpoint`` on the session's clock (:func:`_clock`), bounded by the
+    options' header and body limits."""
+    stamps, reactor = _clock(ctx)
     return await HttpConnection.connect(
         endpoint,
         ssl=ssl,
         timeout=ctx.timeout,
+        stamps=stamps,
+        reactor=reactor,
         max_head=options.max_header_size,
         max_body=options.max_body_size,
     )
@@ -162,7 +178,13 @@ async def _open(
                 return ws_template(("POST", "hisWrite", his_write_grid(next(cycle), samples, rng)))
 
             return HaystackWsSession(
-                ws, ws_his_write, depth, ctx.timeout, min_rows=min_rows, sent=ctx.sent
+                ws,
+                ws_his_write,
+                depth,
+                ctx.timeout,
+                min_rows=min_rows,
+                sent=ctx.sent,
+                stamps=ctx.stamps,
             )
         templates = itertools.cycle([ws_template(r) for r in requests()]).__next__
         return HaystackWsSession(
@@ -173,6 +195,7 @@ async def _open(
             min_rows=min_rows,
             closing=ws_template(closing) if closing else None,
             sent=ctx.sent,
+            stamps=ctx.stamps,
         )
 
     def make_source(tok: str | None) -> Source:
