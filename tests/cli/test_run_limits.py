@@ -42,9 +42,10 @@ def _against(tmp_path: Path, mode: str, target: str, *args: str) -> Outcome:
         result, peak = run_watched(["run", *args, "-t", url, *SHORT], tmp_path)
         seen = server.seen()
     report = result.json()
-    assert not report["partial"]
-    notices = [n["message"] for n in report["notices"]]
-    assert not any("hung" in n or "died" in n for n in notices), notices
+    # every worker lived to the end and reported (none blocked, killed or out of memory); a
+    # run whose sessions never opened may stop early, but keeps its data
+    assert all(w["completed"] and w["error"] is None for w in report["workers"]), report
+    assert report["stop_reason"] in {"completed", "no-session"}, report["stop_reason"]
     return Outcome(result.returncode, report, report["phases"]["sustain"]["total"], peak, seen)
 
 
