@@ -176,7 +176,7 @@ def test_an_eager_reactor_reads_on_arrival_and_a_lazy_one_when_polled() -> None:
 
 
 def test_requests_written_by_reply_handlers_leave_together_after_the_poll() -> None:
-    """Two replies read in one poll: the request the first handler writes is sent only once
+    """Two replies read in one poll: the request the first handler defers is sent only once
     the second handler (2 ms later) has run, stamped at its own send, and a plain write
     after it still follows it on the wire."""
 
@@ -193,7 +193,7 @@ def test_requests_written_by_reply_handlers_leave_together_after_the_poll() -> N
             super().data_received(data)
             if bytes(self.data) == b"ping":
                 assert self.transport is not None
-                self.transport.write_request(b"again")
+                self.transport.defer_request(b"again")
                 self.transport.write(b"+")
                 time.sleep(0.002)
 

@@ -19,11 +19,11 @@ and by sending each request with :meth:`StampedTransport.write_request`:
   most links the stamp is there when ``send`` returns; otherwise it is read
   when the socket reports it). Plain :meth:`~StampedTransport.write` sends
   without touching the times (acknowledgements, pings, the rest of a
-  multi-message exchange). A request written from a reply's handler (inside
-  the reactor's poll) is held until the poll ends and then sent with the others
-  its batch of replies started (:meth:`~.reactor.Reactor.defer`), as the loop's
-  own transports gather a callback batch's writes; what is written after it
-  follows it.
+  multi-message exchange). With :meth:`~StampedTransport.defer_request` a
+  request written from a reply's handler (inside the reactor's poll) is held
+  until the poll ends and then sent with the others its batch of replies
+  started (:meth:`~.reactor.Reactor.defer`), as the loop's own transports
+  gather a callback batch's writes; what is written after it follows it.
 
 Reads and writes happen on the loop. A write the socket cannot take at once is
 kept and sent when the socket is writable again (with ``pause_writing`` /
@@ -228,13 +228,20 @@ class StampedTransport(asyncio.Transport):
             self._check_high_water()
 
     def write_request(self, data: bytes) -> None:
-        """Send a request and stamp its send (:class:`~.clock.Stamps` ``sent``).
+        """Send a request now and stamp its send (:class:`~.clock.Stamps` ``sent``).
 
         The user-space time immediately before the send, replaced by the kernel's
         stamp of the request's first packet where the socket gives send stamps.
-        Written from a reply's handler, the request is sent at the end of the
-        reactor's poll, with the others its replies start (:meth:`Reactor.defer`).
         """
+        if self._held is not None:
+            self._send_held()
+        self._send_request(data)
+
+    def defer_request(self, data: bytes) -> None:
+        """:meth:`write_request`, but from a reply's handler (inside the reactor's poll) the
+        request is sent at the end of the poll, with the others its batch of replies starts
+        (:meth:`Reactor.defer`): for a caller that reads ``sent`` only when the exchange
+        completes."""
         if self._held is None:
             if self._reactor.defer(self._send_held_now):
                 self._held = data
