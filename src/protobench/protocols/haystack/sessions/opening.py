@@ -74,23 +74,14 @@ async def open_session(ctx: SessionContext) -> Session:
     ssl = _ssl_context(options.insecure, options.ca_file) if endpoint.tls else None
 
     async def reconnect() -> HttpConnection:
-        stamps, reactor = _clock(ctx)
-        conn = await HttpConnection.connect(
-            endpoint, ssl=ssl, timeout=ctx.timeout, stamps=stamps, reactor=reactor
-        )
+        conn = await _connect(ctx, options, endpoint, ssl)
         ctx.count(CONNECTS, 1)
         conn.sent = ctx.sent
         return conn
 
     # The control requests of the opening reopen the connection when the server closes it
     # after each response, as the session does before its next request.
-    stamps, reactor = _clock(ctx)
-    link = Reconnecting(
-        await HttpConnection.connect(
-            endpoint, ssl=ssl, timeout=ctx.timeout, stamps=stamps, reactor=reactor
-        ),
-        reconnect,
-    )
+    link = Reconnecting(await _connect(ctx, options, endpoint, ssl), reconnect)
     try:
         return await _open(ctx, options, endpoint, ssl, link, reconnect)
     except BaseException:
@@ -111,6 +102,26 @@ def _clock(ctx: SessionContext) -> tuple[Stamps | None, Reactor | None]:
 @cache
 def _ssl_context(insecure: bool, ca_file: str | None) -> ssl_module.SSLContext:
     return make_ssl_context(insecure=insecure, ca_file=ca_file)
+
+
+async def _connect(
+    ctx: SessionContext,
+    options: HaystackOptions,
+    endpoint: Endpoint,
+    ssl: ssl_module.SSLContext | None,
+) -> HttpConnection:
+    """A connection to ``endpoint`` on the session's clock (:func:`_clock`), bounded by the
+    options' header and body limits."""
+    stamps, reactor = _clock(ctx)
+    return await HttpConnection.connect(
+        endpoint,
+        ssl=ssl,
+        timeout=ctx.timeout,
+        stamps=stamps,
+        reactor=reactor,
+        max_head=options.max_header_size,
+        max_body=options.max_body_size,
+    )
 
 
 async def _open(
