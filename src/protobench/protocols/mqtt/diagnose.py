@@ -11,8 +11,9 @@ drain) and names where messages stayed or went:
   not the publishing rate the broker accepted;
 - messages were **lost** on the way (gaps: ``lost``) without the broker
   counting drops;
-- the **generator** was the limit: publishers took arrivals late (``behind``,
-  the open model's own lateness), so the rate asked for was not published.
+- the **generator** fell behind its schedule: publishers took arrivals more
+  than a millisecond late (``behind``, the open model's own lateness); late
+  arrivals are still published, so this says when, not how many.
 
 Each finding is one line with the figures that prove it; no finding when every
 expected message arrived.
@@ -60,7 +61,8 @@ def findings(ops: Mapping[str, Mapping[str, int]]) -> list[str]:
         )
     if behind:
         out.append(
-            f"the generator fell behind: {behind:,} publishes issued more than a millisecond "
-            "late, so fewer messages were offered than the rate asks"
+            f"the generator fell behind its schedule: {behind:,} publishes went out more than "
+            "a millisecond after their intended time (each was still sent: the rate's count "
+            "was offered, not at its pace)"
         )
     return out
