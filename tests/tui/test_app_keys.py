@@ -12,12 +12,12 @@ from textual.widgets import ContentSwitcher, Log
 from protobench.engine.report_model import to_plain
 from protobench.snapshots.store import SnapshotStore
 from protobench.tui.app import MonitorApp
+from protobench.tui.charts import throughput_chart
 from protobench.tui.messages import BaselineChosen, CommandSent, NoticeShown, RunEnded
 from protobench.tui.screens.baseline_picker import BaselinePicker
 from protobench.tui.screens.confirm import ConfirmScreen
 from protobench.tui.screens.help import HelpScreen
 from protobench.tui.screens.logs import LogsScreen
-from protobench.tui.screens.monitor import throughput_series
 from protobench.tui.source import ReplaySource
 from tests.tui.helpers import of_type, panel_text, scripted_app, settle, wait_for
 from tests.tui.script import Script, scripted_snapshot
@@ -57,7 +57,8 @@ async def test_plus_and_minus_change_the_rate_in_the_open_model() -> None:
         assert fake.commands == [("rate", 1.1), ("rate", 1.2), ("rate", 1.1)]
         await wait_for(pilot, lambda: app.view.rate_factor == 1.1)
         header = panel_text(app, "#header")
-        assert "open model · 880/s (×1.10)" in header
+        # + and - add or take 10% of the base rate (not ×1.1 each): said as such
+        assert "open model · 880/s (base 800/s +10%)" in header
 
 
 async def test_rate_keys_do_nothing_in_the_closed_model() -> None:
@@ -104,7 +105,7 @@ async def test_baseline_overlay_appears_beside_the_live_figures(tmp_path: Path) 
         assert app.baseline.id == baseline.id
         table = panel_text(app, "#latency-now")
         assert table.count("↳ base") == 3  # get, post and the total
-        labels = [s.label for s in throughput_series(app.display_now())]
+        labels = [s.label for s in throughput_chart(app.display_now()).series]
         assert labels == ["errors", "baseline", "get", "post", "total"]
         assert f"vs {baseline.id[:24]}" in panel_text(app, "#header")
         await pilot.press("b")
@@ -215,15 +216,15 @@ async def test_number_keys_switch_views() -> None:
 
 async def test_a_small_terminal_gets_a_clear_message() -> None:
     app, fake = scripted_app()
-    async with app.run_test(size=(80, 24)) as pilot:
+    async with app.run_test(size=(58, 19)) as pilot:
         await settle(pilot, app, fake)
         message = app.monitor.query_one("#too-small")
         assert message.display
         assert not app.monitor.query_one("#views").display
         text = str(message.render())
-        assert "80×24" in text
-        assert "100×30" in text
-        await pilot.resize_terminal(100, 30)
+        assert "58×19" in text
+        assert "60×20" in text
+        await pilot.resize_terminal(60, 20)
         await pilot.pause()
         assert not message.display
         assert app.monitor.query_one("#views").display

@@ -10,7 +10,7 @@ from protobench.engine.events import Event, IntervalUpdate, RunFinished, RunStar
 from protobench.engine.plan import Overrides, resolve
 from protobench.profiles import loader
 from protobench.snapshots.store import SnapshotStore
-from protobench.tui.source import LiveSource
+from protobench.tui.live_source import LiveSource
 
 
 def test_events_sent_before_the_monitor_attaches_are_delivered_in_order(tmp_path: Path) -> None:

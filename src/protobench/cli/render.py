@@ -15,6 +15,7 @@ from protobench.engine.events import (
     ResourceSample,
     RunStarted,
 )
+from protobench.engine.figures import rate_changes
 from protobench.engine.report_model import (
     NO_SESSION,
     NO_SESSION_NOTICE,
@@ -33,14 +34,23 @@ def us(value: float | None) -> str:
     return "-" if value is None else format_duration(value / 1e6)
 
 
-def describe_model(model: LoadModel) -> str:
-    """``closed model, 50 sessions`` or ``open model, 2000/s -> 5000/s over 40 sessions``."""
+def describe_model(model: LoadModel, changes: list[tuple[float, float]] | None = None) -> str:
+    """``closed model, 50 sessions`` or ``open model, 2000/s -> 5000/s over 40 sessions``;
+    with live rate ``changes`` (run seconds, factor of the base rate) each one after it:
+    ``; rate changed live: 2200/s (base +10%) at 12.3s``."""
     if model.type == "closed":
         return f"closed model, {model.sessions} sessions"
     rate = "an unknown rate" if model.rate is None else f"{model.rate:g}/s"
     if model.ramp_to is not None:
         rate += f" -> {model.ramp_to:g}/s"
-    return f"open model, {rate} over {model.sessions} sessions"
+    text = f"open model, {rate} over {model.sessions} sessions"
+    if changes and model.rate is not None:
+        steps = ", ".join(
+            f"{model.rate * factor:.0f}/s (base {(factor - 1) * 100:+.0f}%) at {at:.1f}s"
+            for at, factor in changes
+        )
+        text += f"; rate changed live: {steps}"
+    return text
 
 
 def summary_table(report: Report) -> str:
@@ -62,7 +72,8 @@ def summary_table(report: Report) -> str:
     if sustain is None:
         lines.append("no sustain phase was measured")
     else:
-        lines.append(f"sustain {sustain.duration_s:.1f}s  {describe_model(report.model)}")
+        model = describe_model(report.model, rate_changes(report))
+        lines.append(f"sustain {sustain.duration_s:.1f}s  {model}")
         header = f"{'op':24} {'ok':>10} {'err':>7} {'err%':>7} {'ops/s':>11} "
         header += " ".join(f"{label:>8}" for _, label in LATENCY_COLUMNS)
         lines.append(header + "  latency")

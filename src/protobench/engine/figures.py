@@ -11,8 +11,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from protobench.engine.aggregate import DOWN_US
 from protobench.engine.report_model import Report
+from protobench.vocab.counters import DOWN_US
 
 
 @dataclass(frozen=True)
@@ -49,6 +49,20 @@ def error_shares(
     return out
 
 
+def error_keys(
+    errors_by_class: Mapping[str, int], error_codes: Mapping[str, int]
+) -> dict[str, int]:
+    """Errors by what tells them apart: ``class:code`` where the error had a code, the bare
+    class for those that had none (a timeout, a refused connection); they add up to the
+    op's errors."""
+    out = dict(error_codes)
+    for cls, count in errors_by_class.items():
+        coded = sum(n for key, n in error_codes.items() if key.startswith(f"{cls}:"))
+        if count > coded:
+            out[cls] = out.get(cls, 0) + count - coded
+    return out
+
+
 BYTES = {"bytes_in": "in/s", "bytes_out": "out/s", "bytes_sent": "out/s"}
 """Byte figures shown as rates over the phase (``in/s``, ``out/s``); ``bytes_sent`` is
 the counter a WebSocket ``send`` op kept before ``bytes_out`` (older snapshots)."""
@@ -79,6 +93,16 @@ def counter_figures(
     if late:
         out["late"] = late
     return out
+
+
+def rate_changes(report: Report) -> list[tuple[float, float]]:
+    """The open model's live rate changes (``+``/``-`` in the monitor): ``(run seconds,
+    factor of the base rate)`` of each, in order, from the report's ``rate`` notices."""
+    return [
+        (notice.elapsed, float(factor))
+        for notice in report.notices
+        if notice.kind == "rate" and isinstance(factor := notice.details.get("factor"), int | float)
+    ]
 
 
 def run_seconds(report: Report) -> float:

@@ -28,9 +28,9 @@ from textual.app import App
 from textual.binding import Binding, BindingType
 from textual.worker import Worker, WorkerState
 
-from protobench.engine.controller import describe_failure
 from protobench.engine.report_model import Report, report_to_json
 from protobench.snapshots.store import SUFFIX, SnapshotError, SnapshotStore
+from protobench.tui import formatting
 from protobench.tui.baseline import Baseline
 from protobench.tui.display import Display, Playback
 from protobench.tui.feed import REFRESH, Feed
@@ -201,6 +201,9 @@ class MonitorApp(App[int]):
     def on_worker_state_changed(self, event: Worker.StateChanged) -> None:
         if event.worker.name != "source" or event.state != WorkerState.ERROR:
             return
+        # the controller's module (the whole engine) is not loaded for a replay's first frame
+        from protobench.engine.controller import describe_failure  # noqa: PLC0415
+
         error = event.worker.error
         self.error = describe_failure(error) if error is not None else "the run failed"
         self.finished = True
@@ -329,9 +332,18 @@ class MonitorApp(App[int]):
         self.render_view()
 
     def action_rate(self, direction: int) -> None:
-        """Open model: the rate ±10% of the plan's (never below 10%)."""
+        """Open model: the rate up or down by 10% of the base (the plan's) rate, never below
+        10% of it: 20k/s, 22k/s, 24k/s... (an addition, not a compound ×1.1)."""
         self.rate_factor = round(max(RATE_STEP, self.rate_factor + direction * RATE_STEP), 2)
         self.send("rate", self.rate_factor)
+        info = self.view.info
+        if info is not None and info.rate is not None:
+            self.notify(
+                f"rate {formatting.rate(info.rate * self.rate_factor)}/s: base "
+                f"{formatting.rate(info.rate)}/s {formatting.share_change(self.rate_factor)} "
+                "(each + or - is 10% of the base rate)",
+                timeout=4,
+            )
 
     def action_speed(self, factor: float) -> None:
         """Replay: playback speed ×2 or ÷2."""

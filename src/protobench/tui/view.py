@@ -198,9 +198,15 @@ class RunView:
     rate_factor: float
     window_seconds: float
     times: tuple[float, ...]
+    """The run time at the end of each chart point (an interval, or a short one merged in)."""
     throughput: dict[str, tuple[float, ...]]
     errors_per_second: dict[str, tuple[float, ...]]
     """Errors per second of each op and the ``total``, one value per interval."""
+    latency_history: dict[str, dict[str, tuple[float, ...]]]
+    """Each op's and the ``total``'s ``p50``, ``p99``, ``p999`` (and ``..._uncorrected``) per
+    chart point, in µs (NaN: no sample)."""
+    error_code_history: dict[str, dict[str, tuple[float, ...]]]
+    """Each op's and the ``total``'s errors per second of each ``class:code``, per point."""
     ops: tuple[OpStats, ...]
     total: OpStats | None
     distribution: dict[str, tuple[tuple[float, float, int], ...]]

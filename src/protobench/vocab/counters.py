@@ -9,3 +9,5 @@ BEHIND: Final = "behind"
 CONNECTS: Final = "connects"
 """The counter of transport connections opened: the engine counts one per session open, or a
 plugin whose sessions share or reopen connections counts its own (``counts_connects``)."""
+DOWN_US: Final = "down_us"
+"""The workers' counter of session-microseconds spent without a connection while wanted."""

@@ -7,6 +7,7 @@ from rich.console import Group, RenderableType
 from rich.table import Table
 from rich.text import Text
 
+from protobench.engine.figures import rate_changes
 from protobench.engine.report_model import Report, ThresholdResult
 from protobench.engine.summaries import PhaseSummary
 from protobench.tui import formatting
@@ -80,6 +81,11 @@ class RunSummary(Panel):
             load = f"{model.type} model · {model.sessions} sessions"
             if model.rate:
                 load += f" · rate {formatting.rate(model.rate)}/s"
+                for at, factor in rate_changes(report):
+                    load += (
+                        f" → {formatting.rate(model.rate * factor)}/s "
+                        f"(base {formatting.share_change(factor)}) at {formatting.clock(at)}"
+                    )
             parts.append(
                 Text(
                     f"sustain {sustain.duration_s:.1f}s · {load} · {report.processes} workers",
