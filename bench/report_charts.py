@@ -30,7 +30,7 @@ import pygal
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from tests.browser import browser, find_chromium
+from tests.support.browser import browser, find_chromium
 
 from protobench.htmlreport import charts
 from protobench.htmlreport.page import Charts, document, run_page

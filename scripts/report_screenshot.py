@@ -19,7 +19,7 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
-from tests.browser import browser, find_chromium  # noqa: E402
+from tests.support.browser import browser, find_chromium  # noqa: E402
 
 RUN = [
     "run",

@@ -1,50 +1,45 @@
-"""Shared fixtures: running the CLI in a subprocess, a private snapshot store, free ports."""
+"""Fixtures of every test (the anyio backend, the CLI in the test's own directory), and the
+time scale applied to every test's time limit and hypothesis's deadline per example
+(see :mod:`tests.support.timing`)."""
 
 from __future__ import annotations
 
-import json
 import os
-import subprocess
-import sys
 from collections.abc import Callable
-from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 import pytest
+from hypothesis import settings
 
-REPO = Path(__file__).resolve().parent.parent
+from tests.support.cli import CliResult, run_cli
+from tests.support.timing import SCALE, SCALE_VARIABLE
+
+settings.register_profile("timescale", deadline=settings().deadline * SCALE)
+settings.load_profile("timescale")
+
+
+def pytest_report_header() -> str:
+    given = os.environ.get(SCALE_VARIABLE)
+    source = f"{SCALE_VARIABLE}={given}" if given is not None else "from the load average"
+    return f"time scale: {SCALE:g} ({source})"
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Stretch each test's time limit (``--timeout`` or its ``timeout`` mark) by the time scale."""
+    if SCALE == 1:
+        return
+    default = float(config.getoption("timeout", None) or 0)
+    for item in items:
+        marker = item.get_closest_marker("timeout")
+        kwargs = dict(marker.kwargs) if marker else {}
+        limit = float(marker.args[0] if marker and marker.args else kwargs.pop("timeout", default))
+        if limit > 0:
+            item.add_marker(pytest.mark.timeout(limit * SCALE, **kwargs), append=False)
 
 
 @pytest.fixture
 def anyio_backend() -> str:
     return "asyncio"
-
-
-@dataclass
-class CliResult:
-    returncode: int
-    stdout: str
-    stderr: str
-
-    def json(self) -> Any:
-        return json.loads(self.stdout)
-
-
-def run_cli(args: list[str], cwd: Path, timeout: float = 120.0, **kwargs: Any) -> CliResult:
-    """Run ``python -m protobench ARGS`` in ``cwd`` and capture its output."""
-    env = {**os.environ, "PYTHONUNBUFFERED": "1"}
-    done = subprocess.run(
-        [sys.executable, "-m", "protobench", *args],
-        cwd=cwd,
-        capture_output=True,
-        text=True,
-        timeout=timeout,
-        env=env,
-        check=False,
-        **kwargs,
-    )
-    return CliResult(done.returncode, done.stdout, done.stderr)
 
 
 @pytest.fixture

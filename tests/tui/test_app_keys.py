@@ -19,8 +19,8 @@ from protobench.tui.screens.confirm import ConfirmScreen
 from protobench.tui.screens.help import HelpScreen
 from protobench.tui.screens.logs import LogsScreen
 from protobench.tui.source import ReplaySource
-from tests.tui.helpers import of_type, panel_text, scripted_app, settle, wait_for
-from tests.tui.script import Script, scripted_snapshot
+from tests.support.pilot import of_type, panel_text, scripted_app, settle, wait_for
+from tests.support.scripted_run import Script, scripted_snapshot
 
 pytestmark = pytest.mark.anyio
 

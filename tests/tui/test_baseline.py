@@ -19,9 +19,9 @@ from protobench.tui.app import MonitorApp
 from protobench.tui.baseline import Baseline
 from protobench.tui.screens.baseline_picker import BaselinePicker, date_of, profile_of
 from protobench.tui.widgets.run_summary import RunSummary
-from tests.tui.fake_source import FakeSource
-from tests.tui.helpers import panel_text, settle, wait_for
-from tests.tui.script import Script, scripted_run, scripted_snapshot
+from tests.support.fake_source import FakeSource
+from tests.support.pilot import panel_text, settle, wait_for
+from tests.support.scripted_run import Script, scripted_run, scripted_snapshot
 
 pytestmark = pytest.mark.anyio
 

@@ -7,7 +7,7 @@ import threading
 
 from protobench.engine.events import Event, Notice, RunStarted
 from protobench.tui.handover import Handover
-from tests.tui.script import Script, scripted_run
+from tests.support.scripted_run import Script, scripted_run
 
 
 def read_all(handover: Handover) -> list[Event]:

@@ -20,8 +20,8 @@ from protobench.tui.model import RunModel
 from protobench.tui.timeline import replay_timeline
 from protobench.tui.view import is_alert
 from protobench.tui.widgets.verdict_banner import VerdictBanner
-from tests.tui.helpers import text_of
-from tests.tui.script import Script, scripted_run, scripted_snapshot
+from tests.support.pilot import text_of
+from tests.support.scripted_run import Script, scripted_run, scripted_snapshot
 
 
 def fold_all(script: Script, upto: type | None = RunFinished) -> tuple[RunModel, list[Notice]]:

@@ -21,9 +21,9 @@ from protobench.tui.source import ReplaySource
 from protobench.tui.widgets.counter_table import CounterTable
 from protobench.tui.widgets.latency_table import delta_text
 from protobench.tui.widgets.line_chart import LineChart, coarsen, legend
-from tests.tui.fake_source import FakeSource
-from tests.tui.helpers import panel_text, scripted_app, settle, wait_for
-from tests.tui.script import Script, scripted_run, scripted_snapshot
+from tests.support.fake_source import FakeSource
+from tests.support.pilot import panel_text, scripted_app, settle, wait_for
+from tests.support.scripted_run import Script, scripted_run, scripted_snapshot
 
 pytestmark = pytest.mark.anyio
 

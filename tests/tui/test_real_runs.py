@@ -27,9 +27,9 @@ from protobench.tui.live_source import LiveSource
 from protobench.tui.source import ReplaySource
 from protobench.tui.widgets.line_chart import LineChart
 from protobench.vocab.exceptions import ExitCode
-from tests.tui.helpers import panel_text, wait_for
+from tests.support.pilot import panel_text, wait_for
 
-pytestmark = [pytest.mark.anyio, pytest.mark.timeout(300)]
+pytestmark = [pytest.mark.integration, pytest.mark.anyio, pytest.mark.timeout(300)]
 
 SIZE = (160, 48)
 RUNS = {

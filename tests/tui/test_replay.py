@@ -20,7 +20,7 @@ from protobench.tui.baseline import Baseline
 from protobench.tui.model import RunModel
 from protobench.tui.source import ReplaySource
 from protobench.tui.timeline import replay_timeline
-from tests.tui.script import Script, scripted_run, scripted_snapshot
+from tests.support.scripted_run import Script, scripted_run, scripted_snapshot
 
 SCRIPT = Script(rate=800.0, crash_at=6.0)
 

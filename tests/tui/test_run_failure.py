@@ -8,7 +8,7 @@ import pytest
 
 from protobench.tui.app import MonitorApp
 from protobench.tui.source import Emit
-from tests.tui.helpers import panel_text, wait_for
+from tests.support.pilot import panel_text, wait_for
 
 pytestmark = pytest.mark.anyio
 

@@ -16,8 +16,8 @@ from protobench.snapshots.store import SnapshotStore
 from protobench.tui.app import MonitorApp
 from protobench.tui.baseline import Baseline
 from protobench.tui.source import ReplaySource
-from tests.tui.helpers import scripted_app, settle, wait_for
-from tests.tui.script import Script, scripted_snapshot
+from tests.support.pilot import scripted_app, settle, wait_for
+from tests.support.scripted_run import Script, scripted_snapshot
 
 SIZE = (100, 30)
 Compare = Callable[..., bool]

@@ -5,7 +5,7 @@ exit code, and prints: results on stdout, diagnostics on stderr. :data:`COMMANDS
 is the one list of commands: each is imported when it is used
 (:mod:`.lazy`), and a command module imports the engine, pydantic, numpy or a
 protocol library only inside its function, so ``--help``, ``--version`` and
-every command's ``--help`` import none of them (``tests/unit/test_cli_start.py``).
+every command's ``--help`` import none of them (``tests/cli/test_start.py``).
 Exit codes: 0 ok, 1 thresholds failed (or a diff gate), 2 bad input, 3 the run
 could not complete, 4 a diff gate could not decide, 5 the snapshot was not
 saved in the store; :mod:`protobench.cli.boundary` maps every error of every

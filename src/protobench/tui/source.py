@@ -15,7 +15,7 @@ which of them mean something for this source.
   divided by ``speed``, with pause and seek. It sends the run's start at once
   and computes the rest in a thread, so the first frame does not wait for it.
 
-The tests' double, a scripted source, is ``tests.tui.fake_source.FakeSource``.
+The tests' double, a scripted source, is ``tests.support.fake_source.FakeSource``.
 """
 
 from __future__ import annotations
