@@ -9,6 +9,7 @@ import pytest
 from textual.message import Message
 from textual.widgets import ContentSwitcher, Log
 
+from protobench.cli.render import summary_table
 from protobench.engine.report_model import to_plain
 from protobench.snapshots.store import SnapshotStore
 from protobench.tui.app import MonitorApp
@@ -59,6 +60,25 @@ async def test_plus_and_minus_change_the_rate_in_the_open_model() -> None:
         header = panel_text(app, "#header")
         # + and - add or take 10% of the base rate (not ×1.1 each): said as such
         assert "open model · 880/s (base 800/s +10%)" in header
+
+
+async def test_after_a_live_rate_change_both_summaries_say_the_rate_it_changed_to() -> None:
+    """Issue 30: the summary said the plan's rate after ``+`` had raised it."""
+    app, fake = scripted_app(OPEN)
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot, app, fake)
+        await pilot.press("plus", "plus")
+        await wait_for(pilot, lambda: app.view.rate_factor == 1.2)
+        fake.finish()
+        await wait_for(pilot, lambda: app.finished)
+        await pilot.pause()
+        summary = panel_text(app, "#run-summary", width=160)
+        assert "rate 800/s → 880/s (base +10%) at 0:00 → 960/s (base +20%) at 0:00" in summary
+        report = app.view.report
+        assert report is not None
+        plain = summary_table(report)
+        changed = "rate changed live: 880/s (base +10%) at 0.0s, 960/s (base +20%) at 0.0s"
+        assert f"open model, 800/s over 16 sessions; {changed}" in plain
 
 
 async def test_rate_keys_do_nothing_in_the_closed_model() -> None:

@@ -21,11 +21,10 @@ from protobench.cli.baseline_opt import BaselineOption, load_baseline
 from protobench.cli.common import QuietOption, fail
 from protobench.cli.complete import SnapshotRef
 from protobench.cli.render import summary_table
-from protobench.snapshots.store import SnapshotError, SnapshotStore
+from protobench.snapshots.store import SnapshotError, SnapshotStore, read, read_json
 
 if TYPE_CHECKING:
-    from protobench.snapshots.model import Snapshot
-    from protobench.tui.baseline import Baseline
+    from protobench.engine.report_model import Report
 
 
 def replay_command(
@@ -53,22 +52,24 @@ def replay_command(
         fail("--speed: expected a number between 0 and 1000")
     store = SnapshotStore(snapshots_dir)
     try:
-        data = store.load(snapshot)
-        report = data.report
+        path = store.resolve(snapshot)
+        head = read_json(path)  # the whole check (pydantic) waits for the monitor's first frame
     except SnapshotError as exc:
         fail(str(exc))
     compared = load_baseline(store, baseline)
     run_replay = _monitor() if sys.stdout.isatty() else None
-    if run_replay is None:  # no terminal, or no Textual: the summary alone
-        typer.echo(summary_table(report))
-        return
-    code = run_replay(data, store, speed, compared)
-    if not quiet:
-        typer.echo(summary_table(report))
-    raise typer.Exit(code)
+    try:
+        if run_replay is None:  # no terminal, or no Textual: the summary alone
+            typer.echo(summary_table(read(path, head).report))
+            return
+        report = run_replay(path, head, store, speed, compared)
+        if not quiet:
+            typer.echo(summary_table(report or read(path, head).report))
+    except SnapshotError as exc:
+        fail(str(exc))
 
 
-def _monitor() -> Callable[[Snapshot, SnapshotStore, float, Baseline | None], int] | None:
+def _monitor() -> Callable[..., Report | None] | None:
     """The replay's monitor (Textual loads only here), or None when Textual is not installed."""
     try:
         from protobench.tui.replay import run_replay  # noqa: PLC0415

@@ -118,6 +118,8 @@ class MonitorApp(App[int]):
         self.exit_when_finished = False
         self.mounted = False
         self.error: str | None = None
+        self.failure: BaseException | None = None
+        """What ended a replay's source (a snapshot that fails its check), raised after."""
         self.selected: str | None = None
         self.focus: str | None = None
         self.op_filter = ""
@@ -167,6 +169,12 @@ class MonitorApp(App[int]):
         known = self.view.info
         self.view = message.view
         self.render_view()
+        if (
+            known is None
+            and message.view.info is not None
+            and isinstance(self.source, ReplaySource)
+        ):
+            self.call_after_refresh(self.source.on_screen)
         if known != message.view.info:
             self.refresh_bindings()
             self.warn_other_profile()
@@ -205,6 +213,10 @@ class MonitorApp(App[int]):
         from protobench.engine.controller import describe_failure  # noqa: PLC0415
 
         error = event.worker.error
+        if self.replay:  # nothing to show: the snapshot is unreadable; the CLI says why
+            self.failure = error
+            self.exit(0)
+            return
         self.error = describe_failure(error) if error is not None else "the run failed"
         self.finished = True
         self.notify(self.error, title="engine", severity="error", timeout=30)

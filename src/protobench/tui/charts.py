@@ -148,7 +148,7 @@ def latency_chart(display: Display, *, tail: bool = True) -> Chart:
         Series(LABELS[key], values.get(key + suffix, ()), LATENCY_STYLES[key]) for key in keys
     )
     name = "total" if display.focus is None else display.focus
-    return Chart(f"latency over time · {name}{mode}{scope_note(display)}", series)
+    return Chart(f"latency over time · {name}{mode}", series)
 
 
 def error_code_chart(display: Display) -> Chart:

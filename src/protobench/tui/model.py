@@ -194,14 +194,14 @@ class _Track:
         return [(self.codes[code], n) for code, n in counts.items()]
 
     def stats(self, op: str | None, phases: dict[str, PhaseSummary], measured: str) -> OpStats:
-        from protobench.engine.metrics import counts_summary  # noqa: PLC0415 - as in add
-
         seconds = sum(s for _, s in self.recent)
         latency: dict[str, dict[str, float]] = {}
         if self.window is not None:
+            from protobench.engine.metrics import counts_summary  # noqa: PLC0415 - as in add
+
             latency["window"] = counts_summary(self.window.counts)
-        if self.window_uncorrected is not None:
-            latency["window_uncorrected"] = counts_summary(self.window_uncorrected.counts)
+            if self.window_uncorrected is not None:
+                latency["window_uncorrected"] = counts_summary(self.window_uncorrected.counts)
         throughput = sum(n for n, _ in self.recent) / seconds if seconds else 0.0
         samples = {metric: tuple(values) for metric, values in self.samples.items()}
         return OpStats.of(op, phases, measured, (throughput, latency), samples)

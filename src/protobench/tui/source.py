@@ -21,21 +21,21 @@ The tests' double, a scripted source, is ``tests.support.fake_source.FakeSource`
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import math
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from pathlib import Path
-from typing import Protocol
-
-import anyio
-import anyio.to_thread
+from typing import Any, Protocol
 
 from protobench.engine.events import Event
-from protobench.engine.report_model import Report
+from protobench.engine.report_model import Report, to_plain
 from protobench.snapshots.model import Snapshot
 from protobench.tui.replay_start import started
 
 Emit = Callable[[Event], None]
+FIRST_FRAME = 0.5
+"""Seconds a replay waits, at most, for its start to be drawn before computing the rest."""
 
 
 class MetricsSource(Protocol):
@@ -69,16 +69,49 @@ class MetricsSource(Protocol):
 
 
 class ReplaySource:
-    """A saved run played back at ``speed`` times its recorded pace."""
+    """A saved run played back at ``speed`` times its recorded pace.
+
+    Made from a typed snapshot, or with :meth:`reading` from a snapshot's JSON
+    as read (its start shown at once) and a function that checks it (run in a
+    thread with the rest of the timeline; its error ends :meth:`run`).
+    """
 
     kind = "replay"
     controls = frozenset({"pause", "seek", "speed"})
+    report: Report | None
+    """The replayed run's report, once the snapshot is checked."""
 
     def __init__(self, snapshot: Snapshot, speed: float = 1.0, log_dir: Path | None = None) -> None:
-        self.snapshot = snapshot
-        self.snapshot_id: str | None = snapshot.id or None
+        head = {"id": snapshot.id, "plan": snapshot.plan, "report": to_plain(snapshot.report)}
+        self._setup(lambda: snapshot, head, speed, log_dir)
+        self.report = snapshot.report
+
+    @classmethod
+    def reading(
+        cls,
+        load: Callable[[], Snapshot],
+        head: Mapping[str, Any],
+        speed: float = 1.0,
+        log_dir: Path | None = None,
+    ) -> ReplaySource:
+        """The replay of the snapshot whose JSON is ``head``, checked by ``load`` later."""
+        source = cls.__new__(cls)
+        source._setup(load, head, speed, log_dir)
+        return source
+
+    def _setup(
+        self,
+        load: Callable[[], Snapshot],
+        head: Mapping[str, Any],
+        speed: float,
+        log_dir: Path | None,
+    ) -> None:
+        self._load = load
+        identity = head.get("id")
+        self.snapshot_id: str | None = identity if isinstance(identity, str) and identity else None
         """The replayed snapshot's id (``s`` names the report after it)."""
-        self.timeline: list[tuple[float, Event]] = [(0.0, started(snapshot))]
+        start = started(head)
+        self.timeline: list[tuple[float, Event]] = [(0.0, start)] if start is not None else []
         """The events to play: the start at once, the rest once :meth:`run` computed them."""
         self.end = math.inf
         """The run time of the last event (known once the timeline is computed)."""
@@ -87,20 +120,29 @@ class ReplaySource:
         self.speed = speed
         self.position = 0.0
         self.paused = False
-        self.report: Report = snapshot.report
-        """The replayed run's report."""
-        self.log_dir = (
-            log_dir if log_dir is not None and log_dir.is_dir() else _log_dir(self.report)
-        )
+        self.report = None
+        self.log_dir = log_dir if log_dir is not None and log_dir.is_dir() else None
         self._index = 0
         self._seeks = 0
         self._wake: asyncio.Event | None = None
+        self._shown = asyncio.Event()
+
+    def on_screen(self) -> None:
+        """The start is drawn: the snapshot's check and the timeline may take the CPU now."""
+        self._shown.set()
 
     async def run(self, emit: Emit) -> None:
         self._wake = asyncio.Event()
-        emit(self.timeline[0][1])
-        self._index = 1
-        self.timeline = await anyio.to_thread.run_sync(_timeline, self.snapshot)
+        for _, event in self.timeline:  # the start, when the JSON read gave it
+            emit(event)
+            self._index = 1
+        if self.timeline:  # let the first frame be drawn before the thread takes the CPU
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(self._shown.wait(), FIRST_FRAME)
+        snapshot, self.timeline = await asyncio.to_thread(_timeline, self._load)
+        self.report = snapshot.report
+        if self.log_dir is None:
+            self.log_dir = _log_dir(snapshot.report)
         self.end = self.timeline[-1][0]
         self.position = min(self.position, self.end)
         self.ready = True
@@ -117,8 +159,8 @@ class ReplaySource:
             due = self.timeline[self._index][0]
             before, seeks, speed = self.position, self._seeks, self.speed
             started_at = time.monotonic()
-            with anyio.move_on_after((due - before) / speed):
-                await self._wake.wait()
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(self._wake.wait(), (due - before) / speed)
             if self._seeks != seeks:
                 continue
             if self._wake.is_set():
@@ -157,13 +199,15 @@ class ReplaySource:
         del reason
 
 
-def _timeline(snapshot: Snapshot) -> list[tuple[float, Event]]:
-    """The whole replay (:func:`~protobench.tui.timeline.replay_timeline`), in a thread."""
-    # The engine's aggregation, judge and plan load here (numpy, pydantic: 0.1-0.3 s of
-    # CPU), after the first frame rather than before it.
+def _timeline(load: Callable[[], Snapshot]) -> tuple[Snapshot, list[tuple[float, Event]]]:
+    """The checked snapshot and its whole replay (:func:`~protobench.tui.timeline.
+    replay_timeline`), in a thread."""
+    # The snapshot's check and the engine's aggregation, judge and plan load here (numpy,
+    # pydantic: 0.2-0.4 s of CPU), after the first frame rather than before it.
     from protobench.tui.timeline import replay_timeline  # noqa: PLC0415
 
-    return replay_timeline(snapshot)
+    snapshot = load()
+    return snapshot, replay_timeline(snapshot)
 
 
 def _log_dir(report: Report) -> Path | None:

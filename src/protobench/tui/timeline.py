@@ -29,7 +29,7 @@ from protobench.engine.events import (
 from protobench.engine.metrics import OpAccumulator
 from protobench.engine.plan import RunPlan
 from protobench.engine.report import RunJudge, exit_code_for
-from protobench.engine.report_model import Report
+from protobench.engine.report_model import Report, to_plain
 from protobench.engine.resource_log import ResourceLog, ResourceRecord
 from protobench.engine.series_model import SeriesRecord
 from protobench.engine.summaries import PhaseSummary
@@ -100,7 +100,9 @@ def replay_timeline(snapshot: Snapshot) -> list[tuple[float, Event]]:
     judge = RunJudge.of(plan, resources, frozenset(g.name for g in plan.groups if g.op in passive))
     phases = _Phases(plan, report, judge)
     series = snapshot.series
-    timed: list[tuple[float, Event]] = [(0.0, started(snapshot))]
+    start = started({"plan": snapshot.plan, "report": to_plain(snapshot.report)})
+    assert start is not None, "a checked snapshot's start reads"
+    timed: list[tuple[float, Event]] = [(0.0, start)]
     for phase in dict.fromkeys(record.phase for record in series):
         timed.append((phases.starts.get(phase, 0.0), PhaseChanged(phase, phases.starts[phase])))
     samples = _samples(snapshot.resources)

@@ -78,6 +78,8 @@ class MonitorScreen(Screen[None]):
         self.chart_refresh = chart_refresh
         self.display_state: Display | None = None
         self.layout_name: str | None = None
+        self.building: set[str] = set()
+        """Views being built (their first switch), not yet mounted."""
 
     def compose(self) -> ComposeResult:
         yield RunHeader(id="header")
@@ -162,10 +164,21 @@ class MonitorScreen(Screen[None]):
     def switch(self, view: str) -> None:
         """Show another view (built the first time), rendered once its panels have a size."""
         switcher = self.query_one("#views", ContentSwitcher)
-        if view != "overview" and not switcher.query_children(f"#{view}"):
-            switcher.add_content(self.build(view), set_current=True)
-        else:
+        if view == "overview" or switcher.query_children(f"#{view}"):
             switcher.current = view
+            self._show_later()
+        elif view not in self.building:
+            self.building.add(view)
+            self.call_later(self._build_and_show, view)
+
+    async def _build_and_show(self, view: str) -> None:
+        await self.query_one("#views", ContentSwitcher).add_content(
+            self.build(view), set_current=True
+        )
+        self.building.discard(view)
+        self._show_later()
+
+    def _show_later(self) -> None:
         if self.display_state is not None:
             self.call_after_refresh(self.show, self.display_state)
 
@@ -181,5 +194,4 @@ class MonitorScreen(Screen[None]):
             f"{MIN_WIDTH}×{MIN_HEIGHT}.\nEnlarge the window or use a smaller font. "
             "The run goes on: q still stops it and saves the snapshot."
         )
-        if self.display_state is not None:
-            self.call_after_refresh(self.show, self.display_state)
+        self._show_later()

@@ -81,7 +81,7 @@ class RunHeader(Panel):
         if not narrow:
             title.append(f" ({info.target_kind})", "dim")
         load = Text(load_model(display), no_wrap=True, overflow="crop")
-        load.append(f" · {info.workers} worker processes")
+        load.append(f" · {info.workers} worker process{'es' if info.workers != 1 else ''}")
         if info.sessions_failed:
             load.append(f" · {info.sessions_failed} sessions failed to open", "bold red")
         if display.playback is not None:
