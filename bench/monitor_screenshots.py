@@ -1,4 +1,4 @@
-"""Screenshots of the monitor's overview for the README, from real runs' snapshots.
+"""Screenshots of the monitor's overview for the docs, from real runs' snapshots.
 
 For each profile, ``protobench run PROFILE`` runs headless into a temporary
 store; the snapshot is then replayed in the monitor (Textual's Pilot, no

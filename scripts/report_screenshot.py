@@ -1,4 +1,4 @@
-"""Make the README's screenshot of the HTML report: docs/report.png.
+"""Make the docs' screenshot of the HTML report: docs/report.png.
 
 Runs ``protobench run http-get`` (open model, ramped, 20 s) against its
 embedded target on loopback with a private snapshot store, writes the report
@@ -40,7 +40,7 @@ RUN = [
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description="Screenshot of the HTML report for the README.")
+    parser = argparse.ArgumentParser(description="Screenshot of the HTML report for the docs.")
     parser.add_argument("--out", type=Path, default=REPO / "docs" / "report.png")
     parser.add_argument("--height", type=int, default=1500)
     args = parser.parse_args()

@@ -92,6 +92,17 @@ def test_a_report_whose_model_is_neither_open_nor_closed_does_not_load() -> None
         load_report(plain)
 
 
+def test_a_run_that_measured_nothing_prints_its_thresholds_as_not_evaluated() -> None:
+    plan = plan_of({"get": 2}, ("error_rate < 0.5%",))
+    report = report_of(plan, [frame("sustain", 0, 0.0, 1.0, {"get": {}})])
+    # a snapshot written before thresholds were left unevaluated said they passed
+    for each in (report, replace(report, thresholds=[replace(report.thresholds[0], ok=True)])):
+        lines = summary_table(each).splitlines()
+        assert any(line.startswith("NOTHING MEASURED") for line in lines)
+        assert "threshold NOT EVALUATED: error_rate < 0.5% (nothing measured)" in lines
+        assert not any("PASS" in line for line in lines)
+
+
 def test_a_run_stopped_because_no_session_could_open_says_why_in_one_line() -> None:
     why = "no session could open in 5 s (4 sessions, 12 failed opens); stopped early"
     report = report_of(

@@ -21,6 +21,7 @@ import pytest
 
 from tests.support.busy import figures, retry_figures_once
 from tests.support.cli import CliResult
+from tests.support.http import closed_port
 from tests.support.http_server import http_target
 from tests.support.processes import workers_of
 
@@ -324,3 +325,20 @@ def test_bad_profile_file_exits_2_naming_the_key(
     result = cli("run", str(profile), "--json")
     assert result.returncode == 2
     assert f"{profile}:3: duraton: unknown key" in result.stderr
+
+
+def test_when_no_session_opens_the_late_share_is_of_the_arrivals_due(
+    cli: Callable[..., CliResult],
+) -> None:
+    """Every arrival waits for a session that never opens: late_fraction is 1, not late / the
+    few failed exchanges (it read 119.76, "11976% of arrivals were late")."""
+    result = cli(
+        "run", "http-get", "--target", f"http://127.0.0.1:{closed_port()}/", "--rate", "2000/s",
+        "-c", "2", "-p", "1", "--warmup", "0s", "--duration", "1s", "--json", "--quiet",
+    )  # fmt: skip
+    assert result.returncode == 3, result.stderr
+    report = result.json()
+    assert "no session could open" in report["verdicts"]["incomplete_reason"]
+    total = report["phases"]["sustain"]["total"]
+    assert total["late"] > 100
+    assert 0.9 <= report["verdicts"]["late_fraction"] <= 1.0

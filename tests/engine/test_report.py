@@ -2,15 +2,19 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 from protobench.engine.bounds import Tally, busy, lagging
 from protobench.engine.report import (
     exit_code_for,
 )
 from protobench.engine.report_model import CpuVerdict, HostResources, LoadModel, Report, Verdicts
 from protobench.engine.summaries import LatencySummary, OpSummary, PhaseSummary
+from protobench.engine.thresholds import judge
 from protobench.engine.verdicts import cpu_verdicts
 from protobench.redaction import redact_url
 from protobench.vocab.exceptions import ExitCode
+from protobench.vocab.thresholds import parse_threshold
 
 
 def _sustain(late: int = 0, behind: int = 0) -> PhaseSummary:
@@ -22,6 +26,7 @@ def _sustain(late: int = 0, behind: int = 0) -> PhaseSummary:
         late=late,
         counters={"behind": behind},
         latency_us=LatencySummary(count=0),
+        send_lateness_us=LatencySummary(count=1000 - late),  # the others were sent at once
     )
     return PhaseSummary(duration_s=1.0, total=total, ops={})
 
@@ -116,3 +121,17 @@ def test_open_model_late_arrivals_with_an_idle_worker_are_the_targets() -> None:
     result = verdicts("open", _busy([40] * 4), _lagging([1.0] * 4), late=300)
     assert not result.generator_bound
     assert result.late_fraction == 0.3
+
+
+def test_the_late_share_is_of_the_arrivals_due_even_when_no_exchange_ended() -> None:
+    # no session opened: 3 failed opens, 4000 arrivals waited in vain
+    total = OpSummary(
+        ok=0, errors=3, error_rate=1.0, throughput=0.0, late=4000,
+        latency_us=LatencySummary(count=0),
+    )  # fmt: skip
+    sustain = PhaseSummary(duration_s=1.0, total=total, ops={})
+    result = cpu_verdicts(True, sustain, HostResources(), _busy([10]), _lagging([1.0]), Tally())
+    assert result.late_fraction == 1.0
+    assert judge(parse_threshold("late < 50%"), sustain) == (1.0, False)
+    sent = replace(total, ok=1000, errors=0, late=250, send_lateness_us=LatencySummary(count=750))
+    assert sent.late_share == 0.25

@@ -4,12 +4,15 @@ worked, sessions down, mixed latency kinds, a busy host; built from worker frame
 from __future__ import annotations
 
 import dataclasses
+from typing import Any
+
+import pytest
 
 from protobench.engine.bounds import Tally
 from protobench.engine.report import (
     exit_code_for,
 )
-from protobench.engine.report_model import HostResources, to_plain
+from protobench.engine.report_model import NO_SESSION, HostResources, to_plain
 from protobench.engine.resource_log import ResourceLog
 from protobench.engine.summaries import LatencySummary, OpSummary, PhaseSummary
 from protobench.engine.verdicts import cpu_verdicts
@@ -145,6 +148,7 @@ def test_a_saturated_host_is_not_blamed_on_the_generator() -> None:
             throughput=1000.0,
             counters={"behind": 300},
             latency_us=LatencySummary(count=0),
+            send_lateness_us=LatencySummary(count=1000),  # every arrival sent at once
         ),
         ops={},
     )
@@ -236,3 +240,26 @@ def test_ops_that_only_hold_sessions_are_not_expected_to_exchange() -> None:
         passive=frozenset({"idle"}),
     )
     assert "completed no exchange" in str(mixed.verdicts.incomplete_reason)
+
+
+NO_EXCHANGE = [frame("sustain", 0, 0.0, 1.0, {"get": {}})]  # no reply and no error
+REFUSED = [frame("sustain", 0, 0.0, 1.0, {"get": {"errors": 4, "error_class": "auth"}})]
+
+
+@pytest.mark.parametrize(
+    ("frames", "opened", "stop_reason"),
+    [(NO_EXCHANGE, 1, "completed"), (REFUSED, 0, "completed"), (REFUSED, 0, NO_SESSION)],
+    ids=["no-exchange", "no-session", "stopped-no-session"],
+)
+def test_a_run_that_measured_nothing_evaluates_no_threshold(
+    frames: list[dict[str, Any]], opened: int, stop_reason: str
+) -> None:
+    plan = plan_of({"get": 4}, ("error_rate < 0.5%", "late < 1%"))
+    report = report_of(plan, frames, opened=opened, failed=4 - 4 * opened, stop_reason=stop_reason)
+    assert report.nothing_measured
+    assert [(t.expr, t.value, t.ok) for t in report.thresholds] == [
+        ("error_rate < 0.5%", None, False),
+        ("late < 1%", None, False),
+    ]
+    assert not report.verdicts.thresholds_passed
+    assert exit_code_for(report) == ExitCode.INCOMPLETE

@@ -16,12 +16,12 @@ from protobench.profiles import loader
 from protobench.profiles.model import Profile, ProfileKeys
 from protobench.profiles.settings import FLAGGED, SETTINGS, VARY_KEYS, Overrides, RunSettings
 
-README = Path(__file__).resolve().parents[2] / "README.md"
+GUIDE = Path(__file__).resolve().parents[2] / "docs" / "guide"
 NAMES = [s.name for s in SETTINGS]
 
 
-def _section(title: str) -> str:
-    return README.read_text().split(f"\n{title}\n", 1)[1].split("\n## ", 1)[0]
+def _page(name: str) -> str:
+    return (GUIDE / f"{name}.md").read_text()
 
 
 def test_the_profile_model_is_its_own_keys_then_every_setting_with_its_default() -> None:
@@ -105,15 +105,15 @@ def _flag_cells(section: str) -> str:
     return "\n".join(row.split("|")[1] for row in rows)
 
 
-def test_the_readme_lists_every_run_flag_with_its_short_flag_and_placeholder() -> None:
-    cells = _flag_cells(_section("### `protobench run`"))
+def test_the_run_page_lists_every_run_flag_with_its_short_flag_and_placeholder() -> None:
+    cells = _flag_cells(_page("run"))
     for setting in FLAGGED:
         names = f"{setting.flag}, {setting.short}" if setting.short else str(setting.flag)
         assert f"`{names} {setting.metavar}`" in cells, setting.name
 
 
-def test_the_readme_sweep_section_names_every_axis_and_run_flag() -> None:
-    text = " ".join(_section("## Load sweeps: `protobench sweep`").split())
+def test_the_sweep_page_names_every_axis_and_run_flag() -> None:
+    text = " ".join(_page("sweep").split())
     axes = re.search(r"Axes: (.*?)\. The first", text)
     assert axes is not None
     assert re.findall(r"`([^`]+)`", axes.group(1)) == list(VARY_KEYS)
@@ -122,8 +122,35 @@ def test_the_readme_sweep_section_names_every_axis_and_run_flag() -> None:
     assert flags.group(1).split() == [s.flag for s in FLAGGED]
 
 
-def test_the_readme_profile_example_has_every_setting() -> None:
-    example = _section("## Profiles").split("```toml", 1)[1].split("```", 1)[0]
+def test_the_profiles_page_example_has_every_setting() -> None:
+    example = _page("profiles").split("```toml", 1)[1].split("```", 1)[0]
     keys = re.findall(r"^(?:# )?(\w+) = ", example, re.MULTILINE)
     tables = re.findall(r"^\[(\w+)\]", example, re.MULTILINE)
     assert set(NAMES) <= {*keys, *tables}
+
+
+def test_every_single_valued_flag_has_its_environment_variable() -> None:
+    envs = {s.name: s.env for s in FLAGGED}
+    assert envs["target"] == "PROTOBENCH_TARGET"
+    assert envs["duration"] == "PROTOBENCH_DURATION"
+    assert envs["thresholds"] is None  # repeatable: an expression holds spaces
+    text = " ".join(CliRunner().invoke(app, ["run", "--help"]).stdout.split())
+    for setting in FLAGGED:
+        if setting.env:
+            assert f"env var: {setting.env}" in text, setting.name
+
+
+def test_a_bad_value_from_the_environment_names_its_variable() -> None:
+    result = CliRunner().invoke(app, ["run", "http-get"], env={"PROTOBENCH_DURATION": "abc"})
+    assert result.exit_code == 2
+    assert "--duration (from $PROTOBENCH_DURATION): expected a duration" in result.stderr
+
+
+def test_a_flag_wins_over_its_environment_variable() -> None:
+    # The bad duration in the environment is not read: the error is the interval's.
+    result = CliRunner().invoke(
+        app, ["run", "http-get", "-d", "5s", "--interval", "0s"], env={"PROTOBENCH_DURATION": "abc"}
+    )
+    assert result.exit_code == 2
+    assert "PROTOBENCH_DURATION" not in result.stderr
+    assert "--interval" in result.stderr

@@ -25,12 +25,19 @@ class CliResult:
         return json.loads(self.stdout)
 
 
-def run_cli(args: list[str], cwd: Path, timeout: float = 120.0, **kwargs: Any) -> CliResult:
+def run_cli(
+    args: list[str],
+    cwd: Path,
+    timeout: float = 120.0,
+    env: dict[str, str] | None = None,
+    **kwargs: Any,
+) -> CliResult:
     """Run ``python -m protobench ARGS`` in ``cwd`` and capture its output.
 
-    ``timeout`` (seconds on a quiet machine) is stretched by the tests' time scale.
+    ``timeout`` (seconds on a quiet machine) is stretched by the tests' time scale;
+    ``env`` adds to (or replaces) the environment's variables.
     """
-    env = {**os.environ, "PYTHONUNBUFFERED": "1"}
+    env = {**os.environ, "PYTHONUNBUFFERED": "1", **(env or {})}
     done = subprocess.run(
         [sys.executable, "-m", "protobench", *args],
         cwd=cwd,

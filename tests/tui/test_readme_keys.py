@@ -1,4 +1,4 @@
-"""The README's key table and the help screen name every key the monitor binds (issue 19)."""
+"""The monitor page's key table and the help screen name every key the monitor binds (issue 19)."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ from textual.binding import Binding
 from protobench.tui.app import MonitorApp
 from protobench.tui.screens.help import KEYS
 
-README = Path(__file__).resolve().parents[2] / "README.md"
+MONITOR_PAGE = Path(__file__).resolve().parents[2] / "docs" / "guide" / "monitor.md"
 GLYPHS = {
     "plus": "+",
     "equals_sign": "=",
@@ -27,7 +27,7 @@ GLYPHS = {
 
 
 def bound_keys() -> set[str]:
-    """Every key of the monitor's bindings, as the README writes it."""
+    """Every key of the monitor's bindings, as the docs write it."""
     keys: set[str] = set()
     for binding in MonitorApp.BINDINGS:
         assert isinstance(binding, Binding)
@@ -36,12 +36,12 @@ def bound_keys() -> set[str]:
 
 
 def key_table() -> str:
-    """The rows of the monitor section's key table."""
-    section = README.read_text().split("## The live monitor", 1)[1].split("\n## ", 1)[0]
+    """The rows of the monitor page's key table."""
+    section = MONITOR_PAGE.read_text().split("\n## ", 1)[0]
     return "\n".join(line for line in section.splitlines() if line.startswith("| `"))
 
 
-def test_the_readme_key_table_names_every_bound_key() -> None:
+def test_the_docs_key_table_names_every_bound_key() -> None:
     named: set[str] = set()
     for row in key_table().splitlines():
         first_cell = row.split("|")[1]
@@ -56,8 +56,8 @@ def test_the_help_screen_names_every_bound_key() -> None:
     assert bound_keys() - {"=", "ctrl+q"} - named == set()
 
 
-def test_the_readme_names_the_baseline_flag_of_run_and_replay() -> None:
-    section = README.read_text().split("## The live monitor", 1)[1].split("\n## ", 1)[0]
+def test_the_docs_name_the_baseline_flag_of_run_and_replay() -> None:
+    section = MONITOR_PAGE.read_text()
     assert "protobench run PROFILE --baseline REF" in section
     assert "protobench replay [SNAPSHOT]" in section
     assert "[--baseline REF]" in section

@@ -2,7 +2,8 @@
 
 Every exception class protobench defines derives from ``ProtobenchError`` (found by
 reading every module, so a new class outside the tree fails here), each branch
-carries the code the README documents, and the README's exit-code table lists
+carries the code the docs document, and the exit-code table of the docs
+(``docs/concepts/exit-codes.md``) lists
 exactly the members of ``ExitCode``.
 """
 
@@ -35,7 +36,7 @@ from protobench.vocab.exceptions import (
 )
 
 SRC = Path(__file__).resolve().parents[2] / "src" / "protobench"
-README = SRC.parents[1] / "README.md"
+EXIT_CODES_PAGE = SRC.parents[1] / "docs" / "concepts" / "exit-codes.md"
 
 
 def _exception_classes() -> list[tuple[str, str]]:
@@ -106,9 +107,9 @@ def test_leaves_unwrap_nested_groups_in_order() -> None:
     assert leaves(first) == [first]
 
 
-def test_the_readme_exit_code_table_lists_exactly_the_exit_codes() -> None:
-    text = README.read_text(encoding="utf-8")
-    table = text.split("**Exit codes**:", 1)[1].split("\n\n", 2)[1]
+def test_the_docs_exit_code_table_lists_exactly_the_exit_codes() -> None:
+    text = EXIT_CODES_PAGE.read_text(encoding="utf-8")
+    table = text.split("## Exit codes\n\n", 1)[1].split("\n\n", 1)[0]
     rows = re.findall(r"^\| `(\d+)` \| (.+) \|$", table, flags=re.MULTILINE)
     assert [int(code) for code, _ in rows] == sorted(code.value for code in ExitCode)
     assert all(meaning.strip() for _, meaning in rows)

@@ -16,6 +16,7 @@ BaselineOption = Annotated[
     str | None,
     typer.Option(
         "--baseline",
+        metavar="REF",
         help="Compare with this snapshot in the monitor (id, prefix, path, latest~N).",
     ),
 ]

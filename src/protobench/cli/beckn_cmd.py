@@ -16,6 +16,7 @@ from typing import Annotated
 import typer
 
 from protobench.cli.common import fail, print_json
+from protobench.termtext import echo
 
 PRIVATE_KEY_ENV = "BECKN_PRIVATE_KEY"
 """The default variable holding the private key (the same name as the beckn plugin's)."""
@@ -51,19 +52,23 @@ def _read_key(path: Path | None, env_name: str) -> tuple[str, str]:
 @app.command("keys")
 def keys(
     subscriber_id: Annotated[
-        str | None, typer.Option(help="Subscriber id (default: the development key's).")
+        str | None,
+        typer.Option(metavar="ID", help="Subscriber id (default: the development key's)."),
     ] = None,
     key_id: Annotated[
-        str | None, typer.Option(help="Key id (default: the development key's).")
+        str | None, typer.Option(metavar="ID", help="Key id (default: the development key's).")
     ] = None,
     private_key_file: Annotated[
-        Path | None, typer.Option(help="File holding the base64 private key.")
+        Path | None, typer.Option(metavar="FILE", help="File holding the base64 private key.")
     ] = None,
     private_key_env: Annotated[
-        str, typer.Option(help="Environment variable holding the private key.")
+        str, typer.Option(metavar="VAR", help="Environment variable holding the private key.")
     ] = PRIVATE_KEY_ENV,
     generate: Annotated[
-        Path | None, typer.Option(help="Make a new key pair; write the private key to this file.")
+        Path | None,
+        typer.Option(
+            metavar="FILE", help="Make a new key pair; write the private key to this file."
+        ),
     ] = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print the record as JSON.")] = False,
 ) -> None:
@@ -105,5 +110,5 @@ def keys(
         print_json(record)
         return
     for name, value in record.items():
-        typer.echo(f"{name:20} {value}")
-    typer.echo(f"# private key: {source} (never printed)", err=True)
+        echo(f"{name:20} {value}")
+    echo(f"# private key: {source} (never printed)", err=True)

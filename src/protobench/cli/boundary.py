@@ -23,6 +23,7 @@ the exception tree are imported up front, so ``--help`` stays fast.
 
 from __future__ import annotations
 
+import logging
 import sys
 import tempfile
 import time
@@ -36,6 +37,7 @@ import typer.core
 
 from protobench.home import home
 from protobench.redaction import redact_text
+from protobench.termtext import VisibleFormatter, echo
 from protobench.vocab.exceptions import ExitCode, ProtobenchError, leaves
 
 
@@ -47,7 +49,7 @@ def one_line(message: str) -> str:
 
 def error(message: str) -> None:
     """Print ``protobench: error: MESSAGE`` on stderr, on one line, secrets hidden."""
-    typer.echo(f"protobench: error: {one_line(message)}", err=True)
+    echo(f"protobench: error: {one_line(message)}", err=True)
 
 
 def crash_log(exc: BaseException) -> Path | None:
@@ -162,6 +164,8 @@ class Boundary(typer.core.TyperGroup):
         standalone_mode: bool = True,
         **extra: Any,
     ) -> Any:
+        if logging.lastResort is not None:  # a library's warning on stderr: its text made visible
+            logging.lastResort.setFormatter(VisibleFormatter())
         try:
             result = super().main(
                 args=args,

@@ -16,9 +16,11 @@ from protobench.vocab.exceptions import ExitCode
 
 
 def setting_option(spec: Setting) -> Any:
-    """The Typer option of a run setting's flag: its names and ``--help`` line."""
+    """The Typer option of a run setting's flag: names, placeholder, help, variable."""
     names = (spec.flag, spec.short) if spec.short else (spec.flag,)
-    return typer.Option(*names, help=spec.help)
+    return typer.Option(
+        *names, help=spec.help, metavar=spec.metavar, envvar=spec.env, show_envvar=True
+    )
 
 
 OptOption = Annotated[list[str] | None, setting_option(BY_NAME["options"])]
@@ -30,14 +32,15 @@ QuietOption = Annotated[
     ),
 ]
 SnapshotsDirOption = Annotated[
-    Path | None, typer.Option("--snapshots-dir", help="Where snapshots are saved.")
+    Path | None, typer.Option("--snapshots-dir", metavar="DIR", help="Where snapshots are saved.")
 ]
 """Flags that ``run`` and ``sweep`` share beside the run settings' (:mod:`.run_flags`)."""
 StoreOption = Annotated[
     Path | None,
     typer.Option(
         "--snapshots-dir",
-        help="Snapshot store (default: $PROTOBENCH_HOME/snapshots, else ./.protobench/snapshots).",
+        metavar="DIR",
+        help="Snapshot store (default: $PROTOBENCH_HOME/snapshots, else the user's data dir).",
     ),
 ]
 """The store that ``diff``, ``report`` and ``snapshots`` read."""

@@ -25,6 +25,7 @@ from protobench.cli.common import StoreOption, fail, print_json
 from protobench.cli.complete import snapshot_refs
 from protobench.cli.diff_text import render_text
 from protobench.snapshots.store import SnapshotError, SnapshotStore
+from protobench.termtext import echo
 from protobench.vocab.percentiles import PERCENTILE_LABELS
 
 if TYPE_CHECKING:  # numpy and hdrhistogram load in the command, not for --help
@@ -65,6 +66,7 @@ def diff_command(
     refs: Annotated[
         list[str],
         typer.Argument(
+            metavar="REF...",
             help="BASE NEW, or BASE... -- NEW... (ids, id prefixes, paths, latest, latest~N).",
             autocompletion=snapshot_refs,
         ),
@@ -74,17 +76,19 @@ def diff_command(
         typer.Option(
             "--metric",
             "-m",
+            metavar="LIST",
             help=f"Comma-separated metrics: throughput,{','.join(PERCENTILE_LABELS.values())},"
             "error_rate (default: all).",
         ),
     ] = None,
     alpha: Annotated[
-        float, typer.Option(help="Significance level of the Mann-Whitney U test.")
+        float, typer.Option(metavar="ALPHA", help="Significance level of the Mann-Whitney U test.")
     ] = 0.05,
     fail_on: Annotated[
         list[str] | None,
         typer.Option(
             "--fail-on",
+            metavar="GATE",
             help="Exit 1 when a significant change crosses this gate, e.g. 'p99:+10%', "
             "'throughput:-5%', 'get:p50:+20%', '*:p99:+10%' (repeatable). A gate that "
             "cannot decide (fewer than 6 intervals a side, other protocols or "
@@ -102,7 +106,9 @@ def diff_command(
     snapshots_dir: StoreOption = None,
     report_file: Annotated[
         Path | None,
-        typer.Option("--report", help="Also write the comparison as one HTML page."),
+        typer.Option(
+            "--report", metavar="FILE", help="Also write the comparison as one HTML page."
+        ),
     ] = None,
 ) -> None:
     """Compare runs: medians with 95% CIs, Mann-Whitney U, percentile deltas, gates.
@@ -146,7 +152,7 @@ def diff_command(
     if as_json:
         print_json(diff.to_dict())
     else:
-        typer.echo(render_text(diff))
+        echo(render_text(diff))
     raise typer.Exit(diff.exit_code)
 
 

@@ -10,6 +10,7 @@ import math
 from typing import TYPE_CHECKING
 
 from protobench.cli.render import us
+from protobench.termtext import visible_tree
 
 if TYPE_CHECKING:  # numpy and hdrhistogram load in the command, not for --help
     from protobench.snapshots.diff import Diff, GateResult, GeomeanRow, Row, RunInfo
@@ -99,8 +100,10 @@ def _runs(label: str, runs: list[RunInfo]) -> str:
 
 
 def render_text(diff: Diff) -> str:
-    """The comparison as a terminal table, warnings first."""
+    """The comparison as a terminal table, warnings first (its strings made visible)."""
     from protobench.snapshots.series import TOTAL  # noqa: PLC0415
+
+    diff = visible_tree(diff)
 
     out = [_runs("base:", diff.base), _runs("new: ", diff.new)]
     if diff.warnings:

@@ -20,6 +20,7 @@ import typer
 from protobench.cli.common import OptOption, fail, parse_pairs, parse_value
 from protobench.protocols import registry
 from protobench.redaction import redact_text, redact_url
+from protobench.termtext import echo
 from protobench.vocab.exceptions import ExitCode
 from protobench.vocab.units import parse_duration
 
@@ -111,19 +112,28 @@ def discover_command(
     what: Annotated[
         str,
         typer.Argument(
-            help="A device URL (bacnet://127.0.0.1:47808/), or `haystack` then its URL."
+            metavar="URL|PROTOCOL",
+            help="A device URL (bacnet://127.0.0.1:47808/), or `haystack` then its URL.",
         ),
     ],
     url: Annotated[
         str | None,
-        typer.Argument(help="With `haystack`: the API URL, e.g. http://127.0.0.1:8080/api"),
+        typer.Argument(
+            metavar="URL", help="With `haystack`: the API URL, e.g. http://127.0.0.1:8080/api"
+        ),
     ] = None,
     write_profile: Annotated[
         Path | None,
-        typer.Option("--write-profile", help="Write a profile fitted to the target here."),
+        typer.Option(
+            "--write-profile", metavar="FILE", help="Write a profile fitted to the target here."
+        ),
     ] = None,
-    name: Annotated[str | None, typer.Option("--name", help="The written profile's name.")] = None,
-    timeout: Annotated[str, typer.Option("--timeout", help="Per request, e.g. 3s.")] = "3s",
+    name: Annotated[
+        str | None, typer.Option("--name", metavar="NAME", help="The written profile's name.")
+    ] = None,
+    timeout: Annotated[
+        str, typer.Option("--timeout", metavar="DURATION", help="Per request, e.g. 3s.")
+    ] = "3s",
     opt: OptOption = None,
 ) -> None:
     """Ask a device or server what it has; write a profile fitted to it.
@@ -147,7 +157,7 @@ def discover_command(
     plugin, target, said = _plugin(what, url)
     found = _discover(plugin, target, said, opts, wait, profile_name)
     profile = found.profile
-    typer.echo(found.summary)
+    echo(found.summary)
     if write_profile is None:
         return
     from protobench.profiles import loader  # noqa: PLC0415 - pydantic: not for --help
@@ -160,7 +170,7 @@ def discover_command(
         write_profile.write_text(profile, encoding="utf-8")
     except OSError as exc:
         fail(f"{write_profile}: cannot write: {exc.strerror}")
-    typer.echo(f"profile written to {write_profile}")
+    echo(f"profile written to {write_profile}")
 
 
 def register(app: typer.Typer) -> None:

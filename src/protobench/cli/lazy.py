@@ -1,56 +1,28 @@
 """Commands imported on first use: the root group lists them from a table, not their modules.
 
-``protobench --help`` reads each command's one-line summary from the table, so
-it imports no command module; ``protobench run ...`` (or ``run --help``, or a
-completion under ``run``) imports ``run``'s module alone. A command module
-either has ``register(app)`` (which adds its one command, a module-level
-function) or ``app`` (a group of them).
-
-Help is Click's plain formatting (Typer's rich help imports rich and costs
-about 0.2 s more CPU than the rest of ``--help``): each loaded command is set to
-``rich_markup_mode = None``.
+The root group (:class:`LazyGroup`) lists the commands of its table
+(:data:`protobench.cli.table.COMMANDS`) with their summaries, so it imports no
+command module; ``protobench run ...`` (or ``run --help``, or a completion under
+``run``) imports ``run``'s module alone (:meth:`protobench.cli.table.Lazy.load`).
 """
 
 from __future__ import annotations
 
-import importlib
 from collections.abc import Mapping
-from dataclasses import dataclass
-from typing import Any, ClassVar
+from typing import Any, ClassVar, Protocol
 
-import typer
 import typer.core
-import typer.main
 
 from protobench.cli.boundary import Boundary
 
 
-@dataclass(frozen=True)
-class Lazy:
-    """Where a command lives and its one-line summary (the first line of its help)."""
+class Entry(Protocol):
+    """A command of the table: its summary, and its Click command once loaded."""
 
-    module: str
-    summary: str
+    @property
+    def summary(self) -> str: ...
 
-    def load(self, name: str) -> Any:
-        """Import the module and build its Click command, named ``name``."""
-        module = importlib.import_module(self.module)
-        parent = typer.Typer(rich_markup_mode=None, add_completion=False)
-        group = getattr(module, "app", None)
-        if group is not None:
-            parent.add_typer(group, name=name, cls=FlagsOff)
-        else:
-            module.register(parent)
-        command = typer.main.get_group(parent).commands[name]
-        plain(command)
-        return command
-
-
-def plain(command: Any) -> None:
-    """Click's plain help for ``command`` and every command under it."""
-    command.rich_markup_mode = None
-    for sub in getattr(command, "commands", {}).values():
-        plain(sub)
+    def load(self, name: str) -> Any: ...
 
 
 class FlagsOff(typer.core.TyperGroup):
@@ -72,7 +44,7 @@ class FlagsOff(typer.core.TyperGroup):
 class LazyGroup(FlagsOff, Boundary):
     """The root group: commands from :attr:`table`, each imported when it is used."""
 
-    table: ClassVar[Mapping[str, Lazy]] = {}
+    table: ClassVar[Mapping[str, Entry]] = {}
 
     def list_commands(self, ctx: Any) -> list[str]:
         return list(dict.fromkeys([*self.table, *super().list_commands(ctx)]))

@@ -10,6 +10,7 @@ import typer
 
 from protobench.cli.common import fail
 from protobench.cli.complete import builtins, profiles
+from protobench.termtext import echo
 
 _NAME_KEY = re.compile(r"^name\s*=")
 
@@ -32,15 +33,18 @@ def list_profiles() -> None:
     for name in loader.builtin_names():
         try:
             profile = loader.load(name).profile
-            typer.echo(f"{name:20} {profile.protocol:10} {profile.description}")
+            echo(f"{name:20} {profile.protocol:10} {profile.description}")
         except loader.ProfileError as exc:
-            typer.echo(f"{name:20} {'?':10} (cannot load: {exc})")
+            echo(f"{name:20} {'?':10} (cannot load: {exc})")
 
 
 @app.command("show")
 def show(
     name: Annotated[
-        str, typer.Argument(help="Built-in name or file path.", autocompletion=profiles)
+        str,
+        typer.Argument(
+            metavar="PROFILE", help="Built-in name or file path.", autocompletion=profiles
+        ),
     ],
 ) -> None:
     """Print a profile's TOML text.
@@ -56,19 +60,28 @@ def show(
     from protobench.profiles import loader  # noqa: PLC0415 - pydantic: not for --help
 
     try:
-        typer.echo(loader.load(name).text, nl=False)
+        echo(loader.load(name).text, nl=False)
     except loader.ProfileError as exc:
         fail(str(exc))
 
 
 @app.command("new")
 def new(
-    name: Annotated[str, typer.Argument(help="Name of the new profile (file NAME.toml).")],
+    name: Annotated[
+        str, typer.Argument(metavar="NAME", help="Name of the new profile (file NAME.toml).")
+    ],
     source: Annotated[
         str,
-        typer.Option("--from", help="Built-in profile to start from.", autocompletion=builtins),
+        typer.Option(
+            "--from",
+            metavar="PROFILE",
+            help="Built-in profile to start from.",
+            autocompletion=builtins,
+        ),
     ] = "http-get",
-    directory: Annotated[Path, typer.Option("--dir", help="Where to write it.")] = Path("."),
+    directory: Annotated[
+        Path, typer.Option("--dir", metavar="DIR", help="Where to write it.")
+    ] = Path("."),
 ) -> None:
     """Write a new profile file, copied from a built-in one (only its top-level name changes).
 
@@ -98,7 +111,7 @@ def new(
         path.write_text(rename(text, name), encoding="utf-8")
     except OSError as exc:
         fail(f"{path}: cannot write: {exc.strerror or exc}")
-    typer.echo(str(path))
+    echo(str(path))
 
 
 def rename(text: str, name: str) -> str:

@@ -26,6 +26,7 @@ from protobench.engine.report_model import (
     Verdicts,
 )
 from protobench.engine.summaries import LatencySummary, OpSummary
+from protobench.termtext import visible, visible_tree
 from protobench.vocab.thresholds import LATENCY_COLUMNS, observed
 from protobench.vocab.units import format_duration
 
@@ -58,8 +59,10 @@ def summary_table(report: Report) -> str:
 
     Each op says what its latency measures; the total shows a latency only
     when every op measures the same thing. Figures that do not exist print as
-    ``-`` (or ``absent`` in a sentence), never ``None``.
+    ``-`` (or ``absent`` in a sentence), never ``None``. Every string of the
+    report (an error text, a notice, an op name) is shown as :func:`visible_tree` has it.
     """
+    report = visible_tree(report)
     lines = [
         f"protobench {report.tool.version}  profile {report.profile}  "
         f"protocol {report.protocol}  target {report.target} ({report.target_kind})",
@@ -79,7 +82,7 @@ def summary_table(report: Report) -> str:
         lines.append(header + "  latency")
         for name, op in [*sustain.ops.items(), ("TOTAL", sustain.total)]:
             lines.extend(_op_lines(name, op, name in failing))
-    lines.extend(_threshold_line(threshold) for threshold in report.thresholds)
+    lines.extend(_threshold_line(t, report.nothing_measured) for t in report.thresholds)
     lines.extend(_verdict_lines(verdicts, report.partial))
     lines.append(_resources_line(report.resources))
     lines.extend(_tail(report))
@@ -148,7 +151,9 @@ def _op_lines(name: str, op: OpSummary, failing: bool) -> list[str]:
     return lines
 
 
-def _threshold_line(threshold: ThresholdResult) -> str:
+def _threshold_line(threshold: ThresholdResult, nothing_measured: bool) -> str:
+    if nothing_measured:
+        return f"threshold NOT EVALUATED: {threshold.expr} (nothing measured)"
     mark = "PASS" if threshold.ok else "FAIL"
     value = observed(threshold.expr, threshold.value)
     return f"threshold {mark}: {threshold.expr} (observed {value})"
@@ -214,6 +219,7 @@ class Progress:
             self._line(f"{event.kind}: {event.message}", final=True)
 
     def _line(self, text: str, final: bool = False) -> None:
+        text = visible(text)  # a target's or a notice's words: never a terminal command
         with contextlib.suppress(OSError):  # a closed terminal (SIGHUP) must not stop the run
             if self.tty:
                 self.stream.write("\r\x1b[2K" + text + ("\n" if final else ""))

@@ -22,6 +22,7 @@ from protobench.cli.common import QuietOption, fail
 from protobench.cli.complete import SnapshotRef
 from protobench.cli.render import summary_table
 from protobench.snapshots.store import SnapshotError, SnapshotStore, read, read_json
+from protobench.termtext import echo
 
 if TYPE_CHECKING:
     from protobench.engine.report_model import Report
@@ -30,10 +31,11 @@ if TYPE_CHECKING:
 def replay_command(
     snapshot: SnapshotRef = "latest",
     speed: Annotated[
-        float, typer.Option("--speed", help="Playback speed (2 = twice as fast).")
+        float, typer.Option("--speed", metavar="FACTOR", help="Playback speed (2 = twice as fast).")
     ] = 1.0,
     snapshots_dir: Annotated[
-        Path | None, typer.Option("--snapshots-dir", help="Where snapshots are kept.")
+        Path | None,
+        typer.Option("--snapshots-dir", metavar="DIR", help="Where snapshots are kept."),
     ] = None,
     baseline: BaselineOption = None,
     quiet: QuietOption = False,
@@ -60,11 +62,11 @@ def replay_command(
     run_replay = _monitor() if sys.stdout.isatty() else None
     try:
         if run_replay is None:  # no terminal, or no Textual: the summary alone
-            typer.echo(summary_table(read(path, head).report))
+            echo(summary_table(read(path, head).report))
             return
         report = run_replay(path, head, store, speed, compared)
         if not quiet:
-            typer.echo(summary_table(report or read(path, head).report))
+            echo(summary_table(report or read(path, head).report))
     except SnapshotError as exc:
         fail(str(exc))
 

@@ -18,6 +18,7 @@ from protobench.cli.complete import SnapshotRef
 from protobench.cli.diff_text import render_text
 from protobench.protocols.registry import needs
 from protobench.snapshots.store import SnapshotError, SnapshotStore
+from protobench.termtext import echo
 
 if TYPE_CHECKING:
     from protobench.snapshots.diff import Diff
@@ -39,7 +40,7 @@ def _write(path: Path, page: str) -> None:
         path.write_text(page, encoding="utf-8")
     except OSError as exc:
         fail(f"{path}: cannot write the report ({exc.strerror or exc})")
-    typer.echo(f"wrote {path} ({len(page.encode()) / 1024:,.0f} KiB)", err=True)
+    echo(f"wrote {path} ({len(page.encode()) / 1024:,.0f} KiB)", err=True)
 
 
 def write_run_report(snapshot: Snapshot, path: Path) -> None:
@@ -65,7 +66,9 @@ def report_command(
     ref: SnapshotRef,
     output: Annotated[
         Path | None,
-        typer.Option("--output", "-o", help="The HTML file (default: ./<snapshot id>.html)."),
+        typer.Option(
+            "--output", "-o", metavar="FILE", help="The HTML file (default: ./<snapshot id>.html)."
+        ),
     ] = None,
     snapshots_dir: StoreOption = None,
 ) -> None:

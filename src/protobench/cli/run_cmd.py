@@ -31,6 +31,7 @@ from protobench.cli.run_flags import RunFlags, takes_run_flags
 from protobench.engine.report_model import Report, report_to_json
 from protobench.protocols.registry import PluginError
 from protobench.snapshots.store import SnapshotStore, read
+from protobench.termtext import echo
 from protobench.vocab.exceptions import ExitCode
 
 if TYPE_CHECKING:  # the engine, pydantic and numpy load in the command, not for --help
@@ -99,7 +100,7 @@ def run_plan(
         )
     except Exception as exc:  # the run failed outright: one line, exit 3, no traceback
         with contextlib.suppress(OSError):
-            sys.stderr.write(f"protobench: error: {describe_failure(exc)}\n")
+            echo(f"protobench: error: {describe_failure(exc)}", err=True)
         raise typer.Exit(ExitCode.INCOMPLETE) from None
 
 
@@ -109,7 +110,9 @@ def run_command(
     flags: RunFlags,
     target_pid: Annotated[
         int | None,
-        typer.Option("--target-pid", min=1, help="PID of the target, for its resources."),
+        typer.Option(
+            "--target-pid", min=1, metavar="PID", help="PID of the target, for its resources."
+        ),
     ] = None,
     as_json: Annotated[
         bool, typer.Option("--json", help="Print the final report as JSON.")
@@ -123,11 +126,17 @@ def run_command(
     snapshots_dir: SnapshotsDirOption = None,
     report_file: Annotated[
         Path | None,
-        typer.Option("--report", help="Also write the run as one HTML page (report extra)."),
+        typer.Option(
+            "--report", metavar="FILE", help="Also write the run as one HTML page (report extra)."
+        ),
     ] = None,
     ray: Annotated[
         str | None,
-        typer.Option("--ray", help="Run the workers on a Ray cluster: auto, HOST:PORT, local:N."),
+        typer.Option(
+            "--ray",
+            metavar="SPEC",
+            help="Run the workers on a Ray cluster: auto, HOST:PORT, local:N.",
+        ),
     ] = None,
     baseline: BaselineOption = None,
 ) -> None:
@@ -202,7 +211,7 @@ def _pool_factory(ray: str | None, plan: RunPlan, *, quiet: bool) -> Iterator[Po
         _, simulated = parse_spec(ray)
         if simulated and not quiet:
             nodes = f"{simulated} node{'s' if simulated > 1 else ''}"
-            typer.echo(f"protobench: starting a local Ray cluster of {nodes}…", err=True)
+            echo(f"protobench: starting a local Ray cluster of {nodes}…", err=True)
         backend = open_backend(ray, plan.target is None)
     except RayBackendError as exc:
         fail(str(exc))
@@ -257,8 +266,7 @@ def say_snapshot_error(report: Report) -> None:
         lines.append(report.snapshot_error)
     with contextlib.suppress(OSError):  # a closed terminal (SIGHUP) has no stderr
         for line in lines:
-            sys.stderr.write(f"protobench: {line}\n")
-        sys.stderr.flush()
+            echo(f"protobench: {line}", err=True)
 
 
 def _print_report(report: Report, as_json: bool) -> None:
@@ -268,7 +276,7 @@ def _print_report(report: Report, as_json: bool) -> None:
             sys.stdout.write(report_to_json(report, indent=True).decode() + "\n")
             sys.stdout.flush()
         else:
-            typer.echo(summary_table(report))
+            echo(summary_table(report))
 
 
 def _run_interactive(
@@ -300,12 +308,11 @@ def _run_interactive(
             say_snapshot_error(report)
             if quiet:
                 partial = f" (partial: {report.stop_reason})" if report.partial else ""
-                sys.stdout.write(f"protobench: run {report.profile} ended{partial}\n")
+                echo(f"protobench: run {report.profile} ended{partial}")
                 if report.snapshot:
-                    sys.stdout.write(f"snapshot {report.snapshot}\n")
-                sys.stdout.flush()
+                    echo(f"snapshot {report.snapshot}")
             else:
                 _print_report(report, as_json=False)
         if ended.error is not None:
-            sys.stderr.write(f"protobench: error: {ended.error}\n")
+            echo(f"protobench: error: {ended.error}", err=True)
     return ended.exit_code

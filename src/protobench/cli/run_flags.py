@@ -17,29 +17,38 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Annotated, Any
 
+import typer
+
 from protobench.cli.common import parse_items, parse_value, setting_option
 from protobench.profiles.settings import FLAGGED, Overrides, Setting
 
 
 @dataclass(frozen=True)
 class RunFlags:
-    """The values of the run settings' flags as given (``None``: not given), by setting name."""
+    """The values of the run settings' flags as given (``None``: not given), by setting name.
+
+    ``from_env``: the settings whose value came from their environment variable
+    (``PROTOBENCH_TARGET``...: :attr:`Setting.env`), not from the command line.
+    """
 
     given: Mapping[str, Any]
+    from_env: frozenset[str] = frozenset()
 
     def overrides(self) -> Overrides:
-        """The given values parsed; a bad one exits 2 naming its flag."""
+        """The given values parsed; a bad one exits 2 naming its flag (and its variable)."""
         return Overrides(
             **{
-                s.name: _parse(s, raw)
+                s.name: _parse(s, raw, s.name in self.from_env)
                 for s in FLAGGED
                 if (raw := self.given.get(s.name)) is not None
             }
         )
 
 
-def _parse(spec: Setting, raw: Any) -> Any:
+def _parse(spec: Setting, raw: Any, from_env: bool) -> Any:
     flag, kind = str(spec.flag), spec.kind
+    if from_env:  # an error names where the value came from
+        flag = f"{flag} (from ${spec.env})"
     if kind.collect is not None:
         return kind.collect(parse_items(raw, kind.parse, flag))
     if isinstance(raw, str):
@@ -51,6 +60,16 @@ def _option(spec: Setting) -> Any:
     """The annotation of a setting's flag: its value as Typer parses it, and its option."""
     value_type = list[str] if spec.kind.repeatable else spec.kind.option
     return Annotated[value_type | None, setting_option(spec)]
+
+
+_CONTEXT = "run_flags_context"
+"""The parameter the flags' context comes in (a command takes none of its own)."""
+
+
+def _source(ctx: typer.Context, name: str) -> str | None:
+    """Where a parameter's value came from: ``COMMANDLINE``, ``ENVIRONMENT``, ``DEFAULT``..."""
+    source = ctx.get_parameter_source(name)
+    return None if source is None else source.name
 
 
 def takes_run_flags[R](command: Callable[..., R]) -> Callable[..., R]:
@@ -66,7 +85,10 @@ def takes_run_flags[R](command: Callable[..., R]) -> Callable[..., R]:
             )
         else:
             params.append(param)
-
+    # Typer gives the context to the parameter of its type: where each value came from.
+    params.append(
+        inspect.Parameter(_CONTEXT, inspect.Parameter.KEYWORD_ONLY, annotation=typer.Context)
+    )
     shown = signature.replace(parameters=params)
 
     @functools.wraps(command)
@@ -74,8 +96,10 @@ def takes_run_flags[R](command: Callable[..., R]) -> Callable[..., R]:
         bound = shown.bind(*args, **kwargs)
         bound.apply_defaults()
         values = dict(bound.arguments)
+        ctx = values.pop(_CONTEXT)
         given = {s.name: values.pop(s.name) for s in FLAGGED}
-        return command(**values, **{marker.name: RunFlags(given)})
+        from_env = frozenset(s.name for s in FLAGGED if _source(ctx, s.name) == "ENVIRONMENT")
+        return command(**values, **{marker.name: RunFlags(given, from_env)})
 
     with_flags.__signature__ = shown  # type: ignore[attr-defined]
     with_flags.__annotations__ = {p.name: p.annotation for p in params}

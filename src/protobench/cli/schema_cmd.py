@@ -14,12 +14,13 @@ import typer
 
 from protobench.cli.common import fail
 from protobench.snapshots.schemas import NAMES, json_schema
+from protobench.termtext import echo
 
 
 def schema_command(
-    name: Annotated[str, typer.Argument(help=f"Which schema: {', '.join(NAMES)}.")],
+    name: Annotated[str, typer.Argument(metavar="NAME", help=f"Which schema: {', '.join(NAMES)}.")],
     output: Annotated[
-        Path | None, typer.Option("--output", "-o", help="Write it to this file.")
+        Path | None, typer.Option("--output", "-o", metavar="FILE", help="Write it to this file.")
     ] = None,
 ) -> None:
     """Print a published JSON Schema: report, NDJSON event, snapshot, diff --json, profile.
@@ -37,7 +38,7 @@ def schema_command(
         fail(f"unknown schema {name!r} (expected one of {', '.join(NAMES)})")
     text = json.dumps(json_schema(name), indent=2) + "\n"
     if output is None:
-        typer.echo(text, nl=False)
+        echo(text, nl=False)
         return
     try:
         output.write_text(text, encoding="utf-8")

@@ -22,6 +22,7 @@ from protobench.cli.render import summary_table, us
 from protobench.engine.report_model import to_plain
 from protobench.snapshots.prune import prune
 from protobench.snapshots.store import SnapshotError, SnapshotStore, redacted
+from protobench.termtext import echo
 
 app = typer.Typer(help="List and inspect saved runs.", no_args_is_help=True)
 
@@ -47,7 +48,7 @@ def list_snapshots(
         try:
             data = store.load(str(path))
         except SnapshotError as exc:
-            typer.echo(f"protobench: warning: skipping {exc}", err=True)
+            echo(f"protobench: warning: skipping {exc}", err=True)
             continue
         report = data.report
         total = report.sustain.total if report.sustain else None
@@ -70,7 +71,7 @@ def list_snapshots(
     for row in rows:
         flag = " PARTIAL" if row["partial"] else ""
         throughput = row["throughput"] or 0.0
-        typer.echo(
+        echo(
             f"{row['id']:44} {row['protocol']:10} {throughput:>11,.1f}/s "
             f"p99 {us(row['p99_us']):>8}{flag}"
         )
@@ -108,13 +109,13 @@ def show(
     except SnapshotError as exc:
         fail(f"{path}: the report cannot be shown ({exc})")
     prov = data.provenance
-    typer.echo(f"snapshot {data.id}  created {data.created_at}")
-    typer.echo(
+    echo(f"snapshot {data.id}  created {data.created_at}")
+    echo(
         f"host {prov.get('host', '?')}  cpu {prov.get('cpu_model', '?')} "
         f"x{prov.get('cpu_count', '?')}  python {prov.get('python', '?')}  "
         f"protobench {prov['tool_version']}"
     )
-    typer.echo(table)
+    echo(table)
 
 
 @app.command("export")
@@ -125,15 +126,20 @@ def export_snapshot(
         typer.Option(
             "--format",
             "-f",
+            metavar="FORMAT",
             help="hlog (HdrHistogram interval log), hgrm (percentile distribution, ms), "
             "csv (interval series) or json (default: from the -o suffix).",
         ),
     ] = None,
     output: Annotated[
-        Path | None, typer.Option("--output", "-o", help="Write here instead of stdout.")
+        Path | None,
+        typer.Option("--output", "-o", metavar="FILE", help="Write here instead of stdout."),
     ] = None,
     phase: Annotated[
-        str, typer.Option(help="Phase of hlog/hgrm/csv: sustain, warmup, drain or all.")
+        str,
+        typer.Option(
+            metavar="PHASE", help="Phase of hlog/hgrm/csv: sustain, warmup, drain or all."
+        ),
     ] = "sustain",
     snapshots_dir: StoreOption = None,
 ) -> None:
@@ -175,18 +181,23 @@ def export_snapshot(
             out.write(buffer.getvalue())
     except OSError as exc:
         fail(f"cannot write {output}: {exc.strerror or exc}")
-    typer.echo(f"wrote {output}", err=True)
+    echo(f"wrote {output}", err=True)
 
 
 @app.command("prune")
 def prune_snapshots(
-    keep: Annotated[int, typer.Option("--keep", help="How many of the newest snapshots to keep.")],
+    keep: Annotated[
+        int, typer.Option("--keep", metavar="N", help="How many of the newest snapshots to keep.")
+    ],
     dry_run: Annotated[
         bool, typer.Option("--dry-run", help="List what would be removed; remove nothing.")
     ] = False,
     snapshots_dir: StoreOption = None,
 ) -> None:
     """Remove all but the newest --keep snapshots, with their logs.
+
+    Only files that read as snapshots count and are removed; anything else
+    (an unreadable file, a symbolic link) is left alone, with a warning.
 
     \b
     Examples:
@@ -198,10 +209,10 @@ def prune_snapshots(
     """
     if keep < 0:
         fail("--keep: expected a number >= 0")
-    store = SnapshotStore(snapshots_dir)
-    total = len(store.paths())
-    removed = prune(store, keep, dry_run)
+    pruning = prune(SnapshotStore(snapshots_dir), keep, dry_run)
+    for why in pruning.skipped:
+        echo(f"protobench: warning: left alone {why}", err=True)
     verb = "would remove" if dry_run else "removed"
-    for path in removed:
-        typer.echo(f"{verb} {path.name}")
-    typer.echo(f"{verb} {len(removed)} snapshots, kept {total - len(removed)}")
+    for path in pruning.removed:
+        echo(f"{verb} {path.name}")
+    echo(f"{verb} {len(pruning.removed)} snapshots, kept {len(pruning.kept)}")

@@ -25,6 +25,7 @@ from protobench.cli.run_flags import RunFlags, takes_run_flags
 from protobench.profiles.settings import VARY_KEYS
 from protobench.protocols.registry import PluginError
 from protobench.snapshots.store import SUFFIX, SnapshotStore
+from protobench.termtext import echo, visible_tree
 from protobench.vocab.exceptions import ExitCode
 
 if TYPE_CHECKING:  # the engine and pydantic load in the command, not for --help
@@ -49,8 +50,11 @@ def _rate(value: float | None) -> str:
 
 
 def render_table(result: SweepResult) -> str:
-    """The sweep as a table: one row per run, the knee and generator-bound runs marked."""
+    """The sweep as a table: one row per run, the knee and generator-bound runs marked
+    (its strings made visible)."""
     from protobench.engine.sweep import describe  # noqa: PLC0415
+
+    result = visible_tree(result)
 
     keys = [axis.key for axis in result.axes]
     header = [*keys, "throughput", "p50", "p99", "errors", "gen cpu", "target cpu", "", "snapshot"]
@@ -100,6 +104,7 @@ def sweep_command(
         list[str],
         typer.Option(
             "--vary",
+            metavar="KEY=LEVELS",
             help=f"KEY=L1,L2,... (repeatable): {', '.join(VARY_KEYS)}. The first is the load axis.",
         ),
     ],
@@ -107,6 +112,7 @@ def sweep_command(
         list[str] | None,
         typer.Option(
             "--stop-on",
+            metavar="EXPR",
             help=f"Skip the higher levels once this holds (repeatable; default '{DEFAULT_STOP}').",
         ),
     ] = None,
@@ -156,7 +162,7 @@ def sweep_command(
     if as_json:
         print_json(result.to_dict())
     else:
-        typer.echo(render_table(result))
+        echo(render_table(result))
     sys.stdout.flush()
     raise typer.Exit(ExitCode.INCOMPLETE if result.interrupted else ExitCode.OK)
 
@@ -175,7 +181,7 @@ class LevelRunner:
         from protobench.engine.sweep import describe  # noqa: PLC0415
 
         if not self.quiet:
-            typer.echo(f"[{len(self.done) + 1}/{len(self.plans)}] {describe(level)}", err=True)
+            echo(f"[{len(self.done) + 1}/{len(self.plans)}] {describe(level)}", err=True)
         return run_headless(self.plans[_key(level)], self.store, quiet=self.quiet, labels=labels)
 
 

@@ -12,15 +12,7 @@ import subprocess
 from pathlib import Path
 
 from protobench import __version__
-
-
-def checkout_root(package: Path) -> Path | None:
-    """The source checkout that holds ``package`` (``<root>/src/protobench``), or None."""
-    package = package.resolve()
-    root = package.parent.parent
-    if package.parent.name != "src" or not (root / "pyproject.toml").is_file():
-        return None
-    return root if (root / ".git").exists() else None
+from protobench.home import checkout_root
 
 
 def commit_of(root: Path) -> str | None:

@@ -1,7 +1,7 @@
 """The final report of a run (schema ``protobench.report/1``) and its exit code.
 
 The report is what ``--json`` prints and what the snapshot keeps. Its shape is
-documented in the README; the verdicts are judged in :mod:`engine.verdicts`.
+documented in docs/outputs/report.md; the verdicts are judged in :mod:`engine.verdicts`.
 Exit codes (:func:`exit_code_for`): 0 passed; 1 a threshold or a built-in
 check failed; 2 bad input (the CLI's); 3 the run could not complete or measured
 nothing: interrupted (Ctrl-C, ``q``, SIGTERM, SIGHUP), the target could not
@@ -33,6 +33,7 @@ from protobench.engine.report_model import (
     Report,
     Resources,
     TargetResources,
+    ThresholdResult,
     Tool,
     Verdicts,
     WorkerEntry,
@@ -160,9 +161,8 @@ def build_report(
         nodes=list(nodes) if nodes is not None else None,
     )
     judge = RunJudge.of(plan, resources, passive)
-    thresholds = evaluate_all(judge.thresholds, report.sustain)
-    report = replace(report, thresholds=thresholds)
-    return replace(
+    report = replace(report, thresholds=evaluate_all(judge.thresholds, report.sustain))
+    report = replace(
         report,
         verdicts=verdicts(
             report,
@@ -171,6 +171,15 @@ def build_report(
             findings or [],
             passive,
         ),
+    )
+    if not report.nothing_measured:
+        return report
+    # no figure to judge: none evaluated, none passed (and the exit code is 3)
+    unjudged = [ThresholdResult(expr=t.expr, value=None, ok=False) for t in judge.thresholds]
+    return replace(
+        report,
+        thresholds=unjudged,
+        verdicts=replace(report.verdicts, thresholds_passed=not unjudged),
     )
 
 

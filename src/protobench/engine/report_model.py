@@ -229,7 +229,7 @@ class NodeEntry:
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class Report:
-    """The final report of a run (see the README's "The report")."""
+    """The final report of a run (see docs/outputs/report.md)."""
 
     schema: str = SCHEMA
     tool: Tool = field(default_factory=Tool)
@@ -260,6 +260,13 @@ class Report:
     @property
     def sustain(self) -> PhaseSummary | None:
         return self.phases.get("sustain")
+
+    @property
+    def nothing_measured(self) -> bool:
+        """The run measured nothing that can be judged (``NOTHING MEASURED``): it completed
+        so, or it stopped early because no session could open. Its thresholds are not
+        evaluated (each ``ok: false``, ``value: null``)."""
+        return self.stop_reason == NO_SESSION or not (self.partial or self.verdicts.complete)
 
 
 class ReportError(BadInput, ValueError):

@@ -88,6 +88,20 @@ class OpSummary:
         """Successes and failures: every exchange that ended."""
         return self.ok + self.errors
 
+    @property
+    def arrivals(self) -> int:
+        """Open model: the arrivals due, sent at once to a free session or ``late``
+        (0 in the closed model). Not :attr:`attempts`: an arrival that waited for a
+        session that never opened is due, and no exchange."""
+        sent = (self.send_lateness_us.count or 0) if self.send_lateness_us is not None else 0
+        return sent + self.late
+
+    @property
+    def late_share(self) -> float:
+        """The share of the arrivals due that found no free session, in [0, 1]."""
+        arrivals = self.arrivals
+        return self.late / arrivals if arrivals else 0.0
+
 
 EMPTY_OP = OpSummary(
     ok=0, errors=0, error_rate=0.0, throughput=0.0, latency_us=LatencySummary(count=0)

@@ -34,7 +34,7 @@ def _observe(scope: OpSummary, metric: str) -> float | None:
     if metric.startswith("counters."):
         return float(scope.counters.get(metric.removeprefix("counters."), 0))
     if metric == "late":
-        return scope.late / scope.attempts if scope.attempts else 0.0
+        return scope.late_share
     if metric == "down":
         return None if scope.down_share is None else float(scope.down_share)
     if metric in SCOPE_METRICS:

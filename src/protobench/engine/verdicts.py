@@ -180,8 +180,8 @@ def cpu_verdicts(
     ``host`` gives the means named in the host's reason.
     """
     total = sustain.total if sustain is not None else EMPTY_OP
-    arrivals = total.attempts
-    late_fraction = total.late / arrivals if open_model and arrivals else 0.0
+    arrivals = total.arrivals
+    late_fraction = total.late_share if open_model else 0.0
     behind_count = total.counters.get(BEHIND, 0)
     behind = behind_count / arrivals if open_model and arrivals else 0.0
     found: list[tuple[bool, str]] = []

@@ -54,11 +54,26 @@ class GroupSpec(BaseModel):
 
     model_config = ConfigDict(extra="allow", frozen=True, allow_inf_nan=False)
 
-    name: str | None = Field(default=None, min_length=1, max_length=100)
-    op: str
-    count: int = Field(default=1, ge=1, le=MAX_SESSIONS)
-    every: Duration | None = None
-    share: float | None = Field(default=None, gt=0, le=1e9)
+    name: str | None = Field(
+        default=None,
+        min_length=1,
+        max_length=100,
+        description="The operation's name in the figures (default: op); unique in a profile.",
+    )
+    op: str = Field(description="The protocol's operation this group runs.")
+    count: int = Field(
+        default=1, ge=1, le=MAX_SESSIONS, description="Sessions that run it (connections rescales)."
+    )
+    every: Duration | None = Field(
+        default=None,
+        description="One exchange per period per session, e.g. 2s (default: back-to-back).",
+    )
+    share: float | None = Field(
+        default=None,
+        gt=0,
+        le=1e9,
+        description="Its share of the open model's rate (default: its count).",
+    )
 
     @field_validator("every")
     @classmethod
@@ -78,10 +93,14 @@ class ProfileKeys(BaseModel):
 
     model_config = ConfigDict(extra="forbid", frozen=True, allow_inf_nan=False)
 
-    name: str
-    protocol: str
-    description: str = ""
-    group: list[GroupSpec] = Field(min_length=1)
+    name: str = Field(
+        description="The profile's name: letters, digits, '.', '_', '-' (at most 64)."
+    )
+    protocol: str = Field(description="The protocol plugin: http, websocket, mqtt, bacnet-ip...")
+    description: str = Field(default="", description="One line saying what the profile does.")
+    group: list[GroupSpec] = Field(
+        min_length=1, description="The operations: one [[group]] table each."
+    )
 
     @field_validator("name")
     @classmethod
@@ -106,9 +125,11 @@ def _field(setting: Field_[Any], annotation: Any) -> tuple[Any, Any]:
             annotation = Annotated[(value_type, *steps)] | None
         else:
             annotation = Annotated[(annotation, *steps)]
+    about = spec.help or None
     if setting.default_factory is not MISSING:
-        return annotation, Field(default_factory=setting.default_factory, ge=spec.ge, le=spec.le)
-    return annotation, Field(default=setting.default, ge=spec.ge, le=spec.le)
+        factory = setting.default_factory
+        return annotation, Field(default_factory=factory, ge=spec.ge, le=spec.le, description=about)
+    return annotation, Field(default=setting.default, ge=spec.ge, le=spec.le, description=about)
 
 
 _HINTS = get_type_hints(RunSettings)

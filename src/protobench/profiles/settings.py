@@ -9,7 +9,7 @@ whether ``sweep --vary`` takes it. Derived from it: the profile model
 (:data:`protobench.profiles.model.Profile`), :class:`Overrides`, the fields of
 :class:`~protobench.engine.plan.RunPlan` (a subclass), the flags of ``run`` and
 ``sweep`` (:mod:`protobench.cli.run_flags`), the ``--vary`` keys, and a test
-that the README lists every setting with its flag. A new setting is one field
+that the docs list every setting with its flag. A new setting is one field
 here plus its use.
 
 Nothing here imports pydantic: the command line's ``--help`` reads this table.
@@ -113,9 +113,10 @@ class Setting:
     """One row of the table: a field of :class:`RunSettings` and what :func:`setting` says of it.
 
     ``flag`` is ``None`` for a profile key that no flag overrides; ``metavar`` is
-    the flag's placeholder in the docs; ``help`` its ``--help`` line; ``ge`` and
-    ``le`` bound it; ``check`` validates it after its type (``ValueError`` says
-    what was expected); ``vary``: ``sweep --vary`` takes it (a table as ``NAME.KEY``).
+    the flag's placeholder in ``--help`` and the docs; ``help`` its ``--help`` line
+    and its description in the profile schema; ``ge`` and ``le`` bound it;
+    ``check`` validates it after its type (``ValueError`` says what was
+    expected); ``vary``: ``sweep --vary`` takes it (a table as ``NAME.KEY``).
     """
 
     name: str = ""
@@ -133,6 +134,17 @@ class Setting:
     def vary_key(self) -> str:
         """The key ``--vary`` names it by."""
         return f"{self.name}.KEY" if self.kind.repeatable else self.name
+
+    @property
+    def env(self) -> str | None:
+        """The environment variable that gives the flag's value when it is not given.
+
+        ``PROTOBENCH_TARGET``, ``PROTOBENCH_DURATION``...: one per flag that takes
+        one value (a repeatable flag takes none: an expression holds spaces).
+        """
+        if self.flag is None or self.kind.repeatable:
+            return None
+        return f"PROTOBENCH_{self.name.upper()}"
 
 
 _SPEC = "protobench.setting"
@@ -189,13 +201,13 @@ class RunSettings:
         10.0,
         flag="--duration",
         short="-d",
-        metavar="D",
+        metavar="DURATION",
         help="Sustain phase, e.g. 30s.",
         vary=True,
         check=positive("a duration"),
     )
     warmup: float = setting(
-        DURATION, 2.0, flag="--warmup", metavar="D", help="Warmup phase, e.g. 5s.", vary=True
+        DURATION, 2.0, flag="--warmup", metavar="DURATION", help="Warmup phase, e.g. 5s.", vary=True
     )
     connections: int | None = setting(
         COUNT,
@@ -214,7 +226,7 @@ class RunSettings:
         None,
         flag="--rate",
         short="-r",
-        metavar="R",
+        metavar="RATE",
         help="Open model: total rate, e.g. 20000/s.",
         vary=True,
     )
@@ -222,7 +234,7 @@ class RunSettings:
         RATE,
         None,
         flag="--ramp-to",
-        metavar="R2",
+        metavar="RATE",
         help="Open model: ramp linearly to this rate.",
         vary=True,
     )
@@ -242,7 +254,7 @@ class RunSettings:
         DURATION,
         1.0,
         flag="--interval",
-        metavar="D",
+        metavar="DURATION",
         help="Report interval, e.g. 1s.",
         vary=True,
         check=_interval,
@@ -251,7 +263,7 @@ class RunSettings:
         DURATION,
         5.0,
         flag="--timeout",
-        metavar="D",
+        metavar="DURATION",
         help="Per-operation timeout.",
         vary=True,
         check=positive("a timeout"),
@@ -260,13 +272,15 @@ class RunSettings:
         DURATION,
         0.0001,
         flag="--pacing-precision",
-        metavar="D",
+        metavar="DURATION",
         help="Open model: sends may batch this late (default 100us).",
         le=0.1,
     )
     """Open model: see :data:`~protobench.engine.schedule.PACING_PRECISION_NS`."""
-    drain: float = setting(DURATION, 2.0)
-    """How long in-flight exchanges may finish after sustain (no flag)."""
+    drain: float = setting(
+        DURATION, 2.0, help="How long in-flight exchanges may finish after sustain, e.g. 2s."
+    )
+    """No flag sets it."""
     thresholds: tuple[str, ...] = setting(
         EXPRESSIONS,
         (),

@@ -5,8 +5,8 @@ redacted, provenance (tool version, profile and its hash, CLI overrides, host,
 CPU, Python, git commit of the working directory), the report, the interval
 series, the per-phase encoded histograms per operation and the resource
 series. The default store is ``<home>/snapshots``, and worker and target logs
-of each run go to ``<home>/logs/<id>/`` (home: ``$PROTOBENCH_HOME``, else
-``./.protobench``, :mod:`protobench.home`); a store built on
+of each run go to ``<home>/logs/<id>/`` (home: ``$PROTOBENCH_HOME``, else the
+user's data directory, :mod:`protobench.home`); a store built on
 another directory ``D`` keeps its logs in ``D/logs/<id>/``. Nothing the store
 writes leaves its directories: a profile name becomes a run id only through
 :func:`safe_name`, and an id is checked before it becomes a path.
@@ -45,7 +45,7 @@ from typing import TYPE_CHECKING, Any, cast
 
 from protobench import __version__
 from protobench.engine.report_model import ReportError, to_plain
-from protobench.home import home
+from protobench.home import CHECKOUT_HOME, home
 from protobench.redaction import redact_url, redact_value
 from protobench.snapshots.model import (
     SCHEMA,
@@ -62,8 +62,9 @@ if TYPE_CHECKING:
     from protobench.engine.plan import RunPlan
 
 SUFFIX = ".json.gz"
-DEFAULT_DIR = Path(".protobench") / "snapshots"
-DEFAULT_LOGS = Path(".protobench") / "logs"
+DEFAULT_DIR = CHECKOUT_HOME / "snapshots"
+DEFAULT_LOGS = CHECKOUT_HOME / "logs"
+"""The store and logs of a development install (elsewhere: under :func:`home`)."""
 NAME_LENGTH = 64
 _UNSAFE = re.compile(r"[^A-Za-z0-9_.-]+")
 _LATEST = re.compile(r"^latest(?:~(?P<back>\d+))?$")
@@ -160,8 +161,9 @@ class SnapshotStore:
     """A directory of snapshots and one of their runs' logs.
 
     ``SnapshotStore()`` is ``<home>/snapshots`` with logs in ``<home>/logs``
-    (``./.protobench`` unless ``$PROTOBENCH_HOME`` is set); ``SnapshotStore(D)``
-    keeps its logs in ``D/logs``.
+    (:func:`protobench.home.home`: ``$PROTOBENCH_HOME``, else the user's data
+    directory, or ``./.protobench`` for a development install);
+    ``SnapshotStore(D)`` keeps its logs in ``D/logs``.
     """
 
     def __init__(self, directory: Path | None = None, logs: Path | None = None) -> None:

@@ -50,32 +50,49 @@ MAX_DEVICE = 4_194_302
 class BacnetServeOptions(StrictModel):
     """Options of ``protobench serve bacnet-ip``."""
 
-    device_instance: int = Field(default=400, ge=0, le=MAX_DEVICE)
-    drift: bool = False
-    """Move the analog inputs' present values so that COV notifications flow."""
-    drift_interval: Duration = 1.0
-    bbmd: bool = False
-    """Attach a BBMD to the device's port (clients may register as foreign devices)."""
+    device_instance: int = Field(
+        default=400, ge=0, le=MAX_DEVICE, description="the device's instance number"
+    )
+    drift: bool = Field(
+        default=False,
+        description="move the analog inputs' present values so that COV notifications flow",
+    )
+    drift_interval: Duration = Field(default=1.0, description="how often they move")
+    bbmd: bool = Field(
+        default=False,
+        description="attach a BBMD to the device's port (clients may register as foreign devices)",
+    )
 
 
 class BacnetBbmdServeOptions(BacnetServeOptions):
     """Options of ``protobench serve bacnet-bbmd``: a BBMD, device 551."""
 
-    device_instance: int = Field(default=551, ge=0, le=MAX_DEVICE)
-    bbmd: bool = True
+    device_instance: int = Field(
+        default=551, ge=0, le=MAX_DEVICE, description="the device's instance number"
+    )
+    bbmd: bool = Field(default=True, description="attach a BBMD to the device's port")
 
 
 class BacnetRouterServeOptions(StrictModel):
     """Options of ``protobench serve bacnet-router``."""
 
-    device_instance: int = Field(default=501, ge=0, le=MAX_DEVICE)
-    router_instance: int = Field(default=500, ge=0, le=MAX_DEVICE)
-    network: int = Field(default=2, ge=1, le=65534)
-    """The remote network, where the stress server sits."""
-    local_network: int = Field(default=1, ge=1, le=65534)
-    """The router's network on the announced port."""
-    drift: bool = False
-    drift_interval: Duration = 1.0
+    device_instance: int = Field(
+        default=501, ge=0, le=MAX_DEVICE, description="the stress server's instance number"
+    )
+    router_instance: int = Field(
+        default=500, ge=0, le=MAX_DEVICE, description="the router's device instance number"
+    )
+    network: int = Field(
+        default=2, ge=1, le=65534, description="the remote network, where the stress server sits"
+    )
+    local_network: int = Field(
+        default=1, ge=1, le=65534, description="the router's network on the announced port"
+    )
+    drift: bool = Field(
+        default=False,
+        description="move the analog inputs' present values so that COV notifications flow",
+    )
+    drift_interval: Duration = Field(default=1.0, description="how often they move")
 
 
 def check_host(host: str) -> None:

@@ -47,9 +47,11 @@ def node_vmac(number: int) -> bytes:
 class BacnetScTargetOptions(StrictModel):
     """Options of the embedded SC hub (``protobench serve bacnet-sc --help``)."""
 
-    tls: bool = True
-    nodes: int = Field(default=2, ge=1, le=200)
-    prefix: str = "ECHO:"
+    tls: bool = Field(
+        default=True, description="wss:// with mutual TLS 1.3 and generated certificates"
+    )
+    nodes: int = Field(default=2, ge=1, le=200, description="echo nodes on the hub")
+    prefix: str = Field(default="ECHO:", description="what the nodes put before each echo")
 
 
 def _tls(pki: MockPki | None, pair: CertPair | None) -> SCTLSConfig:

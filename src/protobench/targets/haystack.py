@@ -46,18 +46,33 @@ from protobench.vocab.fields import Duration
 class HaystackServeOptions(StrictModel):
     """Options of ``protobench serve haystack``."""
 
-    user: str = DEV_USER
-    password: SecretStr | None = None
-    password_env: str = PASSWORD_ENV
-    iterations: int = Field(default=4096, ge=4096, le=1_000_000)
-    sites: int = Field(default=3, ge=1, le=100)
-    ahus_per_site: int = Field(default=4, ge=0, le=100)
-    vavs_per_site: int = Field(default=110, ge=0, le=5000)
-    meters_per_site: int = Field(default=6, ge=0, le=100)
-    his_samples: int = Field(default=24, ge=0, le=10_000)
-    default_format: Literal["json", "zinc"] = "json"
-    idle_timeout: Duration = Field(default=5.0, gt=0, le=3600)
-    """Keep-alive connections idle this long are closed (uvicorn's timeout_keep_alive)."""
+    user: str = Field(default=DEV_USER, description="the account's user name")
+    password: SecretStr | None = Field(
+        default=None, description="the account's password (secret; default: from password_env)"
+    )
+    password_env: str = Field(
+        default=PASSWORD_ENV,
+        description="the environment variable holding the password (unset: hs-dev-4096)",
+    )
+    iterations: int = Field(
+        default=4096, ge=4096, le=1_000_000, description="SCRAM's PBKDF2 iterations"
+    )
+    sites: int = Field(default=3, ge=1, le=100, description="synthetic sites")
+    ahus_per_site: int = Field(default=4, ge=0, le=100, description="air handlers per site")
+    vavs_per_site: int = Field(default=110, ge=0, le=5000, description="VAV boxes per site")
+    meters_per_site: int = Field(default=6, ge=0, le=100, description="meters per site")
+    his_samples: int = Field(
+        default=24, ge=0, le=10_000, description="history samples per point with history"
+    )
+    default_format: Literal["json", "zinc"] = Field(
+        default="json", description="the reply format when a request asks for none"
+    )
+    idle_timeout: Duration = Field(
+        default=5.0,
+        gt=0,
+        le=3600,
+        description="close keep-alive connections idle this long (uvicorn's timeout_keep_alive)",
+    )
 
 
 class _Ops(HaystackOps):

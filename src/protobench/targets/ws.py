@@ -52,16 +52,24 @@ PUSH_HEADER = struct.Struct(">QQ")
 class WsTargetOptions(StrictModel):
     """Options of the embedded echo server (``protobench serve ws --help``)."""
 
-    delay: Duration = 0.0
-    corrupt_every: int = Field(default=0, ge=0)
-    push_rate: Rate = 10.0
-    push_size: int = Field(default=64, ge=PUSH_HEADER.size, le=16 * 1024 * 1024)
-    compression: bool = True
-    """Accept permessage-deflate when a client offers it."""
-    tls: bool = False
-    client_auth: bool = False
-    cert_file: str | None = None
-    key_file: str | None = None
+    delay: Duration = Field(default=0.0, description="echo every message this long after it")
+    corrupt_every: int = Field(
+        default=0, ge=0, description="change one byte of every Nth echo (0: never)"
+    )
+    push_rate: Rate = Field(default=10.0, description="messages per second pushed on /push")
+    push_size: int = Field(
+        default=64,
+        ge=PUSH_HEADER.size,
+        le=16 * 1024 * 1024,
+        description="bytes of each pushed message",
+    )
+    compression: bool = Field(
+        default=True, description="accept permessage-deflate when a client offers it"
+    )
+    tls: bool = Field(default=False, description="wss:// (generated certificates unless given)")
+    client_auth: bool = Field(default=False, description="with tls: require a client certificate")
+    cert_file: str | None = Field(default=None, description="with tls: the server's certificate")
+    key_file: str | None = Field(default=None, description="with tls: its private key")
 
     @model_validator(mode="after")
     def _consistent(self) -> WsTargetOptions:

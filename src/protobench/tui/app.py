@@ -26,10 +26,12 @@ from typing import Any, ClassVar
 from textual import work
 from textual.app import App
 from textual.binding import Binding, BindingType
+from textual.notifications import SeverityLevel
 from textual.worker import Worker, WorkerState
 
 from protobench.engine.report_model import Report, report_to_json
 from protobench.snapshots.store import SUFFIX, SnapshotError, SnapshotStore
+from protobench.termtext import visible, visible_tree
 from protobench.tui import formatting
 from protobench.tui.baseline import Baseline
 from protobench.tui.display import Display, Playback
@@ -146,7 +148,9 @@ class MonitorApp(App[int]):
             self.render_view()
 
     def display_now(self) -> Display:
-        return Display(
+        """What the panels render now, every string in it made visible (a target's error
+        texts, a snapshot's names: never a terminal command; line breaks stay in their box)."""
+        display = Display(
             view=self.view,
             corrected=self.corrected,
             baseline=self.baseline,
@@ -159,6 +163,26 @@ class MonitorApp(App[int]):
             selected=self.selected,
             filter=self.op_filter,
             span=self.span,
+        )
+        return visible_tree(display, keep_newlines=True)
+
+    def notify(
+        self,
+        message: str,
+        *,
+        title: str = "",
+        severity: SeverityLevel = "information",
+        timeout: float | None = None,
+        markup: bool = False,
+    ) -> None:
+        """A toast of plain text: its words made visible, never read as markup."""
+        del markup
+        super().notify(
+            visible(message, keep_newlines=True),
+            title=visible(title),
+            severity=severity,
+            timeout=timeout,
+            markup=False,
         )
 
     def render_view(self) -> None:

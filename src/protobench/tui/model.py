@@ -385,6 +385,8 @@ class RunModel:
         judged = (
             self.report.thresholds if self.report else self.verdicts and self.verdicts.thresholds
         )
+        if self.report is not None and self.report.nothing_measured:
+            return tuple(ThresholdState(t.expr, None, None) for t in self.report.thresholds)
         if judged:
             return tuple(ThresholdState(t.expr, t.value, t.ok) for t in judged)
         return (

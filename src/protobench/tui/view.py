@@ -178,7 +178,8 @@ class Resources:
 
 @dataclass(frozen=True)
 class ThresholdState:
-    """A threshold now: ``ok`` is None until the sustain phase has figures."""
+    """A threshold now: ``ok`` is None until the sustain phase has figures (and for good
+    when the run measured nothing: not evaluated)."""
 
     expr: str
     value: float | None

@@ -1,7 +1,7 @@
 """protobench's exit codes and its one exception tree, whose errors carry their exit code.
 
-:class:`ExitCode` declares every exit code of every command once (the README's
-table is checked against it). Every error protobench raises on purpose derives
+:class:`ExitCode` declares every exit code of every command once (the docs'
+exit-code table is checked against it). Every error protobench raises on purpose derives
 from :class:`ProtobenchError`, and its class says the exit code it ends a
 command with (``exit_code``); the CLI's boundary (``cli.boundary``) prints one
 line and reads the code from the error, never from a list of types. The tree
@@ -43,7 +43,7 @@ from typing import ClassVar
 
 
 class ExitCode(enum.IntEnum):
-    """The exit code of every protobench command (the README's table lists them)."""
+    """The exit code of every protobench command (docs/concepts/exit-codes.md lists them)."""
 
     OK = 0
     """The command did its work, and the run or the comparison passed."""

@@ -10,6 +10,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import ClassVar
 
+from rich.text import Text
 from textual import work
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
@@ -20,6 +21,7 @@ from textual.widgets.option_list import Option
 from textual.worker import get_current_worker
 
 from protobench.snapshots.store import SUFFIX, SnapshotError, read, safe_name
+from protobench.termtext import visible
 from protobench.tui import formatting
 
 CLEAR = "__clear__"
@@ -83,10 +85,11 @@ class BaselinePicker(ModalScreen[Path | str | None]):
     def options(self) -> list[Option]:
         options = []
         if self.current:
-            options.append(Option(f"no baseline (remove {self.current})", id=CLEAR))
+            options.append(Option(Text(f"no baseline (remove {visible(self.current)})"), id=CLEAR))
         for path in self.paths:
             run_id = id_of(path)
-            options.append(Option(line(run_id, self.figures.get(run_id, "…")), id=str(path)))
+            shown = visible(line(run_id, self.figures.get(run_id, "…")))  # a file's name
+            options.append(Option(Text(shown), id=str(path)))
         return options
 
     def empty(self) -> str:

@@ -1,4 +1,9 @@
-"""The run's log files (workers, target), newest lines last (``l``)."""
+"""The run's log files (workers, target), newest lines last (``l``).
+
+A log line may quote a server (an error text) and a file can hold anything:
+every line, name and path is shown made visible (:mod:`protobench.termtext`),
+as plain text, never markup.
+"""
 
 from __future__ import annotations
 
@@ -6,6 +11,7 @@ from collections import deque
 from pathlib import Path
 from typing import ClassVar
 
+from rich.text import Text
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.containers import Horizontal
@@ -13,14 +19,16 @@ from textual.screen import ModalScreen
 from textual.widgets import Footer, Log, OptionList, Static
 from textual.widgets.option_list import Option
 
+from protobench.termtext import visible
+
 TAIL_LINES = 1000
 
 
 def tail(path: Path, lines: int = TAIL_LINES) -> list[str]:
-    """The last ``lines`` lines of a file (empty if it cannot be read)."""
+    """The last ``lines`` lines of a file, made visible (empty if it cannot be read)."""
     try:
-        with path.open(errors="replace") as handle:
-            return [line.rstrip("\n") for line in deque(handle, maxlen=lines)]
+        with path.open(errors="replace", newline="\n") as handle:
+            return [visible(line.rstrip("\r\n")) for line in deque(handle, maxlen=lines)]
     except OSError:
         return []
 
@@ -41,10 +49,12 @@ class LogsScreen(ModalScreen[None]):
 
     def compose(self) -> ComposeResult:
         if not self.files:
-            yield Static(f"No log files for this run ({self.log_dir or 'none kept'}).", id="empty")
+            where = visible(str(self.log_dir or "none kept"))
+            yield Static(Text(f"No log files for this run ({where})."), id="empty")
         else:
             with Horizontal(id="logs"):
-                yield OptionList(*(Option(p.name, id=str(p)) for p in self.files), id="files")
+                names = (Option(Text(visible(p.name)), id=str(p)) for p in self.files)
+                yield OptionList(*names, id="files")
                 yield Log(id="log", highlight=False)
         yield Footer()
 
@@ -59,7 +69,7 @@ class LogsScreen(ModalScreen[None]):
         if self.chosen is None:
             return
         log = self.query_one("#log", Log)
-        log.border_title = str(self.chosen)
+        log.border_title = Text(visible(str(self.chosen)))
         log.clear()
         log.write_lines(tail(self.chosen) or ["(empty)"])
 

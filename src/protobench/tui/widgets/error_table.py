@@ -49,7 +49,7 @@ class ErrorTable(Panel):
         ops = self.rows_of(display)
         total_errors = sum(sum(op.errors_by_class.values()) for op in ops)
         where = f" of {display.focus}" if display.focus else " in the run"
-        self.border_title = f"errors{where} · {formatting.count(total_errors)}"
+        self.border_title = Text(f"errors{where} · {formatting.count(total_errors)}")  # not markup
         if not total_errors:
             return Text("no errors", "green")
         table = Table(

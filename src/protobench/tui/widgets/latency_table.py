@@ -77,7 +77,7 @@ class LatencyTable(Panel):
         return f"latency · {where}{mode}{focus}"
 
     def render_display(self, display: Display) -> RenderableType:
-        self.border_title = self.title(display)
+        self.border_title = Text(self.title(display))  # an op's name: not markup
         view = display.view
         small = any(self.screen.has_class(c) for c in SMALL_LAYOUTS)
         table = Table(

@@ -97,7 +97,7 @@ class RunSummary(Panel):
                 )
             )
             parts.append(self._table(sustain, display))
-        parts.extend(self._thresholds(report.thresholds))
+        parts.extend(self._thresholds(report.thresholds, report.nothing_measured))
         verdicts = report.verdicts
         for check in verdicts.checks:
             if not check.ok:
@@ -185,7 +185,9 @@ class RunSummary(Panel):
             table.add_row(*cells)
         return table
 
-    def _thresholds(self, thresholds: list[ThresholdResult]) -> list[Text]:
+    def _thresholds(self, thresholds: list[ThresholdResult], nothing_measured: bool) -> list[Text]:
+        if nothing_measured:
+            return [Text(f"– {t.expr}  not evaluated: nothing measured", "dim") for t in thresholds]
         lines = []
         for item in thresholds:
             line = Text("✔ " if item.ok else "✘ ", "bold green" if item.ok else "bold red")

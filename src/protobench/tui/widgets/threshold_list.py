@@ -31,7 +31,8 @@ def observed(expr: str, value: float | None) -> str:
 
 
 class ThresholdList(Panel):
-    """✔ passing, ✘ failing, … waiting (no sustain figures yet)."""
+    """✔ passing, ✘ failing, … waiting (no sustain figures yet), – not evaluated (the run
+    measured nothing)."""
 
     def key(self, display: Display) -> object:
         return display.view.thresholds, display.view.report is not None
@@ -47,9 +48,11 @@ class ThresholdList(Panel):
             if number:
                 out.append("\n")
             if state.ok is None:
-                out.append("… ", "dim")
+                out.append("– " if final else "… ", "dim")
                 out.append(state.expr, "dim")
-                out.append("  waiting for sustain", "dim")
+                out.append(
+                    "  not evaluated: nothing measured" if final else "  waiting for sustain", "dim"
+                )
                 continue
             out.append("✔ " if state.ok else "✘ ", "bold green" if state.ok else "bold red")
             out.append(state.expr)
