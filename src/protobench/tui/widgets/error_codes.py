@@ -43,20 +43,21 @@ class ErrorCodes(Panel):
         self.border_title = f"errors by code · {formatting.count(total)}{scope_note(display)}"
         if not total:
             return Text("no errors", "green")
-        rows = max(1, self.content_size.height)
+        rows = self.content_size.height or len(counts)
         ranked = counts.most_common()
-        shown = ranked if len(ranked) <= rows else ranked[: rows - 1]
+        shown = ranked if len(ranked) <= rows else ranked[: max(1, rows - 1)]
         label = min(LABEL_WIDTH, max(len(code) for code, _ in shown))
-        width = max(4, self.content_size.width - label - 18)
+        width = self.content_size.width - label - 18  # the bar's room (none when narrow)
         peak = shown[0][1]
         out = Text(no_wrap=True, overflow="crop")
         for number, (code, n) in enumerate(shown):
             if number:
                 out.append("\n")
             out.append(f"{code[:label]:<{label}} ", "bold red")
-            bar = max(1, round(width * n / peak))
-            out.append("█" * bar, "red")
-            out.append(" " * (width - bar))
+            if width >= 4:
+                bar = max(1, round(width * n / peak))
+                out.append("█" * bar, "red")
+                out.append(" " * (width - bar))
             out.append(f" {formatting.count(n):>9} {n / total:6.1%}")
         if len(shown) < len(ranked):
             rest = ranked[len(shown) :]
