@@ -20,7 +20,7 @@ from protobench.tui.charts import (
     throughput_chart,
 )
 from protobench.tui.display import Display
-from tests.support.pilot import panel_text, scripted_app, settle
+from tests.support.pilot import panel_text, screen_text, scripted_app, settle
 from tests.support.scripted_run import Script, scripted_snapshot
 
 pytestmark = pytest.mark.anyio
@@ -184,3 +184,16 @@ async def test_latency_over_time_follows_the_corrected_toggle() -> None:
         await pilot.pause()
         title = str(app.monitor.query_one("#latency-chart-now").border_title)
         assert title == "latency over time · total · uncorrected"
+
+
+async def test_a_chart_without_a_value_yet_has_no_scale() -> None:
+    """Before the first interval the charts show no tick (an empty latency chart said 1µs)."""
+    app, fake = scripted_app(Script(rate=800.0))
+    fake.events = fake.events[:1]  # the start only
+    async with app.run_test(size=(160, 48)) as pilot:
+        await pilot.pause(0.2)
+        screen = screen_text(app)
+        assert "latency over time" in screen
+        assert "µs" not in screen
+        assert "ms┤" not in screen
+        assert "/s┤" not in screen

@@ -153,8 +153,11 @@ class LineChart(Widget):
         top = self.scale(max((highest(v) for v in visible), default=0.0))
         rows = plot(visible, plot_width, plot_height, top)
         out = Text(no_wrap=True, overflow="crop")
+        drawn = any(not math.isnan(v) for line in visible for v in line)
         for number, row in enumerate(rows):
-            if number == 0:
+            if not drawn:  # no value yet: no scale to read
+                tick = ""
+            elif number == 0:
                 tick = self.label(top)
             elif number == plot_height // 2 and plot_height > 2:
                 tick = self.label(top / 2)
