@@ -140,6 +140,8 @@ def _kind_words(name: str) -> str:
         id(settings.TEXT): "text",
         id(settings.EXPRESSIONS): "array of threshold expressions",
         id(settings.PAIRS): "table",
+        id(settings.SWITCH): "`true` or `false`",
+        id(settings.NAMES): "array of names",
     }
     return words[id(kind)]
 

@@ -39,11 +39,9 @@ RUN = [
 ]
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description="Screenshot of the HTML report for the docs.")
-    parser.add_argument("--out", type=Path, default=REPO / "docs" / "report.png")
-    parser.add_argument("--height", type=int, default=1500)
-    args = parser.parse_args()
+def shoot(run: list[str], out: Path, height: int, section: str | None = None) -> None:
+    """Run ``protobench RUN`` in a private store, write its report, save a PNG of the page
+    from the top, or from the element whose id is ``section``, ``height`` pixels high."""
     chromium = find_chromium()
     if chromium is None:
         sys.exit("chromium is not installed (scripts/setup installs it)")
@@ -52,20 +50,32 @@ def main() -> None:
         page = Path(tmp) / "report.html"
         protobench = [sys.executable, "-m", "protobench"]
         subprocess.run(
-            [*protobench, *RUN, "--snapshots-dir", str(store)], cwd=tmp, check=True, timeout=120
+            [*protobench, *run, "--snapshots-dir", str(store)], cwd=tmp, check=True, timeout=180
         )
         subprocess.run(
             [*protobench, "report", "latest", "-o", str(page), "--snapshots-dir", str(store)],
             check=True,
             timeout=120,
         )
-        with browser(chromium, width=1280, height=args.height) as b:
+        with browser(chromium, width=1280, height=height) as b:
             loaded = b.load(page, 150)
             if loaded.errors:
                 sys.exit(f"the page logged errors: {loaded.errors}")
-            args.out.parent.mkdir(parents=True, exist_ok=True)
-            args.out.write_bytes(b.screenshot(args.height))
-    print(f"wrote {args.out}")
+            top = 0.0
+            if section is not None:
+                where = f"document.getElementById('{section}').getBoundingClientRect().top"
+                top = float(b.evaluate(f"{where} + window.scrollY"))
+            out.parent.mkdir(parents=True, exist_ok=True)
+            out.write_bytes(b.screenshot(height, top=top))
+    print(f"wrote {out}")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description="Screenshot of the HTML report for the docs.")
+    parser.add_argument("--out", type=Path, default=REPO / "docs" / "report.png")
+    parser.add_argument("--height", type=int, default=1500)
+    args = parser.parse_args()
+    shoot(RUN, args.out, args.height)
 
 
 if __name__ == "__main__":

@@ -221,12 +221,12 @@ class Browser:
                 outcome.errors.append(params["entry"].get("text", "")[:500])
         return outcome
 
-    def screenshot(self, height: int | None = None) -> bytes:
-        """A PNG of the page from the top (``height`` CSS pixels, default the viewport)."""
+    def screenshot(self, height: int | None = None, top: float = 0.0) -> bytes:
+        """A PNG of the page from ``top`` (``height`` CSS pixels, default the viewport)."""
         params: dict[str, Any] = {"format": "png"}
         if height is not None:
             width = self.evaluate("document.documentElement.scrollWidth")
-            params["clip"] = {"x": 0, "y": 0, "width": width, "height": height, "scale": 1}
+            params["clip"] = {"x": 0, "y": top, "width": width, "height": height, "scale": 1}
             params["captureBeyondViewport"] = True
         return base64.b64decode(self.call("Page.captureScreenshot", params, self.session)["data"])
 

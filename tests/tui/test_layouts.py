@@ -11,10 +11,13 @@ import re
 import pytest
 from textual.widget import Widget
 
+from protobench.engine.events import ProfileUpdate
+from protobench.engine.stacks.model import FunctionShare
 from protobench.tui.app import MonitorApp
 from protobench.tui.screens.monitor import layout_of
+from tests.support.fake_source import FakeSource
 from tests.support.pilot import screen_text, scripted_app, settle
-from tests.support.scripted_run import Script
+from tests.support.scripted_run import Script, scripted_run
 
 pytestmark = pytest.mark.anyio
 
@@ -141,3 +144,34 @@ async def test_at_220x60_the_screen_is_used_charts_side_by_side_and_errors_over_
         ]
         covered = sum(r.area for r in panels)
         assert covered >= 0.9 * views.area, f"{covered} of {views.area} cells"
+
+
+async def test_the_targets_top_functions_fit_each_layout() -> None:
+    """Profiling the target (``--profile-target``): its top functions beside the charts from
+    120×36, and in the resources view (4) on a compact terminal."""
+    top = [
+        FunctionShare(
+            function="burn_cpu",
+            file="app.py",
+            self_samples=60,
+            self_share=0.6,
+            total_samples=60,
+            total_share=0.6,
+        )
+    ]
+    update = ProfileUpdate(
+        elapsed=6.0, tool="py-spy", seconds=2.0, samples=200, running=100, top=top
+    )
+    events = list(scripted_run(OPEN).events)
+    events[-1:-1] = [update]
+    for size, keys in (((160, 48), ()), ((80, 24), ("4",))):
+        fake = FakeSource(events)
+        app = MonitorApp(fake, None, refresh=0.0, chart_refresh=0.0)
+        async with app.run_test(size=size) as pilot:
+            await settle(pilot, app, fake)
+            for key in keys:
+                await pilot.press(key)
+            await pilot.pause(0.3)
+            screen = screen_text(app)
+            assert "target · py-spy · last 2s" in screen, size
+            assert re.search(r"60\.0%\s+60\.0%\s+burn_cpu", screen), size

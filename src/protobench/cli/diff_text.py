@@ -9,6 +9,7 @@ from __future__ import annotations
 import math
 from typing import TYPE_CHECKING
 
+from protobench.cli.profile_render import change_lines
 from protobench.cli.render import us
 from protobench.termtext import visible_tree
 
@@ -116,6 +117,9 @@ def render_text(diff: Diff) -> str:
     )
     shown = [*diff.ops, TOTAL] if len(diff.ops) > 1 else diff.ops or [TOTAL]
     out.extend(_tables([_metric_block(diff, metric, shown) for metric in diff.metrics]))
+    if diff.profile:
+        out.append("")
+        out.extend(change_lines(diff.profile))
     if diff.gates:
         out.append("")
     out.extend(_gate_line(result, diff.accept_inconclusive) for result in diff.gates)

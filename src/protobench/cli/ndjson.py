@@ -3,7 +3,7 @@
 :class:`NdjsonSink` is a sink of the controller (:mod:`protobench.engine.sinks`):
 it reads its own bounded buffer and writes each line in a worker thread, so
 a consumer that stops reading blocks only that write; meanwhile the oldest
-queued ``interval`` and ``resources`` events are dropped (the newest win),
+queued ``interval``, ``resources`` and ``profile`` events are dropped (the newest win),
 while ``started``, ``phase`` and ``notice`` events never are (a run has
 few). Before the report comes one ``ndjson`` notice of how many were left
 out; the report is always the last line. A consumer that closes the pipe
@@ -26,6 +26,7 @@ from protobench.engine.events import (
     IntervalUpdate,
     Notice,
     PhaseChanged,
+    ProfileUpdate,
     ResourceSample,
     RunFinished,
     RunStarted,
@@ -39,6 +40,7 @@ NDJSON_TYPES: dict[type, str] = {
     PhaseChanged: "phase",
     IntervalUpdate: "interval",
     ResourceSample: "resources",
+    ProfileUpdate: "profile",
     Notice: "notice",
 }
 

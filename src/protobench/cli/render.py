@@ -7,6 +7,7 @@ import sys
 import time
 from typing import TextIO
 
+from protobench.cli.profile_render import profile_lines
 from protobench.engine.events import (
     Event,
     IntervalUpdate,
@@ -54,13 +55,15 @@ def describe_model(model: LoadModel, changes: list[tuple[float, float]] | None =
     return text
 
 
-def summary_table(report: Report) -> str:
+def summary_table(report: Report, profile_top: int = 5) -> str:
     """The human summary of a report: one line per operation and a total, then the verdicts.
 
     Each op says what its latency measures; the total shows a latency only
     when every op measures the same thing. Figures that do not exist print as
-    ``-`` (or ``absent`` in a sentence), never ``None``. Every string of the
-    report (an error text, a notice, an op name) is shown as :func:`visible_tree` has it.
+    ``-`` (or ``absent`` in a sentence), never ``None``. A profiled target's
+    ``profile_top`` functions follow the resources. Every string of the report
+    (an error text, a notice, an op name, a function of the target) is shown as
+    :func:`visible_tree` has it.
     """
     report = visible_tree(report)
     lines = [
@@ -85,6 +88,8 @@ def summary_table(report: Report) -> str:
     lines.extend(_threshold_line(t, report.nothing_measured) for t in report.thresholds)
     lines.extend(_verdict_lines(verdicts, report.partial))
     lines.append(_resources_line(report.resources))
+    if report.target_profile is not None:
+        lines.extend(profile_lines(report.target_profile, profile_top))
     lines.extend(_tail(report))
     return "\n".join(lines)
 

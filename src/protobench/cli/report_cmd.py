@@ -59,7 +59,7 @@ def write_diff_report(base: list[Snapshot], new: list[Snapshot], diff: Diff, pat
     from protobench.htmlreport.view import run_view  # noqa: PLC0415
 
     views = [run_view(s) for s in base], [run_view(s) for s in new]
-    _write(path, compare_page(*views, render_text(diff)))
+    _write(path, compare_page(*views, render_text(diff), diff.profile))
 
 
 def report_command(

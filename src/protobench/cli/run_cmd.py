@@ -147,6 +147,7 @@ def run_command(
       protobench run http-get                        embedded target, live monitor
       protobench run mqtt-qos1 -t mqtt://127.0.0.1:1883/ -d 30s --no-tui
       protobench run ./mine.toml -r 2000/s --threshold 'p99<5ms' --json
+      protobench run bacnet-ip --profile-target      where the server spends sustain
 
     \b
     Exit codes: 0 ok, 1 a threshold or check failed, 2 bad input (nothing

@@ -20,6 +20,7 @@ from protobench.cli.common import StoreOption, fail, print_json
 from protobench.cli.complete import SnapshotRef
 from protobench.cli.render import summary_table, us
 from protobench.engine.report_model import to_plain
+from protobench.engine.stacks.model import TOP
 from protobench.snapshots.prune import prune
 from protobench.snapshots.store import SnapshotError, SnapshotStore, redacted
 from protobench.termtext import echo
@@ -105,7 +106,7 @@ def show(
         print_json(to_plain(data))
         return
     try:
-        table = summary_table(replace(data.report, snapshot=str(path)))
+        table = summary_table(replace(data.report, snapshot=str(path)), profile_top=TOP)
     except SnapshotError as exc:
         fail(f"{path}: the report cannot be shown ({exc})")
     prov = data.provenance
@@ -128,7 +129,8 @@ def export_snapshot(
             "-f",
             metavar="FORMAT",
             help="hlog (HdrHistogram interval log), hgrm (percentile distribution, ms), "
-            "csv (interval series) or json (default: from the -o suffix).",
+            "csv (interval series), json, or the target profile as speedscope, collapsed "
+            "or pprof (default: from the -o suffix; .pb.gz is pprof, .folded collapsed).",
         ),
     ] = None,
     output: Annotated[
@@ -150,35 +152,51 @@ def export_snapshot(
       protobench snapshots export latest -o run.hlog
       protobench snapshots export latest -f hgrm > run.hgrm
       protobench snapshots export latest~1 -f csv --phase all > intervals.csv
+      protobench snapshots export latest -f pprof -o target.pb.gz   (go tool pprof)
 
     \b
     Exit codes: 0 ok, 2 bad input (no such snapshot, format, phase, a file
     that cannot be written).
     """
     from protobench.snapshots.export import FORMATS, PHASES, export  # noqa: PLC0415 - numpy
+    from protobench.snapshots.profile_export import (  # noqa: PLC0415
+        PROFILE_FORMATS,
+        export_profile,
+    )
 
+    formats = (*FORMATS, *PROFILE_FORMATS)
     if fmt is None:
         suffix = output.suffix.lstrip(".") if output else ""
-        if suffix not in FORMATS:
-            fail(f"--format: give one of {', '.join(FORMATS)}")
+        if output is not None and output.name.endswith(".pb.gz"):
+            suffix = "pprof"
+        suffix = {"folded": "collapsed"}.get(suffix, suffix)
+        if suffix not in formats:
+            fail(f"--format: give one of {', '.join(formats)}")
         fmt = suffix
-    if fmt not in FORMATS:
-        fail(f"--format {fmt!r}: expected one of {', '.join(FORMATS)}")
+    if fmt not in formats:
+        fail(f"--format {fmt!r}: expected one of {', '.join(formats)}")
     if phase not in PHASES:
         fail(f"--phase {phase!r}: expected one of {', '.join(PHASES)}")
+    if fmt == "pprof" and output is None and sys.stdout.isatty():
+        fail("--format pprof is binary: give -o FILE or redirect stdout")
     store = SnapshotStore(snapshots_dir)
     buffer = io.StringIO(newline="")
     try:
-        export(redacted(store.load(ref)), fmt, buffer, phase)
+        snapshot = redacted(store.load(ref))
+        if fmt in PROFILE_FORMATS:
+            data = export_profile(snapshot, fmt)
+        else:
+            export(snapshot, fmt, buffer, phase)
+            data = buffer.getvalue().encode()
     except SnapshotError as exc:
         fail(str(exc))
     if output is None:
-        sys.stdout.write(buffer.getvalue())
         sys.stdout.flush()
+        sys.stdout.buffer.write(data)
+        sys.stdout.buffer.flush()
         return
     try:
-        with output.open("w", encoding="utf-8", newline="") as out:
-            out.write(buffer.getvalue())
+        output.write_bytes(data)
     except OSError as exc:
         fail(f"cannot write {output}: {exc.strerror or exc}")
     echo(f"wrote {output}", err=True)

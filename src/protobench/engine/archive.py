@@ -18,17 +18,20 @@ from protobench.engine.plan import RunPlan
 from protobench.engine.report_model import Report
 from protobench.engine.resource_log import ResourceRecord
 from protobench.engine.series_model import PhaseHistograms, SeriesRecord
+from protobench.engine.stacks.model import TargetProfile
 
 
 @dataclass(frozen=True)
 class RunRecord:
-    """A finished run: its plan, its report, the interval and resource series, the histograms."""
+    """A finished run: its plan, its report, the interval and resource series, the histograms,
+    and the target's profile when it was sampled."""
 
     plan: RunPlan
     report: Report
     series: list[SeriesRecord]
     histograms: PhaseHistograms
     resources: list[ResourceRecord]
+    target_profile: TargetProfile | None = None
 
 
 @dataclass(frozen=True)

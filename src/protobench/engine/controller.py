@@ -59,6 +59,7 @@ from protobench.engine.no_session import NoSessionWatch
 from protobench.engine.plan import RunPlan, worker_slices
 from protobench.engine.pool import WorkerPool
 from protobench.engine.pool_contract import Pool, PoolFactory, WorkerHandle
+from protobench.engine.profiler import TargetProfiler, start_profiler
 from protobench.engine.report import RunJudge, build_report, exit_code_for
 from protobench.engine.report_model import (
     NO_SESSION,
@@ -80,6 +81,8 @@ START_DELAY = 0.1
 """Seconds between the GO frame and the common start (every worker reads it by then)."""
 HELLO_GRACE = 30.0
 BYE_GRACE = 10.0
+PROFILER_GRACE = 20.0
+"""Seconds the target's profiler has, once the workers are done, to stop and read its last chunk."""
 
 
 def describe_failure(exc: BaseException) -> str:
@@ -128,6 +131,7 @@ class Controller:
         self.log_dir = log_dir
         self.resources = ResourceLog()
         self.pool: Pool | None = None
+        self.profiler: TargetProfiler | None = None
         self.rate_factor = 1.0
         self.no_session = NoSessionWatch(0, 0)
         self._stop_event = anyio.Event()
@@ -200,6 +204,8 @@ class Controller:
         if self.pool is not None:
             self.pool.broadcast(FrameKind.STOP, {})
         self._stop_event.set()
+        if self.profiler is not None:
+            self.profiler.quit()
         if self.start_at is not None:
             self.emit(PhaseChanged("drain", round(self.elapsed(), 3)))
 
@@ -261,6 +267,7 @@ class Controller:
             target_rss_peak=peak,
             findings=self._diagnose(),
             passive=self._passive(),
+            profile=self.profiler.result() if self.profiler else None,
             labels=self.labels,
             nodes=self.pool.nodes() if self.pool else None,
         )
@@ -276,6 +283,7 @@ class Controller:
             series=self.aggregator.series,
             histograms=self.aggregator.phase_histograms(),
             resources=self.resources.series,
+            target_profile=self.profiler.result() if self.profiler else None,
         )
 
     def _diagnose(self) -> list[str]:
@@ -333,10 +341,25 @@ class Controller:
         )
         sampler = Sampler(pool.pids(), target_pid, pool.worker_samples)
         deadline = self.start_at + plan.warmup + plan.duration + plan.drain + BYE_GRACE
+        self.profiler = start_profiler(
+            plan.profiling,
+            target_pid,
+            self.log_dir,
+            self.emit,
+            lambda line: self.notice("profile", line),
+            self.elapsed,
+        )
         async with anyio.create_task_group() as group:
             group.start_soon(self._sample_resources, sampler)
             group.start_soon(self._phase_clock)
+            if self.profiler is not None:
+                sustain = self.start_at + plan.warmup
+                group.start_soon(self.profiler.run, sustain, sustain + plan.duration)
             await self._consume(pool, deadline)
+            if self.profiler is not None:  # its last chunk is read before the report
+                self.profiler.quit()
+                with anyio.move_on_after(PROFILER_GRACE):
+                    await self.profiler.done.wait()
             group.cancel_scope.cancel()
         self._report_failures(pool)
 

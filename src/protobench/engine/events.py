@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 from typing import NotRequired, TypedDict
 
 from protobench.engine.report_model import JsonValue, LiveVerdicts, NoticeValue, Report
+from protobench.engine.stacks.model import FunctionShare
 from protobench.engine.summaries import OpSummary, PhaseSummary
 
 
@@ -98,6 +99,22 @@ class ResourceSample:
 
 
 @dataclass(frozen=True)
+class ProfileUpdate:
+    """The target's top functions over the last chunk of its profile (``run --profile-target``).
+
+    ``samples`` of the chunk, ``running`` those of a running thread; ``top`` the
+    functions with the largest self share of the running samples.
+    """
+
+    elapsed: float
+    tool: str
+    seconds: float
+    samples: int
+    running: int
+    top: list[FunctionShare]
+
+
+@dataclass(frozen=True)
 class Notice:
     """Something the user should know: a worker died, the target stopped, a rate change."""
 
@@ -115,4 +132,12 @@ class RunFinished:
     exit_code: int
 
 
-Event = RunStarted | PhaseChanged | IntervalUpdate | ResourceSample | Notice | RunFinished
+Event = (
+    RunStarted
+    | PhaseChanged
+    | IntervalUpdate
+    | ResourceSample
+    | ProfileUpdate
+    | Notice
+    | RunFinished
+)

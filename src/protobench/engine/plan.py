@@ -53,6 +53,18 @@ class GroupPlan:
         return self.every is not None
 
 
+@dataclass(frozen=True)
+class TargetProfiling:
+    """How the recorder samples the target (from the plan's ``profile_target``, ``profiler``,
+    ``profile_rate``, ``profile_native``, ``pprof`` and ``pprof_extra`` settings)."""
+
+    tool: str = "auto"
+    rate: float = 100.0
+    native: bool = False
+    pprof: str | None = None
+    pprof_extra: tuple[str, ...] = ()
+
+
 @dataclass(frozen=True, kw_only=True)
 class RunPlan(RunSettings):
     """Everything a run needs, resolved: the run settings, then what the profile is.
@@ -78,6 +90,19 @@ class RunPlan(RunSettings):
     def sessions(self) -> int:
         return sum(g.count for g in self.groups)
 
+    @property
+    def profiling(self) -> TargetProfiling | None:
+        """How to sample the target (``profile_target`` or a ``pprof`` URL), or None."""
+        if not (self.profile_target or self.pprof):
+            return None
+        return TargetProfiling(
+            tool=self.profiler,
+            rate=self.profile_rate,
+            native=self.profile_native,
+            pprof=self.pprof,
+            pprof_extra=tuple(self.pprof_extra),
+        )
+
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
 
@@ -86,6 +111,7 @@ class RunPlan(RunSettings):
         values = dict(data)
         values["groups"] = tuple(GroupPlan(**g) for g in values["groups"])
         values["thresholds"] = tuple(values["thresholds"])
+        values["pprof_extra"] = tuple(values.get("pprof_extra", ()))
         return cls(**values)
 
     def redacted(self) -> dict[str, Any]:

@@ -39,6 +39,8 @@ from protobench.engine.report_model import (
     WorkerEntry,
 )
 from protobench.engine.resource_log import ResourceFigures, ResourceLog
+from protobench.engine.stacks.cost import overhead
+from protobench.engine.stacks.model import TargetProfile, summarize
 from protobench.engine.summaries import PhaseSummary
 from protobench.engine.thresholds import evaluate_all
 from protobench.engine.verdicts import (
@@ -123,13 +125,15 @@ def build_report(
     passive: frozenset[str] = frozenset(),
     labels: Mapping[str, JsonValue] | None = None,
     nodes: Sequence[NodeEntry] | None = None,
+    profile: TargetProfile | None = None,
 ) -> Report:
     """The report of a run.
 
     ``notices`` are the run's notices; ``findings`` the protocol plugin's
     diagnosis; ``passive`` the groups whose op exchanges nothing by design (no
     exchange is expected of them); ``labels`` (a sweep's) and ``nodes`` (a
-    Ray run's) are in the report when given.
+    Ray run's) are in the report when given; so is the summary of the target's
+    ``profile`` (``run --profile-target``).
     """
     report = Report(
         tool=Tool(name="protobench", version=__version__),
@@ -154,6 +158,7 @@ def build_report(
         resources=resource_summary(
             resources, target_rss_baseline, target_rss_peak, plan, _connects(aggregator)
         ),
+        target_profile=summarize(profile, overhead(profile)) if profile else None,
         workers=list(workers),
         notices=list(notices),
         verdicts=PENDING,

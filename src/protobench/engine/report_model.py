@@ -22,6 +22,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field, fields, is_dataclass
 from typing import TYPE_CHECKING, Any, Literal
 
+from protobench.engine.stacks.model import ProfileSummary
 from protobench.engine.summaries import OMIT_NONE, PhaseSummary
 from protobench.vocab.exceptions import BadInput
 
@@ -247,6 +248,8 @@ class Report:
     stop_reason: str = "completed"
     phases: dict[str, PhaseSummary]
     resources: Resources = field(default_factory=Resources)
+    target_profile: ProfileSummary | None = field(default=None, metadata=OMIT_NONE)
+    """Where the target spent sustain (``run --profile-target``), summed up."""
     workers: list[WorkerEntry] = field(default_factory=list)
     notices: list[NoticeEntry] = field(default_factory=list)
     thresholds: list[ThresholdResult] = field(default_factory=list)

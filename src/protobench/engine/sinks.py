@@ -32,9 +32,16 @@ from typing import Protocol
 
 import anyio
 
-from protobench.engine.events import Event, IntervalUpdate, Notice, ResourceSample, RunFinished
+from protobench.engine.events import (
+    Event,
+    IntervalUpdate,
+    Notice,
+    ProfileUpdate,
+    ResourceSample,
+    RunFinished,
+)
 
-LOSSY: tuple[type, ...] = (IntervalUpdate, ResourceSample)
+LOSSY: tuple[type, ...] = (IntervalUpdate, ResourceSample, ProfileUpdate)
 """The events a sink that falls behind may lose (the newest win)."""
 LOSSY_LIMIT = 64
 """Queued interval and resource events kept per sink (a minute of 1 s intervals)."""
@@ -92,7 +99,7 @@ class LossyQueue:
 
     def _drop_oldest_lossy(self) -> None:
         for i, queued in enumerate(self._queue):
-            if isinstance(queued, IntervalUpdate | ResourceSample):
+            if isinstance(queued, IntervalUpdate | ResourceSample | ProfileUpdate):
                 del self._queue[i]
                 self._lossy -= 1
                 self.lost += 1

@@ -3,7 +3,9 @@
 Per operation and ``TOTAL``: the base and new runs' throughput, p50 and p99
 over time overlaid (each run from its own start), and their sustain percentile
 spectra on one chart; above them ``diff``'s own table as the terminal prints
-it, with its significance marks (``~``: no significant change) and warnings.
+it, with its significance marks (``~``: no significant change) and warnings;
+below them, when both sides sampled their target, the differential flame graph
+(:func:`~protobench.htmlreport.flame.diff_flame`).
 """
 
 from __future__ import annotations
@@ -13,8 +15,9 @@ from collections.abc import Sequence
 
 from bokeh.models import ColumnDataSource
 
-from protobench.htmlreport import charts
-from protobench.htmlreport.page import Charts, document, grid, table
+from protobench.engine.stacks.model import ShareChange, merged
+from protobench.htmlreport import charts, flame
+from protobench.htmlreport.page import Charts, document, grid, table, with_flames
 from protobench.htmlreport.view import RunView
 
 
@@ -22,8 +25,24 @@ def _runs(views: Sequence[RunView], side: str) -> list[tuple[str, RunView]]:
     return [(f"{side} {view.id}", view) for view in views]
 
 
-def compare_page(base: Sequence[RunView], new: Sequence[RunView], diff_text: str) -> str:
-    """Base and new runs overlaid, with the comparison table ``diff_text`` (diff's output)."""
+def profile_changes(
+    base: Sequence[RunView], new: Sequence[RunView], changes: Sequence[ShareChange] | None
+) -> str:
+    """The differential flame graph when every run of both sides sampled its target."""
+    sides = [[v.profile.cpu for v in side if v.profile is not None] for side in (base, new)]
+    if changes is None or not all(sides):
+        return ""
+    return with_flames(flame.diff_flame(merged(sides[0]), merged(sides[1]), changes))
+
+
+def compare_page(
+    base: Sequence[RunView],
+    new: Sequence[RunView],
+    diff_text: str,
+    changes: Sequence[ShareChange] | None = None,
+) -> str:
+    """Base and new runs overlaid, with the comparison table ``diff_text`` (diff's output)
+    and, when both sides sampled their target, the ``changes`` of its functions' shares."""
     runs = _runs(base, "base") + _runs(new, "new")
     out = Charts()
     x_range = charts.time_range([op for _, view in runs for op in view.ops], [])
@@ -65,5 +84,6 @@ def compare_page(base: Sequence[RunView], new: Sequence[RunView], diff_text: str
         + table(["run", "profile", "generator_bound"], rows)
         + f"<h2>diff</h2><pre>{html.escape(diff_text)}</pre>"
         + "".join(sections)
+        + profile_changes(base, new, changes)
     )
     return document("protobench comparison", body, out.figures)

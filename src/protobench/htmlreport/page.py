@@ -15,7 +15,7 @@ from bokeh.embed import components
 from bokeh.models import Model, Range1d
 from bokeh.resources import Resources
 
-from protobench.htmlreport import charts
+from protobench.htmlreport import charts, flame
 from protobench.htmlreport.view import RunView
 
 STYLE = """
@@ -146,18 +146,31 @@ def _tables(view: RunView) -> str:
     )
 
 
+def with_flames(section: str) -> str:
+    """``section`` with the flame graphs' style and script, when it has one ("" stays "")."""
+    if not section:
+        return ""
+    return f"<style>{flame.STYLE}</style>{section}<script>{flame.SCRIPT}</script>"
+
+
 def run_page(view: RunView) -> str:
     """The report page of one run."""
     out = Charts()
     x_range = charts.time_range(view.ops, view.marks)
     links = [f"<a href='#op{i}'>{html.escape(op.name)}</a>" for i, op in enumerate(view.ops)]
-    links += ["<a href='#resources'>resources</a>", "<a href='#provenance'>provenance</a>"]
+    links.append("<a href='#resources'>resources</a>")
+    profiled = ""
+    if view.profile is not None:
+        links.append("<a href='#target-profile'>target profile</a>")
+        profiled = flame.profile_section(view.profile, view.profile_overhead)
+    links.append("<a href='#provenance'>provenance</a>")
     body = (
         f"<h1>protobench report: {html.escape(view.title)}</h1>"
         f"<div class='meta'>{html.escape(view.id)}</div><nav>{' '.join(links)}</nav>"
         + _tables(view)
         + "".join(_op_sections(view, out, x_range))
         + _resource_section(view, out, x_range)
+        + with_flames(profiled)
         + "<h2 id='provenance'>provenance</h2>"
         + table(["key", "value"], view.provenance)
     )

@@ -20,6 +20,7 @@ from hdrh.histogram import HdrHistogram
 
 from protobench.engine.metrics import merge
 from protobench.engine.report_model import Report, ThresholdResult, Verdicts, to_plain
+from protobench.engine.stacks.model import TargetProfile
 from protobench.engine.summaries import EMPTY_OP, LatencySummary
 from protobench.redaction import redact_value
 from protobench.snapshots.model import Snapshot
@@ -91,6 +92,9 @@ class RunView:
     thresholds: list[dict[str, str]]
     provenance: list[tuple[str, str]]
     notices: list[str] = field(default_factory=list)
+    profile: TargetProfile | None = None
+    """The target's sampled stacks (``run --profile-target``), and what sampling cost."""
+    profile_overhead: str = ""
 
 
 def text(value: Any) -> str:
@@ -302,6 +306,8 @@ def run_view(snapshot: Snapshot) -> RunView:
         thresholds=[dict(_fields(threshold)) for threshold in report.thresholds],
         provenance=provenance(snapshot, report),
         notices=[f"{n.elapsed:.1f} s {text(n.kind)}: {text(n.message)}" for n in report.notices],
+        profile=snapshot.target_profile,
+        profile_overhead=report.target_profile.overhead if report.target_profile else "",
     )
 
 

@@ -74,6 +74,41 @@ def _replace(_old: Any, new: Any) -> Any:
     return new
 
 
+def _switch(text: str) -> bool:
+    """``true``/``false`` (or ``yes``/``no``, ``on``/``off``, ``1``/``0``): a ``--vary`` level."""
+    value = text.strip().lower()
+    if value in ("true", "yes", "on", "1"):
+        return True
+    if value in ("false", "no", "off", "0"):
+        return False
+    raise ValueError(f"expected true or false, got {text[:40]!r}")
+
+
+PROFILERS = ("auto", "py-spy", "perf", "pprof")
+"""The target's profilers (``profiler``): ``auto`` picks py-spy or perf from the process."""
+PPROF_EXTRA = ("heap", "mutex")
+"""The Go profiles besides the CPU's that ``pprof_extra`` may ask for."""
+
+
+def _profiler(value: str) -> str:
+    if value not in PROFILERS:
+        raise ValueError(f"expected one of {', '.join(PROFILERS)}, got {value[:40]!r}")
+    return value
+
+
+def _http_url(value: str) -> str:
+    if not value.startswith(("http://", "https://")) or len(value) > 2000 or " " in value:
+        raise ValueError(f"expected an http:// or https:// URL, got {value[:60]!r}")
+    return value
+
+
+def _pprof_extra(value: tuple[str, ...]) -> tuple[str, ...]:
+    for kind in value:
+        if kind not in PPROF_EXTRA:
+            raise ValueError(f"expected {' or '.join(PPROF_EXTRA)}, got {kind[:40]!r}")
+    return value
+
+
 @dataclass(frozen=True, kw_only=True)
 class Kind:
     """How a setting's value is written: as a flag, a ``--vary`` level, a profile value.
@@ -102,6 +137,10 @@ DURATION: Final = Kind(parse=parse_duration, coerce=parse_duration)
 RATE: Final = Kind(parse=parse_rate, coerce=parse_rate)
 """Per second: ``"5000/s"``, ``"300/m"`` or a number."""
 COUNT: Final = Kind(parse=_count, option=int)
+SWITCH: Final = Kind(parse=_switch, option=bool)
+"""On or off: a flag without a value (``--profile-target``), ``true``/``false`` in a profile."""
+NAMES: Final = Kind(parse=str, collect=tuple)
+"""Repeatable names; the flag's replace the profile's."""
 EXPRESSIONS: Final = Kind(parse=str, collect=tuple, merge=lambda old, new: (*old, *new))
 """Repeatable; the flag's items follow the profile's."""
 PAIRS: Final = Kind(parse=parse_pair, collect=dict, merge=lambda old, new: {**old, **new})
@@ -308,6 +347,50 @@ class RunSettings:
         vary=True,
     )
     """Validated by the embedded target."""
+    profile_target: bool = setting(
+        SWITCH,
+        False,
+        flag="--profile-target",
+        help="Sample the target's stacks during sustain (py-spy, perf or --pprof).",
+    )
+    """Sample the target process's stacks during sustain (README: Server insight)."""
+    profiler: str = setting(
+        TEXT,
+        "auto",
+        flag="--profiler",
+        metavar="TOOL",
+        help="The target's profiler: auto, py-spy, perf or pprof.",
+        check=_profiler,
+    )
+    profile_rate: float = setting(
+        RATE,
+        100.0,
+        flag="--profile-rate",
+        metavar="HZ",
+        help="Target samples per second (default 100).",
+        ge=1,
+        le=1000,
+    )
+    profile_native: bool = setting(
+        SWITCH, False, flag="--profile-native", help="py-spy: sample the target's C frames too."
+    )
+    pprof: str | None = setting(
+        TEXT,
+        None,
+        flag="--pprof",
+        metavar="URL",
+        help="Sample a Go target through its net/http/pprof URL.",
+        check=_http_url,
+    )
+    """A Go target's ``net/http/pprof`` base URL: setting it samples the target."""
+    pprof_extra: tuple[str, ...] = setting(
+        NAMES,
+        (),
+        flag="--pprof-extra",
+        metavar="KIND",
+        help="With --pprof: its heap or mutex profile too (repeatable).",
+        check=_pprof_extra,
+    )
 
 
 SETTINGS: Final = tuple(

@@ -49,6 +49,8 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 from protobench.engine.report_model import Report, to_plain
+from protobench.engine.stacks.cost import overhead
+from protobench.engine.stacks.model import ShareChange, merged, share_changes
 from protobench.snapshots.model import Provenance, Snapshot
 from protobench.snapshots.series import (
     LATENCY_PERCENTILES,
@@ -255,6 +257,9 @@ class Diff:
     gates: list[GateResult]
     accept_inconclusive: bool
     exit_code: int
+    profile: list[ShareChange] | None = None
+    """The target's functions whose share of the running samples changed most (both sides
+    profiled with ``--profile-target``; else null)."""
 
     def row(self, op: str, metric: str) -> Row:
         for row in self.rows:
@@ -392,6 +397,7 @@ _FACTS: tuple[tuple[str, Callable[[Run], object]], ...] = (
     ("profile", lambda run: run.report.profile),
     ("profile hash", lambda run: str(run.provenance.get("profile_sha256"))[:12]),
     ("tool version", lambda run: run.provenance["tool_version"]),
+    ("target sampling", lambda run: _sampling(run.snapshot)),
 )
 """What two runs must share to be compared: each fact's name and how to read it."""
 
@@ -399,7 +405,8 @@ _FACTS: tuple[tuple[str, Callable[[Run], object]], ...] = (
 def comparability(base: Sequence[Run], new: Sequence[Run]) -> list[str]:
     """Why these runs may not be comparable, one sentence each (empty when they are)."""
     warnings = []
-    keys = sorted({key for run in [*base, *new] for key in run.provenance.get("overrides", {})})
+    given = {key for run in [*base, *new] for key in run.provenance.get("overrides", {})}
+    keys = sorted(given - set(SAMPLING))  # the "target sampling" fact says it
     overrides = [(f"{key} override", _override(key)) for key in keys]
     for name, fact in [*_FACTS, *overrides]:
         base_values = sorted({str(fact(run)) for run in base})
@@ -411,6 +418,35 @@ def comparability(base: Sequence[Run], new: Sequence[Run]) -> list[str]:
     for side, runs in (("base", base), ("new", new)):
         warnings.extend(warning for run in runs for warning in _run_warnings(side, run))
     return warnings
+
+
+SAMPLING = ("profile_target", "profiler", "profile_rate", "profile_native", "pprof", "pprof_extra")
+"""The settings of how the target is sampled (compared as one fact, ``target sampling``)."""
+
+
+def _sampling(snapshot: Snapshot) -> str:
+    """How the run's target was sampled (``off``): sampling perturbs the target it measures."""
+    profile = snapshot.target_profile
+    if profile is None:
+        return "off"
+    return f"{profile.label} (costs the target: {overhead(profile)})"
+
+
+PROFILE_CHANGES = 15
+"""The functions ``diff`` lists, largest change in share first."""
+MOVED = 0.001
+"""The least change in share (0.1 percentage point) that ``diff`` lists."""
+
+
+def profile_changes(base: Sequence[Snapshot], new: Sequence[Snapshot]) -> list[ShareChange] | None:
+    """The functions whose share of the target's running samples changed most between the
+    sides (each side's profiles merged), or None when a side has no target profile."""
+    sides = [[s.target_profile.cpu for s in side if s.target_profile] for side in (base, new)]
+    if not all(sides):
+        return None
+    changes = share_changes(merged(sides[0]), merged(sides[1]))
+    moved = [c for c in changes if max(abs(c.self_change), abs(c.total_change)) >= MOVED]
+    return moved[:PROFILE_CHANGES]
 
 
 def _run_warnings(side: str, run: Run) -> list[str]:
@@ -501,6 +537,7 @@ def compare(
         gates=results,
         accept_inconclusive=accept_inconclusive,
         exit_code=exit_code(results, accept_inconclusive),
+        profile=profile_changes(base, new),
     )
 
 

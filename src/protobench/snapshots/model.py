@@ -5,8 +5,10 @@ writes and :func:`~protobench.snapshots.store.read` gives back: identity, the
 plan (its JSON, secrets redacted: only ``groups`` and ``interval`` are read
 back), provenance, the typed :class:`~protobench.engine.report_model.Report`,
 the interval series (:class:`~protobench.engine.series_model.SeriesRecord`),
-the phase histograms and the resource samples
-(:class:`~protobench.engine.resource_log.ResourceRecord`). Its JSON
+the phase histograms, the resource samples
+(:class:`~protobench.engine.resource_log.ResourceRecord`) and, for a run that
+sampled its target, the target's profile
+(:class:`~protobench.engine.stacks.model.TargetProfile`). Its JSON
 (:func:`~protobench.engine.report_model.to_plain`) is the file's, keys in field
 order; the published JSON Schema (``protobench schema snapshot``) is generated
 from it. :func:`load_snapshot` reads parsed JSON back with pydantic, imported
@@ -28,6 +30,8 @@ from protobench.engine.report_model import (
     nested_notices,
     validated,
 )
+from protobench.engine.stacks.model import TargetProfile
+from protobench.engine.summaries import OMIT_NONE
 
 if TYPE_CHECKING:
     from pydantic import TypeAdapter
@@ -90,6 +94,8 @@ class Snapshot:
     series: list[SeriesRecord]
     histograms: PhaseHistograms
     resources: list[ResourceRecord] = field(default_factory=list)
+    target_profile: TargetProfile | None = field(default=None, metadata=OMIT_NONE)
+    """The target's sampled stacks over sustain (``run --profile-target``)."""
 
     @property
     def operations(self) -> list[str]:

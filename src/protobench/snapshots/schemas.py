@@ -24,6 +24,7 @@ from protobench.engine.events import (
     IntervalUpdate,
     Notice,
     PhaseChanged,
+    ProfileUpdate,
     ResourceSample,
     RunStarted,
 )
@@ -42,6 +43,7 @@ EVENT_TYPES: tuple[tuple[str, type], ...] = (
     ("phase", PhaseChanged),
     ("interval", IntervalUpdate),
     ("resources", ResourceSample),
+    ("profile", ProfileUpdate),
     ("notice", Notice),
     ("report", Report),
 )

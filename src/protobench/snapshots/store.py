@@ -222,6 +222,7 @@ class SnapshotStore:
             series=record.series,
             histograms=record.histograms,
             resources=record.resources,
+            target_profile=record.target_profile,
         )
         return self.write(run_id, to_plain(snapshot))
 

@@ -11,6 +11,9 @@ uvloop and answers tens of thousands of requests per second per core.
   reference server); pipelined requests are answered in order.
 * ``stall_at``/``stall_for``: once, ``stall_at`` after the first request, the
   whole server blocks its event loop for ``stall_for`` (a stop-the-world pause).
+* ``burn``: each request spins the CPU that long in :func:`burn_cpu`, a
+  function a profile of the target names (``run --profile-target``: a server
+  made slower on purpose, and where).
 * ``GET /__protobench__/stats`` returns ``{"served": N, "connections": M}``:
   the responses written so far (that request itself is not counted) and the
   connections accepted, so tests can check a generator's count against the
@@ -53,6 +56,9 @@ class HttpTargetOptions(StrictModel):
         default=None, description="stall the server once, this long after the first request"
     )
     stall_for: Duration = Field(default=1.0, ge=0, le=600, description="length of the stall")
+    burn: Duration = Field(
+        default=0.0, ge=0, le=1, description="CPU spent per request in burn_cpu (a known hot spot)"
+    )
 
 
 def encode_response(status: int, body_size: int) -> bytes:
@@ -97,6 +103,13 @@ class _ServerState:
         self.delays.close()
         for conn in list(self.open):
             conn.abort()
+
+
+def burn_cpu(seconds: float) -> None:
+    """Spin the CPU for ``seconds`` (the ``burn`` option): work a profiler sees here."""
+    until = time.perf_counter() + seconds
+    while time.perf_counter() < until:
+        pass
 
 
 class _ServerConnection(asyncio.Protocol):
@@ -150,6 +163,8 @@ class _ServerConnection(asyncio.Protocol):
         if counted and state.first_request:
             state.on_first_request()
         head = self._parser.get_method() == b"HEAD"
+        if state.options.burn:
+            burn_cpu(state.options.burn)
         if not self._parser.should_keep_alive():
             self._closing = True
         if state.delay_ns > 0:

@@ -24,6 +24,7 @@ from protobench.engine.events import (
     IntervalUpdate,
     Notice,
     PhaseChanged,
+    ProfileUpdate,
     ResourceSample,
     RunFinished,
     RunStarted,
@@ -233,6 +234,7 @@ class RunModel:
         self.worker_lag_ms: dict[int, float] = {}
         self.report: Report | None = None
         self.exit_code: int | None = None
+        self.profile: ProfileUpdate | None = None
 
     def apply(self, event: Event) -> list[Notice]:
         """Fold one event in; return the notices the user should be alerted to."""
@@ -251,6 +253,8 @@ class RunModel:
             self._interval(event)
         elif isinstance(event, ResourceSample):
             self._resources(event)
+        elif isinstance(event, ProfileUpdate):
+            self.profile = event
         elif isinstance(event, Notice):
             return self._notice(event)
         elif isinstance(event, RunFinished):
@@ -375,6 +379,7 @@ class RunModel:
             notices=tuple(self.notices),
             lag_ms=self.lag_ms,
             worker_lag_ms=dict(self.worker_lag_ms),
+            profile=self.profile,
             inflight=self.inflight,
             report=self.report,
             exit_code=self.exit_code,

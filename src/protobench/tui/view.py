@@ -14,7 +14,13 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from protobench.engine.events import HostSample, Notice, ProcessSample, RunStarted
+from protobench.engine.events import (
+    HostSample,
+    Notice,
+    ProcessSample,
+    ProfileUpdate,
+    RunStarted,
+)
 from protobench.engine.report_model import NO_SESSION_NOTICE, Report, to_plain
 from protobench.engine.summaries import EMPTY_OP, LatencySummary, PhaseSummary
 
@@ -227,6 +233,8 @@ class RunView:
     """Run times to mark on the charts: phase starts, pauses, resumes, rate changes."""
     worker_lag_ms: dict[int, float] = field(default_factory=dict)
     """Each worker's event-loop lag in the newest interval."""
+    profile: ProfileUpdate | None = None
+    """The target's top functions over the last profile chunk (``--profile-target``)."""
 
     @property
     def snapshot(self) -> str | None:

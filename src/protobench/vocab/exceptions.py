@@ -26,13 +26,16 @@ standard exception, so ``except OSError`` still catches it)::
     │   ├── MalformedPacket         protocols.mqtt.codec: not MQTT (also a ValueError)
     │   ├── FramingError            protocols.websocket.codec: broken WebSocket framing
     │   ├── ConnectionClosedByPeer  protocols.websocket.codec: a close frame
-    │   └── SignatureError          protocols.beckn.signing: a signature that fails
+    │   ├── SignatureError          protocols.beckn.signing: a signature that fails
+    │   ├── ProfilerFailed          engine.profiler: the target's profiler could not record
+    │   ├── PprofError              engine.stacks.pprof: a Go profile not fetched or not read
+    │   └── WireError               engine.stacks.protowire: not protobuf (also a ValueError)
     └── NotSaved                    exit 5: the work is done but not kept
         └── SnapshotWriteError      snapshots.store: cannot write (also an OSError)
 
 Those of :class:`Incomplete` from ``FrameError`` on are caught where they are
-raised (a session's error, a worker's failure) and reach the boundary only
-through a bug. Exit codes 0, 1 and 4 are verdicts of a command that did its
+raised (a session's error, a worker's failure, a profiler's notice) and reach the
+boundary only through a bug. Exit codes 0, 1 and 4 are verdicts of a command that did its
 work (a run's thresholds, a diff's gates), never errors; 130 is Ctrl-C.
 """
 

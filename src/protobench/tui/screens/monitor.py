@@ -44,6 +44,7 @@ from protobench.tui.widgets.notice_log import NoticeLog
 from protobench.tui.widgets.resource_meters import ResourceMeters
 from protobench.tui.widgets.run_header import RunHeader
 from protobench.tui.widgets.run_summary import RunSummary
+from protobench.tui.widgets.target_top import TargetTop
 from protobench.tui.widgets.threshold_list import ThresholdList
 from protobench.tui.widgets.verdict_banner import VerdictBanner
 
@@ -102,6 +103,7 @@ class MonitorScreen(Screen[None]):
             with Vertical(classes="side"):
                 yield ResourceMeters(id="resources-now")
                 yield ThresholdList(id="thresholds")
+                yield TargetTop(id="target-top")
                 yield ErrorCodes(id="codes-now")
                 yield LineChart(
                     charts.error_code_chart,
@@ -141,7 +143,11 @@ class MonitorScreen(Screen[None]):
             )
         if view == "resources":
             return Horizontal(
-                ResourceMeters(id="resources-all"),
+                Vertical(
+                    ResourceMeters(id="resources-all"),
+                    TargetTop(id="target-top-all"),
+                    id="resources-side",
+                ),
                 LineChart(charts.cpu_chart, charts.percent, self.chart_refresh, id="cpu"),
                 id="resources",
             )
@@ -157,7 +163,7 @@ class MonitorScreen(Screen[None]):
         self.query_one(RunHeader).show(display)
         self.query_one(VerdictBanner).show(display)
         for panel in self.query_one(f"#{self.current}").query(".panel"):
-            if panel.display:
+            if panel.display or isinstance(panel, TargetTop):  # it shows itself when sampled
                 shows: Shows = panel  # type: ignore[assignment]
                 shows.show(display)
 

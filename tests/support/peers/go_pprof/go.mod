@@ -1,0 +1,3 @@
+module protobench.test/pprofdemo
+
+go 1.19
