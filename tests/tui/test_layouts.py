@@ -6,18 +6,17 @@ kinds) and reads the terminal's text as the user would see it.
 
 from __future__ import annotations
 
+import contextlib
 import re
+from collections.abc import AsyncIterator
 
 import pytest
 from textual.widget import Widget
 
-from protobench.engine.events import ProfileUpdate
-from protobench.engine.stacks.model import FunctionShare
 from protobench.tui.app import MonitorApp
 from protobench.tui.screens.monitor import layout_of
-from tests.support.fake_source import FakeSource
 from tests.support.pilot import screen_text, scripted_app, settle
-from tests.support.scripted_run import Script, scripted_run
+from tests.support.scripted_run import Script
 
 pytestmark = pytest.mark.anyio
 
@@ -31,6 +30,16 @@ def row(screen: str, name: str) -> str:
     lines = [line for line in screen.splitlines() if pattern.search(line)]
     assert lines, f"no latency row of {name} on:\n{screen}"
     return lines[0]
+
+
+@contextlib.asynccontextmanager
+async def monitor_at(size: tuple[int, int]) -> AsyncIterator[tuple[MonitorApp, str]]:
+    """The monitor of the scripted run at ``size``, every interval shown, and its screen."""
+    app, fake = scripted_app(OPEN)
+    async with app.run_test(size=size) as pilot:
+        await settle(pilot, app, fake)
+        await pilot.pause(0.1)
+        yield app, screen_text(app)
 
 
 def visible(app: MonitorApp, selector: str) -> bool:
@@ -49,11 +58,7 @@ def test_the_layouts_by_size() -> None:
 
 
 async def test_at_80x24_the_compact_layout_shows_progress_rates_percentiles_and_keys() -> None:
-    app, fake = scripted_app(OPEN)
-    async with app.run_test(size=(80, 24)) as pilot:
-        await settle(pilot, app, fake)
-        await pilot.pause(0.1)
-        screen = screen_text(app)
+    async with monitor_at((80, 24)) as (app, screen):
         lines = screen.splitlines()
         assert len(lines) == 24
         assert all(len(line) == 80 for line in lines)
@@ -75,11 +80,7 @@ async def test_at_80x24_the_compact_layout_shows_progress_rates_percentiles_and_
 
 
 async def test_at_60x20_every_line_is_whole_and_p50_p99_stay() -> None:
-    app, fake = scripted_app(OPEN)
-    async with app.run_test(size=(60, 20)) as pilot:
-        await settle(pilot, app, fake)
-        await pilot.pause(0.1)
-        screen = screen_text(app)
+    async with monitor_at((60, 20)) as (app, screen):
         lines = screen.splitlines()
         assert app.monitor.layout_name == "tiny"
         assert lines[0].startswith(" protobench scripted · http → http://127.0.0.1:8080/")
@@ -92,21 +93,14 @@ async def test_at_60x20_every_line_is_whole_and_p50_p99_stay() -> None:
 
 
 async def test_below_60x20_a_line_says_the_size_and_the_header_stays() -> None:
-    app, fake = scripted_app(OPEN)
-    async with app.run_test(size=(50, 16)) as pilot:
-        await settle(pilot, app, fake)
-        screen = screen_text(app)
+    async with monitor_at((50, 16)) as (_, screen):
         assert "50×16" in screen
         assert "60×20" in screen
         assert "SUSTAIN" in screen
 
 
 async def test_at_160x48_the_standard_layout_adds_latency_over_time_resources_and_codes() -> None:
-    app, fake = scripted_app(OPEN)
-    async with app.run_test(size=(160, 48)) as pilot:
-        await settle(pilot, app, fake)
-        await pilot.pause(0.1)
-        screen = screen_text(app)
+    async with monitor_at((160, 48)) as (app, screen):
         assert "latency over time · total · corrected" in screen
         assert re.search(rf"p50 {LATENCY}", screen)
         assert re.search(rf"p99 {LATENCY}", screen)
@@ -122,11 +116,7 @@ async def test_at_160x48_the_standard_layout_adds_latency_over_time_resources_an
 
 
 async def test_at_220x60_the_screen_is_used_charts_side_by_side_and_errors_over_time() -> None:
-    app, fake = scripted_app(OPEN)
-    async with app.run_test(size=(220, 60)) as pilot:
-        await settle(pilot, app, fake)
-        await pilot.pause(0.1)
-        screen = screen_text(app)
+    async with monitor_at((220, 60)) as (app, screen):
         throughput = app.monitor.query_one("#throughput").region
         latency = app.monitor.query_one("#latency-chart-now").region
         assert throughput.y == latency.y
@@ -144,34 +134,3 @@ async def test_at_220x60_the_screen_is_used_charts_side_by_side_and_errors_over_
         ]
         covered = sum(r.area for r in panels)
         assert covered >= 0.9 * views.area, f"{covered} of {views.area} cells"
-
-
-async def test_the_targets_top_functions_fit_each_layout() -> None:
-    """Profiling the target (``--profile-target``): its top functions beside the charts from
-    120×36, and in the resources view (4) on a compact terminal."""
-    top = [
-        FunctionShare(
-            function="burn_cpu",
-            file="app.py",
-            self_samples=60,
-            self_share=0.6,
-            total_samples=60,
-            total_share=0.6,
-        )
-    ]
-    update = ProfileUpdate(
-        elapsed=6.0, tool="py-spy", seconds=2.0, samples=200, running=100, top=top
-    )
-    events = list(scripted_run(OPEN).events)
-    events[-1:-1] = [update]
-    for size, keys in (((160, 48), ()), ((80, 24), ("4",))):
-        fake = FakeSource(events)
-        app = MonitorApp(fake, None, refresh=0.0, chart_refresh=0.0)
-        async with app.run_test(size=size) as pilot:
-            await settle(pilot, app, fake)
-            for key in keys:
-                await pilot.press(key)
-            await pilot.pause(0.3)
-            screen = screen_text(app)
-            assert "target · py-spy · last 2s" in screen, size
-            assert re.search(r"60\.0%\s+60\.0%\s+burn_cpu", screen), size
