@@ -13,9 +13,9 @@ as a class the stylesheet reads (``app.tcss``):
   their rate over time.
 
 Below the minimum the views give way to a line that says how large the
-terminal is. The overview is built with the screen; the other views
-(latency, errors, resources, summary) the first time they are shown, so the
-first frame does not wait for them. Only the panels of the visible view are
+terminal is. The overview and the summary are built with the screen; the other
+views (latency, errors, resources) the first time they are shown, so the first
+frame does not wait for them. Only the panels of the visible view are
 refreshed.
 """
 
@@ -85,37 +85,40 @@ class MonitorScreen(Screen[None]):
     def compose(self) -> ComposeResult:
         yield RunHeader(id="header")
         yield VerdictBanner(id="verdict")
-        with ContentSwitcher(initial="overview", id="views"), Horizontal(id="overview"):
-            with Vertical(classes="main"):
-                with Horizontal(id="overview-charts"):
+        with ContentSwitcher(initial="overview", id="views"):
+            with Horizontal(id="overview"):
+                with Vertical(classes="main"):
+                    with Horizontal(id="overview-charts"):
+                        yield LineChart(
+                            charts.throughput_chart,
+                            charts.ops_per_second,
+                            self.chart_refresh,
+                            marked=True,
+                            id="throughput",
+                        )
+                        yield LatencyChart(self.chart_refresh, id="latency-chart-now")
+                    yield LatencyTable("window", id="latency-now")
+                    yield ThresholdList(id="thresholds-main")
+                    yield CounterTable(id="counters-now")
+                    yield ErrorTable(compact=True, id="errors-now")
+                with Vertical(classes="side"):
+                    yield ResourceMeters(id="resources-now")
+                    yield ThresholdList(id="thresholds")
+                    yield TargetTop(id="target-top")
+                    yield ErrorCodes(id="codes-now")
                     yield LineChart(
-                        charts.throughput_chart,
+                        charts.error_code_chart,
                         charts.ops_per_second,
                         self.chart_refresh,
-                        marked=True,
-                        id="throughput",
+                        id="code-chart-now",
                     )
-                    yield LatencyChart(self.chart_refresh, id="latency-chart-now")
-                yield LatencyTable("window", id="latency-now")
-                yield ThresholdList(id="thresholds-main")
-                yield CounterTable(id="counters-now")
-                yield ErrorTable(compact=True, id="errors-now")
-            with Vertical(classes="side"):
-                yield ResourceMeters(id="resources-now")
-                yield ThresholdList(id="thresholds")
-                yield TargetTop(id="target-top")
-                yield ErrorCodes(id="codes-now")
-                yield LineChart(
-                    charts.error_code_chart,
-                    charts.ops_per_second,
-                    self.chart_refresh,
-                    id="code-chart-now",
-                )
+            with Vertical(id="summary"):
+                yield RunSummary(id="run-summary")
         yield Static(id="too-small")
         yield KeyBar()
 
     def build(self, view: str) -> Widget:
-        """The container of ``view`` (not the overview), built the first time it is shown."""
+        """The container of ``view`` (latency, errors, resources), built when first shown."""
         if view == "latency":
             return Vertical(
                 LatencyChart(self.chart_refresh, id="latency-over-time"),
@@ -151,7 +154,7 @@ class MonitorScreen(Screen[None]):
                 LineChart(charts.cpu_chart, charts.percent, self.chart_refresh, id="cpu"),
                 id="resources",
             )
-        return Vertical(RunSummary(id="run-summary"), id="summary")
+        raise ValueError(f"no view {view!r} to build")
 
     @property
     def current(self) -> str:
@@ -170,7 +173,7 @@ class MonitorScreen(Screen[None]):
     def switch(self, view: str) -> None:
         """Show another view (built the first time), rendered once its panels have a size."""
         switcher = self.query_one("#views", ContentSwitcher)
-        if view == "overview" or switcher.query_children(f"#{view}"):
+        if switcher.query_children(f"#{view}"):
             switcher.current = view
             self._show_later()
         elif view not in self.building:

@@ -56,13 +56,8 @@ def snapshot_line(report: Report, source: str) -> Text:
 class RunSummary(Panel):
     """The final report on screen until the user quits."""
 
-    def key(self, display: Display) -> object:
-        view = display.view
-        report = id(view.report)
-        return report, len(view.notices), display.baseline, display.latency_key, display.error
-
-    def shape(self, display: Display) -> object:
-        return display.view.report is not None, display.baseline, display.error
+    SIZED = True
+    """The table's columns are the panel's width's: built when drawn."""
 
     def render_display(self, display: Display) -> RenderableType:
         view = display.view
