@@ -40,9 +40,17 @@ context switches: protobench's worker over the sustain window, wrk2 over its run
 each generator's CPU ratio to wrk2. ``--precision 100us 1ms`` runs protobench once per
 ``--pacing-precision`` (named ``protobench/100us``...). wrk2
 calibrates for its first 10 s, so its runs last ``--duration`` + 11 s and its CPU per
-request is over the whole run. wrk2 is not packaged: it is used when ``wrk2`` is on PATH
-or built at ``~/wrk2/wrk`` (``git clone https://github.com/giltene/wrk2 ~/wrk2 && make -C
-~/wrk2``); otherwise the rounds say it is missing and run protobench alone.
+request is over the whole run. wrk2 is not packaged: it is used when ``WRK2=/path/to/wrk``
+is set, ``wrk2`` is on PATH, or it is built at ``~/wrk2/wrk`` (``git clone
+https://github.com/giltene/wrk2 ~/wrk2 && make -C ~/wrk2``); otherwise the rounds say it is
+missing and run protobench alone.
+
+``--clock kernel user`` runs protobench once per clock (``protobench/kernel``,
+``protobench/user``), in either model. protobench's CPU is counted per process over its
+sustain window (:class:`ProcessSamples`: each process from the window's first sample, or
+its birth, to its last sample), so a process that exits or is missed by a sample never
+takes CPU out of the figure; a figure that cannot be right (negative, or more than every
+core for the window) leaves the round out with a line saying why.
 
 Run it as ``bench/http_vs_peers [--duration 10] [--rounds 3]``. nginx is
 installed from Debian (``apt-get install nginx-light``) when missing. The
@@ -54,7 +62,6 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import contextlib
 import json
 import math
 import os
@@ -224,37 +231,91 @@ def tree_cpu(pid: int) -> float:
     return sum(tree_cpu_split(pid))
 
 
-def descendants_sleeps(pid: int) -> int:
-    """Voluntary context switches of all the live descendants of a process."""
-    try:
-        procs = psutil.Process(pid).children(recursive=True)
-    except psutil.NoSuchProcess:
-        return 0
-    total = 0
-    for proc in procs:
-        with contextlib.suppress(psutil.NoSuchProcess):
-            total += proc.num_ctx_switches().voluntary
-    return total
-
-
 def tree_cpu_split(pid: int) -> tuple[float, float]:
     """CPU seconds of a process, and of all its live descendants."""
-    try:
-        root = psutil.Process(pid)
-        procs = [root, *root.children(recursive=True)]
-    except psutil.NoSuchProcess:
-        return 0.0, 0.0
     own = descendants = 0.0
-    for proc in procs:
-        try:
-            times = proc.cpu_times()
-        except psutil.NoSuchProcess:
-            continue
-        if proc.pid == pid:
-            own = times.user + times.system
+    for sample in ProcessSamples.of(pid).values():
+        if sample.root:
+            own = sample.cpu
         else:
-            descendants += times.user + times.system
+            descendants += sample.cpu
     return own, descendants
+
+
+@dataclass(frozen=True)
+class ProcessSample:
+    """One process's CPU seconds and voluntary context switches so far."""
+
+    cpu: float
+    sleeps: int
+    root: bool
+
+
+class ProcessSamples:
+    """Per-process CPU of a process tree over a window: from its first sample to its last.
+
+    Each process counts from where the window first saw it (0 when it was born
+    after) to its last sample (for one that ended in between: the last figures
+    read of it), so a process that exits or is missed by a later sample never
+    takes its CPU out of the total (the sum over the processes alive at two
+    instants did: one round of an open-model run printed -20 µs per request).
+    """
+
+    def __init__(self) -> None:
+        self.first: dict[int, ProcessSample] = {}
+        self.last: dict[int, ProcessSample] = {}
+        self.samples = 0
+
+    @staticmethod
+    def of(pid: int) -> dict[int, ProcessSample]:
+        """The tree of ``pid`` now (the processes that can still be read)."""
+        try:
+            root = psutil.Process(pid)
+            procs = [root, *root.children(recursive=True)]
+        except psutil.NoSuchProcess:
+            return {}
+        found = {}
+        for proc in procs:
+            try:
+                with proc.oneshot():
+                    times = proc.cpu_times()
+                    switches = proc.num_ctx_switches().voluntary
+            except psutil.NoSuchProcess:
+                continue
+            found[proc.pid] = ProcessSample(times.user + times.system, switches, proc.pid == pid)
+        return found
+
+    def sample(self, pid: int) -> None:
+        """Take the tree's figures now: the window's start on the first call, its end after."""
+        now = self.of(pid)
+        if not self.samples:
+            self.first = dict(now)
+        self.last.update(now)
+        self.samples += 1
+
+    def window(self) -> tuple[float, float, float]:
+        """CPU seconds of the whole tree and of its descendants alone, and their sleeps."""
+        total = descendants = sleeps = 0.0
+        for pid, end in self.last.items():
+            start = self.first.get(pid, ProcessSample(0.0, 0, end.root))
+            cpu = end.cpu - start.cpu
+            total += cpu
+            if not end.root:
+                descendants += cpu
+                sleeps += end.sleeps - start.sleeps
+        return total, descendants, sleeps
+
+
+def impossible(cpu_seconds: float, wall_seconds: float) -> str | None:
+    """Why a CPU figure cannot be right (none, negative, more than every core), or None."""
+    if math.isnan(cpu_seconds):
+        return "no CPU window (fewer than 3 sustain intervals)"
+    if cpu_seconds < 0:
+        return f"negative CPU ({cpu_seconds:.3f} s)"
+    cores = os.cpu_count() or 1
+    if cpu_seconds > wall_seconds * cores * 1.05:
+        return f"{cpu_seconds:.2f} s of CPU in {wall_seconds:.2f} s on {cores} cores"
+    return None
 
 
 # -- running a command pinned -----------------------------------------------------
@@ -401,7 +462,13 @@ WRK2_CALIBRATION = 11.0
 
 
 def find_wrk2() -> str | None:
-    """wrk2's binary: ``wrk2`` on PATH or a build at ``~/wrk2/wrk`` (it is not packaged)."""
+    """wrk2's binary: ``WRK2=/path/to/wrk`` in the environment, ``wrk2`` on PATH, or a build at
+    ``~/wrk2/wrk`` (it is not packaged). A ``WRK2`` that is not an executable is an error."""
+    given = os.environ.get("WRK2")
+    if given:
+        if not os.access(given, os.X_OK):
+            raise SystemExit(f"WRK2={given}: not an executable file")
+        return given
     built = Path.home() / "wrk2" / "wrk"
     return shutil.which("wrk2") or (str(built) if built.exists() else None)
 
@@ -436,12 +503,17 @@ def run_wrk2(settings: Settings, rate: float, binary: str) -> Result:
 
 
 def run_protobench(
-    settings: Settings, profile: str = "http-get", rate: float = 0.0, precision: str = ""
+    settings: Settings,
+    profile: str = "http-get",
+    rate: float = 0.0,
+    precision: str = "",
+    clock: str = "",
 ) -> Result:
     """``protobench run PROFILE`` in one worker process; CPU over the sustain intervals only.
 
     With ``rate``, the open model at that rate (latency and send lateness recorded), with
-    ``precision`` as its ``--pacing-precision`` if given.
+    ``precision`` as its ``--pacing-precision`` if given; ``clock`` is its ``--clock``
+    (default: protobench's).
     """
     command = ["taskset", "-c", str(settings.client_core), str(PROTOBENCH), "run", profile]
     command += ["--target", settings.url, "--processes", "1"]
@@ -449,6 +521,8 @@ def run_protobench(
         command += ["--rate", f"{rate:g}/s"]
     if precision:
         command += ["--pacing-precision", precision]
+    if clock:
+        command += ["--clock", clock]
     command += ["--connections", str(settings.connections)]
     command += ["--duration", f"{settings.duration:g}s", "--warmup", f"{settings.warmup:g}s"]
     command += ["--ndjson", "--no-tui", "--quiet"]
@@ -462,20 +536,19 @@ def run_protobench(
         start_new_session=True,
     )
     assert process.stdout is not None
-    marks: list[tuple[float, float, int, int, int]] = []
+    samples = ProcessSamples()
+    oks: list[int] = []
+    started = ended = 0.0
     report: dict[str, Any] = {}
     for line in process.stdout:
         item = json.loads(line)
         if item.get("type") == "interval" and item.get("phase") == "sustain":
-            ok = sum(op["ok"] for op in item["ops"].values())
-            own, workers = tree_cpu_split(process.pid)
-            alive = len(psutil.Process(process.pid).children(recursive=True))
-            marks.append((own + workers, workers, ok, descendants_sleeps(process.pid), alive))
+            oks.append(sum(op["ok"] for op in item["ops"].values()))
+            samples.sample(process.pid)
+            ended = time.monotonic()
+            started = started or ended
         elif item.get("type") == "report":
             report = item
-    # The worker may end before the last interval's line is read here: its CPU then leaves
-    # the tree's sum. Only the marks taken while the first mark's processes all lived count.
-    marks = [mark for mark in marks if mark[4] == marks[0][4]] if marks else []
     stderr = process.stderr.read() if process.stderr else ""
     process.wait(timeout=60)
     if not report:
@@ -484,17 +557,18 @@ def run_protobench(
     note = ""
     if report["verdicts"].get("generator_bound"):
         note = f"generator-bound: {report['verdicts'].get('reason')}"
-    if len(marks) >= 3:
-        cpu = marks[-1][0] - marks[0][0]
-        worker_cpu = marks[-1][1] - marks[0][1]
-        sleeps = float(marks[-1][3] - marks[0][3])
-        requests_in_window = sum(mark[2] for mark in marks[1:])
+    if len(oks) >= 3:
+        cpu, worker_cpu, sleeps = samples.window()
+        requests_in_window = sum(oks[1:])
     else:
         cpu = worker_cpu = sleeps = float("nan")
         requests_in_window = 1
+    wrong = impossible(cpu, ended - started)
+    if wrong is not None:
+        raise RuntimeError(f"impossible CPU figure, round left out: {wrong}")
     share = int(total["ok"]) / requests_in_window
     result = Result(
-        f"protobench/{precision}" if precision else "protobench",
+        "/".join(["protobench", *(v for v in (precision, clock) if v)]),
         int(total["ok"]),
         int(total["ok"]) / float(total["throughput"]) if total["throughput"] else 0.0,
         cpu * share,
@@ -602,13 +676,19 @@ PEERS = {
 }
 
 
-def generators(selected: list[str] | None) -> dict[str, Any]:
-    found: dict[str, Any] = {"protobench": run_protobench, "protobench-plugin": run_plugin_driver}
+def generators(selected: list[str] | None, clocks: list[str] | None = None) -> dict[str, Any]:
+    """The closed-model runs of one round: protobench (once per ``--clock`` given), the plugin
+    alone, and every peer on PATH."""
+    found: dict[str, Any] = {
+        "/".join(["protobench", *([clock] if clock else [])]): partial(run_protobench, clock=clock)
+        for clock in clocks or [""]
+    }
+    found["protobench-plugin"] = run_plugin_driver
     for name, runner in PEERS.items():
         if shutil.which(name):
             found[name] = runner
     if selected:
-        found = {k: v for k, v in found.items() if k in selected}
+        found = {k: v for k, v in found.items() if k.split("/")[0] in selected}
     return found
 
 
@@ -704,11 +784,15 @@ def settings_from(args: argparse.Namespace, workdir: Path) -> Settings:
 
 
 def open_generators(
-    rates: list[float], selected: list[str] | None, precisions: list[str] | None = None
+    rates: list[float],
+    selected: list[str] | None,
+    precisions: list[str] | None = None,
+    clocks: list[str] | None = None,
 ) -> dict[str, Any]:
     """The open-model runs of one round: protobench and wrk2 (when built) at every rate.
 
-    With ``precisions``, protobench runs once per pacing precision (``protobench/1ms``).
+    With ``precisions``, protobench runs once per pacing precision (``protobench/1ms``),
+    with ``clocks`` once per ``--clock`` (``protobench/user``), or per pair of them.
     """
     wrk2 = find_wrk2()
     if wrk2 is None:
@@ -720,13 +804,12 @@ def open_generators(
         )
     found: dict[str, Any] = {}
     for rate in rates:
-        if precisions:
-            for precision in precisions:
-                found[f"protobench/{precision}@{rate:g}"] = partial(
-                    run_protobench, rate=rate, precision=precision
+        for precision in precisions or [""]:
+            for clock in clocks or [""]:
+                name = "/".join(["protobench", *(v for v in (precision, clock) if v)])
+                found[f"{name}@{rate:g}"] = partial(
+                    run_protobench, rate=rate, precision=precision, clock=clock
                 )
-        else:
-            found[f"protobench@{rate:g}"] = partial(run_protobench, rate=rate)
         if wrk2 is not None:
             found[f"wrk2@{rate:g}"] = partial(run_wrk2, rate=rate, binary=wrk2)
     if selected:
@@ -855,6 +938,12 @@ def main() -> int:
         metavar="D",
         help="open model: run protobench once per --pacing-precision (default: its default)",
     )
+    parser.add_argument(
+        "--clock",
+        nargs="+",
+        choices=["kernel", "user"],
+        help="run protobench once per --clock (default: its default, the kernel's)",
+    )
     parser.add_argument("--driver", metavar="URL", help=argparse.SUPPRESS)
     args = parser.parse_args()
 
@@ -873,9 +962,9 @@ def main() -> int:
         try:
             if args.open is not None:
                 rates = args.open or [2000.0, 8000.0, 20000.0]
-                chosen = open_generators(rates, args.only, args.precision)
+                chosen = open_generators(rates, args.only, args.precision, args.clock)
             else:
-                chosen = generators(args.only)
+                chosen = generators(args.only, args.clock)
             print(
                 f"target {settings.url} | generators: {', '.join(chosen)} | "
                 f"{args.rounds} rounds x {args.duration:g}s, {args.connections} connections, "

@@ -26,6 +26,7 @@ from protobench.snapshots.diff import compare, parse_gate
 from protobench.snapshots.schemas import json_schema
 from tests.support.cli import run_cli
 from tests.support.snapshots import OpSpec, typed_snapshot
+from tests.support.targets import served
 
 pytestmark = pytest.mark.integration  # a whole run
 
@@ -80,6 +81,30 @@ def run_summary(tmp_path: Path) -> str:
     done = run_cli(args, tmp_path, env={"PROTOBENCH_HOME": str(tmp_path)})
     assert done.returncode == 0, done.stderr
     return done.stdout
+
+
+def url_run(tmp_path: Path) -> str:
+    with served("http") as target:
+        args = ["run", f"{target.url}api", "-m", "POST", "-T", "application/json"]
+        args += ["--data", '{"id": 1}', "-H", "X-Test: one", "-a", "demo:pw", "-n", "2000"]
+        args += ["-c", "4", "-p", "1", "--no-tui"]
+        done = run_cli(args, tmp_path, env={"PROTOBENCH_HOME": str(tmp_path)})
+    assert done.returncode == 0, done.stderr
+    return done.stdout
+
+
+def url_errors(tmp_path: Path) -> str:
+    lines = []
+    for args in (
+        ["mqtt://127.0.0.1:1883/"],
+        ["http://127.0.0.1:8080/", "-H", "X-Test"],
+        ["http://127.0.0.1:8080/", "-D", "order.json"],
+        ["http://127.0.0.1:8080/", "-d", '{"id": 1}'],
+    ):
+        done = run_cli(["run", *args, "--no-tui"], tmp_path, timeout=60)
+        assert done.returncode == 2
+        lines.append(done.stderr.strip())
+    return "\n".join(lines)
 
 
 def profile_errors(tmp_path: Path) -> str:
@@ -190,6 +215,8 @@ PRODUCERS: dict[str, Callable[[Path], str]] = {
     "discover-bacnet": discover_bacnet,
     "discover-haystack": discover_haystack,
     "run-summary": run_summary,
+    "url-run": url_run,
+    "url-errors": url_errors,
     "profile-errors": profile_errors,
     "diff": diff,
     "sweep": sweep,

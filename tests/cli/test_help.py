@@ -17,9 +17,10 @@ from protobench.cli import COMMANDS, app
 from protobench.profiles.settings import FLAGGED
 
 PLACEHOLDER = re.compile(
-    r"^[A-Z][A-Z0-9_=|.]*(\.\.\.)?$|^\[[A-Z][A-Z0-9_]*\]$|^[a-z0-9|]+\|[a-z0-9|]+$"
+    r"^[A-Z][A-Z0-9_=|.:]*(\.\.\.)?$|^\[[A-Z][A-Z0-9_]*\]$|^[a-z0-9|]+\|[a-z0-9|]+$"
 )
-"""``URL``, ``KEY=VALUE``, ``REF...``, ``[REF]``, ``URL|PROTOCOL``, or choices ``json|zinc``."""
+"""``URL``, ``KEY=VALUE``, ``HOST:PORT``, ``REF...``, ``[REF]``, ``URL|PROTOCOL``, or choices
+``json|zinc``."""
 
 
 PYTHON_TYPE = re.compile(r"<(str|int|float|bool|path|list\[\w+\]|(int|float) range)>")
@@ -74,7 +75,7 @@ def test_every_value_has_a_placeholder_a_person_reads(path: list[str]) -> None:
 def test_the_run_flags_show_their_kind() -> None:
     text = help_of("run")
     assert text.startswith("Usage: protobench run [OPTIONS] PROFILE")
-    for line in ("-t, --target URL", "-d, --duration DURATION", "-r, --rate RATE"):
+    for line in ("-t, --target URL", "-d, -z, --duration DURATION", "-r, --rate RATE"):
         assert line in text
     assert "--threshold EXPR" in text
     assert "-o, --opt KEY=VALUE" in text

@@ -11,6 +11,7 @@ from protobench.cli.render import describe_model, summary_table
 from protobench.engine.report_model import (
     NO_SESSION,
     NO_SESSION_NOTICE,
+    ClockReport,
     LoadModel,
     NoticeEntry,
     ReportError,
@@ -121,3 +122,26 @@ def test_a_run_stopped_because_no_session_could_open_says_why_in_one_line() -> N
         "notice [target]: the target process (pid 7) is gone",
         "PARTIAL RUN (no-session)",
     ]
+
+
+def test_the_clock_and_the_generator_s_delay_are_said() -> None:
+    report = report_of(
+        plan_of({"get": 2}),
+        [
+            frame(
+                "sustain",
+                0,
+                0.0,
+                1.0,
+                {"get": {"ok": 100, "latency_ns": 30_000, "delay_ns": 90_000}},
+            )
+        ],
+    )
+    kernel = replace(report, clock=ClockReport(setting="kernel", receive="kernel", send="kernel"))
+    text = summary_table(kernel)
+    assert "closed model, 2 sessions  kernel clock" in text
+    assert "generator delay: p50 90µs, p99 90µs (replies waiting for the generator" in text
+    assert "finding: get: replies waited 90 µs (p50) in the generator" in text
+    mixed = replace(report, clock=ClockReport(setting="kernel", receive="kernel", send="user"))
+    assert "kernel clock (send: user)" in summary_table(mixed)
+    assert " clock" not in summary_table(report).splitlines()[1]  # a report from before

@@ -8,11 +8,8 @@ from __future__ import annotations
 import gzip
 import json
 import signal
-import socket
-import statistics
 import subprocess
 import sys
-import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -73,44 +70,6 @@ def test_snapshots_list_and_show(cli: Callable[..., CliResult]) -> None:
     missing = cli("snapshots", "show", "nope")
     assert missing.returncode == 2
     assert "no snapshot 'nope'" in missing.stderr
-
-
-def _reference_p50_us(url: str, requests: int = 100) -> float:
-    """p50 of a plain blocking socket client (an independent reference), in µs."""
-    host, port = url.split("//")[1].rstrip("/").split(":")
-    samples = []
-    with socket.create_connection((host, int(port))) as sock:
-        sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-        for _ in range(requests):
-            start = time.perf_counter_ns()
-            sock.sendall(b"GET / HTTP/1.1\r\nHost: t\r\n\r\n")
-            reply = b""
-            while not reply.endswith(b"Hello, World!"):
-                reply += sock.recv(4096)
-            samples.append((time.perf_counter_ns() - start) / 1000)
-    return statistics.median(samples)
-
-
-@retry_figures_once
-def test_latency_truth_against_a_20ms_target(cli: Callable[..., CliResult]) -> None:
-    """The injected 20 ms is what is measured: never less, and the same as a plain client.
-
-    On this kind of virtual machine a round trip to a server idle for 20 ms
-    costs 0.1-0.5 ms of wake-ups on top of the delay (20 quiet runs: p50
-    20.08-20.22 ms, p99 20.14-20.53 ms; a plain http.client loop on the same
-    target: p50 20.25, p99 20.73), so p50 and p99 are checked within 1.5% and
-    5% of 20 ms, and p50 within 200 us of the reference client.
-    """
-    with http_target("--delay", "20ms") as target:
-        reference = _reference_p50_us(target.url)
-        result = cli("run", "http-get", "--target", target.url, "-c", "4", "-p", "1", *SHORT)
-    assert result.returncode == 0, result.stderr
-    latency = result.json()["phases"]["sustain"]["total"]["latency_us"]
-    assert latency["min"] >= 20_000 - 16, latency  # one histogram bucket at 20 ms
-    with figures(result):
-        assert abs(latency["p50"] - 20_000) <= 300, latency
-        assert abs(latency["p99"] - 20_000) <= 1_000, latency
-        assert abs(latency["p50"] - reference) <= 200, (latency, reference)
 
 
 @retry_figures_once

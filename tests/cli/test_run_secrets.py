@@ -2,10 +2,13 @@
 
 Each case runs ``protobench run`` in its own directory with secrets in URL
 userinfo, credential query values, headers, options, serve options, body files
-and keys, each a distinct ``S3CRET...`` word, then greps everything the run and
-the commands after it produce: stdout (NDJSON with the ``started`` event and
-the report), stderr, the snapshot and log files, ``snapshots show`` and every
-export format, and the command lines of the processes while the run was alive.
+and keys, and the one-line flags (``-H 'Authorization: ...'``, ``-a``, a header
+``--secret-header`` names), each a distinct ``S3CRET...`` word, then greps
+everything the run and the commands after it produce: stdout (NDJSON with the
+``started`` event and the report), stderr, the snapshot and log files,
+``snapshots show`` and every export format, a profile ``--save-profile`` wrote
+(its secrets are in its ``.headers`` file, which is theirs), and the command
+lines of the processes while the run was alive.
 """
 
 from __future__ import annotations
@@ -33,6 +36,8 @@ MARK = "S3CRET"
 RUN = ("--warmup", "0s", "--duration", "1s", "--processes", "1", "--ndjson", "--quiet")
 KEY = base64.b64encode(b"S3CRETkey-" + bytes(22)).decode()
 """A 32-byte Ed25519 seed: the key is the secret (its base64 is what must not leak)."""
+BASIC = base64.b64encode(b"u:S3CRETbasic").decode()
+"""``-a u:S3CRETbasic`` as its ``Authorization: Basic`` value."""
 
 
 @dataclass
@@ -45,7 +50,17 @@ class Case:
     target: str = ""
     """The target URL pattern with ``{host}`` for the served target's host:port."""
     exit_codes: tuple[int, ...] = (0, 1)
+    url: bool = False
+    """The target is the run's first argument (a one-line run), not ``--target``."""
 
+
+ONE_LINE = (
+    "-H", "Authorization: Bearer S3CRETolhdr", "-H", "Cookie: s=S3CRETolck",
+    "-H", "X-Api-Key: S3CRETolkey", "-H", "X-Signature: S3CRETolsig",
+    "--secret-header", "X-Signature", "-a", "u:S3CRETbasic", "--data", "x",
+    "--save-profile", "saved.toml",
+)  # fmt: skip
+"""A one-line run's secrets: headers named as credentials, one named by the user, ``-a``."""
 
 HTTP_PROFILE = """\
 name = "secret-http"
@@ -95,6 +110,17 @@ CASES = {
         ("--opt", f"private_key={KEY}", "--opt", "subscriber_id=bap.test", "--opt", "key_id=k1"),
     ),
     "bacnet-sc-key-password": Case("bacnet-sc", ("--opt", "key_password=S3CRETscpw")),
+    "http-one-line-headers-auth": Case(
+        "",
+        ONE_LINE,
+        serve="http",
+        target="http://{host}/one",
+        url=True,
+    ),
+    "http-one-line-bad-header": Case(
+        "http://127.0.0.1:9/", ("-H", "Authorization Bearer S3CRETbad"), exit_codes=(2,)
+    ),
+    "http-one-line-bad-auth": Case("http://127.0.0.1:9/", ("-a", "S3CRETnocolon"), exit_codes=(2,)),
 }
 """bacnet-ip takes no secret (no credentials in BACnet/IP), so it has no case."""
 
@@ -163,6 +189,8 @@ def leaks(outputs: dict[str, str]) -> list[str]:
             found.append(f"{where}: ...{word[-60:]}")
         if KEY in text:
             found.append(f"{where}: the private key")
+        if BASIC in text:
+            found.append(f"{where}: the basic credentials")
     return found
 
 
@@ -171,13 +199,17 @@ def run_case(case: Case, tmp_path: Path) -> dict[str, str]:
     (tmp_path / "body.txt").write_text('{"token": "S3CRETbody"}')
     (tmp_path / "profile.toml").write_text(HTTP_PROFILE)
     args = list(case.args)
+    profile = case.profile
     with contextlib.ExitStack() as stack:
         if case.serve is not None:
             target = stack.enter_context(served(case.serve))
             host = target.url.split("://", 1)[1].split("/", 1)[0]
-            args += ["--target", case.target.format(host=host)]
+            if case.url:
+                profile = case.target.format(host=host)
+            else:
+                args += ["--target", case.target.format(host=host)]
         seen: list[str] = []
-        done = cli(tmp_path, "run", case.profile, *RUN, *args, ps=seen)
+        done = cli(tmp_path, "run", profile, *RUN, *args, ps=seen)
     assert done.returncode in case.exit_codes, done.stderr[-2000:]
     outputs = {"stdout": done.stdout, "stderr": done.stderr, "ps": "\n".join(set(seen))}
     if done.returncode in (0, 1):
@@ -193,6 +225,9 @@ def run_case(case: Case, tmp_path: Path) -> dict[str, str]:
             assert result.exit_code == 0, (command, result.stderr)
             outputs[" ".join(command)] = result.stdout + result.stderr
     outputs.update(files_text(tmp_path / ".protobench"))
+    if (tmp_path / "saved.toml").exists():
+        outputs["saved.toml"] = (tmp_path / "saved.toml").read_text()
+        assert MARK in (tmp_path / "saved.headers").read_text()  # where they went
     return outputs
 
 

@@ -22,7 +22,7 @@ from protobench.engine.plan import Overrides, resolve
 from protobench.engine.schedule import ArrivalDriver, RunState, Slot
 from protobench.engine.waker import Timer
 from protobench.profiles import loader
-from protobench.protocols.base import CallbackSession, Done
+from protobench.protocols.base import CallbackSession, Done, NoParams, SessionContext
 from tests.support.timing import MS, loop_lag
 
 
@@ -44,13 +44,18 @@ class _Session(CallbackSession):
         return None
 
 
+def _context() -> SessionContext:
+    """A session's context for a slot whose session the test sets itself."""
+    return SessionContext("", "op", "op", 0, 0, NoParams(), NoParams(), 1.0)
+
+
 def _driver(
     sessions: int, delay: float, rate: float, submits: list[int]
 ) -> tuple[ArrivalDriver, RunState]:
     recorder, state = OpRecorder("op"), RunState()
     slots = []
     for _ in range(sessions):
-        slot = Slot(cast(Any, None), cast(Any, None), recorder)
+        slot = Slot(cast(Any, None), _context(), recorder)
         slot.session = _Session(delay, submits)
         slots.append(slot)
     return ArrivalDriver(slots, recorder, state, rate, None, 1.0), state
@@ -200,7 +205,7 @@ def test_behind_counts_lateness_beyond_the_precision_only() -> None:
     counts = []
     for precision_ns in (100_000, 1_000_000):
         recorder, state = OpRecorder("op"), RunState()
-        slot = Slot(cast(Any, None), cast(Any, None), recorder)
+        slot = Slot(cast(Any, None), _context(), recorder)
         slot.session = _Session(0.0, [])
         driver = ArrivalDriver(
             [slot], recorder, state, 1_000.0, None, 1.0, precision_ns=precision_ns
@@ -238,7 +243,7 @@ def test_a_session_gets_one_completion_callback_for_all_its_sends() -> None:
 
     async def main() -> None:
         recorder, state = OpRecorder("op"), RunState()
-        slot = Slot(cast(Any, None), cast(Any, None), recorder)
+        slot = Slot(cast(Any, None), _context(), recorder)
         slot.session = session
         driver = ArrivalDriver([slot], recorder, state, 200.0, None, 1.0)
         task = asyncio.create_task(driver.run(time.perf_counter_ns()))
@@ -259,7 +264,7 @@ def test_a_completion_from_an_abandoned_session_is_not_counted() -> None:
 
     async def main() -> None:
         recorder, state = OpRecorder("op"), RunState()
-        slot = Slot(cast(Any, None), cast(Any, None), recorder)
+        slot = Slot(cast(Any, None), _context(), recorder)
         slot.session = old
         driver = ArrivalDriver([slot], recorder, state, 1_000.0, None, 1.0)
         with patch.object(Slot, "reopen"):

@@ -133,11 +133,11 @@ def test_phase_histograms_read_back_typed_old_ones_too() -> None:
     snapshot = make_snapshot(open_model=True)
     loaded = typed(snapshot)
     assert set(loaded.histograms["sustain"]["get"]) == {"hist", "hist_uncorrected"}
-    assert phase_histogram([loaded], "get", uncorrected=True).get_total_count() > 0
+    assert phase_histogram([loaded], "get", key="hist_uncorrected").get_total_count() > 0
     del snapshot["histograms"]["sustain"]["get"]["hist_uncorrected"]  # before the open model
     loaded = typed(snapshot)
     assert loaded.histograms["sustain"]["get"].keys() == {"hist"}
-    assert phase_histogram([loaded], "get", uncorrected=True).get_total_count() == 0
+    assert phase_histogram([loaded], "get", key="hist_uncorrected").get_total_count() == 0
     snapshot["histograms"]["sustain"]["get"]["hist"] = 5
     with pytest.raises(ReportError, match=r"^histograms\.sustain\.get\.hist: expected a valid"):
         typed(snapshot)

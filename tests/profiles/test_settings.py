@@ -15,6 +15,7 @@ from protobench.engine.plan import RunPlan, resolve
 from protobench.profiles import loader
 from protobench.profiles.model import Profile, ProfileKeys
 from protobench.profiles.settings import FLAGGED, SETTINGS, VARY_KEYS, Overrides, RunSettings
+from protobench.protocols.oneline import FLAGS
 
 GUIDE = Path(__file__).resolve().parents[2] / "docs" / "guide"
 NAMES = [s.name for s in SETTINGS]
@@ -49,9 +50,8 @@ def test_every_flag_of_the_table_is_an_option_of_run_and_sweep(command: str) -> 
     options = {p.name: p for p in COMMANDS[command].load(command).params}
     for setting in FLAGGED:
         option = options[setting.name]
-        assert option.opts[0] == setting.flag
+        assert tuple(option.opts) == setting.names
         assert option.secondary_opts == []
-        assert option.opts[1:] == ([setting.short] if setting.short else [])
         assert option.help == setting.help
         assert option.multiple == setting.kind.repeatable
 
@@ -108,8 +108,14 @@ def _flag_cells(section: str) -> str:
 def test_the_run_page_lists_every_run_flag_with_its_short_flag_and_placeholder() -> None:
     cells = _flag_cells(_page("run"))
     for setting in FLAGGED:
-        names = f"{setting.flag}, {setting.short}" if setting.short else str(setting.flag)
-        assert f"`{f'{names} {setting.metavar}'.strip()}`" in cells, setting.name
+        assert f"`{f'{", ".join(setting.names)} {setting.metavar}'.strip()}`" in cells, setting.name
+
+
+def test_the_one_line_page_lists_every_one_line_flag_with_its_names_and_placeholder() -> None:
+    cells = _flag_cells(_page("one-line-runs"))
+    for flag in FLAGS:
+        names = ", ".join(flag.names) + (f" {flag.metavar}" if flag.metavar else "")
+        assert f"`{names}`" in cells, flag.name
 
 
 def test_the_sweep_page_names_every_axis_and_run_flag() -> None:

@@ -20,6 +20,7 @@ from cryptography.x509.oid import NameOID
 from protobench.protocols.base import CallbackSession, SessionContext
 from protobench.protocols.http.options import HttpOptions, RequestParams
 from protobench.protocols.http.plugin import HttpProtocol
+from protobench.protocols.timestamps.reactor import Reactor
 from protobench.targets.http import HttpServer, HttpTargetOptions, start_server
 from protobench.vocab.errors import OpError
 from tests.support.timing import S
@@ -116,11 +117,13 @@ def context(
     timeout: float = 5.0,
     options: Any = None,
     counters: Counter[str] | None = None,
+    reactor: Reactor | None = None,
     **params: Any,
 ) -> SessionContext:
     """A session context for the ``request`` op, validated like a profile's keys.
 
-    ``counters`` receives what the session counts (``connects``...).
+    ``counters`` receives what the session counts (``connects``...); with a ``reactor``
+    the session reads the kernel's clock.
     """
     sink = counters if counters is not None else Counter[str]()
     return SessionContext(
@@ -133,6 +136,7 @@ def context(
         options=HttpOptions(**(options or {})),
         timeout=timeout,
         count=lambda name, n: sink.update({name: n}),
+        reactor=reactor,
     )
 
 

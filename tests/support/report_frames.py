@@ -34,6 +34,8 @@ def frame(
         recorder = OpRecorder(name)
         for _ in range(spec.get("ok", 0)):
             recorder.latencies.append(spec.get("latency_ns", 1_000_000))
+            if "delay_ns" in spec:
+                recorder.delays.append(spec["delay_ns"])
         for _ in range(spec.get("errors", 0)):
             if spec.get("error_class", "protocol") == "protocol":
                 recorder.error(OpError(ErrorClass.PROTOCOL, "403 Forbidden", "403"))

@@ -63,6 +63,8 @@ class Script:
     seed: int = 7
     sent_per_message: int = 0
     """Bytes out of the first op per message (none by default: the SVG snapshots predate them)."""
+    requests: int | None = None
+    """The run's request count (``-n``), for its plan."""
 
 
 def _plan(script: Script) -> RunPlan:
@@ -84,6 +86,7 @@ def _plan(script: Script) -> RunPlan:
         model="open" if script.rate is not None else "closed",
         rate=script.rate,
         ramp_to=None,
+        requests=script.requests,
         timeout=5.0,
         drain=1.0,
         thresholds=script.thresholds,

@@ -238,6 +238,19 @@ async def test_below_the_minimum_size_the_header_and_progress_stay() -> None:
         assert "SUSTAIN" in panel_text(app, "#header")
 
 
+async def test_a_counted_run_shows_the_requests_ended_of_its_count() -> None:
+    app, fake = scripted_app(Script(requests=100_000))
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot, app, fake)
+        await pilot.pause()
+        header = panel_text(app, "#header")
+    view = app.display_now().view
+    assert view.total is not None
+    ended = view.total.ok + view.total.errors
+    assert f"{ended:,} / 100,000 requests" in header
+    assert "left" not in header
+
+
 async def test_panels_are_as_tall_as_their_content() -> None:
     app, fake = scripted_app()  # two thresholds, two ops
     async with app.run_test(size=SIZE) as pilot:

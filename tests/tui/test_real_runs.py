@@ -19,6 +19,7 @@ import pytest
 
 from protobench.engine.plan import Overrides, resolve
 from protobench.profiles import loader
+from protobench.profiles.oneline import url_profile
 from protobench.snapshots.model import Snapshot
 from protobench.snapshots.store import SnapshotStore
 from protobench.tui.app import MonitorApp
@@ -28,6 +29,7 @@ from protobench.tui.source import ReplaySource
 from protobench.tui.widgets.line_chart import LineChart
 from protobench.vocab.exceptions import ExitCode
 from tests.support.pilot import panel_text, wait_for
+from tests.support.targets import served
 
 pytestmark = [pytest.mark.integration, pytest.mark.anyio, pytest.mark.timeout(300)]
 
@@ -155,6 +157,29 @@ async def test_ctrl_c_in_a_live_run_shows_the_time_it_really_went(tmp_path: Path
             source.stop("interrupted")
         source.join(30)
     assert app.return_value == ExitCode.INCOMPLETE  # a partial run, as a headless one exits
+
+
+async def test_a_live_url_run_with_a_count_ends_on_it_and_shows_it(tmp_path: Path) -> None:
+    """``protobench run URL -n 3000 -H ...`` in the monitor, against a served HTTP target."""
+    with served("http") as target:
+        run = url_profile(f"{target.url}api", {"header": ["X-Test: 1"], "method": "PUT"})
+        overrides = Overrides(requests=3000, processes=1, connections=4)
+        source = LiveSource(resolve(run.loaded, overrides), SnapshotStore(tmp_path))
+        app = MonitorApp(source, refresh=0.0, chart_refresh=0.0)
+        try:
+            async with app.run_test(size=SIZE) as pilot:
+                await wait_for(pilot, lambda: app.finished)
+                await pilot.pause()
+                header = panel_text(app, "#header", width=156)
+                await pilot.press("q")
+                await pilot.pause()
+        finally:
+            source.join(30)
+    assert "3,000 / 3,000 requests" in header
+    assert app.return_value == 0
+    report = SnapshotStore(tmp_path).load("latest").report
+    assert report.sustain is not None
+    assert report.sustain.ops["put"].ok == 3000
 
 
 async def test_a_real_run_that_cannot_open_a_session_says_why_and_exits_3(

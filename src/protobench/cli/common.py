@@ -11,19 +11,24 @@ from typing import Annotated, Any, NoReturn
 import typer
 
 from protobench.cli.boundary import error
-from protobench.profiles.settings import BY_NAME, Setting, parse_pair
+from protobench.profiles.settings import BY_NAME, parse_pair
 from protobench.vocab.exceptions import ExitCode
+from protobench.vocab.flagnames import FlagNames
 
 
-def setting_option(spec: Setting) -> Any:
-    """The Typer option of a run setting's flag: names, placeholder, help, variable."""
-    names = (spec.flag, spec.short) if spec.short else (spec.flag,)
+def flag_option(spec: FlagNames) -> Any:
+    """The Typer option of a flag (a run setting's or a one-line run's): its names,
+    placeholder, ``--help`` line and environment variable (a run setting's)."""
     return typer.Option(
-        *names, help=spec.help, metavar=spec.metavar, envvar=spec.env, show_envvar=True
+        *spec.names,
+        help=spec.help,
+        metavar=spec.metavar or None,
+        envvar=spec.env,
+        show_envvar=spec.env is not None,
     )
 
 
-OptOption = Annotated[list[str] | None, setting_option(BY_NAME["options"])]
+OptOption = Annotated[list[str] | None, flag_option(BY_NAME["options"])]
 """``--opt`` (the run setting ``options``), also for a command that runs no profile."""
 QuietOption = Annotated[
     bool,

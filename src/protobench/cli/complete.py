@@ -80,7 +80,9 @@ def snapshot_refs(ctx: typer.Context, incomplete: str) -> list[tuple[str, str]]:
 ProfileArgument = Annotated[
     str,
     typer.Argument(
-        metavar="PROFILE", help="Built-in profile name or a profile file.", autocompletion=profiles
+        metavar="PROFILE|URL",
+        help="Built-in profile name, a profile file, or a URL (a run of one HTTP request).",
+        autocompletion=profiles,
     ),
 ]
 """The PROFILE argument of ``run`` and ``sweep``: built-in names and files complete."""

@@ -78,7 +78,7 @@ def diff_command(
             "-m",
             metavar="LIST",
             help=f"Comma-separated metrics: throughput,{','.join(PERCENTILE_LABELS.values())},"
-            "error_rate (default: all).",
+            "error_rate,delay_p50,delay_p99 (default: all; the generator's delay when measured).",
         ),
     ] = None,
     alpha: Annotated[

@@ -54,7 +54,7 @@ def event_line(event: Event) -> str | None:
         event = dataclasses.replace(
             event,
             ops={
-                name: dataclasses.replace(op, hist=None, hist_uncorrected=None)
+                name: dataclasses.replace(op, hist=None, hist_uncorrected=None, hist_delay=None)
                 for name, op in event.ops.items()
             },
         )

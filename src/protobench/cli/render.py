@@ -20,6 +20,7 @@ from protobench.engine.figures import rate_changes
 from protobench.engine.report_model import (
     NO_SESSION,
     NO_SESSION_NOTICE,
+    ClockReport,
     LoadModel,
     Report,
     Resources,
@@ -37,15 +38,17 @@ def us(value: float | None) -> str:
 
 
 def describe_model(model: LoadModel, changes: list[tuple[float, float]] | None = None) -> str:
-    """``closed model, 50 sessions`` or ``open model, 2000/s -> 5000/s over 40 sessions``;
-    with live rate ``changes`` (run seconds, factor of the base rate) each one after it:
+    """``closed model, 50 sessions`` or ``open model, 2000/s -> 5000/s over 40 sessions``
+    (and ``, 1,000 requests`` when a request count ends the sustain); with live rate
+    ``changes`` (run seconds, factor of the base rate) each one after it:
     ``; rate changed live: 2200/s (base +10%) at 12.3s``."""
+    count = "" if model.requests is None else f", {model.requests:,} requests"
     if model.type == "closed":
-        return f"closed model, {model.sessions} sessions"
+        return f"closed model, {model.sessions} sessions{count}"
     rate = "an unknown rate" if model.rate is None else f"{model.rate:g}/s"
     if model.ramp_to is not None:
         rate += f" -> {model.ramp_to:g}/s"
-    text = f"open model, {rate} over {model.sessions} sessions"
+    text = f"open model, {rate} over {model.sessions} sessions{count}"
     if changes and model.rate is not None:
         steps = ", ".join(
             f"{model.rate * factor:.0f}/s (base {(factor - 1) * 100:+.0f}%) at {at:.1f}s"
@@ -53,6 +56,16 @@ def describe_model(model: LoadModel, changes: list[tuple[float, float]] | None =
         )
         text += f"; rate changed live: {steps}"
     return text
+
+
+def describe_clock(clock: ClockReport | None) -> str:
+    """``  kernel clock`` (with what was not: ``(send: user)``), ``  user clock``, or nothing
+    for a report from before the clocks."""
+    if clock is None:
+        return ""
+    if clock.receive == clock.send:
+        return f"  {clock.receive} clock"
+    return f"  {clock.receive} clock (send: {clock.send})"
 
 
 def summary_table(report: Report, profile_top: int = 5) -> str:
@@ -78,8 +91,10 @@ def summary_table(report: Report, profile_top: int = 5) -> str:
     if sustain is None:
         lines.append("no sustain phase was measured")
     else:
+        seconds = sustain.duration_s
+        length = f"{seconds:.1f}s" if seconds >= 1 else format_duration(seconds)
         model = describe_model(report.model, rate_changes(report))
-        lines.append(f"sustain {sustain.duration_s:.1f}s  {model}")
+        lines.append(f"sustain {length}  {model}{describe_clock(report.clock)}")
         header = f"{'op':24} {'ok':>10} {'err':>7} {'err%':>7} {'ops/s':>11} "
         header += " ".join(f"{label:>8}" for _, label in LATENCY_COLUMNS)
         lines.append(header + "  latency")
@@ -141,6 +156,12 @@ def _op_lines(name: str, op: OpSummary, failing: bool) -> list[str]:
     for kind, figures in (op.latency_by_kind or {}).items():
         cells = _latency_cells(figures)
         lines.append(f"{'':24} {'':>10} {'':>7} {'':>7} {'':>11} {cells}  {kind}")
+    delay = op.generator_delay_us
+    if delay is not None and delay.count:
+        lines.append(
+            f"{'':24}   generator delay: p50 {us(delay.p50)}, p99 {us(delay.p99)}"
+            " (replies waiting for the generator; not in the latency)"
+        )
     if op.down_s:
         failed = op.counters.get("connect_failed", 0)
         lines.append(
@@ -189,10 +210,18 @@ def _mib(value: int | None) -> str:
 class Progress:
     """A one-line progress display on stderr (rewritten in place on a terminal)."""
 
-    def __init__(self, plan_duration: float, plan_warmup: float, stream: TextIO = sys.stderr):
+    def __init__(
+        self,
+        plan_duration: float,
+        plan_warmup: float,
+        stream: TextIO = sys.stderr,
+        requests: int | None = None,
+    ):
         self.stream = stream
         self.tty = stream.isatty()
         self.total = plan_warmup + plan_duration
+        self.requests = requests
+        """The request count that ends the sustain: the progress counts exchanges, not seconds."""
         self.last_print = 0.0
         self.cpu = ""
 
@@ -211,8 +240,14 @@ class Progress:
         elif isinstance(event, IntervalUpdate) and event.phase != "drain":
             total = event.total
             lat = total.latency_us
+            so_far = f"{event.elapsed:5.1f}/{self.total:.0f}s"
+            if self.requests is not None:
+                ended = 0
+                if event.phase == "sustain" and event.phase_summary is not None:
+                    ended = event.phase_summary.total.ok + event.phase_summary.total.errors
+                so_far = f"{event.elapsed:5.1f}s {ended:,}/{self.requests:,}"
             text = (
-                f"[{event.phase} {event.elapsed:5.1f}/{self.total:.0f}s] "
+                f"[{event.phase} {so_far}] "
                 f"{total.throughput:>10,.0f} ok/s  p50 {us(lat.p50)} "
                 f"p99 {us(lat.p99)}  err {total.error_rate:.2%}{self.cpu}"
             )

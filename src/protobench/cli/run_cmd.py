@@ -26,6 +26,7 @@ from protobench.cli import report_cmd
 from protobench.cli.baseline_opt import BaselineOption, load_baseline
 from protobench.cli.common import QuietOption, SnapshotsDirOption, fail
 from protobench.cli.complete import ProfileArgument
+from protobench.cli.profile_arg import SaveProfileOption, load_profile, save_run
 from protobench.cli.render import Progress, summary_table
 from protobench.cli.run_flags import RunFlags, takes_run_flags
 from protobench.engine.report_model import Report, report_to_json
@@ -39,7 +40,6 @@ if TYPE_CHECKING:  # the engine, pydantic and numpy load in the command, not for
     from protobench.engine.plan import RunPlan
     from protobench.engine.pool_contract import PoolFactory
     from protobench.engine.sinks import Sink
-    from protobench.profiles.settings import Overrides
     from protobench.tui.baseline import Baseline
 
 STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
@@ -139,6 +139,7 @@ def run_command(
         ),
     ] = None,
     baseline: BaselineOption = None,
+    save_profile: SaveProfileOption = None,
 ) -> None:
     """Run a profile: warmup, sustain, report, thresholds, snapshot.
 
@@ -148,6 +149,9 @@ def run_command(
       protobench run mqtt-qos1 -t mqtt://127.0.0.1:1883/ -d 30s --no-tui
       protobench run ./mine.toml -r 2000/s --threshold 'p99<5ms' --json
       protobench run bacnet-ip --profile-target      where the server spends sustain
+      protobench run http://127.0.0.1:8080/api -n 10000 -c 20
+      protobench run https://127.0.0.1:8443/orders -m POST -T application/json \\
+          --data @order.json -H 'Authorization: Bearer ...' --save-profile orders.toml
 
     \b
     Exit codes: 0 ok, 1 a threshold or check failed, 2 bad input (nothing
@@ -155,7 +159,7 @@ def run_command(
     """
     if report_file is not None:
         report_cmd.require_extra()  # before the run, not after it
-    plan = _resolve(profile, flags.overrides())
+    plan = _resolve(profile, flags, save_profile)
     store = SnapshotStore(snapshots_dir)
     compared = load_baseline(store, baseline)
     with _pool_factory(ray, plan, quiet=quiet) as factory:
@@ -177,15 +181,19 @@ def register(app: typer.Typer) -> None:
     app.command("run")(run_command)
 
 
-def _resolve(profile: str, overrides: Overrides) -> RunPlan:
-    """The plan of ``profile`` with the command line's overrides; exit 2 when it is bad."""
+def _resolve(profile: str, flags: RunFlags, save: Path | None = None) -> RunPlan:
+    """The plan of ``profile`` (a URL too) with the command line's flags; exit 2 when it is
+    bad; ``save``: also keep a URL run as this profile file (once its plan is known good)."""
     from protobench.engine.plan import resolve  # noqa: PLC0415
     from protobench.profiles import loader  # noqa: PLC0415
 
+    first = load_profile(profile, flags, save)
     try:
-        plan = resolve(loader.load(profile), overrides)
+        plan = resolve(first.loaded, first.flags.overrides())
     except (loader.ProfileError, PluginError) as exc:
         fail(str(exc))
+    if save is not None and first.url_run is not None:
+        save_run(first.url_run, first.flags, save)
     if plan.duration <= 0:
         fail("--duration: expected a duration > 0")
     return plan
@@ -238,7 +246,7 @@ def run_headless(
     from protobench.engine.sinks import Each  # noqa: PLC0415
 
     sinks: list[Sink] = []
-    progress = None if quiet else Progress(plan.duration, plan.warmup)
+    progress = None if quiet else Progress(plan.duration, plan.warmup, requests=plan.requests)
     if progress is not None:
         sinks.append(Each("progress", progress, blocking=True))
     if ndjson:

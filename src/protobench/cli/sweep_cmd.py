@@ -19,6 +19,7 @@ import typer
 
 from protobench.cli.common import QuietOption, SnapshotsDirOption, fail, print_json
 from protobench.cli.complete import ProfileArgument
+from protobench.cli.profile_arg import load_profile
 from protobench.cli.render import us
 from protobench.cli.run_cmd import run_headless
 from protobench.cli.run_flags import RunFlags, takes_run_flags
@@ -128,6 +129,7 @@ def sweep_command(
     Examples:
       protobench sweep http-get --vary connections=8,32,128 -d 10s
       protobench sweep mqtt-qos1 --vary rate=1000/s,5000/s,20000/s --json
+      protobench sweep http://127.0.0.1:8080/api --vary connections=10,50,200 -n 20000
 
     \b
     Exit codes: 0 done, 2 bad input (a bad level fails before any run),
@@ -137,7 +139,6 @@ def sweep_command(
     from protobench.engine.sweep import Sweep, apply_level, describe, parse_axis  # noqa: PLC0415
     from protobench.profiles import loader  # noqa: PLC0415
 
-    base = flags.overrides()
     try:
         axes = [parse_axis(v) for v in vary]
     except ValueError as exc:
@@ -146,14 +147,12 @@ def sweep_command(
         sweep = Sweep(axes, stop_on or [DEFAULT_STOP])
     except ValueError as exc:
         fail(f"--stop-on: {exc}" if stop_on else str(exc))
-    try:
-        loaded = loader.load(profile)
-    except (loader.ProfileError, PluginError) as exc:
-        fail(str(exc))
+    first = load_profile(profile, flags)
+    base = first.flags.overrides()
     plans: dict[str, RunPlan] = {}
     for level in sweep.levels():
         try:
-            plans[_key(level)] = resolve(loaded, apply_level(base, level))
+            plans[_key(level)] = resolve(first.loaded, apply_level(base, level))
         except (loader.ProfileError, PluginError) as exc:
             fail(f"--vary {describe(level)}: {exc}")
     store = SnapshotStore(snapshots_dir)

@@ -114,6 +114,9 @@ def op_summary(
         send_lateness_us=(
             latency_summary(acc.hist_lateness) if acc.hist_lateness.get_total_count() else None
         ),
+        generator_delay_us=(
+            latency_summary(acc.hist_delay) if acc.hist_delay.get_total_count() else None
+        ),
     )
 
 
@@ -186,6 +189,7 @@ def interval_of(summary: OpSummary) -> OpInterval:
         counters=dict(summary.counters),
         hist=summary.hist or "",
         hist_uncorrected=summary.hist_uncorrected or "",
+        hist_delay=summary.hist_delay or "",
     )
 
 
@@ -208,12 +212,13 @@ def series_ops(
             (sessions or {}).get(name, 0),
             (kinds or {}).get(name, "round_trip"),
         )
-        unc = acc.hist_uncorrected
+        unc, delay = acc.hist_uncorrected, acc.hist_delay
         ops[name] = replace(
             op,
             last_errors=op.last_errors or None,
             hist=encode(acc.hist) if acc.ok else "",
             hist_uncorrected=(encode(unc) if unc.get_total_count() else "") if corrected else None,
+            hist_delay=encode(delay) if delay.get_total_count() else None,
         )
     return ops
 
@@ -431,4 +436,6 @@ class Aggregator:
                 out[phase][name] = EncodedHistograms(
                     hist=item.hist, hist_uncorrected=item.hist_uncorrected
                 )
+                if item.hist_delay:
+                    out[phase][name]["hist_delay"] = item.hist_delay
         return out

@@ -37,6 +37,10 @@ CPU_BOUND_SHARE = 0.3
 LAG_BOUND_MS = 50.0
 LAG_BOUND_SHARE = 0.1
 BEHIND_NS = 1_000_000
+READ_BOUND_NS = 2_000_000
+"""The open model reads replies lazily (at its wake-ups to send, not when they arrive) while
+those wake-ups are at most this far apart: a reply waits unread this long at most (its time
+is the kernel's receive stamp, taken on arrival)."""
 BEHIND_BOUND_SHARE = 0.1
 """A few percent of arrivals a millisecond late are a busy host's scheduling (a 200/s run
 on two shared cores saw 3%); a generator short of CPU falls behind by far more."""

@@ -13,7 +13,9 @@
    sinks (:mod:`engine.sinks`: each reads its own bounded buffer in its own
    task, so a slow one never stalls the run);
 5. ends when the workers say ``BYE``, or stops them on :meth:`stop` (Ctrl-C,
-   the TUI's ``q``), marking the run partial; a worker that dies is reported
+   the TUI's ``q``), marking the run partial, or when every worker said
+   ``DONE`` (its share of the plan's request count has ended: the sustain ends,
+   the run is complete); a worker that dies is reported
    with its exit code and log tail, the run goes on with the others and is
    marked partial (``stop_reason = "worker-failed"``): its figures lack a share,
    what it reported before stays; a run none of whose sessions could open stops
@@ -60,10 +62,11 @@ from protobench.engine.plan import RunPlan, worker_slices
 from protobench.engine.pool import WorkerPool
 from protobench.engine.pool_contract import Pool, PoolFactory, WorkerHandle
 from protobench.engine.profiler import TargetProfiler, start_profiler
-from protobench.engine.report import RunJudge, build_report, exit_code_for
+from protobench.engine.report import RunJudge, build_report, clock_report, exit_code_for
 from protobench.engine.report_model import (
     NO_SESSION,
     NO_SESSION_NOTICE,
+    ClockReport,
     NoticeEntry,
     NoticeValue,
     Report,
@@ -76,6 +79,7 @@ from protobench.redaction import redact_text, redact_url, redact_value
 from protobench.targets.base import Announcement
 from protobench.targets.launcher import StartingTarget, TargetError, embedded_target
 from protobench.vocab.exceptions import leaves
+from protobench.vocab.units import format_duration
 
 START_DELAY = 0.1
 """Seconds between the GO frame and the common start (every worker reads it by then)."""
@@ -127,7 +131,12 @@ class Controller:
         self.start_at: float | None = None
         self.stop_requested = False
         self.stop_reason = "completed"
+        self.counted = False
+        """The request count ended the sustain (every worker said ``DONE``): completed."""
+        self._done: set[int] = set()
         self.notices: list[NoticeEntry] = []
+        self.clock: ClockReport | None = None
+        """Where the exchanges' times come from (known once the workers opened their sessions)."""
         self.log_dir = log_dir
         self.resources = ResourceLog()
         self.pool: Pool | None = None
@@ -270,6 +279,7 @@ class Controller:
             profile=self.profiler.result() if self.profiler else None,
             labels=self.labels,
             nodes=self.pool.nodes() if self.pool else None,
+            clock=self.clock,
         )
         if self.archive is not None:
             kept = await anyio.to_thread.run_sync(self.archive.keep, self._record(report))
@@ -326,6 +336,7 @@ class Controller:
         opened = sum(h.get("opened", 0) for h in hellos)
         failed = sum(h.get("failed", 0) for h in hellos)
         self.no_session = NoSessionWatch(opened, failed)
+        self.clock, clock_note = clock_report(plan.clock, hellos, plan.protocol)
         self.start_at = time.monotonic() + START_DELAY
         pool.broadcast(FrameKind.GO, {"start_at": self.start_at})
         self.emit(
@@ -339,6 +350,8 @@ class Controller:
                 log_dir=str(self.log_dir),
             )
         )
+        if clock_note is not None:
+            self.notice("clock", clock_note)
         sampler = Sampler(pool.pids(), target_pid, pool.worker_samples)
         deadline = self.start_at + plan.warmup + plan.duration + plan.drain + BYE_GRACE
         self.profiler = start_profiler(
@@ -370,13 +383,23 @@ class Controller:
                     for update in self.aggregator.add(payload):
                         self.emit(update)
                         self._watch_sessions(update)
+                elif kind is FrameKind.DONE and handle is not None:
+                    self._done.add(handle.index)
+                    self._end_if_counted()
                 elif kind is FrameKind.GONE and handle is not None:
                     self._worker_gone(handle)
+                    self._end_if_counted()
                 elif kind is FrameKind.NOTICE:
                     self.notice(payload["kind"], payload["message"])
         if scope.cancelled_caught:
             self.notice("workers", "workers did not finish in time; stopped")
             self.stop_reason = "error" if not self.stop_requested else self.stop_reason
+        elif self.plan.requests is not None and not (self.counted or self.stop_requested):
+            self.notice(
+                "requests",
+                f"the duration ({format_duration(self.plan.duration)}) ended the sustain "
+                f"before its {self.plan.requests:,} requests",
+            )
         await pool.shutdown()
         for update in self.aggregator.finish():
             self.emit(update)
@@ -387,6 +410,15 @@ class Controller:
         if reason is not None and not self.stop_requested:
             self.notice(NO_SESSION_NOTICE, reason)
             self.stop(NO_SESSION)
+
+    def _end_if_counted(self) -> None:
+        """End the sustain once every live worker's share of the request count has ended."""
+        if self.stop_requested or self.counted or not self._done:
+            return
+        if self.aggregator.live <= self._done and self.pool is not None:
+            self.counted = True
+            self.pool.broadcast(FrameKind.STOP, {})
+            self.emit(PhaseChanged("drain", round(self.elapsed(), 3)))
 
     def _worker_gone(self, handle: WorkerHandle) -> None:
         for update in self.aggregator.worker_gone(handle.index):
@@ -423,7 +455,7 @@ class Controller:
             if phase == "warmup" and plan.warmup <= 0:
                 continue
             await anyio.sleep(max(0.0, self.start_at + offset - time.monotonic()))
-            if self.stop_requested:
+            if self.stop_requested or self.counted:
                 return
             self.emit(PhaseChanged(phase, round(self.elapsed(), 3)))
 
@@ -454,7 +486,7 @@ class Controller:
 
     def _phase_now(self) -> str:
         elapsed = self.elapsed()
-        if self.stop_requested:
+        if self.stop_requested or self.counted:
             return "drain"
         if elapsed < self.plan.warmup:
             return "warmup"

@@ -42,12 +42,13 @@ class IntervalUpdate:
     """One merged interval of all workers, and the run so far.
 
     ``ops`` maps each operation to its summary over the interval (with
-    ``hist``, its encoded histogram and, in the open model, ``hist_uncorrected``);
-    ``total`` merges all operations. ``elapsed`` is the run time at the
-    interval's end. ``phase_summary`` is the interval's phase so far (what the
-    report's phase will be if the phase ends now) and ``verdicts`` the
-    thresholds, built-in checks and CPU verdict so far, judged like the
-    report's (``None`` when the run has no judge: a scripted one).
+    ``hist``, its encoded histogram, in the open model ``hist_uncorrected``, with the
+    kernel clock ``hist_delay``, and the generator's delay ``generator_delay_us``, for a
+    monitor to show beside the verdicts); ``total`` merges all operations. ``elapsed``
+    is the run time at the interval's end. ``phase_summary`` is the interval's phase
+    so far (what the report's phase will be if the phase ends now) and ``verdicts``
+    the thresholds, built-in checks and CPU verdict so far, judged like the report's
+    (``None`` when the run has no judge: a scripted one).
     """
 
     phase: str

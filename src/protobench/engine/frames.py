@@ -5,10 +5,11 @@ one of :class:`FrameKind`. From controller to worker: ``PLAN`` (the worker's
 slice), ``GO`` (start time), then the controls (:data:`CONTROL`: ``PAUSE``,
 ``RESUME``, ``RATE`` with a new total rate factor) and ``STOP``. From worker to
 controller: ``HELLO`` (sessions opened), ``STATS`` (one interval), ``BEAT``
-(alive: at least one frame every interval), ``ERROR`` (a fatal error with its
-message), ``BYE`` (finished). A Ray node's agent adds its own ``RESOURCES``
-and ``EXIT``; a pool adds ``NOTICE`` (a clock offset, a lost node) and
-``GONE`` (a worker ended), which never cross a pipe.
+(alive: at least one frame every interval), ``DONE`` (its share of the request
+count has ended), ``ERROR`` (a fatal error with its message), ``BYE``
+(finished). A Ray node's agent adds its own ``RESOURCES`` and ``EXIT``; a pool
+adds ``NOTICE`` (a clock offset, a lost node) and ``GONE`` (a worker ended),
+which never cross a pipe.
 """
 
 from __future__ import annotations
@@ -34,6 +35,8 @@ class FrameKind(enum.StrEnum):
     HELLO = "HELLO"
     STATS = "STATS"
     BEAT = "BEAT"
+    DONE = "DONE"
+    """A worker's share of the request count has ended."""
     ERROR = "ERROR"
     BYE = "BYE"
     RESOURCES = "RESOURCES"

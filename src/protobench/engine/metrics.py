@@ -182,8 +182,10 @@ class OpRecorder:
     latency from the actual send time while ``latencies`` receives it from the
     intended send time, and ``lateness`` how long after its intended time an
     arrival that found a free session was sent (the generator's own precision,
-    ``hist_lateness``). :meth:`fold_pending` moves the latencies recorded so
-    far into the interval's histograms; the worker calls it many times per
+    ``hist_lateness``). ``delays`` receives, for each success timed by the
+    kernel's receive stamp, the generator's own delay: from that stamp to the
+    engine's taking up the reply (``hist_delay``). :meth:`fold_pending` moves the
+    latencies recorded so far into the interval's histograms; the worker calls it many times per
     interval, so that no single fold stalls its event loop for long (folding a
     whole second of 130,000 latencies at once took 3-5 ms, enough to show in
     the run's own p99).
@@ -191,12 +193,14 @@ class OpRecorder:
 
     __slots__ = (
         "_hist",
+        "_hist_delay",
         "_hist_lateness",
         "_hist_uncorrected",
         "_ok",
         "_out_of_range",
         "bytes_in",
         "counters",
+        "delays",
         "error_codes",
         "errors",
         "last_errors",
@@ -213,6 +217,7 @@ class OpRecorder:
         self.latencies: array[int] = array("q")
         self.uncorrected: array[int] = array("q")
         self.lateness: array[int] = array("q")
+        self.delays: array[int] = array("q")
         self.bytes_in = 0
         self.sent = Tally()
         self.late = 0
@@ -225,6 +230,7 @@ class OpRecorder:
         self._hist: HdrHistogram | None = None
         self._hist_uncorrected: HdrHistogram | None = None
         self._hist_lateness: HdrHistogram | None = None
+        self._hist_delay: HdrHistogram | None = None
 
     def record(self, latency_ns: int) -> None:
         """One success with its latency in nanoseconds (a hot loop takes :meth:`latency_sink`)."""
@@ -286,11 +292,17 @@ class OpRecorder:
                 self._hist_lateness = new_histogram()
             fold(self._hist_lateness, self.lateness)
             del self.lateness[:]
+        if self.delays:
+            if self._hist_delay is None:
+                self._hist_delay = new_histogram()
+            fold(self._hist_delay, self.delays)
+            del self.delays[:]
 
     def flush(self) -> OpInterval:
         """Fold the rest of this interval into an :class:`OpInterval` and reset."""
         self.fold_pending()
         hist, unc, lateness = self._hist, self._hist_uncorrected, self._hist_lateness
+        delay = self._hist_delay
         item = OpInterval(
             ok=self._ok,
             errors=dict(self.errors),
@@ -304,8 +316,9 @@ class OpRecorder:
             hist=encode(hist) if hist is not None else "",
             hist_uncorrected=encode(unc) if unc is not None else "",
             hist_lateness=encode(lateness) if lateness is not None else "",
+            hist_delay=encode(delay) if delay is not None else "",
         )
-        self._hist = self._hist_uncorrected = self._hist_lateness = None
+        self._hist = self._hist_uncorrected = self._hist_lateness = self._hist_delay = None
         self._ok = self._out_of_range = 0
         self.bytes_in = 0
         self.sent.n = 0
@@ -334,6 +347,8 @@ class OpInterval:
     hist_uncorrected: str = ""
     hist_lateness: str = ""
     """Open model: send lateness (intended -> sent) of the arrivals that found a free session."""
+    hist_delay: str = ""
+    """The generator's delay: the reply's kernel receive stamp -> the engine taking it up."""
 
     @property
     def error_count(self) -> int:
@@ -363,6 +378,7 @@ class OpWire(TypedDict, total=False):
     hist: str
     hist_uncorrected: str
     hist_lateness: str
+    hist_delay: str
 
 
 def _add_counts(dst: dict[str, int], src: dict[str, int]) -> None:
@@ -386,6 +402,7 @@ class OpAccumulator:
         self.hist = new_histogram()
         self.hist_uncorrected = new_histogram()
         self.hist_lateness = new_histogram()
+        self.hist_delay = new_histogram()
 
     def add(self, item: OpInterval) -> None:
         self.ok += item.ok
@@ -403,6 +420,8 @@ class OpAccumulator:
             add_encoded(self.hist_uncorrected, item.hist_uncorrected)
         if item.hist_lateness:
             add_encoded(self.hist_lateness, item.hist_lateness)
+        if item.hist_delay:
+            add_encoded(self.hist_delay, item.hist_delay)
 
     def absorb(self, other: OpAccumulator) -> None:
         """Add another accumulator (histograms by the C fast path)."""
@@ -421,6 +440,8 @@ class OpAccumulator:
             self.hist_uncorrected.add(other.hist_uncorrected)
         if other.hist_lateness.get_total_count():
             self.hist_lateness.add(other.hist_lateness)
+        if other.hist_delay.get_total_count():
+            self.hist_delay.add(other.hist_delay)
 
     @property
     def error_count(self) -> int:
@@ -445,4 +466,5 @@ class OpAccumulator:
             hist_lateness=(
                 encode(self.hist_lateness) if self.hist_lateness.get_total_count() else ""
             ),
+            hist_delay=encode(self.hist_delay) if self.hist_delay.get_total_count() else "",
         )

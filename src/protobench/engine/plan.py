@@ -4,7 +4,8 @@ The plan is what a run does and what its snapshot records (with secrets
 redacted). :func:`worker_slices` divides it among worker processes: each group's
 sessions are spread round-robin, and in the open model each group's rate is
 split in proportion to the sessions each worker holds, so a worker never gets
-a rate for a group it has no session of.
+a rate for a group it has no session of; a request count is split the same way,
+in whole exchanges that add up to it.
 """
 
 from __future__ import annotations
@@ -24,7 +25,15 @@ from protobench.profiles.loader import (
     located_error,
 )
 from protobench.profiles.model import Profile, ProfileKeys
-from protobench.profiles.settings import BY_NAME, MAX_PROCESSES, Overrides, RunSettings, flag_of
+from protobench.profiles.settings import (
+    BY_NAME,
+    MAX_PROCESSES,
+    NO_TIME_LIMIT,
+    Overrides,
+    RunSettings,
+    counted_limits,
+    flag_of,
+)
 from protobench.protocols import registry
 from protobench.redaction import SECRET, redact_text, redact_value
 from protobench.targets import registry as targets
@@ -165,12 +174,17 @@ def resolve(loaded: LoadedProfile, overrides: Overrides) -> RunPlan:
     when the value came from one, else the file, line and key.
     """
     profile = _override(loaded, overrides)
-    settings = profile.settings()
+    explicit = overrides.values if "requests" in overrides else profile.model_fields_set
+    settings = counted_limits(profile.settings(), explicit)
     plugin = registry.load(profile.protocol)
     if "options" in overrides:
         check_protocol_keys(profile, plugin, "", flag_of("options"))
     if settings.ramp_to is not None and settings.rate is None:
         raise ProfileError(loaded.source, "ramp_to", "a ramp needs a starting rate (--rate)")
+    if settings.ramp_to is not None and settings.duration == NO_TIME_LIMIT:
+        raise ProfileError(
+            flag_of("ramp_to"), "", "a ramp needs a duration to ramp over: give --duration"
+        )
     target = settings.target or "embedded"
     embedded = None
     if target == "embedded" or target.startswith("embedded:"):
@@ -312,17 +326,22 @@ class GroupSlice:
 
 @dataclass(frozen=True)
 class WorkerSlice:
-    """What one worker process is given: its index, the plan and its share of it."""
+    """What one worker process is given: its index, the plan and its share of it.
+
+    ``requests`` is its share of the plan's request count (``None``: no count).
+    """
 
     worker: int
     plan: RunPlan
     groups: tuple[GroupSlice, ...]
+    requests: int | None = None
 
     def to_dict(self) -> dict[str, Any]:
         return {
             "worker": self.worker,
             "plan": self.plan.to_dict(),
             "groups": [asdict(g) for g in self.groups],
+            "requests": self.requests,
         }
 
     @classmethod
@@ -334,6 +353,7 @@ class WorkerSlice:
                 GroupSlice(g["name"], tuple(g["indices"]), g["rate"], g["ramp_to"])
                 for g in data["groups"]
             ),
+            requests=data.get("requests"),
         )
 
 
@@ -364,4 +384,20 @@ def worker_slices(plan: RunPlan) -> list[WorkerSlice]:
                 ramp = plan.ramp_to * fraction if plan.ramp_to is not None else None
             parts.append(GroupSlice(group.name, indices, rate, ramp))
         slices.append(WorkerSlice(worker, plan, tuple(parts)))
-    return slices
+    if plan.requests is None:
+        return slices
+    held = [sum(len(part.indices) for part in s.groups) for s in slices]
+    quotas = apportion(plan.requests, held)
+    return [replace(s, requests=quota) for s, quota in zip(slices, quotas, strict=True)]
+
+
+def apportion(total: int, weights: list[int]) -> list[int]:
+    """``total`` split in proportion to ``weights``, in whole numbers that add up to it exactly
+    (largest remainders; ties to the first)."""
+    whole = sum(weights)
+    shares = [total * w // whole for w in weights]
+    left = total - sum(shares)
+    by_remainder = sorted(range(len(weights)), key=lambda i: -(total * weights[i] % whole))
+    for index in by_remainder[:left]:
+        shares[index] += 1
+    return shares

@@ -34,7 +34,7 @@ from __future__ import annotations
 from collections.abc import AsyncIterator, Callable, Sequence
 from pathlib import Path
 from types import TracebackType
-from typing import Any, Protocol, Self, TypedDict
+from typing import Any, NotRequired, Protocol, Self, TypedDict
 
 import anyio
 
@@ -45,11 +45,17 @@ from protobench.engine.report_model import NodeEntry, WorkerEntry
 
 
 class Hello(TypedDict):
-    """A worker's ``HELLO``: its process and how many of its sessions opened or failed."""
+    """A worker's ``HELLO``: its process, how many of its sessions opened or failed, and
+    where their times come from (:func:`~protobench.engine.report.clock_report`)."""
 
     pid: int
     opened: int
     failed: int
+    clock: NotRequired[dict[str, dict[str, int]]]
+    """Per group: its open ``sessions`` and how many read the kernel's receive
+    (``kernel_receive``) and send (``kernel_send``) stamps."""
+    clock_reason: NotRequired[str]
+    """Why the platform gives no kernel stamps, when the run asked for them."""
 
 
 class WorkerHandle(Protocol):

@@ -22,6 +22,8 @@ from protobench.engine.bounds import Tally
 from protobench.engine.plan import RunPlan
 from protobench.engine.report_model import (
     CheckResult,
+    ClockReport,
+    ClockSource,
     CpuVerdict,
     GeneratorResources,
     HostResources,
@@ -46,6 +48,7 @@ from protobench.engine.thresholds import evaluate_all
 from protobench.engine.verdicts import (
     builtin_checks,
     cpu_verdicts,
+    delay_findings,
     evaluate_checks,
     incomplete_reason,
 )
@@ -126,6 +129,7 @@ def build_report(
     labels: Mapping[str, JsonValue] | None = None,
     nodes: Sequence[NodeEntry] | None = None,
     profile: TargetProfile | None = None,
+    clock: ClockReport | None = None,
 ) -> Report:
     """The report of a run.
 
@@ -133,7 +137,8 @@ def build_report(
     diagnosis; ``passive`` the groups whose op exchanges nothing by design (no
     exchange is expected of them); ``labels`` (a sweep's) and ``nodes`` (a
     Ray run's) are in the report when given; so is the summary of the target's
-    ``profile`` (``run --profile-target``).
+    ``profile`` (``run --profile-target``); ``clock`` is where the exchanges' times came
+    from (:func:`clock_report`).
     """
     report = Report(
         tool=Tool(name="protobench", version=__version__),
@@ -147,7 +152,9 @@ def build_report(
             sessions=plan.sessions,
             rate=plan.rate,
             ramp_to=plan.ramp_to if plan.rate is not None else None,
+            requests=plan.requests,
         ),
+        clock=clock,
         processes=len(workers),
         warmup_s=plan.warmup,
         duration_s=plan.duration,
@@ -186,6 +193,59 @@ def build_report(
         thresholds=unjudged,
         verdicts=replace(report.verdicts, thresholds_passed=not unjudged),
     )
+
+
+def clock_report(
+    setting: str, hellos: Sequence[Mapping[str, object]], protocol: str
+) -> tuple[ClockReport, str | None]:
+    """Where the run's times come from, from the workers' ``HELLO``; and a notice's line when
+    the kernel's clock was asked for and not every session has it (``None`` otherwise).
+
+    Each ``HELLO`` has ``clock``: per group, its open ``sessions`` and how many read
+    the kernel's receive (``kernel_receive``) and send (``kernel_send``) stamps;
+    ``clock_reason``: why the platform gives none, when it does not.
+    """
+    sessions = receive = send = 0
+    reasons = set()
+    for hello in hellos:
+        groups = hello.get("clock")
+        for counts in groups.values() if isinstance(groups, Mapping) else ():
+            sessions += int(counts.get("sessions", 0))
+            receive += int(counts.get("kernel_receive", 0))
+            send += int(counts.get("kernel_send", 0))
+        if reason := hello.get("clock_reason"):
+            reasons.add(str(reason))
+    report = ClockReport(
+        setting="kernel" if setting == "kernel" else "user",
+        receive=_source(receive, sessions),
+        send=_source(send, sessions),
+    )
+    if report.setting != "kernel" or not sessions or (receive == send == sessions):
+        return report, None
+    user = "the engine's clock in user space"
+    if reasons:
+        why = f"the kernel's timestamps are not available here ({'; '.join(sorted(reasons))})"
+        return report, f"{why}: exchange times are {user}"
+    if not receive:
+        return report, (
+            f"the {protocol} plugin does not read the kernel's timestamps:"
+            f" exchange times are {user}"
+        )
+    if receive < sessions:
+        return report, (
+            f"{receive} of {sessions} sessions read the kernel's timestamps (TLS connections"
+            f" and plugins without them do not): the others' times are {user}"
+        )
+    return report, (
+        "the kernel gives no send timestamps here: a request's time is taken in user space"
+        " immediately before its send"
+    )
+
+
+def _source(kernel: int, sessions: int) -> ClockSource:
+    if sessions and kernel == sessions:
+        return "kernel"
+    return "mixed" if kernel else "user"
 
 
 def _connects(aggregator: Aggregator) -> int:
@@ -268,7 +328,7 @@ def verdicts(
         thresholds_passed=all(t.ok for t in report.thresholds),
         checks=checks,
         checks_passed=all(c.ok for c in checks),
-        findings=list(findings),
+        findings=[*delay_findings(report.sustain, report.model.type == "open"), *findings],
         complete=incomplete is None,
         incomplete_reason=incomplete,
     )

@@ -51,12 +51,35 @@ class Tool:
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class LoadModel:
-    """``closed`` (sessions back to back) or ``open`` (a rate of arrivals, maybe ramped)."""
+    """``closed`` (sessions back to back) or ``open`` (a rate of arrivals, maybe ramped);
+    ``requests``: the exchanges that end the sustain (``-n``), when counted."""
 
     type: Literal["closed", "open"]
     sessions: int = 0
     rate: float | None = field(default=None, metadata=OMIT_NONE)
     ramp_to: float | None = field(default=None, metadata=OMIT_NONE)
+    requests: int | None = field(default=None, metadata=OMIT_NONE)
+
+
+type ClockSource = Literal["kernel", "user", "mixed"]
+"""Where the times of a run's exchanges came from: the kernel's socket timestamps, the
+engine's own reads of the clock in user space, or some sessions each."""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ClockReport:
+    """The run's clock: the setting asked for, and where receive and send times came from.
+
+    ``receive`` ``kernel``: each reply's time is the kernel's receive stamp of the
+    packet that completed it; ``send`` ``kernel``: each request's time is the
+    kernel's transmit stamp of its first packet, ``user`` the engine's time just
+    before the send syscall. ``mixed``: some sessions each (e.g. TLS connections
+    are read in user space).
+    """
+
+    setting: Literal["kernel", "user"]
+    receive: ClockSource
+    send: ClockSource
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -240,6 +263,8 @@ class Report:
     target: str = ""
     target_kind: str | None = None
     model: LoadModel = field(default_factory=lambda: LoadModel(type="closed"))
+    clock: ClockReport | None = field(default=None, metadata=OMIT_NONE)
+    """Absent in reports from before the kernel's clock (their times were user space)."""
     processes: int = 0
     warmup_s: float = 0.0
     duration_s: float = 0.0

@@ -27,6 +27,12 @@
   the generator's lateness, not the target's or the batching's) is counted as
   ``behind``.
 
+A request count (``-n``) is kept in :class:`RunState`: a counted run's drivers
+take one per exchange they start (callback sessions through :class:`_Counted`,
+so a run without a count pays nothing on its hot path), per arrival in the
+open model (arrivals waiting for a session are still sent), and per failed
+reopen in the closed model; once it is spent nothing more starts.
+
 Sessions live in :class:`Slot` objects that reopen them after a connection
 failure (immediately, then after 0.1 s, doubling up to 2 s, so that a
 refused login does not hammer the server), counting ``reconnects``. A slot
@@ -60,17 +66,20 @@ import traceback
 from collections import deque
 from collections.abc import Callable
 
-from protobench.engine.bounds import BEHIND_NS
+from protobench.engine.bounds import BEHIND_NS, READ_BOUND_NS
 from protobench.engine.metrics import OpRecorder
 from protobench.engine.waker import Timer
 from protobench.protocols.base import (
     AsyncSession,
     CallbackSession,
+    Done,
     ProtocolPlugin,
     Session,
     SessionContext,
     StreamSession,
 )
+from protobench.protocols.timestamps.clock import Stamps
+from protobench.protocols.timestamps.reactor import Reactor
 from protobench.redaction import redact_text
 from protobench.vocab.counters import BEHIND, CONNECTS, DOWN_US
 from protobench.vocab.errors import ErrorClass, OpError
@@ -112,13 +121,27 @@ def unexpected(exc: Exception, where: str) -> OpError:
 
 
 class RunState:
-    """Shared flags of one worker: running, paused, and the live rate factor."""
+    """Shared flags of one worker: running, paused, the live rate factor, the request count.
+
+    ``counted``: the run has a request count (from the start, its warmup too).
+    ``left`` is how many exchanges may still start (-1: no limit yet): every
+    driver of a counted run takes one (:meth:`take`) as it starts an exchange
+    (a callback session through :class:`_Counted`) or, in the open model, as an
+    arrival comes; at 0 the count is spent (:meth:`spend`): no exchange starts
+    any more, pause and resume notwithstanding, while the run goes on (the
+    exchanges in flight end, an open model's backlog is served) until it stops.
+    A run without a count takes nothing: its hot path is as it was.
+    """
 
     def __init__(self) -> None:
         self.running = True
         self.paused = False
         self.active = True
-        """``running and not paused``, kept as a plain attribute for the hot path."""
+        """Running, not paused, the count not spent: a plain attribute for the hot path."""
+        self.counted = False
+        self.left = -1
+        self.spent = asyncio.Event()
+        """Set when the request count is spent."""
         self.rate_factor = 1.0
         self.paused_ns = 0
         """Time spent paused so far (the open model's schedule skips it)."""
@@ -149,7 +172,7 @@ class RunState:
         self.last_pause_ns = perf_ns() - self._paused_at if self.paused else 0
         self.paused_ns += self.last_pause_ns
         self.paused = False
-        self.active = self.running
+        self.active = self.running and self.left != 0
         self._resumed.set()
         for callback in self._listeners:
             callback()
@@ -161,6 +184,30 @@ class RunState:
 
     async def wait_resumed(self) -> None:
         await self._resumed.wait()
+
+    @property
+    def serving(self) -> bool:
+        """An arrival already due may still be sent: running, not paused (a spent count
+        stops new arrivals, not those waiting)."""
+        return self.running and not self.paused
+
+    def allow(self, count: int) -> None:
+        """From now on at most ``count`` more exchanges start (none when it is 0 or less)."""
+        self.left = count
+        if count <= 0:
+            self.spend()
+
+    def take(self) -> None:
+        """An exchange starts (or an arrival comes): one less of the count; the last spends it."""
+        self.left -= 1
+        if not self.left:
+            self.spend()
+
+    def spend(self) -> None:
+        """The request count is reached: no exchange starts from now on."""
+        self.left = 0
+        self.active = False
+        self.spent.set()
 
 
 class Slot:
@@ -179,6 +226,7 @@ class Slot:
         "ctx",
         "down_since",
         "expired",
+        "on_failed",
         "on_open",
         "paced",
         "pending_since",
@@ -195,6 +243,8 @@ class Slot:
         self.session: Session | None = None
         self._reopening: asyncio.Task[None] | None = None
         self.on_open: Callable[[Slot], None] | None = None
+        self.on_failed: Callable[[], None] | None = None
+        """Told of each failed reopen (the closed model counts it against a request count)."""
         self.counts_connects = bool(getattr(plugin, "counts_connects", False))
         self.pending_since = 0
         self.expired = False
@@ -269,6 +319,8 @@ class Slot:
                 if self.on_open is not None:
                     self.on_open(self)
                 return
+            if self.on_failed is not None:
+                self.on_failed()
             delay = min(REOPEN_MAX_DELAY, max(REOPEN_DELAY, delay * 2))
 
     async def close(self) -> None:
@@ -287,11 +339,25 @@ async def _close_quietly(session: Session) -> None:
 class ExchangeDriver:
     """What the closed and the open model's drivers share: exchanges in flight on slots."""
 
+    reactor: Reactor | None = None
+    """The stamped sockets the open model reads lazily (:class:`ArrivalDriver`)."""
+
     def __init__(self, slots: list[Slot], recorder: OpRecorder, state: RunState) -> None:
         self.slots = slots
         self.recorder = recorder
         self.state = state
         self.inflight = 0
+
+    @property
+    def pending(self) -> int:
+        """Exchanges not ended yet: in flight (and, in the open model, waiting for a session)."""
+        return self.inflight
+
+    def read_arrived(self) -> None:
+        """Take up the replies waiting unread, before timeouts are counted or an interval ends."""
+        reactor = self.reactor
+        if reactor is not None and reactor.lazy:
+            reactor.poll()
 
     def sweep(self, now: int, timeout: float, final: bool = False) -> None:
         """Count exchanges pending longer than ``timeout`` seconds as timeouts (once each).
@@ -343,6 +409,7 @@ class ClosedDriver(ExchangeDriver):
     def start(self) -> None:
         for slot in self.slots:
             slot.on_open = self._begin
+            slot.on_failed = self._open_failed
             if slot.session is None:
                 slot.reopen(self.state)
             else:
@@ -355,9 +422,10 @@ class ClosedDriver(ExchangeDriver):
 
     def _begin(self, slot: Slot) -> None:
         session = slot.session
-        if session is None or not self.state.running:
+        state = self.state
+        if session is None or not state.running:
             return
-        if self.state.paused:
+        if not state.active:  # paused, or the request count is spent
             self._idle.append(slot)
         elif isinstance(session, CallbackSession):
             _CallbackLoop(self, slot, session).next(perf_ns())
@@ -367,6 +435,12 @@ class ClosedDriver(ExchangeDriver):
             task.add_done_callback(self._tasks.discard)
         else:
             raise TypeError(f"{type(session).__name__} cannot run back-to-back")
+
+    def _open_failed(self) -> None:
+        """A session failed to reopen: an exchange of a request count, so that a target that
+        stays down ends a counted run (as oha and hey count a refused connection)."""
+        if self.state.counted and self.state.active:
+            self.state.take()
 
     def failed(self, slot: Slot, exc: OpError, counted: bool = True) -> bool:
         """Record a failure (unless counted already); True if the loop on this slot must end."""
@@ -380,14 +454,18 @@ class ClosedDriver(ExchangeDriver):
     async def _async_loop(self, slot: Slot, session: AsyncSession) -> None:
         recorder = self.recorder
         append = recorder.latencies.append
+        stamps = slot.ctx.stamps
         slot.task = asyncio.current_task()
         try:
             while self.state.running:
-                if self.state.paused:
+                if not self.state.active:
                     self._idle.append(slot)
                     return
+                if self.state.counted:
+                    self.state.take()
                 self.inflight += 1
                 start = slot.pending_since = perf_ns()
+                stamps.sent = 0
                 try:
                     nbytes = await session.call()
                 except OpError as exc:
@@ -402,11 +480,30 @@ class ClosedDriver(ExchangeDriver):
                     return
                 self.inflight -= 1
                 if _settle(slot):
-                    append(perf_ns() - start)
+                    sent, ended, delay = exchange_times(stamps, start, perf_ns())
+                    append(ended - sent)
+                    if delay >= 0:
+                        recorder.delays.append(delay)
                     recorder.bytes_in += nbytes
         finally:
             if slot.task is asyncio.current_task():
                 slot.task = None
+
+
+def exchange_times(stamps: Stamps, fallback: int, now: int) -> tuple[int, int, int]:
+    """``(sent, ended, delay)`` of an exchange that just completed, on the engine's clock.
+
+    ``sent`` is the session's send stamp, else ``fallback`` (the engine's time
+    before ``submit``); ``ended`` the kernel's receive stamp of the reply when
+    the session has one for it (not older than the send), else ``now`` (the
+    engine's time of the completion); ``delay`` the generator's own time from
+    the stamp to now (-1: not measured). :class:`_CallbackLoop` inlines it.
+    """
+    sent = stamps.sent or fallback
+    received = stamps.received
+    if received >= sent:
+        return sent, received, now - received
+    return sent, now, -1
 
 
 def _settle(slot: Slot) -> bool:
@@ -424,24 +521,47 @@ class _CallbackLoop:
     A success while the run is active starts the next exchange at once, from
     inside the completion (the slot stays counted in ``driver.inflight``). A
     completion of an exchange the engine abandoned (the slot's ``pending_since``
-    is no longer this exchange's start) is ignored.
+    is no longer this exchange's start) is ignored. The latency runs from the
+    session's send stamp (``stamps.sent``, taken immediately before the send
+    syscall, or the kernel's) to the reply's receive stamp (or the engine's time
+    of the completion); a session that stamps nothing is timed from just before
+    ``submit``.
     """
 
-    __slots__ = ("append", "callback", "driver", "recorder", "session", "slot", "start", "state")
+    __slots__ = (
+        "append",
+        "callback",
+        "delays",
+        "driver",
+        "recorder",
+        "session",
+        "slot",
+        "stamps",
+        "start",
+        "state",
+    )
 
     def __init__(self, driver: ClosedDriver, slot: Slot, session: CallbackSession) -> None:
         self.driver = driver
         self.state = driver.state
         self.slot = slot
-        self.session = session
+        self.session = _Counted(session, driver.state) if driver.state.counted else session
         self.recorder = driver.recorder
         self.append = driver.recorder.latencies.append
+        self.delays = driver.recorder.delays.append
+        self.stamps = slot.ctx.stamps
         self.callback = self.done
         self.start = 0
 
     def next(self, now: int) -> None:
+        """Start an exchange (the first, or the next after a failure) unless the load stopped."""
+        if not self.state.active:
+            if self.state.running:
+                self.driver._idle.append(self.slot)
+            return
         self.driver.inflight += 1
         self.start = self.slot.pending_since = now
+        self.stamps.sent = 0
         try:
             self.session.submit(self.callback)
         except Exception as exc:
@@ -462,12 +582,20 @@ class _CallbackLoop:
             slot.expired = counted = False
         else:
             counted = True
+        stamps = self.stamps
         if error is None:
-            if counted:
-                self.append(now - self.start)
+            if counted:  # exchange_times, inlined: this is the closed model's hot path
+                sent = stamps.sent or self.start
+                received = stamps.received
+                if received >= sent:
+                    self.append(received - sent)
+                    self.delays(now - received)
+                else:
+                    self.append(now - sent)
                 self.recorder.bytes_in += nbytes
             if self.state.active:
                 self.start = slot.pending_since = now
+                stamps.sent = 0
                 try:
                     self.session.submit(self.callback)
                 except Exception as exc:
@@ -486,6 +614,27 @@ class _CallbackLoop:
             driver._idle.append(slot)
 
 
+class _Counted(CallbackSession):
+    """A callback session of a counted run: each exchange it starts takes one of the count
+    (a frame more per exchange, for counted runs only)."""
+
+    __slots__ = ("inner", "state")
+
+    def __init__(self, inner: CallbackSession, state: RunState) -> None:
+        self.inner = inner
+        self.state = state
+
+    def submit(self, done: Done) -> None:
+        state = self.state
+        state.left -= 1  # state.take(), inlined
+        if not state.left:
+            state.spend()
+        self.inner.submit(done)
+
+    async def close(self) -> None:
+        await self.inner.close()
+
+
 class ArrivalDriver(ExchangeDriver):
     """Exchanges at intended times over a pool of slots (open model, periodic groups)."""
 
@@ -499,8 +648,10 @@ class ArrivalDriver(ExchangeDriver):
         ramp_seconds: float,
         phase_offset: float = 0.0,
         precision_ns: int = PACING_PRECISION_NS,
+        reactor: Reactor | None = None,
     ) -> None:
         super().__init__(slots, recorder, state)
+        self.reactor = reactor
         self.rate = rate
         self.ramp_to = ramp_to if ramp_to is not None else rate
         self.ramp_seconds = max(ramp_seconds, 1e-9)
@@ -521,6 +672,10 @@ class ArrivalDriver(ExchangeDriver):
     def current_rate(self, elapsed: float) -> float:
         fraction = min(1.0, max(0.0, elapsed / self.ramp_seconds))
         return (self.rate + (self.ramp_to - self.rate) * fraction) * self.state.rate_factor
+
+    @property
+    def pending(self) -> int:
+        return self.inflight + len(self._backlog)
 
     @property
     def due(self) -> int:
@@ -549,11 +704,17 @@ class ArrivalDriver(ExchangeDriver):
             timer.close()
 
     def _tick(self) -> None:
-        """The timer's callback: take up the arrivals due by now, then sleep until the next."""
+        """The timer's callback: read the replies waiting (lazy reads), take up the arrivals
+        due by now, then sleep until the next."""
+        reactor = self.reactor
         if self.state.active:
+            if reactor is not None and reactor.lazy:
+                reactor.poll()
             now = perf_ns()
             self._catch_up(now)
             self._schedule(now)
+        elif reactor is not None:
+            reactor.set_lazy(False)
 
     def _schedule(self, now: int) -> None:
         """Arm the timer for the next arrival, unless every session is busy.
@@ -572,10 +733,15 @@ class ArrivalDriver(ExchangeDriver):
         if timer is None:
             return
         due = self.due
+        reactor = self.reactor
         if not self._free:
+            if reactor is not None:
+                reactor.set_lazy(False)
             timer.arm(max(due, now + BUSY_WAIT_NS))
             return
         gap = self._gap()
+        if reactor is not None:
+            reactor.set_lazy(max(gap, self.precision_ns) <= READ_BOUND_NS)
         timer.arm(due + self.precision_ns // gap * gap)
 
     def _catch_up(self, now: int) -> None:
@@ -584,8 +750,12 @@ class ArrivalDriver(ExchangeDriver):
         The schedule moves on before an arrival is issued, so a session that
         completes inside ``submit`` (and catches up itself) cannot take it twice.
         """
-        while self.state.active and (intended := self.due) <= now:
+        state = self.state
+        counted = state.counted
+        while state.active and (intended := self.due) <= now:
             self._next += self._gap()
+            if counted:
+                state.take()
             self._arrive(intended, now)
 
     def _gap(self) -> int:
@@ -623,13 +793,15 @@ class ArrivalDriver(ExchangeDriver):
         When the run stops (which resumes it), :meth:`run` returns.
         """
         if not self.state.running:
+            if self.reactor is not None:
+                self.reactor.set_lazy(False)
             if self._stopped is not None and not self._stopped.done():
                 self._stopped.set_result(None)
             return
         shift = self.state.last_pause_ns
         if shift and self._backlog:
             self._backlog = deque(intended + shift for intended in self._backlog)
-        while self._backlog and self._free and self.state.active:
+        while self._backlog and self._free and self.state.serving:
             slot = self._free.popleft()
             if slot.session is not None:
                 self._issue(slot, self._backlog.popleft())
@@ -641,7 +813,7 @@ class ArrivalDriver(ExchangeDriver):
     def _release(self, slot: Slot, now: int) -> None:
         """A session is free: it takes the oldest waiting arrival, or waits for the next one."""
         self._catch_up(now)
-        if self._backlog and self.state.active and slot.session is not None:
+        if self._backlog and self.state.serving and slot.session is not None:
             self._issue(slot, self._backlog.popleft())
             return
         self._free.append(slot)
@@ -650,13 +822,16 @@ class ArrivalDriver(ExchangeDriver):
             self._schedule(now)  # the driver slept with every session busy
 
     def _issue(self, slot: Slot, intended: int) -> int:
-        """Send the arrival due at ``intended`` on ``slot``; return when it was sent."""
+        """Send the arrival due at ``intended`` on ``slot``; return when it was sent (the
+        session's send stamp, else the time just before ``submit``)."""
         session = slot.session
         paced = slot.paced
         if paced is None or paced.session is not session:
             paced = slot.paced = _Paced(self, slot, session)
+        stamps = slot.ctx.stamps
         self.inflight += 1
         sent = slot.pending_since = perf_ns()
+        stamps.sent = 0
         if paced.callback is not None:
             paced.intended = intended
             try:
@@ -673,7 +848,7 @@ class ArrivalDriver(ExchangeDriver):
             task.add_done_callback(self._tasks.discard)
         else:
             raise TypeError(f"{type(session).__name__} cannot be paced")
-        return sent
+        return stamps.sent or sent
 
     async def _call(self, slot: Slot, session: AsyncSession, intended: int, sent: int) -> None:
         try:
@@ -702,8 +877,11 @@ class ArrivalDriver(ExchangeDriver):
         recorder = self.recorder
         if error is None:
             if counted:
-                recorder.latencies.append(now - intended)
-                recorder.uncorrected.append(now - sent)
+                start, ended, delay = exchange_times(slot.ctx.stamps, sent, now)
+                recorder.latencies.append(ended - intended)
+                recorder.uncorrected.append(ended - start)
+                if delay >= 0:
+                    recorder.delays.append(delay)
                 recorder.bytes_in += nbytes
         else:
             if counted:

@@ -8,7 +8,8 @@ record of the snapshot's ``series``, keys in field order: ``phase``,
 largest worker's event-loop lag), ``inflight``, ``worker_lag_ms`` (keyed by
 the worker's number, a string in JSON) and ``ops``: each op's
 :class:`~protobench.engine.summaries.OpSummary` with its encoded histograms
-(``hist``, and in the open model ``hist_uncorrected``).
+(``hist``, in the open model ``hist_uncorrected``, and with the kernel clock
+``hist_delay``, the generator's delay).
 
 :data:`PhaseHistograms` are each phase's merged histograms per op, encoded
 (:class:`EncodedHistograms`): what the report's figures come from.
@@ -51,11 +52,13 @@ class SeriesRecord:
 
 
 class EncodedHistograms(TypedDict):
-    """One op's histograms over a phase, encoded: from the intended send, and (open model,
-    in snapshots of that time on) from the actual send."""
+    """One op's histograms over a phase, encoded: from the intended send, (open model, in
+    snapshots of that time on) from the actual send, and (kernel clock) the generator's
+    delay in taking up replies."""
 
     hist: str
     hist_uncorrected: NotRequired[str]
+    hist_delay: NotRequired[str]
 
 
 type PhaseHistograms = dict[str, dict[str, EncodedHistograms]]

@@ -55,9 +55,11 @@ class OpSummary:
 
     ``latency_uncorrected_us`` is the open model's latency from the actual send;
     ``send_lateness_us`` how late the open model's sends were (when measured);
-    ``latency_by_kind`` the total's latencies per kind when ops measure
-    different things; ``hist``/``hist_uncorrected`` the encoded histograms of a
-    series record or an interval event (never in the report).
+    ``generator_delay_us`` the generator's own delay in taking up replies (from
+    the kernel's receive stamp to the engine's recording; only with the kernel
+    clock); ``latency_by_kind`` the total's latencies per kind when ops measure
+    different things; ``hist``/``hist_uncorrected``/``hist_delay`` the encoded
+    histograms of a series record or an interval event (never in the report).
     """
 
     ok: int
@@ -79,9 +81,11 @@ class OpSummary:
     latency_us: LatencySummary
     latency_uncorrected_us: LatencySummary | None = field(default=None, metadata=OMIT_NONE)
     send_lateness_us: LatencySummary | None = field(default=None, metadata=OMIT_NONE)
+    generator_delay_us: LatencySummary | None = field(default=None, metadata=OMIT_NONE)
     latency_by_kind: dict[str, LatencySummary] | None = field(default=None, metadata=OMIT_NONE)
     hist: str | None = field(default=None, metadata=OMIT_NONE)
     hist_uncorrected: str | None = field(default=None, metadata=OMIT_NONE)
+    hist_delay: str | None = field(default=None, metadata=OMIT_NONE)
 
     @property
     def attempts(self) -> int:

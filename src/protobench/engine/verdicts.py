@@ -22,7 +22,9 @@ and intervals), in this order:
   :mod:`engine.bounds`); **host_saturated**: the host's CPU was busy and
   our processes were not the cause. When the host is saturated, the
   lateness and lag it causes are named as its symptoms, not the generator's.
-* **findings**: what the protocol plugin diagnoses from its counters.
+* **findings**: the generator's own delay when it is large beside the latency
+  (:func:`delay_findings`), then what the protocol plugin diagnoses from its
+  counters.
 """
 
 from __future__ import annotations
@@ -41,6 +43,7 @@ from protobench.engine.bounds import (
     LAG_BOUND_MS,
     LAG_BOUND_SHARE,
     LATE_BOUND_SHARE,
+    READ_BOUND_NS,
     Tally,
 )
 from protobench.engine.report_model import CheckResult, CpuVerdict, HostResources, Report
@@ -49,11 +52,51 @@ from protobench.engine.thresholds import evaluate_all
 from protobench.vocab.counters import BEHIND
 from protobench.vocab.thresholds import Threshold, format_value, parse_threshold
 
+DELAY_SHARE = 1.0
+"""Closed model: a generator delay (p50) from this share of the latency's p50 on is a finding
+(the replies waited longer for the generator than the server took to answer them)."""
+OPEN_DELAY_US = READ_BOUND_NS / 1000
+"""Open model: a generator delay (p50) past the lazy reads' bound is a finding."""
 DOWN_BOUND = 0.05
 """The built-in check's bound on the sessions' down time, as a share of sustain."""
 DOWN_CHECK = f"down < {DOWN_BOUND:.0%}"
 REPLY_CLASSES = ("protocol", "validation", "auth")
 """Error classes of an exchange the peer did answer (the others never completed)."""
+
+
+def delay_findings(sustain: PhaseSummary | None, open_model: bool) -> list[str]:
+    """One line per op whose replies waited long in the generator (kernel clock only).
+
+    The latencies exclude that wait (they end at the kernel's receive stamp), but
+    in the closed model each session waits it out before its next request, so
+    the run's throughput is the generator's: a finding when the delay's p50 is
+    more than :data:`DELAY_SHARE` of the latency's p50. The open model reads replies
+    lazily on purpose (up to its next send), so only a delay past that bound
+    (:data:`OPEN_DELAY_US`) is one: the generator is behind.
+    """
+    if sustain is None:
+        return []
+    found = []
+    for op, figures in sustain.ops.items():
+        delay = figures.generator_delay_us
+        latency = figures.latency_us.p50
+        if delay is None or delay.p50 is None or not latency:
+            continue
+        if open_model and delay.p50 > OPEN_DELAY_US:
+            found.append(
+                f"{op}: replies waited {delay.p50:,.0f} µs (p50) in the generator before it took"
+                f" them up, past its lazy reads' {OPEN_DELAY_US:,.0f} µs: the generator is behind"
+                " (more --processes); the latencies exclude the wait (kernel clock)"
+            )
+        elif not open_model and delay.p50 > DELAY_SHARE * latency:
+            found.append(
+                f"{op}: replies waited {delay.p50:,.0f} µs (p50) in the generator before it took"
+                f" them up, {delay.p50 / latency:.1f}x the latency's p50 ({latency:,.0f} µs):"
+                " each session waited that long before its next request, so the throughput is"
+                " the generator's (more --processes); the latencies exclude the wait (kernel"
+                " clock)"
+            )
+    return found
 
 
 def incomplete_reason(report: Report, passive: Collection[str] = frozenset()) -> str | None:

@@ -13,7 +13,10 @@ in-flight exchanges finish during ``drain`` (sessions are told with
 they are ``settled`` (deliveries still on their way; all of it forms the
 ``drain`` phase, bounded by its length), then sends ``BYE``. From the plan on,
 it sends a ``BEAT`` frame every interval, so the controller can tell a hung
-worker from a quiet one. A fatal error is sent as ``ERROR`` with its message.
+worker from a quiet one. With a request count, it sends ``DONE`` once its
+share has been started and has ended, and stays in sustain, idle, until the
+controller's ``STOP`` (every worker done); its last interval ends when its
+last exchange did. A fatal error is sent as ``ERROR`` with its message.
 
 Every interval's end (and every :data:`SWEEP` seconds) counts the exchanges
 pending longer than the timeout (:meth:`ExchangeDriver.sweep`) and the time
@@ -50,6 +53,8 @@ from protobench.hostutil import raise_fd_limit
 from protobench.lifeline import die_with_parent
 from protobench.protocols import registry
 from protobench.protocols.base import Session, SessionContext, StreamSession
+from protobench.protocols.timestamps.clock import KERNEL, WALL, probe
+from protobench.protocols.timestamps.reactor import Reactor
 
 OPEN_CONCURRENCY = 256
 STREAM_GRACE = 0.5
@@ -60,6 +65,8 @@ FOLD_AT_LEAST = 1_000
 """Latencies a tick waits for before it folds them (the interval's end folds the rest)."""
 SWEEP = 0.5
 """Seconds between sweeps for exchanges pending longer than the timeout (at most)."""
+COUNT_POLL = 0.001
+"""Seconds between looks at the exchanges still pending once the request count is spent."""
 FIRST_INTERVAL = 0.1
 """Seconds of the warmup's first interval (then aligned to the interval): the first figures
 come a tenth of a second after the start, not a whole interval."""
@@ -111,7 +118,25 @@ class Worker:
         self.recorders: dict[str, OpRecorder] = {}
         self.slots: dict[str, list[Slot]] = {}
         self.drivers: list[Driver] = []
+        self.reactors: dict[str, Reactor] = {}
+        """Each group's stamped sockets, when the run reads the kernel's clock."""
         self.max_lag = 0.0
+        self.state.counted = spec.requests is not None
+        self.done_at: float | None = None
+        """When this worker's share of the request count had all ended (monotonic)."""
+        self._counting: asyncio.Task[None] | None = None
+
+    def _reactor(self, group: str) -> Reactor | None:
+        """The group's reactor when the run asks for the kernel's clock and the kernel has it."""
+        if self.plan.clock != KERNEL:
+            return None
+        support = probe()
+        if not support.receive:
+            return None
+        reactor = self.reactors.get(group)
+        if reactor is None:
+            reactor = self.reactors[group] = Reactor(send=support.send)
+        return reactor
 
     def _contexts(
         self, group: GroupPlan, part: GroupSlice, recorder: OpRecorder
@@ -130,6 +155,7 @@ class Worker:
                 timeout=self.plan.timeout,
                 count=recorder.count,
                 sent=recorder.sent,
+                reactor=self._reactor(group.name),
             )
             for index in part.indices
         ]
@@ -154,7 +180,27 @@ class Worker:
             results = await asyncio.gather(*(open_one(slot) for slot in slots))
             opened += sum(results)
             failed += len(results) - sum(results)
-        return {"pid": os.getpid(), "opened": opened, "failed": failed}
+        hello: dict[str, Any] = {
+            "pid": os.getpid(),
+            "opened": opened,
+            "failed": failed,
+            "clock": self.clocks(),
+        }
+        if self.plan.clock == KERNEL and not (support := probe()).receive:
+            hello["clock_reason"] = support.reason
+        return hello
+
+    def clocks(self) -> dict[str, dict[str, int]]:
+        """Per group, how many open sessions read the kernel's receive and send stamps."""
+        out = {}
+        for name, slots in self.slots.items():
+            stamps = [slot.ctx.stamps for slot in slots if slot.session is not None]
+            out[name] = {
+                "sessions": len(stamps),
+                "kernel_receive": sum(s.kernel_receive for s in stamps),
+                "kernel_send": sum(s.kernel_send for s in stamps),
+            }
+        return out
 
     def build_drivers(self, ramp_seconds: float) -> None:
         groups = {g.name: g for g in self.plan.groups}
@@ -192,13 +238,45 @@ class Worker:
                         part.ramp_to,
                         ramp_seconds,
                         precision_ns=int(self.plan.pacing_precision * 1e9),
+                        reactor=self.reactors.get(part.name),
                     )
                 )
             else:
                 self.drivers.append(ClosedDriver(slots, recorder, self.state))
 
+    def pending(self) -> int:
+        """Exchanges not ended yet, over every driver of exchanges."""
+        return sum(d.pending for d in self.drivers if isinstance(d, ExchangeDriver))
+
+    def count_from_here(self) -> None:
+        """The sustain begins: its request count starts (this worker's share of it).
+
+        What is pending now ends in sustain and counts there, so fewer start;
+        once the count is spent and all of it has ended, ``DONE`` tells the
+        controller, which ends the sustain of every worker when all are done.
+        """
+        quota = self.spec.requests
+        if quota is None:
+            return
+        self.state.allow(quota - self.pending())
+        self._counting = asyncio.get_running_loop().create_task(self._count_reached())
+
+    async def _count_reached(self) -> None:
+        await self.state.spent.wait()
+        while self.pending():  # noqa: ASYNC110 - polled only once the count is spent
+            await asyncio.sleep(COUNT_POLL)
+        self.done_at = time.monotonic()
+        self.out.send(FrameKind.DONE, {"worker": self.spec.worker})
+
+    def read_arrived(self) -> None:
+        """Take up the replies that lazy reads left waiting (before timeouts or an interval)."""
+        for driver in self.drivers:
+            if isinstance(driver, ExchangeDriver):
+                driver.read_arrived()
+
     def sweep(self, final: bool = False) -> None:
         """Count exchanges pending longer than the timeout (and, with ``final``, the rest)."""
+        self.read_arrived()
         now = perf_ns()
         for driver in self.drivers:
             if isinstance(driver, ExchangeDriver):
@@ -242,6 +320,7 @@ class Worker:
             await asyncio.sleep(TICK)
             now = loop.time()
             self.max_lag = max(self.max_lag, now - expected)
+            WALL.resync()
             for recorder in self.recorders.values():
                 recorder.fold_pending(FOLD_AT_LEAST)
             if now >= next_sweep:
@@ -256,6 +335,8 @@ class Worker:
         sessions = self._stop_load()
         drain_start = time.monotonic()
         await self._drain(sessions, drain_start + self.plan.drain)
+        if self._counting is not None:
+            tasks.append(self._counting)
         for task in tasks:
             task.cancel()
         await asyncio.gather(*tasks, return_exceptions=True)
@@ -272,6 +353,8 @@ class Worker:
             for slot in slots:
                 slot.down_since = start_ns if slot.session is None else 0
         tasks: list[asyncio.Task[None]] = [asyncio.create_task(self.tick())]
+        if self.plan.warmup <= 0:
+            self.count_from_here()  # before the first exchange
         for driver in self.drivers:
             if isinstance(driver, ClosedDriver):
                 driver.start()
@@ -288,6 +371,8 @@ class Worker:
         for phase, length in (("warmup", self.plan.warmup), ("sustain", self.plan.duration)):
             if length <= 0:
                 continue
+            if phase == "sustain" and self.plan.warmup > 0:
+                self.count_from_here()  # right after the warmup's last report: nothing between
             if await self._phase(phase, phase_start, length, stop_requested):
                 return
             phase_start += length
@@ -295,7 +380,8 @@ class Worker:
     async def _phase(
         self, phase: str, phase_start: float, length: float, stop_requested: asyncio.Event
     ) -> bool:
-        """One phase's intervals, each reported as it ends; True when a stop ended it."""
+        """One phase's intervals, each reported as it ends; True when a stop ended it. Once a
+        request count has ended the load, its last interval ends when the last exchange did."""
         interval = self.plan.interval
         phase_end = phase_start + length
         early = phase == "warmup" and interval > 4 * FIRST_INTERVAL
@@ -304,12 +390,14 @@ class Worker:
         while True:
             tick = min(phase_end, phase_start + interval_end(index, interval, early))
             stopped = await _wait_until(tick, stop_requested)
-            now = time.monotonic()
+            end = min(time.monotonic(), tick)
+            if self.done_at is not None:
+                end = max(t0, min(end, self.done_at))
             self.sweep()
             self.accrue_down()
-            self.flush(phase, index, t0 - phase_start, min(now, tick) - phase_start)
+            self.flush(phase, index, t0 - phase_start, end - phase_start)
             index += 1
-            t0 = min(now, tick)
+            t0 = end
             if stopped or tick >= phase_end:
                 return stopped
 
@@ -351,6 +439,9 @@ class Worker:
                 asyncio.gather(*closes, return_exceptions=True),
                 max(CLOSE_TIMEOUT, self.plan.timeout),
             )
+        await asyncio.sleep(0)  # the closed transports' connection_lost callbacks
+        for reactor in self.reactors.values():
+            reactor.close()
 
 
 def interval_end(index: int, interval: float, early: bool) -> float:

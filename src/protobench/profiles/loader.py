@@ -39,6 +39,7 @@ class ProfileError(BadInput):
         super().__init__(f"{where}: {key}: {message}" if key else f"{where}: {message}")
         self.source = source
         self.key = key
+        self.message = message
         self.line = line
 
 
@@ -90,6 +91,12 @@ def parse(text: str, source: str) -> LoadedProfile:
         message = str(exc)[: where.start()].strip() if where else str(exc)
         line = int(where.group(1)) if where else None
         raise ProfileError(source, "", f"invalid TOML: {message}", line) from exc
+    return from_data(data, source, text)
+
+
+def from_data(data: dict[str, Any], source: str, text: str) -> LoadedProfile:
+    """Validate a profile's data; ``text`` is its TOML (its hash is the profile's, its lines
+    locate errors); ``source`` names it in errors."""
     try:
         profile = Profile.model_validate(data)
     except ValidationError as exc:

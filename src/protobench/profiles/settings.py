@@ -18,17 +18,22 @@ Nothing here imports pydantic: the command line's ``--help`` reads this table.
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Collection, Mapping
 from dataclasses import dataclass, field, fields
 from types import MappingProxyType
 from typing import Any, Final, cast
 
+from protobench.vocab.flagnames import FlagNames
 from protobench.vocab.thresholds import parse_threshold
-from protobench.vocab.units import parse_duration, parse_rate, parse_scalar
+from protobench.vocab.units import MAX_DURATION, parse_duration, parse_rate, parse_scalar
 
 MAX_SESSIONS = 1_000_000
 """The most sessions of one group, and the most ``connections``."""
 MAX_PROCESSES = 256
+MAX_REQUESTS = 10**12
+"""The largest request count (``requests``, ``-n``)."""
+NO_TIME_LIMIT = MAX_DURATION
+"""The sustain's length when a request count ends it and no duration was given (30 days)."""
 
 
 def _count(text: str) -> int:
@@ -67,6 +72,16 @@ def _interval(value: float) -> float:
 def _thresholds(value: tuple[str, ...]) -> tuple[str, ...]:
     for expr in value:
         parse_threshold(expr)
+    return value
+
+
+CLOCKS: Final = ("kernel", "user")
+"""Where exchange times come from (:mod:`protobench.protocols.timestamps`)."""
+
+
+def _clock(value: str) -> str:
+    if value not in CLOCKS:
+        raise ValueError(f"expected {' or '.join(CLOCKS)}, got {value!r}")
     return value
 
 
@@ -148,22 +163,20 @@ PAIRS: Final = Kind(parse=parse_pair, collect=dict, merge=lambda old, new: {**ol
 
 
 @dataclass(frozen=True, kw_only=True)
-class Setting:
+class Setting(FlagNames):
     """One row of the table: a field of :class:`RunSettings` and what :func:`setting` says of it.
 
-    ``flag`` is ``None`` for a profile key that no flag overrides; ``metavar`` is
-    the flag's placeholder in ``--help`` and the docs; ``help`` its ``--help`` line
-    and its description in the profile schema; ``ge`` and ``le`` bound it;
-    ``check`` validates it after its type (``ValueError`` says what was
-    expected); ``vary``: ``sweep --vary`` takes it (a table as ``NAME.KEY``).
+    Its flag's names, placeholder (in ``--help`` and the docs) and ``--help``
+    line are :class:`FlagNames`' (the help line is also its description in the
+    profile schema); ``flag`` is ``None`` for a profile key that no flag
+    overrides. ``hint`` follows an error about the flag's value; ``ge`` and
+    ``le`` bound it; ``check`` validates it after its type (``ValueError`` says
+    what was expected); ``vary``: ``sweep --vary`` takes it (a table as ``NAME.KEY``).
     """
 
     name: str = ""
     kind: Kind
-    flag: str | None = None
-    short: str | None = None
-    metavar: str = ""
-    help: str = ""
+    hint: str = ""
     vary: bool = False
     ge: float | None = None
     le: float | None = None
@@ -195,6 +208,8 @@ def setting[T](
     *,
     flag: str | None = None,
     short: str | None = None,
+    aliases: tuple[str, ...] = (),
+    hint: str = "",
     metavar: str = "",
     help: str = "",
     vary: bool = False,
@@ -207,6 +222,8 @@ def setting[T](
         kind=kind,
         flag=flag,
         short=short,
+        aliases=aliases,
+        hint=hint,
         metavar=metavar,
         help=help,
         vary=vary,
@@ -240,8 +257,10 @@ class RunSettings:
         10.0,
         flag="--duration",
         short="-d",
+        aliases=("-z",),
+        hint="(-d is the duration; a request body is --data BODY, curl's -d)",
         metavar="DURATION",
-        help="Sustain phase, e.g. 30s.",
+        help="Sustain phase, e.g. 30s (-z: oha's and hey's name).",
         vary=True,
         check=positive("a duration"),
     )
@@ -260,6 +279,19 @@ class RunSettings:
         le=MAX_SESSIONS,
     )
     """Rescales the back-to-back groups (:func:`protobench.engine.plan.resolve`)."""
+    requests: int | None = setting(
+        COUNT,
+        None,
+        flag="--requests",
+        short="-n",
+        metavar="N",
+        help="Stop after N exchanges (then no warmup or time limit unless given).",
+        vary=True,
+        ge=1,
+        le=MAX_REQUESTS,
+    )
+    """The sustain phase ends after this many exchanges (every group's, over every worker);
+    with it, ``warmup`` and ``duration`` are only what is given (:func:`counted_limits`)."""
     rate: float | None = setting(
         RATE,
         None,
@@ -316,6 +348,19 @@ class RunSettings:
         le=0.1,
     )
     """Open model: see :data:`~protobench.engine.schedule.PACING_PRECISION_NS`."""
+    clock: str = setting(
+        TEXT,
+        "kernel",
+        flag="--clock",
+        metavar="CLOCK",
+        help="Exchange times from the kernel's socket timestamps (default, where available)"
+        " or from user space.",
+        vary=True,
+        check=_clock,
+    )
+    """``kernel``: a request's time is the kernel's send stamp and a reply's its receive stamp,
+    where the platform and the protocol give them (else user space, said in a notice);
+    ``user``: the engine's own reads of the clock around the send and at the completion."""
     drain: float = setting(
         DURATION, 2.0, help="How long in-flight exchanges may finish after sustain, e.g. 2s."
     )
@@ -402,6 +447,22 @@ FLAGGED: Final = tuple(s for s in SETTINGS if s.flag is not None)
 """The settings a flag overrides, in the flags' order."""
 VARY_KEYS: Final = tuple(s.vary_key for s in SETTINGS if s.vary)
 """What ``sweep --vary`` takes: ``duration``, ..., ``options.KEY``, ``serve.KEY``."""
+
+
+def counted_limits(settings: RunSettings, explicit: Collection[str]) -> RunSettings:
+    """``settings`` of a run that its request count ends: no warmup and no time limit
+    (:data:`NO_TIME_LIMIT`) unless ``explicit`` (the keys given) names ``warmup`` or ``duration``.
+
+    A count given as a flag comes with only the flags' limits (oha's and hey's ``-n``);
+    a profile's ``requests`` key with the file's ``warmup`` and ``duration`` keys too.
+    """
+    if settings.requests is None:
+        return settings
+    return dataclasses.replace(
+        settings,
+        warmup=settings.warmup if "warmup" in explicit else 0.0,
+        duration=settings.duration if "duration" in explicit else NO_TIME_LIMIT,
+    )
 
 
 def flag_of(name: str) -> str:

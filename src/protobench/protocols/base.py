@@ -48,6 +48,8 @@ from typing import Any, ClassVar
 
 from pydantic import BaseModel, ConfigDict
 
+from protobench.protocols.timestamps.clock import Stamps
+from protobench.protocols.timestamps.reactor import Reactor
 from protobench.redaction import redact_text, redact_url
 from protobench.vocab.errors import OpError
 from protobench.vocab.recorder import Recorder, Tally
@@ -110,6 +112,15 @@ class SessionContext:
     group (``resent``, ``stray``...), for what is not an exchange's outcome.
     ``sent`` is the group's tally of bytes sent: a session adds what it writes
     once it is open (``sent.n += size``; the handshakes of opening are not counted).
+
+    ``stamps`` are the times of the session's exchange in flight: its send
+    sets ``stamps.sent`` immediately before the syscall that sends a request
+    (:meth:`~protobench.protocols.timestamps.clock.Stamps.stamp_send`, or a
+    stamped transport's ``write_request``), and a stamped transport sets
+    ``stamps.received`` from the kernel (see :mod:`protobench.protocols.timestamps`).
+    ``reactor`` is given when the run reads the kernel's clock: a session that
+    can connects through it (:func:`~protobench.protocols.timestamps.transport.open_stamped`);
+    ``None`` is the user clock (the loop's own transports).
     """
 
     target: str
@@ -122,6 +133,8 @@ class SessionContext:
     timeout: float
     count: Callable[[str, int], None] = field(default=lambda name, n: None, compare=False)
     sent: Tally = field(default_factory=Tally, compare=False)
+    stamps: Stamps = field(default_factory=Stamps, compare=False)
+    reactor: Reactor | None = field(default=None, compare=False)
 
 
 class Session(abc.ABC):

@@ -2,7 +2,8 @@
 
 Each side is one or more snapshots. For every operation and the ``TOTAL`` of
 all operations, and for each metric (throughput, p50, p90, p95, p99, p99.9,
-error rate), a side's samples are the metric's values in its **sustain intervals**
+error rate, and the generator's delay p50 and p99 when a side measured it: the
+kernel clock), a side's samples are the metric's values in its **sustain intervals**
 (intervals shorter than half the plan's interval are left out; with several
 runs the samples of all of them are pooled). A side is summarised by the
 median and its 95% confidence interval; the two sides are compared with the
@@ -73,15 +74,24 @@ from protobench.snapshots.stats import (
 from protobench.vocab.exceptions import ExitCode
 from protobench.vocab.percentiles import PERCENTILE_KEYS, PERCENTILE_LABELS
 
-METRICS = ("throughput", *PERCENTILE_KEYS, "error_rate")
+DELAY_METRICS = {"delay_p50": "p50", "delay_p99": "p99"}
+"""The generator's delay (``generator_delay_us``), by the percentile each one is."""
+METRICS = ("throughput", *PERCENTILE_KEYS, "error_rate", *DELAY_METRICS)
 LATENCY_METRICS = PERCENTILE_KEYS
-LABELS = {**PERCENTILE_LABELS, "error_rate": "error rate"}
+LABELS = {
+    **PERCENTILE_LABELS,
+    "error_rate": "error rate",
+    "delay_p50": "gen. delay p50",
+    "delay_p99": "gen. delay p99",
+}
 """How a metric is shown (``p999`` as ``p99.9``); a metric not listed is shown by its name."""
 ALIASES = {
     **{label: key for key, label in PERCENTILE_LABELS.items() if label != key},
     "error-rate": "error_rate",
     "errors": "error_rate",
     "rps": "throughput",
+    "delay-p50": "delay_p50",
+    "delay-p99": "delay_p99",
 }
 ALPHA = 0.05
 MIN_INTERVAL_FRACTION = 0.5
@@ -309,6 +319,10 @@ def samples(items: Sequence[Interval], op: str, metric: str) -> list[float]:
         elif metric == "error_rate":
             if figures.attempts:
                 values.append(figures.error_rate)
+        elif metric in DELAY_METRICS:
+            delay = figures.generator_delay_us
+            if delay is not None and (value := delay.value(DELAY_METRICS[metric])) is not None:
+                values.append(value)
         elif (value := latency(figures, metric)) is not None:
             values.append(value)
     return values
@@ -316,12 +330,14 @@ def samples(items: Sequence[Interval], op: str, metric: str) -> list[float]:
 
 def whole_phase(snapshots: Sequence[Snapshot], op: str, metric: str) -> tuple[float | None, int]:
     """The metric over the whole sustain phase of every snapshot together, and its sample count."""
-    if metric in LATENCY_METRICS:
-        hist = phase_histogram(snapshots, op)
+    if metric in LATENCY_METRICS or metric in DELAY_METRICS:
+        delay = metric in DELAY_METRICS
+        hist = phase_histogram(snapshots, op, key="hist_delay" if delay else "hist")
         count = int(hist.get_total_count())
         if count == 0:
             return None, 0
-        return float(hist.get_value_at_percentile(_PERCENTILE[metric])), count
+        percentile = _PERCENTILE[DELAY_METRICS[metric] if delay else metric]
+        return float(hist.get_value_at_percentile(percentile)), count
     ok, errors, seconds = phase_counts(snapshots, op)
     if metric == "throughput":
         return (ok / seconds if seconds > 0 else None), ok
@@ -330,9 +346,10 @@ def whole_phase(snapshots: Sequence[Snapshot], op: str, metric: str) -> tuple[fl
 
 def percentile_samples(metric: str) -> int:
     """The fewest samples for ``metric``'s percentile to differ from the maximum (p99: 100)."""
-    if metric not in LATENCY_METRICS:
+    name = DELAY_METRICS.get(metric, metric)
+    if name not in LATENCY_METRICS:
         return 1
-    return math.ceil(100.0 / (100.0 - _PERCENTILE[metric]) - 1e-9)
+    return math.ceil(100.0 / (100.0 - _PERCENTILE[name]) - 1e-9)
 
 
 def too_few(n_base: int, n_new: int, alpha: float, confidence: float) -> str | None:
@@ -501,6 +518,8 @@ def compare(
     if not base or not new:
         raise ValueError("each side of a comparison needs at least one snapshot")
     base_side, new_side = _Side.of(base), _Side.of(new)
+    if not _measures_delay([*base, *new]):  # user-clock runs: no generator delay to compare
+        metrics = [m for m in metrics if m not in DELAY_METRICS]
     ops = [op for op in dict.fromkeys(base_side.ops) if op in new_side.ops]
     one_side = _one_side_ops(base_side.ops, new_side.ops)
     warnings = comparability(base_side.runs, new_side.runs)
@@ -538,6 +557,15 @@ def compare(
         accept_inconclusive=accept_inconclusive,
         exit_code=exit_code(results, accept_inconclusive),
         profile=profile_changes(base, new),
+    )
+
+
+def _measures_delay(snapshots: Sequence[Snapshot]) -> bool:
+    """Whether any of the runs measured the generator's delay (the kernel clock)."""
+    return any(
+        "hist_delay" in hists
+        for s in snapshots
+        for hists in s.histograms.get("sustain", {}).values()
     )
 
 
@@ -649,7 +677,7 @@ def _sample_notes(n_base: int, n_new: int, alpha: float, confidence: float) -> l
 def _geomeans(rows: Sequence[Row], metrics: Sequence[str]) -> list[GeomeanRow]:
     out = []
     for metric in metrics:
-        if metric == "error_rate":
+        if metric == "error_rate" or metric in DELAY_METRICS:
             continue
         pairs = [
             (row.base.median, row.new.median)

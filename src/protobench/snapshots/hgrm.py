@@ -31,7 +31,7 @@ from hdrh.histogram import HdrHistogram
 
 from protobench.engine.metrics import SIGNIFICANT_DIGITS, new_histogram
 from protobench.snapshots.model import Snapshot
-from protobench.snapshots.series import TOTAL, phase_histogram
+from protobench.snapshots.series import TOTAL, HistKey, phase_histogram
 
 TICKS_PER_HALF_DISTANCE = 5
 MS_PER_US = 1000.0
@@ -95,9 +95,9 @@ def write_hgrm(snapshot: Snapshot, out: TextIO, phase: str | None = "sustain") -
         for name in phases
         for hists in histograms.get(name, {}).values()
     )
-    kinds = [(False, "corrected" if open_model else "latency")]
+    kinds: list[tuple[HistKey, str]] = [("hist", "corrected" if open_model else "latency")]
     if open_model:
-        kinds.append((True, "uncorrected"))
+        kinds.append(("hist_uncorrected", "uncorrected"))
     out.write(
         f"# protobench {snapshot.provenance['tool_version']} snapshot {snapshot.id}, "
         f"profile {snapshot.report.profile}, phase {phase or 'all'}\n"
@@ -110,11 +110,11 @@ def write_hgrm(snapshot: Snapshot, out: TextIO, phase: str | None = "sustain") -
             "uncorrected: from the actual send\n"
         )
     sections = 0
-    for uncorrected, label in kinds:
+    for key, label in kinds:
         for op in ops:
             hist = new_histogram()
             for name in phases:
-                hist.add(phase_histogram([snapshot], op, name, uncorrected))
+                hist.add(phase_histogram([snapshot], op, name, key))
             out.write(f"\n# op: {op}, {label}\n")
             percentile_distribution(hist, out)
             sections += 1

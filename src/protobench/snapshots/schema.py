@@ -35,6 +35,7 @@ def histograms_problem(histograms: PhaseHistograms) -> str | None:
             for key, encoded in (
                 ("hist", hists["hist"]),
                 ("hist_uncorrected", hists.get("hist_uncorrected", "")),
+                ("hist_delay", hists.get("hist_delay", "")),
             ):
                 try:
                     decoded(encoded, f"histograms.{phase}.{op}.{key}")

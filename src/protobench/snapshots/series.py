@@ -19,6 +19,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
+from typing import Literal
 
 from hdrh.histogram import HdrHistogram
 
@@ -59,7 +60,8 @@ def total_of(ops: dict[str, OpSummary], seconds: float) -> OpSummary:
     """The exact merge of one interval's per-op summaries, with its encoded histograms.
 
     In the open model (an op has ``hist_uncorrected``) the total has the
-    uncorrected latencies and histogram too.
+    uncorrected latencies and histogram too; with the kernel clock (an op has
+    ``hist_delay``) the generator's delay.
     """
     acc = OpAccumulator()
     for summary in ops.values():
@@ -69,6 +71,7 @@ def total_of(ops: dict[str, OpSummary], seconds: float) -> OpSummary:
         op_summary(acc, seconds, corrected=corrected),
         hist=encode(acc.hist) if acc.ok else "",
         hist_uncorrected=encode(acc.hist_uncorrected) if corrected else None,
+        hist_delay=encode(acc.hist_delay) if acc.hist_delay.get_total_count() else None,
     )
 
 
@@ -112,6 +115,7 @@ def intervals(
                 for key, encoded in (
                     ("hist", figures.hist),
                     ("hist_uncorrected", figures.hist_uncorrected),
+                    ("hist_delay", figures.hist_delay),
                 ):
                     where = f"series.{number}.ops.{op}.{key}"
                     checked_histogram(snapshot, where, encoded or "")
@@ -124,12 +128,17 @@ def intervals(
     return out
 
 
-def phase_histogram(
-    snapshots: Sequence[Snapshot], op: str, phase: str = "sustain", uncorrected: bool = False
-) -> HdrHistogram:
-    """The merged latency histogram of ``op`` (or ``TOTAL``) over the phase of every snapshot.
+type HistKey = Literal["hist", "hist_uncorrected", "hist_delay"]
+"""A phase histogram: latencies; the open model's from the actual send; the generator's delay."""
 
-    ``uncorrected``: the open model's latencies from the actual send.
+
+def phase_histogram(
+    snapshots: Sequence[Snapshot], op: str, phase: str = "sustain", key: HistKey = "hist"
+) -> HdrHistogram:
+    """The merged histogram ``key`` of ``op`` (or ``TOTAL``) over the phase of every snapshot.
+
+    ``hist``: the latencies; ``hist_uncorrected``: the open model's latencies from
+    the actual send; ``hist_delay``: the generator's delay (empty when not measured).
     """
     encoded: list[str] = []
     for snapshot in snapshots:
@@ -138,7 +147,7 @@ def phase_histogram(
         for name in names:
             if name in hists:
                 item = hists[name]
-                encoded.append(item.get("hist_uncorrected", "") if uncorrected else item["hist"])
+                encoded.append(item.get(key, ""))
     return merge(encoded)
 
 

@@ -49,6 +49,8 @@ class RunInfo:
     sessions_opened: int
     sessions_failed: int
     log_dir: str
+    requests: int | None = None
+    """The exchanges that end the sustain (``-n``), when counted."""
 
     @property
     def open_model(self) -> bool:
@@ -77,6 +79,7 @@ class RunInfo:
             sessions_opened=event.sessions_opened,
             sessions_failed=event.sessions_failed,
             log_dir=event.log_dir,
+            requests=plan.get("requests"),
         )
 
 

@@ -1,13 +1,20 @@
-"""HttpConnection against the embedded target and raw servers on loopback."""
+"""HttpConnection against the embedded target and raw servers on loopback.
+
+Every test runs twice: on the loop's own transport (the user clock) and on the
+stamped transport that reads the kernel's timestamps (the kernel clock).
+"""
 
 from __future__ import annotations
 
 import asyncio
 import time
+from collections.abc import Iterator
 
 import pytest
 
 from protobench.protocols.http.client import HttpConnection, build_request, parse_url
+from protobench.protocols.timestamps.clock import probe
+from protobench.protocols.timestamps.reactor import Reactor
 from protobench.targets.http import encode_response
 from protobench.vocab.errors import ErrorClass, OpError
 from tests.support.http import UVLOOP_BACKEND, closed_port, http_target, raw_server
@@ -20,8 +27,24 @@ def anyio_backend() -> object:
     return UVLOOP_BACKEND
 
 
+_CLOCK = ["user"]
+
+
+@pytest.fixture(autouse=True, params=["user", "kernel"])
+def clock(request: pytest.FixtureRequest) -> Iterator[str]:
+    """The clock of the connections the test opens (``_connect``)."""
+    if request.param == "kernel" and not probe().receive:
+        pytest.skip(f"no kernel timestamps here: {probe().reason}")
+    _CLOCK[0] = request.param
+    yield request.param
+    _CLOCK[0] = "user"
+
+
 async def _connect(url: str, limit: float = 5.0) -> HttpConnection:
-    return await HttpConnection.connect(parse_url(url), ssl=None, timeout=limit)
+    reactor = Reactor.of() if _CLOCK[0] == "kernel" else None
+    conn = await HttpConnection.connect(parse_url(url), ssl=None, timeout=limit, reactor=reactor)
+    assert conn.stamps.kernel_receive is (reactor is not None)
+    return conn
 
 
 async def test_keep_alive_reuses_one_connection() -> None:

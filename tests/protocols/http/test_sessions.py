@@ -4,16 +4,22 @@ from __future__ import annotations
 
 import asyncio
 import ssl
+import time
 from collections import Counter
 from pathlib import Path
 
 import pytest
 
+from protobench.protocols.base import CallbackSession
+from protobench.protocols.http.plugin import HttpProtocol
+from protobench.protocols.timestamps.clock import probe
+from protobench.protocols.timestamps.reactor import Reactor
 from protobench.vocab.errors import ErrorClass, OpError
 from tests.support.http import (
     UVLOOP_BACKEND,
     back_to_back,
     closed_port,
+    context,
     exchange,
     http_target,
     open_session,
@@ -220,3 +226,45 @@ async def test_tls_verification_failure_is_a_connect_error(tmp_path: Path) -> No
         assert server.served == 51
         await insecure.close()
         await trusted.close()
+
+
+async def test_the_kernel_clock_reads_plain_http_and_leaves_tls_to_the_loop(
+    tmp_path: Path,
+) -> None:
+    """With a reactor a plain connection, and each one reopened after the server closed the
+    last, is read with the kernel's stamps (the reply's after the request's); a TLS
+    connection is read on the loop's transport and only its send is stamped, in user space."""
+    if not probe().receive:
+        pytest.skip(f"no kernel timestamps here: {probe().reason}")
+    reactor = Reactor.of()
+
+    def respond_and_close(transport: asyncio.Transport, data: bytes) -> None:
+        transport.write(b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\nConnection: close\r\n\r\nok")
+        transport.close()
+
+    async with raw_server(respond_and_close) as url:
+        ctx = context(url, reactor=reactor)
+        session = await HttpProtocol().open_session(ctx)
+        assert isinstance(session, CallbackSession)
+        # The kernel turns stamping on host-wide from a work queue when the first socket
+        # asks: the very first reply may come unstamped; the reactor keeps it on after.
+        assert (await exchange(session))[0] is None
+        for _ in range(3):  # each on a new connection, kept on the kernel's clock
+            ctx.stamps.sent = 0
+            assert (await exchange(session))[0] is None
+            assert ctx.stamps.kernel_receive
+            assert 0 < ctx.stamps.sent < ctx.stamps.received <= time.perf_counter_ns()
+        await session.close()
+    cert, key = self_signed(tmp_path)
+    server_tls = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
+    server_tls.load_cert_chain(cert, key)
+    async with http_target(ssl=server_tls) as server:
+        ctx = context(server.url, options={"ca_file": str(cert)}, reactor=reactor)
+        session = await HttpProtocol().open_session(ctx)
+        assert isinstance(session, CallbackSession)
+        before = time.perf_counter_ns()
+        assert (await exchange(session))[0] is None
+        assert not ctx.stamps.kernel_receive
+        assert before <= ctx.stamps.sent <= time.perf_counter_ns()
+        assert ctx.stamps.received == 0
+        await session.close()

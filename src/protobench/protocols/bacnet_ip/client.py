@@ -51,6 +51,7 @@ from protobench.protocols.bacnet_ip.codec import (
 )
 from protobench.protocols.bacnet_ip.segments import Reassembly, segment_ack_apdu
 from protobench.protocols.base import Done
+from protobench.protocols.timestamps.clock import Stamps, perf_ns
 from protobench.vocab.errors import ErrorClass, OpError
 from protobench.vocab.recorder import Tally
 
@@ -250,6 +251,9 @@ class DatagramClient:
         self.stray = 0
         self.sent = Tally()
         """The bytes of the datagrams sent (a session sets its op's tally once open)."""
+        self.stamps = Stamps()
+        """The times of the request in flight (a session sets its own once open): its first
+        datagram's send is stamped, not a resend's."""
         self.count = count or _uncounted
         self.closed = False
         self._parked: deque[tuple[Request, Done]] = deque()
@@ -301,6 +305,7 @@ class DatagramClient:
         lane.inflight += 1
         if self._timer is None:
             self._timer = self.loop.call_later(self.tick, self._sweep)
+        self.stamps.sent = perf_ns()
         try:
             lane.send(wire)
         except OSError as exc:

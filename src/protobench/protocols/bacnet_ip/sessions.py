@@ -235,4 +235,5 @@ async def open_lean_session(
         client.close()
         raise
     client.sent = ctx.sent
+    client.stamps = ctx.stamps
     return LeanSession(client, requests, ctx.index)

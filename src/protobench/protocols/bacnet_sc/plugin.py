@@ -49,8 +49,10 @@ class BacnetScProtocol(ProtocolPlugin):
         payloads = TaggedPayloads(ctx.index, params.payload, "binary")
         if isinstance(params, UnicastParams):
             nodes = [bytes.fromhex(node.replace(":", "")) for node in params.nodes]
-            return UnicastSession(link, release, payloads, nodes, ctx.timeout, ctx.sent)
-        return BroadcastSession(link, release, payloads, params.echoes, ctx.timeout, ctx.sent)
+            return UnicastSession(link, release, payloads, nodes, ctx.timeout, ctx.sent, ctx.stamps)
+        return BroadcastSession(
+            link, release, payloads, params.echoes, ctx.timeout, ctx.sent, ctx.stamps
+        )
 
 
 def _alive(link: Link) -> bool:

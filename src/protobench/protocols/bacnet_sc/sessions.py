@@ -29,6 +29,7 @@ from collections.abc import Callable
 from protobench.protocols.bacnet_sc.client import Link
 from protobench.protocols.base import AsyncSession, CallbackSession, Done
 from protobench.protocols.payloads import TaggedPayloads
+from protobench.protocols.timestamps.clock import Stamps, perf_ns
 from protobench.vocab.errors import ErrorClass, OpError
 from protobench.vocab.recorder import Tally
 
@@ -86,9 +87,11 @@ class UnicastSession(CallbackSession):
         nodes: list[bytes],
         timeout: float,
         sent: Tally,
+        stamps: Stamps | None = None,
     ) -> None:
         self._echoes = _Echoes(link, release, payloads, timeout)
         self._sent = sent
+        self._stamps = stamps if stamps is not None else Stamps()
         self._nodes = nodes
         self._random = random.Random(payloads.source)
         self._done: Done | None = None
@@ -112,6 +115,7 @@ class UnicastSession(CallbackSession):
         self._expected = echoes.prefix + payload
         self._done = done
         self._sent_at = self._loop.time()
+        self._stamps.sent = perf_ns()  # bac-py frames and writes it in this call
         link.transport.send_unicast(payload, node)
         self._sent.n += len(payload)
 
@@ -165,9 +169,11 @@ class BroadcastSession(AsyncSession):
         echoes: int,
         timeout: float,
         sent: Tally,
+        stamps: Stamps | None = None,
     ) -> None:
         self._echoes = _Echoes(link, release, payloads, timeout)
         self._sent = sent
+        self._stamps = stamps if stamps is not None else Stamps()
         self._wanted = echoes
         self._expected = b""
         self._sources: set[bytes] = set()
@@ -187,6 +193,7 @@ class BroadcastSession(AsyncSession):
         self._nbytes = 0
         waiter: asyncio.Future[int] = asyncio.get_running_loop().create_future()
         self._waiter = waiter
+        self._stamps.sent = perf_ns()  # bac-py frames and writes it in this call
         link.transport.send_broadcast(payload)
         self._sent.n += len(payload)
         try:

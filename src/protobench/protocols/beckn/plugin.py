@@ -73,7 +73,9 @@ class BecknProtocol(ProtocolPlugin):
             start=ctx.index,
         )
         ssl = _ssl_context(options.insecure, options.ca_file) if endpoint.tls else None
-        conn = await HttpConnection.connect(endpoint, ssl=ssl, timeout=ctx.timeout)
+        conn = await HttpConnection.connect(
+            endpoint, ssl=ssl, timeout=ctx.timeout, stamps=ctx.stamps, reactor=ctx.reactor
+        )
         conn.sent = ctx.sent
         bpp_key = public_key(options.bpp_public_key) if options.bpp_public_key else None
         return BecknSession(

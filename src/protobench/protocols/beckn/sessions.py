@@ -81,10 +81,15 @@ class BecknSession(CallbackSession):
         self._send(done)
 
     async def _reconnect_then_send(self, done: Done) -> None:
-        sent = self._conn.sent
+        old = self._conn
+        sent = old.sent
         try:
             self._conn = await HttpConnection.connect(
-                self._endpoint, ssl=self._ssl, timeout=self._timeout
+                self._endpoint,
+                ssl=self._ssl,
+                timeout=self._timeout,
+                stamps=old.stamps,
+                reactor=old.reactor,
             )
         except OpError as exc:
             done(exc, 0)
@@ -129,6 +134,7 @@ class BecknSession(CallbackSession):
     def _on_callback(self, nbytes: int) -> None:
         self._called_back = nbytes
         if self._acked >= 0:
+            self._conn.stamps.received = 0  # it ends now, not at the ACK's packet
             self._finish(None, self._acked + nbytes)
 
     def _no_callback(self) -> None:

@@ -20,6 +20,15 @@ TCP (or TLS) connection with at most one request in flight:
 * :meth:`HttpConnection.send` and :meth:`HttpConnection.fetch` deliver a
   :class:`Response` (status, lowercased headers, optionally the body) for
   control paths and async sessions;
+* with a :class:`~protobench.protocols.timestamps.reactor.Reactor` (the kernel's
+  clock) the connection is a socket of ours read with ``recvmsg``
+  (:class:`~protobench.protocols.timestamps.transport.StampedTransport`): the
+  kernel's receive stamp of the packet that completed a response is in the
+  session's :class:`~protobench.protocols.timestamps.clock.Stamps` when the
+  completion callback runs, and each request's send is stamped (the kernel's
+  transmit stamp, or the time just before the send syscall); TLS connections,
+  and every connection without a reactor, use the loop's transports and stamp
+  the send in user space;
 * the request timeout uses one loop timer per connection, re-armed lazily:
   it fires at the deadline of the request that armed it and, if a later
   request is in flight, moves to that request's deadline;
@@ -57,6 +66,9 @@ from urllib.parse import urljoin, urlsplit
 import httptools
 
 from protobench.protocols.base import Done
+from protobench.protocols.timestamps.clock import Stamps, perf_ns
+from protobench.protocols.timestamps.reactor import Reactor
+from protobench.protocols.timestamps.transport import StampedTransport, open_stamped
 from protobench.vocab.errors import ErrorClass, OpError
 from protobench.vocab.recorder import Tally
 
@@ -70,13 +82,18 @@ OnResponse = Callable[[OpError | None, "Response | None"], None]
 
 @dataclass(frozen=True)
 class Endpoint:
-    """Where requests go: ``scheme://host:port`` plus a path prefix (no trailing slash)."""
+    """Where requests go: ``scheme://host:port`` plus a path prefix (no trailing slash).
+
+    ``via`` is the address connected to when it is not ``host:port`` (``connect_to``);
+    the ``Host`` header and the TLS server name stay ``host``'s.
+    """
 
     scheme: str
     host: str
     port: int
     base_path: str
     tls: bool
+    via: tuple[str, int] | None = None
 
     @property
     def authority(self) -> str:
@@ -93,6 +110,8 @@ class Endpoint:
 
 def parse_url(url: str) -> Endpoint:
     """The :class:`Endpoint` of an ``http://`` or ``https://`` URL; ``ValueError`` otherwise."""
+    if any(c < " " or c == "\x7f" for c in url):
+        raise ValueError(f"bad URL {url!r}: control characters are not allowed")
     try:
         parts = urlsplit(url)
         port = parts.port
@@ -108,7 +127,10 @@ def parse_url(url: str) -> Endpoint:
             f"bad URL {url!r}: put the query string in the request path, not the target"
         )
     if parts.username or parts.password:
-        raise ValueError(f"bad URL {url!r}: credentials in URLs are not supported; use a header")
+        raise ValueError(
+            f"bad URL {url!r}: credentials in URLs are not supported; use a header"
+            " (-a USER:PASSWORD)"
+        )
     return Endpoint(
         scheme=scheme,
         host=parts.hostname,
@@ -138,8 +160,13 @@ def check_request(
     items = list(headers.items() if isinstance(headers, Mapping) else headers)
     for name, value in items:
         _check_token("header name", name)
-        if any(c in value for c in "\r\n\0"):
-            raise ValueError(f"bad value for HTTP header {name!r}: line breaks are not allowed")
+        if any((c < " " and c != "\t") or c == "\x7f" for c in value):
+            raise ValueError(
+                f"bad value for HTTP header {name!r}: line breaks and control characters"
+                " are not allowed"
+            )
+        if not value.isascii() and any(ord(c) > 255 for c in value):
+            raise ValueError(f"bad value for HTTP header {name!r}: only Latin-1 characters")
         if name.lower() in ("content-length", "transfer-encoding"):
             raise ValueError(f"do not set {name}: the request's length is computed from its body")
     return items
@@ -147,9 +174,9 @@ def check_request(
 
 def check_relative_path(path: str) -> None:
     """Raise ``ValueError`` unless ``path`` is a path reference :func:`join_path` can resolve."""
-    if any(c in path for c in " \r\n\0\t") or not path.isascii():
+    if any(c <= " " or c == "\x7f" for c in path) or not path.isascii():
         raise ValueError(
-            f"bad HTTP path {path!r}: spaces, line breaks and non-ASCII are not allowed"
+            f"bad HTTP path {path!r}: spaces, control characters and non-ASCII are not allowed"
         )
     parts = urlsplit(path)
     if parts.scheme or parts.netloc or path.startswith("//"):
@@ -358,9 +385,23 @@ class HttpConnection(asyncio.Protocol):
     may start the next request on the same connection.
     """
 
-    def __init__(self, loop: asyncio.AbstractEventLoop, endpoint: Endpoint, timeout: float) -> None:
+    def __init__(
+        self,
+        loop: asyncio.AbstractEventLoop,
+        endpoint: Endpoint,
+        timeout: float,
+        stamps: Stamps | None = None,
+        reactor: Reactor | None = None,
+    ) -> None:
         self.endpoint = endpoint
         self.timeout = timeout
+        self.stamps = stamps if stamps is not None else Stamps()
+        """The times of the exchange in flight (the session's, shared with the engine)."""
+        self.reactor = reactor
+        """The reactor reading the connection with the kernel's clock (``None``: the loop's)."""
+        self._write_request: Callable[[bytes], None] = self._stamp_and_write
+        """Sends a request, its send stamped: a stamped transport's ``write_request``, or
+        :meth:`_stamp_and_write` on the loop's transport."""
         self.accept = SUCCESS
         """Statuses :meth:`submit` reports as success; others are ``protocol`` errors."""
         self._loop = loop
@@ -399,42 +440,63 @@ class HttpConnection(asyncio.Protocol):
         *,
         ssl: ssl_module.SSLContext | None,
         timeout: float,  # noqa: ASYNC109 - also the connection's request timeout
+        stamps: Stamps | None = None,
+        reactor: Reactor | None = None,
     ) -> HttpConnection:
         """Open a connection to ``endpoint``; raise :class:`OpError` on failure.
 
         ``ssl`` is required for ``https`` endpoints and ignored for ``http``.
+        ``stamps`` are the session's (a new one's when not given); with a
+        ``reactor`` a plain ``http`` connection reads the kernel's timestamps.
         """
         loop = asyncio.get_running_loop()
         if endpoint.tls and ssl is None:
             raise OpError(ErrorClass.CONNECT, f"{endpoint.url}: https needs an SSL context")
         tls = ssl if endpoint.tls else None
+        host, port = endpoint.via or (endpoint.host, endpoint.port)
+        where = endpoint.url if endpoint.via is None else f"{endpoint.url} (at {host}:{port})"
+        times = stamps if stamps is not None else Stamps()
+
+        def factory() -> HttpConnection:
+            return cls(loop, endpoint, timeout, times, reactor)
+
         try:
             async with asyncio.timeout(timeout):
-                _, conn = await loop.create_connection(
-                    lambda: cls(loop, endpoint, timeout),
-                    endpoint.host,
-                    endpoint.port,
-                    ssl=tls,
-                    server_hostname=endpoint.host if tls is not None else None,
-                )
+                if reactor is not None and tls is None:
+                    _, made = await open_stamped(
+                        factory,
+                        host,
+                        port,
+                        reactor=reactor,
+                        stamps=times,
+                    )
+                    conn = cast(HttpConnection, made)
+                else:
+                    _, conn = await loop.create_connection(
+                        factory,
+                        host,
+                        port,
+                        ssl=tls,
+                        server_hostname=endpoint.host if tls is not None else None,
+                    )
         except TimeoutError:
             raise OpError(
-                ErrorClass.TIMEOUT, f"connect to {endpoint.url} took more than {timeout:g}s"
+                ErrorClass.TIMEOUT, f"connect to {where} took more than {timeout:g}s"
             ) from None
         except ConnectionRefusedError:
-            raise OpError(ErrorClass.REFUSED, f"{endpoint.url} refused the connection") from None
+            raise OpError(ErrorClass.REFUSED, f"{where} refused the connection") from None
         except ssl_module.SSLCertVerificationError as exc:
             raise OpError(
                 ErrorClass.CONNECT,
-                f"TLS certificate verification failed for {endpoint.url}: {exc.verify_message}"
+                f"TLS certificate verification failed for {where}: {exc.verify_message}"
                 " (give ca_file, or insecure = true to skip verification)",
             ) from None
         except ssl_module.SSLError as exc:
             raise OpError(
-                ErrorClass.CONNECT, f"TLS handshake with {endpoint.url} failed: {exc.reason or exc}"
+                ErrorClass.CONNECT, f"TLS handshake with {where} failed: {exc.reason or exc}"
             ) from None
         except OSError as exc:
-            raise OpError(ErrorClass.CONNECT, f"connect to {endpoint.url}: {exc}") from None
+            raise OpError(ErrorClass.CONNECT, f"connect to {where}: {exc}") from None
         return conn
 
     @property
@@ -453,6 +515,8 @@ class HttpConnection(asyncio.Protocol):
 
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
         self._transport = cast(asyncio.Transport, transport)
+        if isinstance(transport, StampedTransport):
+            self._write_request = transport.write_request
         self.alive = True
         sock = transport.get_extra_info("socket")
         if sock is not None and sock.family in (socket.AF_INET, socket.AF_INET6):
@@ -546,8 +610,13 @@ class HttpConnection(asyncio.Protocol):
         self._sent_at = now = loop.time()
         if self._timer is None:
             self._timer = loop.call_at(now + self.timeout, self._on_timer)
-        self._transport.write(request)  # type: ignore[union-attr]
+        self._write_request(request)
         self.sent.n += len(request)
+
+    def _stamp_and_write(self, request: bytes) -> None:
+        """Send a request on the loop's transport, stamped just before (the user clock)."""
+        self.stamps.sent = perf_ns()
+        self._transport.write(request)  # type: ignore[union-attr]
 
     def _submit_dead(self, request: bytes, done: Done) -> None:
         if self.on_dead is not None:
@@ -617,7 +686,7 @@ class HttpConnection(asyncio.Protocol):
         self._sent_at = now = loop.time()
         if self._timer is None:
             self._timer = loop.call_at(now + self.timeout, self._on_timer)
-        self._transport.write(request)  # type: ignore[union-attr]
+        self._write_request(request)
         self.sent.n += len(request)
 
     async def fetch(self, request: bytes, *, keep_body: bool = True) -> Response:

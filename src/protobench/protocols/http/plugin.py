@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import ssl
 from collections.abc import Mapping
+from dataclasses import replace
 from functools import cache
 from pathlib import Path
 from typing import ClassVar
@@ -32,7 +33,8 @@ from protobench.protocols.http.client import (
     make_ssl_context,
     parse_url,
 )
-from protobench.protocols.http.options import HttpOptions, RequestParams
+from protobench.protocols.http.flags import connect_target
+from protobench.protocols.http.options import HttpOptions, RequestParams, read_headers
 from protobench.protocols.http.sessions import HeadSession, HttpSession
 from protobench.vocab.errors import ErrorClass, OpError
 
@@ -60,6 +62,22 @@ class HttpProtocol(ProtocolPlugin):
 
     def __init__(self) -> None:
         self._bodies: dict[str, bytes] = {}
+        self._headers: dict[str, list[tuple[str, str]]] = {}
+
+    def _file_headers(self, params: RequestParams) -> list[tuple[str, str]]:
+        """The headers of ``headers_file`` (read once per worker), then the ``headers`` table's."""
+        named = list(params.headers.items())
+        if params.headers_file is None:
+            return named
+        headers = self._headers.get(params.headers_file)
+        if headers is None:
+            try:
+                headers = read_headers(params.headers_file)
+            except ValueError as exc:
+                raise OpError(ErrorClass.LOCAL, str(exc)) from None
+            self._headers[params.headers_file] = headers
+        given = {name.lower() for name, _ in named}
+        return [(n, v) for n, v in headers if n.lower() not in given] + named
 
     def _body(self, params: RequestParams) -> bytes:
         if params.body is not None:
@@ -93,11 +111,27 @@ class HttpProtocol(ProtocolPlugin):
                 )
             except (OSError, ssl.SSLError, ValueError) as exc:
                 raise OpError(ErrorClass.LOCAL, f"TLS setup failed: {exc}") from None
+        if options.connect_to is not None:
+            endpoint = connect_via(endpoint, options.connect_to)
         target = join_path(urlsplit(ctx.target).path, params.path)
+        headers = self._file_headers(params)
+        if not options.keepalive and not any(n.lower() == "connection" for n, _ in headers):
+            headers.append(("Connection", "close"))
         request = build_request(
-            params.method, endpoint, target, params.headers, self._body(params), under_base=False
+            params.method, endpoint, target, headers, self._body(params), under_base=False
         )
         accept = SUCCESS if params.expect_status is None else frozenset(params.expect_status)
-        conn = await HttpConnection.connect(endpoint, ssl=tls, timeout=ctx.timeout)
+        conn = await HttpConnection.connect(
+            endpoint, ssl=tls, timeout=ctx.timeout, stamps=ctx.stamps, reactor=ctx.reactor
+        )
         kind = HeadSession if params.method == "HEAD" else HttpSession
-        return kind(conn, request, accept, tls, ctx.count, ctx.sent)
+        return kind(conn, request, accept, tls, ctx.count, ctx.sent, options.keepalive)
+
+
+def connect_via(endpoint: Endpoint, connect_to: str) -> Endpoint:
+    """``endpoint`` connected at ``connect_to``'s address when it names the endpoint's host and
+    port (or any), as curl's and oha's ``--connect-to``."""
+    url_host, url_port, host, port = connect_target(connect_to)
+    if url_host not in (None, endpoint.host) or url_port not in (None, endpoint.port):
+        return endpoint
+    return replace(endpoint, via=(host, port))

@@ -7,10 +7,14 @@ their responses have no body.
 
 A connection that the server closed between requests (``Connection: close``,
 HTTP/1.0, a body delimited by the close, an idle timeout) or that was dropped
-after a timeout is reopened by the session on its next request; the connect
-time then counts in that request's latency and a failure to connect is
-reported as that request's error. Each such reopening adds one to the op's
-``connects`` counter (the engine counts the session's first connection).
+after a timeout is reopened by the session on its next request; the latency
+runs from the request's send on the new connection (the connect time is not
+in it) and a failure to connect is reported as that request's error. Each
+such reopening adds one to the op's ``connects`` counter (the engine counts the
+session's first connection). A reopened connection keeps the session's
+stamps and reactor (the kernel's clock, when the run reads it). Without
+``keepalive`` (``--disable-keepalive``) a session sends each request on a new
+connection (its connect time is likewise outside the request's latency).
 """
 
 from __future__ import annotations
@@ -35,6 +39,8 @@ class HttpSession(CallbackSession):
     a connection that died goes to :meth:`_reopen` through ``on_dead``.
     ``count`` adds to the op's counters (``connects``: one per reopened connection);
     every connection it binds counts the requests it writes in ``sent``.
+    Without ``keepalive`` every request after a connection's first goes on a
+    new connection (the request says ``Connection: close``; the old one is closed).
     """
 
     def __init__(
@@ -45,26 +51,39 @@ class HttpSession(CallbackSession):
         tls: ssl.SSLContext | None,
         count: Callable[[str, int], None],
         sent: Tally,
+        keepalive: bool = True,
     ) -> None:
         self._request = request
         self._sent = sent
         self._accept = accept
         self._tls = tls
         self._count = count
+        self._keepalive = keepalive
+        self._used = False
         self._reopening: asyncio.Task[None] | None = None
         self._conn = self._bind(conn)
 
     def _bind(self, conn: HttpConnection) -> HttpConnection:
         conn.accept = self._accept
         conn.sent = self._sent
-        conn.on_dead = self._reopen
-        self.submit = partial(conn.submit, self._request)  # type: ignore[method-assign]
+        self._used = False
+        if self._keepalive:
+            conn.on_dead = self._reopen
+            self.submit = partial(conn.submit, self._request)  # type: ignore[method-assign]
         return conn
 
     def submit(self, done: Done) -> None:
-        self._conn.submit(self._request, done)
+        """The path of a session without ``keepalive`` (and of HEAD requests): a connection
+        that served a request already, or died, is replaced first."""
+        conn = self._conn
+        if conn.alive and (self._keepalive or not self._used):
+            self._start(conn, done)
+        else:
+            conn.close()
+            self._reopen(self._request, done)
 
     def _start(self, conn: HttpConnection, done: Done) -> None:
+        self._used = True
         conn.submit(self._request, done)
 
     def _reopen(self, request: bytes, done: Done) -> None:
@@ -74,7 +93,13 @@ class HttpSession(CallbackSession):
     async def _reconnect(self, done: Done) -> None:
         old = self._conn
         try:
-            conn = await HttpConnection.connect(old.endpoint, ssl=self._tls, timeout=old.timeout)
+            conn = await HttpConnection.connect(
+                old.endpoint,
+                ssl=self._tls,
+                timeout=old.timeout,
+                stamps=old.stamps,
+                reactor=old.reactor,
+            )
         except OpError as exc:
             done(exc, 0)
             return
@@ -94,16 +119,11 @@ class HeadSession(HttpSession):
     def _bind(self, conn: HttpConnection) -> HttpConnection:
         conn.accept = self._accept
         conn.sent = self._sent
+        self._used = False
         return conn
 
-    def submit(self, done: Done) -> None:
-        conn = self._conn
-        if conn.alive:
-            self._start(conn, done)
-        else:
-            self._reopen(self._request, done)
-
     def _start(self, conn: HttpConnection, done: Done) -> None:
+        self._used = True
         accept = self._accept
 
         def on_response(error: OpError | None, response: Response | None) -> None:

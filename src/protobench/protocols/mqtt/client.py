@@ -70,6 +70,7 @@ from protobench.protocols.mqtt.codec import (
 )
 from protobench.protocols.mqtt.keepalive import wheel
 from protobench.protocols.sourceaddr import connected_socket
+from protobench.protocols.timestamps.clock import Stamps, perf_ns
 from protobench.vocab.errors import ErrorClass, OpError
 from protobench.vocab.recorder import Tally
 
@@ -155,6 +156,7 @@ class MqttConnection(asyncio.Protocol):
         "_ping_outstanding",
         "_qos2_in",
         "_replies",
+        "_stamping",
         "_sweep_handle",
         "closed",
         "decoder",
@@ -189,6 +191,8 @@ class MqttConnection(asyncio.Protocol):
         self.sent = Tally()
         """The bytes written (a session sets its op's tally once the connection is set up)."""
         self._out: list[bytes] = []
+        self._stamping: list[Stamps] | None = None
+        """The stamps of the requests in ``_out`` (made on the first one: idle ones have none)."""
         self._flush_handle: asyncio.Handle | None = None
         self._connack: asyncio.Future[Connack] | None = self.loop.create_future()
         self._replies: dict[int, asyncio.Future[Suback | Unsuback]] | None = None
@@ -351,20 +355,35 @@ class MqttConnection(asyncio.Protocol):
 
     # ------------------------------------------------------------------ outgoing traffic
 
-    def send(self, data: bytes, packets: int = 1) -> None:
-        """Queue the bytes of ``packets`` packets; one loop turn's queue goes out in one write."""
+    def send(self, data: bytes, packets: int = 1, stamps: Stamps | None = None) -> None:
+        """Queue the bytes of ``packets`` packets; one loop turn's queue goes out in one write.
+
+        ``stamps`` (a request's) get the time of that write (taken just before it).
+        """
         self._out.append(data)
         self.sent_packets += packets
+        if stamps is not None:
+            if self._stamping is None:
+                self._stamping = []
+            self._stamping.append(stamps)
         if self._flush_handle is None:
             self._flush_handle = self.loop.call_soon(self._flush)
 
     def _flush(self) -> None:
         self._flush_handle = None
         out = self._out
+        stamping = self._stamping
         if not out or self.transport is None or self.error is not None:
             out.clear()
+            if stamping:
+                stamping.clear()
             return
         data = out[0] if len(out) == 1 else b"".join(out)
+        if stamping:
+            now = perf_ns()
+            for stamps in stamping:
+                stamps.sent = now
+            stamping.clear()
         self.transport.write(data)
         self.sent.n += len(data)
         out.clear()
@@ -488,6 +507,8 @@ class MqttConnection(asyncio.Protocol):
                 handle.cancel()
         self._sweep_handle = self._flush_handle = None
         self._out.clear()
+        if self._stamping:
+            self._stamping.clear()
         futures: list[asyncio.Future[Connack] | asyncio.Future[Suback | Unsuback]] = list(
             (self._replies or {}).values()
         )

@@ -175,6 +175,7 @@ class PublishSession(CallbackSession):
         "qos",
         "seq",
         "size",
+        "stamps",
         "timeout",
         "v5",
     )
@@ -189,6 +190,7 @@ class PublishSession(CallbackSession):
     ) -> None:
         self.conn = conn
         conn.sent = ctx.sent
+        self.stamps = ctx.stamps
         self.board = board
         self._release = release
         self._loop = asyncio.get_running_loop()
@@ -243,7 +245,7 @@ class PublishSession(CallbackSession):
         if conn.error is not None:
             self._loop.call_soon(done, conn.error, 0)
         elif self.qos == 0:
-            conn.send(self._frame(0))
+            conn.send(self._frame(0), stamps=self.stamps)
             self._ready.append(done)
             if not self._draining and not self._scheduled:
                 self._scheduled = True
@@ -270,7 +272,7 @@ class PublishSession(CallbackSession):
         except OpError as exc:
             done(exc, 0)
             return
-        conn.send(self._frame(pid))
+        conn.send(self._frame(pid), stamps=self.stamps)
 
     def stopping(self) -> None:
         """Send the end marker, after this publisher's messages still waiting for the window."""

@@ -46,4 +46,4 @@ class WebSocketProtocol(ProtocolPlugin):
         payloads = TaggedPayloads(ctx.index, params.payload, params.mode)
         if isinstance(params, SendParams):
             return SendSession(conn, payloads, params.rate)
-        return EchoSession(conn, payloads, ctx.timeout, ctx.sent)
+        return EchoSession(conn, payloads, ctx.timeout, ctx.sent, ctx.stamps)

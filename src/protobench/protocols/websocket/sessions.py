@@ -30,6 +30,7 @@ from collections import deque
 
 from protobench.protocols.base import CallbackSession, Done, StreamSession
 from protobench.protocols.payloads import TaggedPayloads
+from protobench.protocols.timestamps.clock import Stamps, perf_ns
 from protobench.protocols.websocket.client import WsConnection
 from protobench.vocab.errors import ErrorClass, OpError
 from protobench.vocab.recorder import Recorder, Tally
@@ -58,6 +59,7 @@ class EchoSession(CallbackSession):
         "_sent",
         "_sent_at",
         "_seq",
+        "_stamps",
         "_text",
         "_timeout",
         "_write",
@@ -65,10 +67,16 @@ class EchoSession(CallbackSession):
     )
 
     def __init__(
-        self, conn: WsConnection, payloads: TaggedPayloads, timeout: float, sent: Tally
+        self,
+        conn: WsConnection,
+        payloads: TaggedPayloads,
+        timeout: float,
+        sent: Tally,
+        stamps: Stamps | None = None,
     ) -> None:
         self.conn = conn
         self._sent = sent
+        self._stamps = stamps if stamps is not None else Stamps()
         self._payloads = payloads
         self._text = payloads.mode == "text"
         self._timeout = timeout
@@ -96,7 +104,9 @@ class EchoSession(CallbackSession):
         self._expected = payload
         self._done = done
         self._sent_at = self._loop.time()
-        self._write(self._encode(payload, self._text))
+        frame = self._encode(payload, self._text)
+        self._stamps.sent = perf_ns()
+        self._write(frame)
         self._sent.n += len(payload)
 
     def _on_message(self, text: bool, data: bytes) -> None:

@@ -101,6 +101,8 @@ class RunHeader(Panel):
         line.no_wrap, line.overflow = True, "crop"
         width = self.content_size.width
         bar = BAR_WIDTH if not 0 < width < NARROW else max(6, min(BAR_WIDTH, width - 44))
+        if info is not None and info.requests is not None:
+            return self._counted(display, line, info.requests, bar)
         total = (info.warmup + info.duration) if info else 0.0
         elapsed = min(view.elapsed, total) if total else 0.0
         if view.report is not None:
@@ -111,6 +113,20 @@ class RunHeader(Panel):
         line.append(f" {formatting.clock(elapsed)} / {formatting.clock(total)}")
         if view.state == "running" and total:
             line.append(f" · {formatting.clock(total - elapsed)} left", "dim")
+        for text, style in self._badges(display):
+            line.append("  ")
+            line.append(f" {text} ", style)
+        return line
+
+    def _counted(self, display: Display, line: Text, requests: int, bar: int) -> Text:
+        """The progress of a run that a request count ends: exchanges ended of the count."""
+        view = display.view
+        total = view.total
+        ended = total.ok + total.errors if total and view.measured_phase == "sustain" else 0
+        done = min(bar, round(bar * ended / requests))
+        line.append("━" * done, PHASE_STYLES.get(view.phase or "", "bold"))
+        line.append("━" * (bar - done), "grey30")
+        line.append(f" {ended:,} / {requests:,} requests · {formatting.clock(view.elapsed)}")
         for text, style in self._badges(display):
             line.append("  ")
             line.append(f" {text} ", style)

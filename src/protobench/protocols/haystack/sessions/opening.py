@@ -55,6 +55,8 @@ from protobench.protocols.http.client import (
     make_ssl_context,
     parse_url,
 )
+from protobench.protocols.timestamps.clock import Stamps
+from protobench.protocols.timestamps.reactor import Reactor
 from protobench.vocab.counters import CONNECTS
 from protobench.vocab.errors import ErrorClass, OpError
 
@@ -68,12 +70,25 @@ async def open_session(ctx: SessionContext) -> Session:
     except ValueError as exc:
         raise OpError(ErrorClass.CONNECT, str(exc)) from None
     ssl = _ssl_context(options.insecure, options.ca_file) if endpoint.tls else None
-    conn = await HttpConnection.connect(endpoint, ssl=ssl, timeout=ctx.timeout)
+    stamps, reactor = _clock(ctx)
+    conn = await HttpConnection.connect(
+        endpoint, ssl=ssl, timeout=ctx.timeout, stamps=stamps, reactor=reactor
+    )
     try:
         return await _open(ctx, options, endpoint, ssl, conn)
     except BaseException:
         conn.close()
         raise
+
+
+def _clock(ctx: SessionContext) -> tuple[Stamps | None, Reactor | None]:
+    """The stamps and reactor of a session's HTTP connections: its own (the reactor when the
+    run reads the kernel's clock), but none for ``auth``, whose exchange is a whole SCRAM
+    login (several requests: the engine times it from before it starts), nor for the
+    WebSocket ops, whose HTTP connection only sets them up."""
+    if ctx.op == "auth" or ctx.op.startswith("ws-"):
+        return None, None
+    return ctx.stamps, ctx.reactor
 
 
 @cache
@@ -92,7 +107,10 @@ async def _open(
     framing = Framing.of(options)
 
     async def reconnect() -> HttpConnection:
-        conn = await HttpConnection.connect(endpoint, ssl=ssl, timeout=ctx.timeout)
+        stamps, reactor = _clock(ctx)
+        conn = await HttpConnection.connect(
+            endpoint, ssl=ssl, timeout=ctx.timeout, stamps=stamps, reactor=reactor
+        )
         ctx.count(CONNECTS, 1)
         conn.sent = ctx.sent
         return conn
@@ -146,7 +164,13 @@ async def _open(
                 return ws_template(("POST", "hisWrite", his_write_grid(next(cycle), samples, rng)))
 
             return HaystackWsSession(
-                ws, ws_his_write, depth, ctx.timeout, min_rows=min_rows, sent=ctx.sent
+                ws,
+                ws_his_write,
+                depth,
+                ctx.timeout,
+                min_rows=min_rows,
+                sent=ctx.sent,
+                stamps=ctx.stamps,
             )
         templates = itertools.cycle([ws_template(r) for r in requests()]).__next__
         return HaystackWsSession(
@@ -157,6 +181,7 @@ async def _open(
             min_rows=min_rows,
             closing=ws_template(closing) if closing else None,
             sent=ctx.sent,
+            stamps=ctx.stamps,
         )
 
     def make_source(tok: str | None) -> Source:

@@ -44,6 +44,7 @@ from protobench.protocols.haystack.grids import (
     error_text,
 )
 from protobench.protocols.haystack.scram import Headers
+from protobench.protocols.timestamps.clock import Stamps, perf_ns
 from protobench.vocab.errors import ErrorClass, OpError
 from protobench.vocab.recorder import Tally
 
@@ -137,9 +138,11 @@ class HaystackWsSession(AsyncSession):
         min_rows: int = 0,
         closing: str | None = None,
         sent: Tally | None = None,
+        stamps: Stamps | None = None,
     ) -> None:
         self._ws = ws
         self._sent = sent or Tally()
+        self._stamps = stamps if stamps is not None else Stamps()
         self._templates = templates
         self._depth: Depth = depth
         self._timeout = timeout
@@ -154,6 +157,7 @@ class HaystackWsSession(AsyncSession):
         try:
             async with asyncio.timeout(self._timeout):
                 message = self._templates() % ident
+                self._stamps.sent = perf_ns()  # websockets frames and writes it in send()
                 await ws.send(message)
                 self._sent.n += len(message.encode())
                 while True:

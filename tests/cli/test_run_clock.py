@@ -1,0 +1,79 @@
+"""Whole runs on each clock: what the report says of its clock, the open model's lazy reads,
+and the one-line notice where the kernel's clock cannot be had."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from protobench.protocols.timestamps.clock import probe
+from tests.support.cli import CliResult
+from tests.support.http_server import http_target
+from tests.support.nginx import nginx
+
+pytestmark = pytest.mark.integration
+
+RUN = ("--warmup", "0s", "--processes", "1", "--json", "--quiet")
+kernel_clock = pytest.mark.skipif(
+    not probe().receive, reason=f"no kernel timestamps here: {probe().reason}"
+)
+
+
+def _all_ok(report: dict[str, Any]) -> int:
+    return sum(phase["total"]["ok"] for phase in report["phases"].values())
+
+
+@kernel_clock
+def test_the_open_model_reads_replies_at_its_next_send_and_loses_none(
+    cli: Callable[..., CliResult], tmp_path: Path
+) -> None:
+    """1,000/s: a reply waits in its socket for the next send's wake-up, 1 ms later, so the
+    generator's delay is hundreds of µs (read on arrival it would be tens) while the latency
+    is the kernel's; every response nginx wrote is counted once, the last ones at the end."""
+    hello = 'location / { return 200 "Hello, World!"; }'
+    with nginx(tmp_path / "nginx", hello) as server:
+        result = cli(
+            "run", "http-get", "--target", server.url + "/", "-c", "8", "--rate", "1000/s",
+            "--duration", "2s", *RUN,
+        )  # fmt: skip
+    assert result.returncode == 0, result.stderr
+    report = result.json()
+    assert report["clock"] == {"setting": "kernel", "receive": "kernel", "send": "kernel"}
+    assert _all_ok(report) == len(server.requests())
+    sustain = report["phases"]["sustain"]["total"]
+    assert sustain["errors"] == 0
+    delay = sustain["generator_delay_us"]
+    assert delay["count"] == sustain["ok"]
+    assert delay["p50"] >= 150, delay
+    assert sustain["latency_uncorrected_us"]["p50"] < delay["p50"], sustain
+
+
+def test_the_user_clock_reports_itself_and_no_generator_delay(
+    cli: Callable[..., CliResult],
+) -> None:
+    with http_target() as target:
+        result = cli(
+            "run", "http-get", "--target", target.url, "-c", "2", "--duration", "1s",
+            "--clock", "user", *RUN,
+        )  # fmt: skip
+    assert result.returncode == 0, result.stderr
+    report = result.json()
+    assert report["clock"] == {"setting": "user", "receive": "user", "send": "user"}
+    assert "generator_delay_us" not in report["phases"]["sustain"]["total"]
+    assert not [n for n in report["notices"] if n["kind"] == "clock"]
+
+
+def test_a_protocol_without_the_kernel_clock_says_so_in_one_line(
+    cli: Callable[..., CliResult],
+) -> None:
+    result = cli("run", "ws-echo", "-c", "2", "--duration", "1s", *RUN)
+    assert result.returncode == 0, result.stderr
+    report = result.json()
+    assert report["clock"]["setting"] == "kernel"
+    assert report["clock"]["receive"] == "user"
+    (notice,) = [n for n in report["notices"] if n["kind"] == "clock"]
+    assert "websocket plugin does not read the kernel's timestamps" in notice["message"]
+    assert "\n" not in notice["message"]

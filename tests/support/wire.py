@@ -1,0 +1,59 @@
+"""A test helper: the wire's latencies of a block's HTTP exchanges, from a capture of loopback.
+
+:func:`captured` captures the packets to and from a URL's port for the length of
+a ``with`` block (``tcpdump``: :mod:`protobench.wiretruth.capture`) and skips
+the test, with the reason, where no capture can be made (no tcpdump, no
+permission). :func:`wire_latency` pairs the capture's requests and replies per
+connection and gives their latency percentiles through the same HdrHistogram as
+protobench's report; :func:`reported_latency` gives a run's over the same exchanges.
+"""
+
+from __future__ import annotations
+
+import gzip
+import json
+from array import array
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from protobench.engine.metrics import fold, merge, new_histogram, summary
+from protobench.wiretruth import pairing, pcap
+from protobench.wiretruth.capture import Capture, capture, unavailable
+
+
+def port_of(url: str) -> int:
+    return int(url.split("//")[1].split("/", maxsplit=1)[0].rsplit(":", 1)[1])
+
+
+@contextmanager
+def captured(url: str, directory: Path) -> Iterator[Capture]:
+    """Capture the packets of ``url``'s port while the block runs (skip where none can be)."""
+    reason = unavailable(directory)
+    if reason is not None:
+        pytest.skip(f"cannot capture loopback: {reason}")
+    with capture(port_of(url), directory) as wire:
+        yield wire
+
+
+def reported_latency(report: dict[str, Any]) -> dict[str, float]:
+    """Count and percentiles (µs) of every exchange the run timed, in every phase: its
+    snapshot's histograms merged (a run without warmup times the capture's exchanges: those
+    its sustain phase ended and the few its drain did)."""
+    with gzip.open(report["snapshot"], "rb") as raw:
+        snapshot = json.loads(raw.read())
+    encoded = [
+        hists["hist"] for phase in snapshot["histograms"].values() for hists in phase.values()
+    ]
+    return summary(merge(encoded))
+
+
+def wire_latency(wire: Capture, url: str) -> dict[str, float]:
+    """Count and percentiles (µs) of the captured HTTP exchanges' latencies on the wire."""
+    latencies = array("q", (e.latency_ns for e in pairing.http(pcap.read(wire.path), port_of(url))))
+    hist = new_histogram()
+    fold(hist, latencies)
+    return summary(hist)
