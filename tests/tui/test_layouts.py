@@ -15,7 +15,7 @@ from textual.widget import Widget
 
 from protobench.tui.app import MonitorApp
 from protobench.tui.screens.monitor import layout_of
-from tests.support.pilot import screen_text, scripted_app, settle
+from tests.support.pilot import screen_text, scripted_app, settle, wait_for
 from tests.support.scripted_run import Script
 
 pytestmark = pytest.mark.anyio
@@ -134,3 +134,24 @@ async def test_at_220x60_the_screen_is_used_charts_side_by_side_and_errors_over_
         ]
         covered = sum(r.area for r in panels)
         assert covered >= 0.9 * views.area, f"{covered} of {views.area} cells"
+
+
+async def test_the_generators_delay_is_beside_the_thresholds_and_in_the_summary() -> None:
+    """With the kernel's clock, each reply's wait in the generator (``generator_delay_us``)
+    is shown compactly under the thresholds, at 80×24 and 160×48, and in the summary."""
+    for size in ((80, 24), (160, 48)):
+        app, fake = scripted_app(Script(rate=800.0, delay_ns=42_000))
+        async with app.run_test(size=size) as pilot:
+            await settle(pilot, app, fake)
+            await pilot.pause(0.1)
+            screen = screen_text(app)
+            assert "generator delay p50 42µs · p99 42µs" in screen, (size, screen)
+            fake.finish()
+            await wait_for(pilot, lambda app=app: app.finished)
+            await pilot.pause(0.2)
+            summary = screen_text(app)
+            assert "generator delay p50 4" in summary, size
+    app, fake = scripted_app(OPEN)  # the user's clock: no such line
+    async with app.run_test(size=(160, 48)) as pilot:
+        await settle(pilot, app, fake)
+        assert "generator delay" not in screen_text(app)

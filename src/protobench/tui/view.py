@@ -116,6 +116,9 @@ class OpStats:
     """The measured phase's seconds so far."""
     samples: dict[str, tuple[float, ...]] = field(default_factory=dict)
     """``throughput`` and ``p99`` of each sustain interval (for a baseline's test)."""
+    generator_delay: dict[str, float] = field(default_factory=dict)
+    """The generator's own delay in taking up replies over the measured phase, in µs (the
+    report's keys; empty when the kernel's clock did not time them)."""
 
     @classmethod
     def of(
@@ -160,6 +163,7 @@ class OpStats:
             bytes_out=op.bytes_out,
             seconds=phase.duration_s if phase else 0.0,
             samples=samples,
+            generator_delay=_plain(op.generator_delay_us) if op.generator_delay_us else {},
         )
 
 

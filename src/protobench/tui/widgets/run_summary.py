@@ -8,14 +8,14 @@ from rich.table import Table
 from rich.text import Text
 
 from protobench.engine.figures import rate_changes
-from protobench.engine.report_model import Report, ThresholdResult
+from protobench.engine.report_model import Report, ThresholdResult, to_plain
 from protobench.engine.summaries import PhaseSummary
 from protobench.tui import formatting
 from protobench.tui.display import Display
 from protobench.tui.view import is_alert
 from protobench.tui.widgets.latency_table import delta_text
 from protobench.tui.widgets.panel import Panel
-from protobench.tui.widgets.threshold_list import observed
+from protobench.tui.widgets.threshold_list import delay_line, observed
 from protobench.vocab.thresholds import LATENCY_COLUMNS
 
 PERCENTILES = LATENCY_COLUMNS
@@ -93,6 +93,11 @@ class RunSummary(Panel):
             )
             parts.append(self._table(sustain, display))
         parts.extend(self._thresholds(report.thresholds, report.nothing_measured))
+        delay = sustain.total.generator_delay_us if sustain is not None else None
+        if delay is not None and delay.count:
+            line = delay_line(to_plain(delay))
+            line.append("  (replies waiting in protobench after the kernel's stamp)", "dim")
+            parts.append(line)
         verdicts = report.verdicts
         for check in verdicts.checks:
             if not check.ok:
