@@ -233,14 +233,14 @@ class MonitorApp(App[int]):
     def on_worker_state_changed(self, event: Worker.StateChanged) -> None:
         if event.worker.name != "source" or event.state != WorkerState.ERROR:
             return
-        # the controller's module (the whole engine) is not loaded for a replay's first frame
-        from protobench.engine.controller import describe_failure  # noqa: PLC0415
-
         error = event.worker.error
         if self.replay:  # nothing to show: the snapshot is unreadable; the CLI says why
             self.failure = error
             self.exit(0)
             return
+        # the controller's module (the whole engine) is loaded by a live run only
+        from protobench.engine.controller import describe_failure  # noqa: PLC0415
+
         self.error = describe_failure(error) if error is not None else "the run failed"
         self.finished = True
         self.notify(self.error, title="engine", severity="error", timeout=30)

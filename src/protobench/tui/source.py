@@ -80,11 +80,15 @@ class ReplaySource:
     controls = frozenset({"pause", "seek", "speed"})
     report: Report | None
     """The replayed run's report, once the snapshot is checked."""
+    log_dir: Path | None
+    """Where the run's logs are, when they are still there."""
 
     def __init__(self, snapshot: Snapshot, speed: float = 1.0, log_dir: Path | None = None) -> None:
         head = {"id": snapshot.id, "plan": snapshot.plan, "report": to_plain(snapshot.report)}
         self._setup(lambda: snapshot, head, speed, log_dir)
         self.report = snapshot.report
+        if self.log_dir is None:
+            self.log_dir = _log_dir(snapshot.report)
 
     @classmethod
     def reading(
