@@ -69,8 +69,10 @@ from protobench.protocols.mqtt.codec import (
     reason_text,
 )
 from protobench.protocols.mqtt.keepalive import wheel
+from protobench.protocols.mqtt.wslink import open_link
 from protobench.protocols.sourceaddr import connected_socket
 from protobench.protocols.timestamps.clock import Stamps, perf_ns
+from protobench.protocols.websocket.options import WebSocketOptions
 from protobench.vocab.errors import ErrorClass, OpError
 from protobench.vocab.recorder import Tally
 
@@ -158,6 +160,8 @@ class MqttConnection(asyncio.Protocol):
         "_replies",
         "_stamping",
         "_sweep_handle",
+        "alias_max",
+        "aliases",
         "closed",
         "decoder",
         "error",
@@ -187,6 +191,10 @@ class MqttConnection(asyncio.Protocol):
         self.inflight: dict[int, tuple[Done, float]] = {}
         self.waiting: deque[Callable[[], None]] | None = None
         self.send_quota = MAX_PACKET_ID
+        self.alias_max = 0
+        """The Topic Alias Maximum the broker granted (MQTT 5 CONNACK; 0: none)."""
+        self.aliases: dict[str, int] | None = None
+        """Topic -> alias set on this connection (publishers with ``topic_alias``)."""
         self.sent_packets = 0
         self.sent = Tally()
         """The bytes written (a session sets its op's tally once the connection is set up)."""
@@ -461,6 +469,7 @@ class MqttConnection(asyncio.Protocol):
         connack = await self._connack
         if self.version == V5:
             self.send_quota = _property(connack.properties, Prop.RECEIVE_MAXIMUM, MAX_PACKET_ID)
+            self.alias_max = _property(connack.properties, Prop.TOPIC_ALIAS_MAXIMUM, 0)
         return connack
 
     async def subscribe(self, topics: list[tuple[str, int]], within: float) -> Suback:
@@ -563,15 +572,20 @@ async def open_connection(
     within: float,
     ssl_context: ssl.SSLContext | None = None,
     source: str | None = None,
+    websocket: tuple[str, WebSocketOptions] | None = None,
+    index: int = 0,
 ) -> MqttConnection:
     """Connect (from ``source`` when given), send ``connect`` and wait for a successful
-    CONNACK, or raise :class:`OpError`."""
+    CONNACK, or raise :class:`OpError`. ``websocket`` (its URL and options) carries the
+    connection over a WebSocket (:mod:`.wslink`; session ``index`` picks its source)."""
     loop = asyncio.get_running_loop()
     conn = MqttConnection(version)
     hostname = host if ssl_context else None
     try:
         async with asyncio.timeout(within):
-            if source is None:
+            if websocket is not None:
+                await open_link(websocket[0], websocket[1], conn, within, index)
+            elif source is None:
                 await loop.create_connection(
                     lambda: conn, host, port, ssl=ssl_context, server_hostname=hostname
                 )
