@@ -20,7 +20,7 @@ from protobench.tui.screens.confirm import ConfirmScreen
 from protobench.tui.screens.help import HelpScreen
 from protobench.tui.screens.logs import LogsScreen
 from protobench.tui.source import ReplaySource
-from tests.support.pilot import of_type, panel_text, scripted_app, settle, wait_for
+from tests.support.pilot import of_type, panel_text, screen_text, scripted_app, settle, wait_for
 from tests.support.scripted_run import Script, scripted_snapshot
 
 pytestmark = pytest.mark.anyio
@@ -349,3 +349,13 @@ async def test_a_saturated_host_is_shown_with_its_figures() -> None:
         assert "our workers 8%, target 36%, others 55% of its 2 cores" in text
         assert "HOST-SATURATED" in panel_text(app, "#header")
         assert "GENERATOR-BOUND" not in text
+
+
+async def test_at_80x24_the_banner_says_what_it_means_before_its_figures() -> None:
+    """The compact banner has two lines: the figures come after the meaning, so a cut
+    banner still says it (it used to end mid-figure, the meaning cut off)."""
+    app, fake = scripted_app(Script(duration=4.0, worker_cpu=3.0, host_cpu=99.0))
+    async with app.run_test(size=(80, 24)) as pilot:
+        await settle(pilot, app, fake)
+        screen = screen_text(app)
+        assert "HOST-SATURATED: these figures measure a starved host." in screen, screen
