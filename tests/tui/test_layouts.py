@@ -92,6 +92,18 @@ async def test_at_60x20_every_line_is_whole_and_p50_p99_stay() -> None:
         assert lines[-1].rstrip().endswith("? Help")
 
 
+async def test_at_60x20_a_failing_threshold_is_a_badge_in_the_header() -> None:
+    """The tiny layout has no thresholds panel (nor the generator's delay under it): a
+    failing threshold is a badge in the header's phase line instead."""
+    app, fake = scripted_app(Script(rate=800.0, thresholds=("p99 < 1us", "error_rate < 90%")))
+    async with app.run_test(size=(60, 20)) as pilot:
+        await settle(pilot, app, fake)
+        await pilot.pause(0.1)
+        lines = screen_text(app).splitlines()
+        assert not visible(app, "#thresholds-main")
+        assert "✘ p99 < 1us" in lines[2], lines[2]
+
+
 async def test_below_60x20_a_line_says_the_size_and_the_header_stays() -> None:
     async with monitor_at((50, 16)) as (_, screen):
         assert "50×16" in screen

@@ -97,39 +97,52 @@ class RunHeader(Panel):
             phase = "starting"
         else:
             phase = view.phase or "starting"
-        line = Text(f"{phase.upper():<9}", PHASE_STYLES.get(phase, "bold"))
+        style = PHASE_STYLES.get(phase, "bold")
+        line = Text(f"{phase.upper():<9}", style)
         line.no_wrap, line.overflow = True, "crop"
-        width = self.content_size.width
-        bar = BAR_WIDTH if not 0 < width < NARROW else max(6, min(BAR_WIDTH, width - 44))
         if info is not None and info.requests is not None:
-            return self._counted(display, line, info.requests, bar)
+            return self._line(display, line, style, *self._counted(display, info.requests))
         total = (info.warmup + info.duration) if info else 0.0
         elapsed = min(view.elapsed, total) if total else 0.0
         if view.report is not None:
             elapsed = min(run_seconds(view.report), total) if total else 0.0
-        done = round(bar * elapsed / total) if total else 0
-        line.append("━" * done, PHASE_STYLES.get(phase, "bold"))
-        line.append("━" * (bar - done), "grey30")
-        line.append(f" {formatting.clock(elapsed)} / {formatting.clock(total)}")
+        figures = f" {formatting.clock(elapsed)} / {formatting.clock(total)}"
+        left = ""
         if view.state == "running" and total:
-            line.append(f" · {formatting.clock(total - elapsed)} left", "dim")
-        for text, style in self._badges(display):
-            line.append("  ")
-            line.append(f" {text} ", style)
-        return line
+            left = f" · {formatting.clock(total - elapsed)} left"
+        return self._line(display, line, style, elapsed / total if total else 0.0, figures, left)
 
-    def _counted(self, display: Display, line: Text, requests: int, bar: int) -> Text:
+    def _counted(self, display: Display, requests: int) -> tuple[float, str, str]:
         """The progress of a run that a request count ends: exchanges ended of the count."""
         view = display.view
         total = view.total
         ended = total.ok + total.errors if total and view.measured_phase == "sustain" else 0
-        done = min(bar, round(bar * ended / requests))
-        line.append("━" * done, PHASE_STYLES.get(view.phase or "", "bold"))
+        figures = f" {ended:,} / {requests:,} requests · {formatting.clock(view.elapsed)}"
+        return min(1.0, ended / requests), figures, ""
+
+    def _line(
+        self, display: Display, line: Text, style: str, share: float, figures: str, left: str
+    ) -> Text:
+        """``line`` (the phase) with the bar at ``share``, ``figures``, the time ``left`` and
+        the badges. The bar takes what the rest leaves of a narrow terminal (down to 4
+        cells), then the time left goes, so the badges (a failing threshold) stay whole."""
+        badges = Text()
+        for text, badge_style in self._badges(display):
+            badges.append("  ")
+            badges.append(f" {text} ", badge_style)
+        width = self.content_size.width
+        bar = BAR_WIDTH
+        if 0 < width < NARROW:
+            rest = width - line.cell_len - len(figures) - badges.cell_len
+            if rest - len(left) < 4:
+                left = ""
+            bar = max(4, min(BAR_WIDTH, rest - len(left)))
+        done = min(bar, round(bar * share))
+        line.append("━" * done, style)
         line.append("━" * (bar - done), "grey30")
-        line.append(f" {ended:,} / {requests:,} requests · {formatting.clock(view.elapsed)}")
-        for text, style in self._badges(display):
-            line.append("  ")
-            line.append(f" {text} ", style)
+        line.append(figures)
+        line.append(left, "dim")
+        line.append_text(badges)
         return line
 
     def _badges(self, display: Display) -> list[tuple[str, str]]:
