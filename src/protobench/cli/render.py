@@ -20,12 +20,12 @@ from protobench.engine.figures import rate_changes
 from protobench.engine.report_model import (
     NO_SESSION,
     NO_SESSION_NOTICE,
-    ClockReport,
-    LoadModel,
     Report,
     Resources,
     ThresholdResult,
     Verdicts,
+    describe_clock,
+    describe_model,
 )
 from protobench.engine.summaries import LatencySummary, OpSummary
 from protobench.termtext import visible, visible_tree
@@ -35,44 +35,6 @@ from protobench.vocab.units import format_duration
 
 def us(value: float | None) -> str:
     return "-" if value is None else format_duration(value / 1e6)
-
-
-def plain_number(value: float) -> str:
-    """A count or rate in digits, never in exponent form: ``1,000``, ``12.5``, ``0.25``."""
-    if abs(value) >= 99.5 or value == int(value):
-        return f"{value:,.0f}"
-    return f"{value:.3g}"
-
-
-def describe_model(model: LoadModel, changes: list[tuple[float, float]] | None = None) -> str:
-    """``closed model, 50 sessions`` or ``open model, 2,000/s -> 5,000/s over 40 sessions``
-    (and ``, 1,000 requests`` when a request count ends the sustain); with live rate
-    ``changes`` (run seconds, factor of the base rate) each one after it:
-    ``; rate changed live: 2,200/s (base +10%) at 12.3s``."""
-    count = "" if model.requests is None else f", {model.requests:,} requests"
-    if model.type == "closed":
-        return f"closed model, {model.sessions} sessions{count}"
-    rate = "an unknown rate" if model.rate is None else f"{plain_number(model.rate)}/s"
-    if model.ramp_to is not None:
-        rate += f" -> {plain_number(model.ramp_to)}/s"
-    text = f"open model, {rate} over {model.sessions} sessions{count}"
-    if changes and model.rate is not None:
-        steps = ", ".join(
-            f"{plain_number(model.rate * factor)}/s (base {(factor - 1) * 100:+.0f}%) at {at:.1f}s"
-            for at, factor in changes
-        )
-        text += f"; rate changed live: {steps}"
-    return text
-
-
-def describe_clock(clock: ClockReport | None) -> str:
-    """``  kernel clock`` (with what was not: ``(send: user)``), ``  user clock``, or nothing
-    for a report from before the clocks."""
-    if clock is None:
-        return ""
-    if clock.receive == clock.send:
-        return f"  {clock.receive} clock"
-    return f"  {clock.receive} clock (send: {clock.send})"
 
 
 def summary_table(report: Report, profile_top: int = 5) -> str:
@@ -101,7 +63,8 @@ def summary_table(report: Report, profile_top: int = 5) -> str:
         seconds = sustain.duration_s
         length = f"{seconds:.1f}s" if seconds >= 1 else format_duration(seconds)
         model = describe_model(report.model, rate_changes(report))
-        lines.append(f"sustain {length}  {model}{describe_clock(report.clock)}")
+        clock = describe_clock(report.clock)
+        lines.append(f"sustain {length}  {model}{'  ' + clock if clock else ''}")
         header = f"{'op':24} {'ok':>10} {'err':>7} {'err%':>7} {'ops/s':>11} "
         header += " ".join(f"{label:>8}" for _, label in LATENCY_COLUMNS)
         lines.append(header + "  latency")

@@ -428,15 +428,21 @@ class Aggregator:
         return out
 
     def phase_histograms(self) -> PhaseHistograms:
-        """Encoded histograms per phase and op, for the snapshot."""
+        """Encoded histograms per phase and op, for the snapshot.
+
+        ``hist_uncorrected`` only in the open model, as in the series and the report: a
+        periodic group of a closed run measures from the actual send too, but that is
+        no run's uncorrected latency (a ``TOTAL`` of it would be that group's alone).
+        """
         out: PhaseHistograms = {}
         for phase, accs in self.totals.items():
             out[phase] = {}
             for name, acc in accs.items():
                 item = acc.to_interval()
-                out[phase][name] = EncodedHistograms(
-                    hist=item.hist, hist_uncorrected=item.hist_uncorrected
-                )
+                hists = EncodedHistograms(hist=item.hist)
+                if self.corrected:
+                    hists["hist_uncorrected"] = item.hist_uncorrected
                 if item.hist_delay:
-                    out[phase][name]["hist_delay"] = item.hist_delay
+                    hists["hist_delay"] = item.hist_delay
+                out[phase][name] = hists
         return out

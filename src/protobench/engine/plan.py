@@ -17,6 +17,7 @@ from typing import Any, Literal
 
 from pydantic import ValidationError
 
+from protobench.engine.rates import rate_shares
 from protobench.profiles.loader import (
     LoadedProfile,
     ProfileError,
@@ -366,8 +367,7 @@ def worker_slices(plan: RunPlan) -> list[WorkerSlice]:
     groups (one periodic session each) land on different workers.
     """
     workers = max(1, min(plan.processes, plan.sessions))
-    paced = [g for g in plan.groups if not g.periodic]
-    share_total = sum(g.share for g in paced) or 1.0
+    shares = rate_shares(plan.groups)
     owned: list[dict[str, list[int]]] = [{} for _ in range(workers)]
     position = 0
     for group in plan.groups:
@@ -381,7 +381,7 @@ def worker_slices(plan: RunPlan) -> list[WorkerSlice]:
             indices = tuple(owned[worker].get(group.name, ()))
             rate = ramp = None
             if plan.rate is not None and not group.periodic and indices:
-                fraction = group.share / share_total * len(indices) / group.count
+                fraction = shares[group.name] * len(indices) / group.count
                 rate = plan.rate * fraction
                 ramp = plan.ramp_to * fraction if plan.ramp_to is not None else None
             parts.append(GroupSlice(group.name, indices, rate, ramp))

@@ -355,13 +355,5 @@ def verdicts(
 
 
 def exit_code_for(report: Report) -> ExitCode:
-    """The exit code of a run (see the module's docstring).
-
-    A ``snapshot_error`` in the report means the snapshot is not in the store.
-    """
-    verdict = report.verdicts
-    if report.partial or report.sustain is None or not verdict.complete:
-        return ExitCode.INCOMPLETE
-    if not verdict.thresholds_passed or not verdict.checks_passed:
-        return ExitCode.FAILED
-    return ExitCode.NOT_SAVED if report.snapshot_error else ExitCode.OK
+    """The exit code of a run (see the module's docstring): :attr:`Report.exit_code`."""
+    return report.exit_code

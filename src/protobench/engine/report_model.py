@@ -18,13 +18,14 @@ snapshot loads.
 from __future__ import annotations
 
 import functools
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, fields, is_dataclass
 from typing import TYPE_CHECKING, Any, Literal
 
 from protobench.engine.stacks.model import ProfileSummary
 from protobench.engine.summaries import OMIT_NONE, PhaseSummary
-from protobench.vocab.exceptions import BadInput
+from protobench.vocab.exceptions import BadInput, ExitCode
+from protobench.vocab.units import plain_number
 
 if TYPE_CHECKING:
     from pydantic import TypeAdapter
@@ -80,6 +81,37 @@ class ClockReport:
     setting: Literal["kernel", "user"]
     receive: ClockSource
     send: ClockSource
+
+
+def describe_model(model: LoadModel, changes: Sequence[tuple[float, float]] = ()) -> str:
+    """``closed model, 50 sessions`` or ``open model, 2,000/s -> 5,000/s over 40 sessions``
+    (and ``, 1,000 requests`` when a request count ends the sustain): the summary's line
+    and the HTML report's header. With live rate ``changes`` (run seconds, factor of the
+    base rate) each one after it: ``; rate changed live: 2,200/s (base +10%) at 12.3s``."""
+    count = "" if model.requests is None else f", {model.requests:,} requests"
+    if model.type == "closed":
+        return f"closed model, {model.sessions} sessions{count}"
+    rate = "an unknown rate" if model.rate is None else f"{plain_number(model.rate)}/s"
+    if model.ramp_to is not None:
+        rate += f" -> {plain_number(model.ramp_to)}/s"
+    text = f"open model, {rate} over {model.sessions} sessions{count}"
+    if changes and model.rate is not None:
+        steps = ", ".join(
+            f"{plain_number(model.rate * factor)}/s (base {(factor - 1) * 100:+.0f}%) at {at:.1f}s"
+            for at, factor in changes
+        )
+        text += f"; rate changed live: {steps}"
+    return text
+
+
+def describe_clock(clock: ClockReport | None) -> str:
+    """``kernel clock`` (with what was not: ``kernel clock (send: user)``), ``user clock``,
+    or "" for a report from before the clocks (the summary's line, the HTML report's header)."""
+    if clock is None:
+        return ""
+    if clock.receive == clock.send:
+        return f"{clock.receive} clock"
+    return f"{clock.receive} clock (send: {clock.send})"
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -288,6 +320,19 @@ class Report:
     @property
     def sustain(self) -> PhaseSummary | None:
         return self.phases.get("sustain")
+
+    @property
+    def exit_code(self) -> ExitCode:
+        """The run's exit code (:mod:`protobench.engine.report` says which is when).
+
+        A ``snapshot_error`` in the report means the snapshot is not in the store.
+        """
+        verdict = self.verdicts
+        if self.partial or self.sustain is None or not verdict.complete:
+            return ExitCode.INCOMPLETE
+        if not verdict.thresholds_passed or not verdict.checks_passed:
+            return ExitCode.FAILED
+        return ExitCode.NOT_SAVED if self.snapshot_error else ExitCode.OK
 
     @property
     def nothing_measured(self) -> bool:

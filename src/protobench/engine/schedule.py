@@ -68,6 +68,7 @@ from collections.abc import Callable
 
 from protobench.engine.bounds import BEHIND_NS, READ_BOUND_NS
 from protobench.engine.metrics import OpRecorder
+from protobench.engine.rates import ramped_rate
 from protobench.engine.waker import Timer
 from protobench.protocols.base import (
     AsyncSession,
@@ -670,8 +671,8 @@ class ArrivalDriver(ExchangeDriver):
         self._stopped: asyncio.Future[None] | None = None
 
     def current_rate(self, elapsed: float) -> float:
-        fraction = min(1.0, max(0.0, elapsed / self.ramp_seconds))
-        return (self.rate + (self.ramp_to - self.rate) * fraction) * self.state.rate_factor
+        ramped = ramped_rate(self.rate, self.ramp_to, self.ramp_seconds, elapsed)
+        return ramped * self.state.rate_factor
 
     @property
     def pending(self) -> int:

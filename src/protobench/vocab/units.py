@@ -109,6 +109,13 @@ def parse_scalar(text: str) -> Any:
         return text
 
 
+def plain_number(value: float) -> str:
+    """A count or rate in digits, never in exponent form: ``1,000``, ``12.5``, ``0.25``."""
+    if abs(value) >= 99.5 or value == int(value):
+        return f"{value:,.0f}"
+    return f"{value:.3g}"
+
+
 def format_duration(seconds: float) -> str:
     """A short human form of a duration: ``'850µs'``, ``'12.3ms'``, ``'4.20s'``."""
     if seconds < 1e-3:
