@@ -5,6 +5,7 @@ from __future__ import annotations
 import contextlib
 import sys
 import time
+from collections.abc import Mapping
 from typing import TextIO
 
 from protobench.cli.profile_render import profile_lines
@@ -68,8 +69,9 @@ def summary_table(report: Report, profile_top: int = 5) -> str:
         header = f"{'op':24} {'ok':>10} {'err':>7} {'err%':>7} {'ops/s':>11} "
         header += " ".join(f"{label:>8}" for _, label in LATENCY_COLUMNS)
         lines.append(header + "  latency")
+        protocols = report.protocols or {}
         for name, op in [*sustain.ops.items(), ("TOTAL", sustain.total)]:
-            lines.extend(_op_lines(name, op, name in failing))
+            lines.extend(_op_lines(name, op, name in failing, protocols.get(name)))
     lines.extend(_threshold_line(t, report.nothing_measured) for t in report.thresholds)
     lines.extend(_verdict_lines(verdicts, report.partial))
     lines.append(_resources_line(report.resources))
@@ -117,12 +119,16 @@ def _latency_cells(latency: LatencySummary) -> str:
     return " ".join(f"{us(latency.value(k)):>8}" for k, _ in LATENCY_COLUMNS)
 
 
-def _op_lines(name: str, op: OpSummary, failing: bool) -> list[str]:
+def _op_lines(
+    name: str, op: OpSummary, failing: bool, protocols: Mapping[str, int] | None = None
+) -> list[str]:
     label = f"{name[:22]} !" if failing else name[:24]
     lines = [
         f"{label:24} {op.ok:>10} {op.errors:>7} {op.error_rate:>7.2%} "
         f"{op.throughput:>11,.1f} {_latency_cells(op.latency_us)}  {op.latency_kind}"
     ]
+    if protocols or op.streams_per_connection is not None:
+        lines.append(f"{'':24}   {connection_line(protocols or {}, op.streams_per_connection)}")
     for kind, figures in (op.latency_by_kind or {}).items():
         cells = _latency_cells(figures)
         lines.append(f"{'':24} {'':>10} {'':>7} {'':>7} {'':>11} {cells}  {kind}")
@@ -145,6 +151,17 @@ def _op_lines(name: str, op: OpSummary, failing: bool) -> list[str]:
         counters = ", ".join(f"{k}={v}" for k, v in op.counters.items())
         lines.append(f"{'':24}   counters: {counters}")
     return lines
+
+
+def connection_line(protocols: Mapping[str, int], streams: float | None) -> str:
+    """``protocol: h2 (500 sessions), 9.8 streams in flight per connection``."""
+    parts = []
+    if protocols:
+        got = ", ".join(f"{name} ({count:,} sessions)" for name, count in protocols.items())
+        parts.append(f"protocol: {got}")
+    if streams is not None:
+        parts.append(f"{streams:g} streams in flight per connection")
+    return ", ".join(parts)
 
 
 def _threshold_line(threshold: ThresholdResult, nothing_measured: bool) -> str:

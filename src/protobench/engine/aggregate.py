@@ -42,7 +42,7 @@ from protobench.engine.series_model import EncodedHistograms, PhaseHistograms, S
 from protobench.engine.stats_frame import StatsFrame, StatsWire
 from protobench.engine.summaries import MIXED, LatencySummary, OpSummary, PhaseSummary
 from protobench.engine.thinning import SERIES_LIMIT, pair_to_merge
-from protobench.vocab.counters import DOWN_US, ERRORS_PREFIX, OK_TOTAL
+from protobench.vocab.counters import DOWN_US, ERRORS_PREFIX, OK_TOTAL, streams_per_connection
 from protobench.vocab.percentiles import PERCENTILE_KEYS
 
 PHASES = ("warmup", "sustain", "drain")
@@ -102,6 +102,7 @@ def op_summary(
         },
         down_s=down_s,
         down_share=down_share,
+        streams_per_connection=streams_per_connection(counters),
         latency_kind=kind,
         latency_us=latency_summary(acc.hist) if kind != MIXED else LatencySummary(),
         latency_uncorrected_us=(

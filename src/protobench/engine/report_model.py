@@ -53,13 +53,15 @@ class Tool:
 @dataclass(frozen=True, slots=True, kw_only=True)
 class LoadModel:
     """``closed`` (sessions back to back) or ``open`` (a rate of arrivals, maybe ramped);
-    ``requests``: the exchanges that end the sustain (``-n``), when counted."""
+    ``requests``: the exchanges that end the sustain (``-n``), when counted; ``connections``:
+    the connections the sessions share, when some share one (HTTP/2's streams)."""
 
     type: Literal["closed", "open"]
     sessions: int = 0
     rate: float | None = field(default=None, metadata=OMIT_NONE)
     ramp_to: float | None = field(default=None, metadata=OMIT_NONE)
     requests: int | None = field(default=None, metadata=OMIT_NONE)
+    connections: int | None = field(default=None, metadata=OMIT_NONE)
 
 
 type ClockSource = Literal["kernel", "user", "mixed"]
@@ -85,10 +87,13 @@ class ClockReport:
 
 def describe_model(model: LoadModel, changes: Sequence[tuple[float, float]] = ()) -> str:
     """``closed model, 50 sessions`` or ``open model, 2,000/s -> 5,000/s over 40 sessions``
-    (and ``, 1,000 requests`` when a request count ends the sustain): the summary's line
-    and the HTML report's header. With live rate ``changes`` (run seconds, factor of the
-    base rate) each one after it: ``; rate changed live: 2,200/s (base +10%) at 12.3s``."""
+    (``on 5 connections`` when sessions share them, and ``, 1,000 requests`` when a request
+    count ends the sustain): the summary's line and the HTML report's header. With live rate
+    ``changes`` (run seconds, factor of the base rate) each one after it:
+    ``; rate changed live: 2,200/s (base +10%) at 12.3s``."""
     count = "" if model.requests is None else f", {model.requests:,} requests"
+    if model.connections is not None:
+        count = f" on {model.connections} connections{count}"
     if model.type == "closed":
         return f"closed model, {model.sessions} sessions{count}"
     rate = "an unknown rate" if model.rate is None else f"{plain_number(model.rate)}/s"
@@ -297,6 +302,9 @@ class Report:
     model: LoadModel = field(default_factory=lambda: LoadModel(type="closed"))
     clock: ClockReport | None = field(default=None, metadata=OMIT_NONE)
     """Absent in reports from before the kernel's clock (their times were user space)."""
+    protocols: dict[str, dict[str, int]] | None = field(default=None, metadata=OMIT_NONE)
+    """Per op, its sessions by the protocol their connections got (HTTP/2 runs: ``h2``,
+    ``h2c``, ``http/1.1`` after an ALPN fallback); absent when no plugin names one."""
     processes: int = 0
     warmup_s: float = 0.0
     duration_s: float = 0.0

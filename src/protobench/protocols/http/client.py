@@ -55,9 +55,10 @@ caller opens a new one for its next request.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import socket
 import ssl as ssl_module
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from http import HTTPStatus
 from typing import cast
@@ -106,6 +107,18 @@ class Endpoint:
         """The endpoint as a URL (for messages and reports)."""
         host = f"[{self.host}]" if ":" in self.host else self.host
         return f"{self.scheme}://{host}:{self.port}{self.base_path}/"
+
+    @property
+    def address(self) -> tuple[str, int]:
+        """The host and port connected to."""
+        return self.via or (self.host, self.port)
+
+    @property
+    def where(self) -> str:
+        """The endpoint for messages: its URL, and the address connected to when another."""
+        if self.via is None:
+            return self.url
+        return f"{self.url} (at {self.via[0]}:{self.via[1]})"
 
 
 def parse_url(url: str) -> Endpoint:
@@ -238,11 +251,13 @@ def make_ssl_context(
     ca_file: str | None = None,
     cert_file: str | None = None,
     key_file: str | None = None,
+    alpn: tuple[str, ...] = ("http/1.1",),
 ) -> ssl_module.SSLContext:
     """A client TLS context: certificate and host name verification ON unless ``insecure``.
 
     ``ca_file`` adds trusted CAs (PEM); ``cert_file``/``key_file`` give a client
-    certificate for mutual TLS. ALPN offers ``http/1.1`` only.
+    certificate for mutual TLS. ALPN offers ``alpn`` (``http/1.1`` only by default;
+    ``("h2", "http/1.1")`` for HTTP/2).
     """
     ctx = ssl_module.create_default_context(cafile=ca_file)
     if insecure:
@@ -252,8 +267,34 @@ def make_ssl_context(
         ctx.load_cert_chain(cert_file, key_file)
     elif key_file:
         raise ValueError("key_file needs cert_file")
-    ctx.set_alpn_protocols(["http/1.1"])
+    ctx.set_alpn_protocols(list(alpn))
     return ctx
+
+
+@contextlib.contextmanager
+def connect_errors(where: str, timeout: float) -> Iterator[None]:
+    """Map what connecting to ``where`` (an endpoint's URL, and the address it was connected
+    at when that is another) raised within ``timeout`` to an :class:`OpError`."""
+    try:
+        yield
+    except TimeoutError:
+        raise OpError(
+            ErrorClass.TIMEOUT, f"connect to {where} took more than {timeout:g}s"
+        ) from None
+    except ConnectionRefusedError:
+        raise OpError(ErrorClass.REFUSED, f"{where} refused the connection") from None
+    except ssl_module.SSLCertVerificationError as exc:
+        raise OpError(
+            ErrorClass.CONNECT,
+            f"TLS certificate verification failed for {where}: {exc.verify_message}"
+            " (give ca_file, or insecure = true to skip verification)",
+        ) from None
+    except ssl_module.SSLError as exc:
+        raise OpError(
+            ErrorClass.CONNECT, f"TLS handshake with {where} failed: {exc.reason or exc}"
+        ) from None
+    except OSError as exc:
+        raise OpError(ErrorClass.CONNECT, f"connect to {where}: {exc}") from None
 
 
 class Response:
@@ -453,14 +494,13 @@ class HttpConnection(asyncio.Protocol):
         if endpoint.tls and ssl is None:
             raise OpError(ErrorClass.CONNECT, f"{endpoint.url}: https needs an SSL context")
         tls = ssl if endpoint.tls else None
-        host, port = endpoint.via or (endpoint.host, endpoint.port)
-        where = endpoint.url if endpoint.via is None else f"{endpoint.url} (at {host}:{port})"
+        host, port = endpoint.address
         times = stamps if stamps is not None else Stamps()
 
         def factory() -> HttpConnection:
             return cls(loop, endpoint, timeout, times, reactor)
 
-        try:
+        with connect_errors(endpoint.where, timeout):
             async with asyncio.timeout(timeout):
                 if reactor is not None and tls is None:
                     _, made = await open_stamped(
@@ -479,24 +519,6 @@ class HttpConnection(asyncio.Protocol):
                         ssl=tls,
                         server_hostname=endpoint.host if tls is not None else None,
                     )
-        except TimeoutError:
-            raise OpError(
-                ErrorClass.TIMEOUT, f"connect to {where} took more than {timeout:g}s"
-            ) from None
-        except ConnectionRefusedError:
-            raise OpError(ErrorClass.REFUSED, f"{where} refused the connection") from None
-        except ssl_module.SSLCertVerificationError as exc:
-            raise OpError(
-                ErrorClass.CONNECT,
-                f"TLS certificate verification failed for {where}: {exc.verify_message}"
-                " (give ca_file, or insecure = true to skip verification)",
-            ) from None
-        except ssl_module.SSLError as exc:
-            raise OpError(
-                ErrorClass.CONNECT, f"TLS handshake with {where} failed: {exc.reason or exc}"
-            ) from None
-        except OSError as exc:
-            raise OpError(ErrorClass.CONNECT, f"connect to {where}: {exc}") from None
         return conn
 
     @property
