@@ -34,8 +34,10 @@ open model (arrivals waiting for a session are still sent), and per failed
 reopen in the closed model; once it is spent nothing more starts.
 
 Sessions live in :class:`Slot` objects that reopen them after a connection
-failure (immediately, then after 0.1 s, doubling up to 2 s, so that a
-refused login does not hammer the server), counting ``reconnects``. A slot
+failure (a ``closed``, ``refused`` or ``connect`` error, or any error that
+ended the connection: :attr:`OpError.lost`): immediately, then after 0.1 s,
+doubling up to 2 s, so that a refused login does not hammer the server,
+counting ``reconnects``. A slot
 counts every successful open (``connects``, unless the plugin counts its own
 connections: :attr:`ProtocolPlugin.counts_connects`), every failed one
 (``connect_failed``) and the time it spends without a session while the run
@@ -447,7 +449,7 @@ class ClosedDriver(ExchangeDriver):
         """Record a failure (unless counted already); True if the loop on this slot must end."""
         if counted:
             self.recorder.error(exc)
-        if exc.error_class in RECONNECT_CLASSES:
+        if exc.lost or exc.error_class in RECONNECT_CLASSES:
             slot.lost(self.state)
             return True
         return False
@@ -887,7 +889,7 @@ class ArrivalDriver(ExchangeDriver):
         else:
             if counted:
                 recorder.error(error)
-            if error.error_class in RECONNECT_CLASSES:
+            if error.lost or error.error_class in RECONNECT_CLASSES:
                 slot.lost(self.state)
                 return
         self._release(slot, now)

@@ -5,7 +5,9 @@ Options: ``insecure`` (skip TLS verification), ``ca_file``, ``cert_file`` and
 never stored or printed, in addition to names that look like credentials),
 ``connect_to`` (connect to another address than the URL's; ``Host`` and the TLS
 name stay the URL's), ``keepalive`` (false: every request on a new
-connection, with ``Connection: close``), ``version`` (``"1.1"``; ``"2"``: HTTP/2
+connection, with ``Connection: close``), ``max_header_size`` (the longest
+response head, 64 KiB by default; a longer one is a ``protocol`` error and the
+connection is closed), ``version`` (``"1.1"``; ``"2"``: HTTP/2
 by ALPN over ``https``, with prior knowledge over ``http``; ``"h2c"``: HTTP/2 in
 cleartext only) and ``fallback`` (HTTP/2 over TLS may fall back to HTTP/1.1
 when the server's ALPN chooses it). The parameters' ``streams`` (HTTP/2:
@@ -25,9 +27,10 @@ from typing import Any, Literal
 from pydantic import Field, ValidationInfo, field_validator, model_validator
 
 from protobench.protocols.base import StrictModel, overrides_applied
-from protobench.protocols.http.client import check_relative_path, check_request
+from protobench.protocols.http.client import MAX_HEAD, check_relative_path, check_request
 from protobench.protocols.http.flags import CONNECT_TO, connect_target
 from protobench.protocols.http.h2.headers import FORBIDDEN
+from protobench.vocab.fields import Size
 
 MAX_STREAMS = 10_000
 """The most ``streams`` per connection (servers allow 100 to 1,000)."""
@@ -52,6 +55,11 @@ class HttpOptions(StrictModel):
     keepalive: bool = Field(
         default=True,
         description="false: every request on a new connection (Connection: close)",
+    )
+    max_header_size: Size = Field(
+        default=MAX_HEAD,
+        ge=1,
+        description="the longest response head (a longer one is a protocol error)",
     )
     version: Literal["1.1", "2", "h2c"] = Field(
         default="1.1",

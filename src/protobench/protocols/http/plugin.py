@@ -155,6 +155,8 @@ class HttpProtocol(ProtocolPlugin):
             if not isinstance(got, HttpConnection | None):
                 return got
             conn = got  # the server chose HTTP/1.1 (ALPN) and the fallback is allowed
+            if conn is not None:
+                conn.max_head = options.max_header_size
             tls = _ssl_context(options.insecure, ca_file, options.cert_file, options.key_file)
         if not options.keepalive and not any(n.lower() == "connection" for n, _ in headers):
             headers.append(("Connection", "close"))
@@ -163,7 +165,12 @@ class HttpProtocol(ProtocolPlugin):
         )
         if conn is None:
             conn = await HttpConnection.connect(
-                endpoint, ssl=tls, timeout=ctx.timeout, stamps=ctx.stamps, reactor=ctx.reactor
+                endpoint,
+                ssl=tls,
+                timeout=ctx.timeout,
+                stamps=ctx.stamps,
+                reactor=ctx.reactor,
+                max_head=options.max_header_size,
             )
             ctx.count(CONNECTS, 1)
         kind = HeadSession if params.method == "HEAD" else HttpSession

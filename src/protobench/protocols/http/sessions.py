@@ -119,6 +119,7 @@ class HttpSession(CallbackSession):
                 timeout=old.timeout,
                 stamps=old.stamps,
                 reactor=old.reactor,
+                max_head=old.max_head,
             )
         except OpError as exc:
             done(exc, 0)
