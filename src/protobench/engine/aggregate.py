@@ -41,11 +41,10 @@ from protobench.engine.report_model import LiveVerdicts
 from protobench.engine.series_model import EncodedHistograms, PhaseHistograms, SeriesRecord
 from protobench.engine.stats_frame import StatsFrame, StatsWire
 from protobench.engine.summaries import MIXED, LatencySummary, OpSummary, PhaseSummary
-from protobench.engine.thinning import SERIES_LIMIT, pair_to_merge
+from protobench.engine.thinning import PHASES, SERIES_LIMIT, pair_to_merge
 from protobench.vocab.counters import DOWN_US, ERRORS_PREFIX, OK_TOTAL, streams_per_connection
 from protobench.vocab.percentiles import PERCENTILE_KEYS
 
-PHASES = ("warmup", "sustain", "drain")
 Judge = Callable[[Mapping[str, PhaseSummary], Tally], LiveVerdicts | None]
 """The verdicts of a run so far: its phases so far and its lagging intervals in sustain."""
 

@@ -12,6 +12,8 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+PHASES = ("warmup", "sustain", "drain")
+"""The phases a run's series keeps records of, in their order."""
 SERIES_LIMIT = 3600
 """Series records kept per phase (an hour of 1 s intervals at full resolution)."""
 
