@@ -5,7 +5,8 @@ A phase of the interval series (and of the resource samples) keeps about
 adjacent pair of the finest records, which the caller merges into one, so the
 recent past stays at full resolution and older stretches become coarser (2, 4,
 8... intervals per record), as in a round-robin database. It imports nothing
-heavy: the snapshot's loader (through the resource records) reads it too.
+heavy: the snapshot's loader (through the resource records, and the bounds of
+:mod:`~protobench.snapshots.limits`) reads it too, before a replay's first frame.
 """
 
 from __future__ import annotations
