@@ -911,7 +911,7 @@ def print_open_table(rows: list[dict[str, Any]], rounds: int) -> None:
         print(
             f"{row['rate']:>7,.0f} {row['generator']:<17} {row['rate_median']:>8,.0f}"
             f" {row['cpu_us_per_op']:>10.2f} {row['worker_cpu_us_per_op']:>8.2f}"
-            f" {ratio if ratio is None else format(ratio, '.2f'):>6}"
+            f" {'-' if ratio is None else format(ratio, '.2f'):>6}"
             f" {row['sleeps_per_op']:>10.2f}"
             f" {row['server_cpu_median']:>6.0%} {_us(row['p50_us']):>7} {_us(row['p99_us']):>8}"
             f" {lateness:>19}"

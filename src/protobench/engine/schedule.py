@@ -655,6 +655,8 @@ class ArrivalDriver(ExchangeDriver):
     ) -> None:
         super().__init__(slots, recorder, state)
         self.reactor = reactor
+        if reactor is not None:
+            reactor.batch_sends = False  # each arrival's send time is its lateness's end
         self.rate = rate
         self.ramp_to = ramp_to if ramp_to is not None else rate
         self.ramp_seconds = max(ramp_seconds, 1e-9)

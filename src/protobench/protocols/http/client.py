@@ -589,7 +589,7 @@ class HttpConnection(asyncio.Protocol):
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
         self._transport = cast(asyncio.Transport, transport)
         if isinstance(transport, StampedTransport):
-            self._write_request = transport.write_request
+            self._write_request = transport.defer_request  # ``sent`` is read at completion
         self.alive = True
         sock = transport.get_extra_info("socket")
         if sock is not None and sock.family in (socket.AF_INET, socket.AF_INET6):
