@@ -7,6 +7,7 @@ import pytest
 from protobench.engine.metrics import decode, merge, summary
 from protobench.htmlreport.view import (
     Mark,
+    facts,
     run_view,
     spectrum_points,
     text,
@@ -22,6 +23,12 @@ def test_marks_pauses_rate_changes_and_notices() -> None:
     assert Mark("pause", 1.0, 1.5, "paused") in view.marks
     assert Mark("rate", 2.0, None, "rate set to 4000/s") in view.marks
     assert Mark("notice", 2.5, None, "worker 1 exited with code 1") in view.marks
+
+
+def test_the_header_says_the_rate_a_live_change_set() -> None:
+    snapshot = typed(report_snapshot())
+    load = dict(facts(snapshot, snapshot.report))["load"]
+    assert "rate changed live: 4,000/s (base +100%) at 2.0s" in load, load
 
 
 def test_counters_and_error_codes_unknown_to_the_report_are_series() -> None:

@@ -25,6 +25,7 @@ from typing import Any
 
 from hdrh.histogram import HdrHistogram
 
+from protobench.engine.figures import rate_changes
 from protobench.engine.rates import ramped_rate, rate_shares
 from protobench.engine.report_model import Report, describe_clock, describe_model
 from protobench.engine.stacks.model import TargetProfile
@@ -490,7 +491,7 @@ def facts(snapshot: Snapshot, report: Report) -> list[tuple[str, str]]:
     return [
         ("started", text(report.started_at)),
         ("target", text(report.target)),
-        ("load", describe_model(report.model)),
+        ("load", describe_model(report.model, rate_changes(report))),
         ("", describe_clock(report.clock)),
         ("phases", f"warmup {report.warmup_s:g} s, sustain {report.duration_s:g} s"),
         ("processes", text(report.processes)),
@@ -508,7 +509,7 @@ def provenance(snapshot: Snapshot, report: Report) -> list[tuple[str, str]]:
         ("target", text(report.target)),
         ("target kind", text(report.target_kind)),
         ("stop reason", text(report.stop_reason)),
-        ("model", describe_model(report.model)),
+        ("model", describe_model(report.model, rate_changes(report))),
         ("processes", text(report.processes)),
     ]
     for key in ("warmup", "duration", "interval", "timeout", "options", "serve"):
