@@ -5,7 +5,7 @@ time scale applied to every test's time limit and hypothesis's deadline per exam
 from __future__ import annotations
 
 import os
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
@@ -52,3 +52,14 @@ def cli(tmp_path: Path) -> Callable[..., CliResult]:
         return run_cli(list(args), tmp_path, timeout=timeout)
 
     return invoke
+
+
+@pytest.fixture
+def forget_learned_instances() -> Iterator[None]:
+    """The BACnet device instances learnt by Who-Is in this process are forgotten before and
+    after the test (``pytestmark = pytest.mark.usefixtures("forget_learned_instances")``)."""
+    from protobench.protocols.bacnet_ip import inventory  # noqa: PLC0415 - the bacnet extra
+
+    inventory._learned.clear()
+    yield
+    inventory._learned.clear()

@@ -183,6 +183,7 @@ def discover_bacnet(tmp_path: Path) -> str:
         True,
         objects,
         [ObjectIdentifier(Type.DEVICE, 1234), *(o.oid for o in objects)],
+        cov_object=ObjectIdentifier(Type.ANALOG_INPUT, 1),
     )
     return summary(device)
 

@@ -1,6 +1,7 @@
 """``protobench discover haystack URL`` against hs_py's Haystack server: the embedded target
-(SCRAM) and the same app without an authenticator. The summary, a fitted profile that loads
-and runs clean, secrets kept out of it."""
+(SCRAM) and the same app without an authenticator; and against werkzeug's HTTP/1.0 server,
+which closes the connection after each response and writes Haystack 3 JSON. The summary, a
+fitted profile that loads and runs clean, secrets kept out of it, refusals in plain words."""
 
 from __future__ import annotations
 
@@ -23,6 +24,7 @@ from hs_py.ops import HaystackOps
 from protobench.targets.haystack import HaystackServeOptions, build_storage
 from tests.support.cli import CliResult
 from tests.support.haystack import SMALL, haystack_server
+from tests.support.peers.werkzeug_haystack import werkzeug_haystack
 
 pytestmark = pytest.mark.integration
 
@@ -187,3 +189,66 @@ def test_discover_haystack_needs_an_http_url(cli: Callable[..., CliResult]) -> N
     assert result.returncode == 2
     expected = "discover haystack: bad URL 'bacnet://127.0.0.1/': expected a http:// or https://"
     assert expected in result.stderr
+
+
+def test_discover_and_run_against_a_server_that_closes_after_each_response(
+    cli: Callable[..., CliResult], tmp_path: Path
+) -> None:
+    """werkzeug's HTTP/1.0 server, Haystack 3 JSON: discovery reconnects as the run does."""
+    path = tmp_path / "werkzeug.toml"
+    with werkzeug_haystack() as (url, app):
+        found = cli(
+            "discover", "haystack", url, "--opt", "auth=false", "--write-profile", str(path),
+            timeout=60,
+        )  # fmt: skip
+        discovered = app.requests
+        result = cli("run", str(path), *RUN, timeout=120)
+        asked = app.requests - discovered
+    assert found.returncode == 0, found.stderr
+    assert "haystack server at " + url + ": test (server werkzeug)" in found.stdout
+    assert 'sites: 1: @s1 "Site One"' in found.stdout
+    assert 'writable points: 1: @p2 "SP"' in found.stdout
+    assert result.returncode == 0, result.stderr
+    sustain = result.json()["phases"]["sustain"]
+    assert sustain["total"]["errors"] == 0, sustain["total"]["last_errors"]
+    ok = sum(op["ok"] for op in sustain["ops"].values())
+    connects = sum(op["counters"].get("connects", 0) for op in sustain["ops"].values())
+    assert ok > 0
+    assert connects >= ok - len(sustain["ops"]), "a connection per exchange"
+    # without auth a session asks nothing before its exchanges: every request the server
+    # answered during the run is one protobench counted, in some phase
+    counted = sum(
+        op["ok"] + op["errors"]
+        for phase in result.json()["phases"].values()
+        for op in phase["ops"].values()
+    )
+    assert asked == counted
+
+
+def test_refusals_quote_the_decoded_error_grid_and_name_the_media_options(
+    cli: Callable[..., CliResult], tmp_path: Path
+) -> None:
+    path = tmp_path / "zinc.toml"
+    path.write_text(
+        'name = "zinc"\nprotocol = "haystack"\nwarmup = "0s"\nduration = "1s"\n'
+        '[options]\nauth = false\nformat = "zinc"\n[[group]]\nop = "about"\ncount = 1\n'
+    )
+    with werkzeug_haystack() as (url, _):
+        refused = cli(
+            "discover", "haystack", url, "--opt", "auth=false", "--opt", "content_type=text/plain",
+            timeout=60,
+        )  # fmt: skip
+        run = cli("run", str(path), "--target", url, "--json", "--quiet", timeout=120)
+    assert refused.returncode == 3
+    line = refused.stderr.strip()
+    assert "415" in line
+    assert "Unsupported media type: text/plain" in line
+    assert "s:Unsupported" not in line
+    assert "the content_type option sets the Content-Type of request bodies" in line
+    about = run.json()["phases"]["sustain"]["ops"]["about"]
+    assert about["error_codes"] == {"protocol:406": about["errors"]}
+    [said] = about["last_errors"].values() if isinstance(about["last_errors"], dict) else [None]
+    assert said is not None
+    assert "Not acceptable: text/zinc" in str(said)
+    assert "s:Not" not in str(said)
+    assert "format (json, zinc) the Accept" in str(said)

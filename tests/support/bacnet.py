@@ -11,8 +11,9 @@ import sys
 import time
 from collections import Counter
 from collections.abc import AsyncIterator, Iterator
-from typing import Any, cast
+from typing import Any, ClassVar, cast
 
+from bac_py import BACnetApplication, DefaultServerHandlers, DeviceObject
 from bac_py.encoding.apdu import (
     AbortPDU,
     ComplexAckPDU,
@@ -28,6 +29,15 @@ from bac_py.encoding.primitives import (
     encode_application_unsigned,
 )
 from bac_py.network.npdu import NPDU, decode_npdu, encode_npdu
+from bac_py.objects.analog import AnalogInputObject
+from bac_py.objects.base import (
+    BACnetObject,
+    PropertyAccess,
+    PropertyDefinition,
+    commandable_properties,
+    standard_properties,
+    status_properties,
+)
 from bac_py.services.read_property import ReadPropertyACK, ReadPropertyRequest
 from bac_py.transport.bvll import decode_bvll, encode_bvll
 from bac_py.types.enums import (
@@ -44,7 +54,7 @@ from bac_py.types.primitives import ObjectIdentifier
 from protobench.protocols.bacnet_ip.options import OPERATIONS, BacnetIpOptions
 from protobench.protocols.bacnet_ip.plugin import BacnetIpProtocol
 from protobench.protocols.base import AsyncSession, CallbackSession, Session, SessionContext
-from protobench.targets.bacnet import free_udp_port
+from protobench.targets.bacnet import device_config, free_udp_port
 from protobench.targets.base import Announcement, EmbeddedTarget
 from protobench.vocab.errors import OpError
 from tests.support.cli import REPO
@@ -144,6 +154,18 @@ async def exchange(session: Session) -> tuple[OpError | None, int]:
     done: asyncio.Future[tuple[OpError | None, int]] = asyncio.get_running_loop().create_future()
     cast(CallbackSession, session).submit(lambda error, nbytes: done.set_result((error, nbytes)))
     return await asyncio.wait_for(done, 30)
+
+
+async def outcome(
+    url: str, op: str, params: dict[str, Any] | None = None, **kwargs: Any
+) -> tuple[OpError | None, Any]:
+    """Open a session, run one exchange, close; return the error and the session."""
+    session = await open_op(url, op, params, **kwargs)
+    try:
+        error, _ = await exchange(session)
+    finally:
+        await session.close()
+    return error, session
 
 
 class Responder(asyncio.DatagramProtocol):
@@ -421,3 +443,58 @@ class ArrayOnlyResponder(asyncio.DatagramProtocol):
     def close(self) -> None:
         if self.transport is not None:
             self.transport.close()
+
+
+class ColorObject(BACnetObject):
+    """A Color object (type 63, addendum 135-2020ca, unnamed in bac-py): an x,y present value."""
+
+    OBJECT_TYPE: ClassVar[ObjectType] = ObjectType(63)
+    PROPERTY_DEFINITIONS: ClassVar[dict[PropertyIdentifier, PropertyDefinition]] = {
+        **standard_properties(),
+        **status_properties(),
+        PropertyIdentifier.PRESENT_VALUE: PropertyDefinition(
+            PropertyIdentifier.PRESENT_VALUE, list, PropertyAccess.READ_ONLY, required=True
+        ),
+    }
+
+
+class ColorTemperatureObject(BACnetObject):
+    """A Color Temperature object (type 64, unnamed in bac-py): kelvins, commandable."""
+
+    OBJECT_TYPE: ClassVar[ObjectType] = ObjectType(64)
+    PROPERTY_DEFINITIONS: ClassVar[dict[PropertyIdentifier, PropertyDefinition]] = {
+        **standard_properties(),
+        **status_properties(),
+        **commandable_properties(int, 2700),
+        PropertyIdentifier.PRESENT_VALUE: PropertyDefinition(
+            PropertyIdentifier.PRESENT_VALUE, int, PropertyAccess.READ_WRITE, required=True
+        ),
+    }
+
+    def __init__(self, instance_number: int, **initial_properties: Any) -> None:
+        super().__init__(instance_number, **initial_properties)
+        self._init_commandable(2700)
+        self._init_status_flags()
+
+
+@contextlib.asynccontextmanager
+async def color_device(instance: int = 6364) -> AsyncIterator[str]:
+    """A bac-py device on 127.0.0.1 with object types bac-py does not name: Color 63:1-2 (x,y
+    REALs) and Color Temperature 64:1 (2700 K, commandable), and an AnalogInput; yields its URL."""
+    host = "127.0.0.1"
+    app = BACnetApplication(device_config(instance, host, free_udp_port(host)))
+    await app.start()
+    try:
+        device = DeviceObject(instance, object_name=f"colors-{instance}", vendor_name="test")
+        for obj in (
+            device,
+            ColorObject(1, object_name="Color-1", present_value=[0.3127, 0.329]),
+            ColorObject(2, object_name="Color-2", present_value=[0.64, 0.33]),
+            ColorTemperatureObject(1, object_name="CCT-1", present_value=2700),
+            AnalogInputObject(1, object_name="AI-1", present_value=20.5),
+        ):
+            app.object_db.add(obj)
+        DefaultServerHandlers(app, app.object_db, device).register()
+        yield f"bacnet://{host}:{app._transport.local_address.port}/"
+    finally:
+        await app.stop()

@@ -1,21 +1,22 @@
-"""Embedded BACnet/IP targets: the stress server, behind a router, and with a BBMD.
+"""Embedded BACnet targets: the stress server on BACnet/IP or BACnet/IPv6, and with a BBMD.
 
 * ``bacnet-ip``: the 40-object stress server (:mod:`.bacnet_objects`), device
   400, announced as ``bacnet://HOST:PORT/?device=400`` (``&bbmd=1`` with
-  ``--bbmd``).
-* ``bacnet-router``: a bac-py router between networks 1 and 2 (device 500)
-  with a BBMD on its network-1 port, and the stress server (device 501) alone
-  on network 2, announced as
-  ``bacnet://HOST:PORT/?dnet=2&dadr=HEXMAC&device=501&bbmd=1``, where
-  HOST:PORT is the router's network-1 port and HEXMAC the server's address.
+  ``--bbmd``). With ``--ipv6`` (or an IPv6 ``--host``) it is a BACnet/IPv6
+  device (Annex U) at ``[::1]``, announced as ``bacnet://[::1]:PORT/?device=400``,
+  its VMAC the device instance in three bytes (400: ``000190``).
 * ``bacnet-bbmd``: the stress server (device 551) with a BBMD on its own
   port, announced as ``bacnet://HOST:PORT/?device=551&bbmd=1``.
 
-Every application binds HOST (a 127.x address) and broadcasts to
-127.255.255.255, never to the global broadcast. Port 0 picks free ports
-(bac-py has no public accessor for a bound port). bac-py's per-request
-warnings (an unknown property read, say) are raised to errors only, so that
-a workload of failing requests does not become a log flood.
+The router (``bacnet-router``) is :mod:`.bacnet_router`. Every application
+binds a loopback address: 127.x with 127.255.255.255 as its broadcast
+address, never the global broadcast; or ``::1`` with the interface-local
+multicast group ``ff01::bac0`` as its broadcast address (bac-py's default,
+the link-local ``ff02::bac0``, would send its broadcasts out on the network
+interface; the kernel keeps interface-local multicast on the host). Port 0
+picks free ports (bac-py has no public accessor for a bound port). bac-py's
+per-request warnings (an unknown property read, say) are raised to errors
+only, so that a workload of failing requests does not become a log flood.
 """
 
 from __future__ import annotations
@@ -30,19 +31,23 @@ from collections.abc import AsyncIterator, Callable
 from typing import ClassVar
 
 import bac_py
-from bac_py import BACnetApplication, DeviceConfig, RouterConfig, RouterPortConfig
-from bac_py.app.application import BBMDConfig
+from bac_py import BACnetApplication, DeviceConfig
 from bac_py.objects.analog import AnalogInputObject
 from bac_py.transport.bip import BIPTransport
+from bac_py.transport.bip6 import BIP6Transport
 from pydantic import Field
 
+from protobench.hostutil import free_port
 from protobench.protocols.bacnet_ip.address import TargetAddress
 from protobench.protocols.base import StrictModel
 from protobench.targets.bacnet_objects import OBJECT_COUNT, add_stress_objects, drift_forever
-from protobench.targets.base import Announcement, EmbeddedTarget, Ready
+from protobench.targets.base import Announcement, EmbeddedTarget, Ready, ServeError
 from protobench.vocab.fields import Duration
 
 BROADCAST = "127.255.255.255"
+MULTICAST = "ff01::bac0"
+"""The broadcast group of every BACnet/IPv6 application: interface-local (never off the host)."""
+IPV6_HOST = "::1"
 BIND_TRIES = 5
 MAX_DEVICE = 4_194_302
 
@@ -62,6 +67,10 @@ class BacnetServeOptions(StrictModel):
         default=False,
         description="attach a BBMD to the device's port (clients may register as foreign devices)",
     )
+    ipv6: bool = Field(
+        default=False,
+        description="serve on BACnet/IPv6 (Annex U) at [::1] instead of BACnet/IP",
+    )
 
 
 class BacnetBbmdServeOptions(BacnetServeOptions):
@@ -73,45 +82,19 @@ class BacnetBbmdServeOptions(BacnetServeOptions):
     bbmd: bool = Field(default=True, description="attach a BBMD to the device's port")
 
 
-class BacnetRouterServeOptions(StrictModel):
-    """Options of ``protobench serve bacnet-router``."""
-
-    device_instance: int = Field(
-        default=501, ge=0, le=MAX_DEVICE, description="the stress server's instance number"
-    )
-    router_instance: int = Field(
-        default=500, ge=0, le=MAX_DEVICE, description="the router's device instance number"
-    )
-    network: int = Field(
-        default=2, ge=1, le=65534, description="the remote network, where the stress server sits"
-    )
-    local_network: int = Field(
-        default=1, ge=1, le=65534, description="the router's network on the announced port"
-    )
-    drift: bool = Field(
-        default=False,
-        description="move the analog inputs' present values so that COV notifications flow",
-    )
-    drift_interval: Duration = Field(default=1.0, description="how often they move")
-
-
 def check_host(host: str) -> None:
-    """Only IPv4 loopback hosts: bac-py's broadcasts then stay on 127.255.255.255."""
+    """Only loopback hosts: bac-py's broadcasts then stay on 127.255.255.255 (or ``ff01::bac0``)."""
     try:
-        loopback = ipaddress.IPv4Address(host).is_loopback
+        loopback = ipaddress.ip_address(host).is_loopback
     except ValueError:
         loopback = False
     if not loopback:
-        raise ValueError(
-            f"BACnet/IP targets bind an IPv4 loopback address (127.x.x.x), not {host!r}"
-        )
+        raise ServeError(f"BACnet targets bind a loopback address (127.x.x.x or ::1), not {host!r}")
 
 
 def free_udp_port(host: str) -> int:
     """A UDP port free on ``host`` right now (bac-py binds it a moment later)."""
-    with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as sock:
-        sock.bind((host, 0))
-        return int(sock.getsockname()[1])
+    return free_port(host, socket.SOCK_DGRAM)
 
 
 @contextlib.asynccontextmanager
@@ -138,7 +121,23 @@ async def started(
 
 
 def device_config(instance: int, host: str, port: int) -> DeviceConfig:
+    """An application on ``host:port``: BACnet/IP, or BACnet/IPv6 for an IPv6 host (its VMAC
+    then :func:`instance_vmac`)."""
+    if ":" in host:
+        return DeviceConfig(
+            instance,
+            interface=host,
+            port=port,
+            ipv6=True,
+            multicast_address=MULTICAST,
+            vmac=instance_vmac(instance),
+        )
     return DeviceConfig(instance, interface=host, port=port, broadcast_address=BROADCAST)
+
+
+def instance_vmac(instance: int) -> bytes:
+    """The BACnet/IPv6 VMAC of device ``instance``: the instance in three bytes."""
+    return instance.to_bytes(3, "big")
 
 
 def kind(device: int, where: str) -> str:
@@ -147,25 +146,30 @@ def kind(device: int, where: str) -> str:
     )
 
 
-async def serve_forever(
-    app: BACnetApplication, drift: bool, interval: float, inputs: list[AnalogInputObject]
-) -> None:
+Drifting = list[tuple[BACnetApplication, list[AnalogInputObject]]]
+"""Devices and their analog inputs, which drift when asked."""
+
+
+async def serve_forever(devices: Drifting, drift: bool, interval: float) -> None:
     if drift:
-        await drift_forever(app, inputs, interval)
+        await asyncio.gather(*(drift_forever(app, inputs, interval) for app, inputs in devices))
     await asyncio.Event().wait()
 
 
 class BacnetIpTarget(EmbeddedTarget):
-    """The 40-object stress server on BACnet/IP."""
+    """The 40-object stress server on BACnet/IP (or BACnet/IPv6)."""
 
     name = "bacnet-ip"
-    description = "bac-py 40-object stress server (device 400) on BACnet/IP"
+    description = "bac-py 40-object stress server (device 400) on BACnet/IP (--ipv6: BACnet/IPv6)"
     default_port = 47808
     options: ClassVar[type[StrictModel]] = BacnetServeOptions
 
     async def serve(self, host: str, port: int, options: StrictModel, ready: Ready) -> None:
         assert isinstance(options, BacnetServeOptions)
+        host = host.strip("[]")
         check_host(host)
+        if options.ipv6 and ":" not in host:
+            host = IPV6_HOST
         logging.getLogger("bac_py").setLevel(logging.ERROR)
         instance = options.device_instance
         async with started(
@@ -175,7 +179,7 @@ class BacnetIpTarget(EmbeddedTarget):
             bound,
         ):
             inputs = add_stress_objects(app, instance, options.drift)
-            bbmd = None
+            address = TargetAddress(host, bound, device=instance)
             if options.bbmd:
                 # bac-py has no public way to attach a BBMD to a plain device. A
                 # one-port RouterConfig(bbmd_config=BBMDConfig()) attaches one, but
@@ -184,12 +188,13 @@ class BacnetIpTarget(EmbeddedTarget):
                 # transport's attach_bbmd() through the private attribute, as
                 # bac-py's BBMD benchmark does.
                 transport = app._transport
-                assert isinstance(transport, BIPTransport)
+                assert isinstance(transport, BIPTransport | BIP6Transport)
                 await transport.attach_bbmd()
-                bbmd = f"{host}:{bound}"
-            address = TargetAddress(host, bound, device=instance, bbmd=bbmd)
-            ready(Announcement(address.url(), kind(instance, " with BBMD" if bbmd else "")))
-            await serve_forever(app, options.drift, options.drift_interval, inputs)
+                address = TargetAddress(host, bound, device=instance, bbmd=address.endpoint)
+            where = " on BACnet/IPv6" if address.ipv6 else ""
+            where += " with BBMD" if options.bbmd else ""
+            ready(Announcement(address.url(), kind(instance, where)))
+            await serve_forever([(app, inputs)], options.drift, options.drift_interval)
 
 
 class BacnetBbmdTarget(BacnetIpTarget):
@@ -198,63 +203,3 @@ class BacnetBbmdTarget(BacnetIpTarget):
     name = "bacnet-bbmd"
     description = "bac-py 40-object stress server (device 551) with a BBMD"
     options: ClassVar[type[StrictModel]] = BacnetBbmdServeOptions
-
-
-class BacnetRouterTarget(EmbeddedTarget):
-    """A router between two networks, with the stress server on the remote one."""
-
-    name = "bacnet-router"
-    description = (
-        "bac-py router (networks 1 and 2, BBMD on 1) with the stress server (device 501) on 2"
-    )
-    default_port = 47808
-    options: ClassVar[type[StrictModel]] = BacnetRouterServeOptions
-
-    async def serve(self, host: str, port: int, options: StrictModel, ready: Ready) -> None:
-        assert isinstance(options, BacnetRouterServeOptions)
-        check_host(host)
-        logging.getLogger("bac_py").setLevel(logging.ERROR)
-        instance = options.device_instance
-        async with started(
-            lambda p: BACnetApplication(device_config(instance, host, p)), 0, host
-        ) as (
-            server,
-            server_port,
-        ):
-            inputs = add_stress_objects(server, instance, options.drift)
-
-            def make_router(chosen: int) -> BACnetApplication:
-                ports = [
-                    RouterPortConfig(
-                        port_id=1,
-                        network_number=options.local_network,
-                        interface=host,
-                        port=chosen,
-                        broadcast_address=BROADCAST,
-                        bbmd_config=BBMDConfig(),
-                    ),
-                    RouterPortConfig(
-                        port_id=2,
-                        network_number=options.network,
-                        interface=host,
-                        port=free_udp_port(host),
-                        broadcast_address=BROADCAST,
-                    ),
-                ]
-                config = device_config(options.router_instance, host, chosen)
-                config.router_config = RouterConfig(ports=ports, application_port_id=1)
-                return BACnetApplication(config)
-
-            async with started(make_router, port, host) as (_, router_port):
-                mac = socket.inet_aton(host) + server_port.to_bytes(2, "big")
-                address = TargetAddress(
-                    host,
-                    router_port,
-                    device=instance,
-                    dnet=options.network,
-                    dadr=mac,
-                    bbmd=f"{host}:{router_port}",
-                )
-                where = f" on network {options.network} behind a router"
-                ready(Announcement(address.url(), kind(instance, where)))
-                await serve_forever(server, options.drift, options.drift_interval, inputs)

@@ -54,7 +54,8 @@ class BacnetScTargetOptions(StrictModel):
     prefix: str = Field(default="ECHO:", description="what the nodes put before each echo")
 
 
-def _tls(pki: MockPki | None, pair: CertPair | None) -> SCTLSConfig:
+def sc_tls(pki: MockPki | None, pair: CertPair | None) -> SCTLSConfig:
+    """bac-py's TLS settings of one SC party: its certificate pair and the mock CA, or plain."""
     if pki is None or pair is None:
         return SCTLSConfig(allow_plaintext=True)
     return SCTLSConfig(
@@ -64,7 +65,7 @@ def _tls(pki: MockPki | None, pair: CertPair | None) -> SCTLSConfig:
     )
 
 
-async def _start_hub(host: str, port: int, tls: SCTLSConfig) -> tuple[SCHubFunction, int]:
+async def start_hub(host: str, port: int, tls: SCTLSConfig) -> tuple[SCHubFunction, int]:
     """Start the hub on ``port`` (0: a free port, retried if taken meanwhile)."""
     for attempt in range(_BIND_TRIES):
         chosen = port or free_port(host)
@@ -102,7 +103,7 @@ class BacnetScTarget(EmbeddedTarget):
                 names = ["hub", "client"] + [f"node{i}" for i in range(1, options.nodes + 1)]
                 pki = generate(workdir, names)
             leaves = pki.leaves if pki else {}
-            hub, bound = await _start_hub(host, port, _tls(pki, leaves.get("hub")))
+            hub, bound = await start_hub(host, port, sc_tls(pki, leaves.get("hub")))
             scheme = "wss" if pki else "ws"
             uri = f"{scheme}://{host}:{bound}"
             nodes: list[SCTransport] = []
@@ -111,7 +112,7 @@ class BacnetScTarget(EmbeddedTarget):
                     node = SCTransport(
                         SCTransportConfig(
                             primary_hub_uri=uri,
-                            tls_config=_tls(pki, leaves.get(f"node{number}")),
+                            tls_config=sc_tls(pki, leaves.get(f"node{number}")),
                             vmac=SCVMAC(node_vmac(number)),
                             min_reconnect_time=0.5,
                             max_reconnect_time=5.0,

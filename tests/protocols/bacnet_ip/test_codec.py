@@ -48,13 +48,13 @@ from protobench.protocols.bacnet_ip.codec import (
     ObjectListRequest,
     ReadMultipleRequest,
     ReadRequest,
-    Route,
     WriteRequest,
     check_tags,
     decode_value,
     encode_write_value,
     same_value,
 )
+from protobench.protocols.bacnet_ip.link import Path, Route
 from protobench.protocols.bacnet_ip.segments import MAX_SEGMENTS
 from protobench.vocab.errors import ErrorClass
 
@@ -109,7 +109,7 @@ def test_request_buffer_with_an_invoke_id_set_is_the_datagram() -> None:
 
 def test_routed_request_names_the_remote_network_and_mac() -> None:
     mac = bytes.fromhex("7f000001bac1")
-    request = WriteRequest(AI1, PV, encode_application_real(72.5), 8, Route(2, mac), "w")
+    request = WriteRequest(AI1, PV, encode_application_real(72.5), 8, Path(Route(2, mac)), "w")
     npdu = decode_npdu(decode_bvll(request.head + b"\x05" + request.tail).data)
     assert npdu.destination is not None
     assert (npdu.destination.network, npdu.destination.mac_address) == (2, mac)

@@ -25,7 +25,13 @@ def oid(kind: ObjectType, instance: int) -> ObjectIdentifier:
     return ObjectIdentifier(kind, instance)
 
 
-def device(segmentation: str, cov: bool, inputs: int = 3) -> DeviceInfo:
+def device(
+    segmentation: str,
+    cov: bool,
+    inputs: int = 3,
+    accepted: ObjectIdentifier | None = None,
+    refused: list[tuple[ObjectIdentifier, str]] | None = None,
+) -> DeviceInfo:
     objects = [
         ObjectInfo(oid(AI, i), f"AI-{i}", "real", 60.0, False, None, PROPS)
         for i in range(1, inputs + 1)
@@ -51,6 +57,8 @@ def device(segmentation: str, cov: bool, inputs: int = 3) -> DeviceInfo:
         cov,
         objects,
         listed,
+        accepted,
+        refused or [],
     )
 
 
@@ -60,7 +68,7 @@ def test_ranges_join_consecutive_instances_per_type() -> None:
 
 
 def test_fitted_profile_loads_and_asks_only_for_what_the_device_has() -> None:
-    text = fitted_profile(device("both", cov=True), "mine")
+    text = fitted_profile(device("both", cov=True, accepted=oid(AV, 2)), "mine")
     loader.parse(text, "mine.toml")
     profile = tomllib.loads(text)
     assert profile["target"] == "bacnet://127.0.0.1:47808/?device=9"
@@ -82,15 +90,48 @@ def test_fitted_profile_loads_and_asks_only_for_what_the_device_has() -> None:
     first_rpm = groups["read-property-multiple"]["requests"][0]
     assert list(first_rpm) == ["analog-input:1", "analog-value:1"]
     assert groups["object-list"]["expect_count"] == 9
-    assert groups["cov"]["objects"] == ["analog-input:1"]
+    assert groups["cov"]["objects"] == ["analog-value:2"]
 
 
-def test_a_big_unsegmented_device_gets_no_object_list_group_and_no_cov() -> None:
+def test_cov_goes_where_a_subscription_was_accepted_or_the_profile_says_why_not() -> None:
+    refused = [(oid(ObjectType.TIMER, 1), "services:cov-subscription-failed")]
+    text = fitted_profile(device("both", cov=True, refused=refused), "mine")
+    loader.parse(text, "mine.toml")
+    assert "cov" not in {g["op"] for g in tomllib.loads(text)["group"]}
+    assert (
+        "# No COV subscription: every object tried refused SubscribeCOV: "
+        "timer:1 (services:cov-subscription-failed)." in text
+    )
+    assert "COV no: every object tried refused SubscribeCOV" in summary(
+        device("both", cov=True, refused=refused)
+    )
+    quiet = fitted_profile(device("both", cov=False), "quiet")
+    assert "# No COV subscription: the device does not list SubscribeCOV" in quiet
+
+
+def test_object_types_bac_py_does_not_name_are_written_by_number() -> None:
+    color, temperature = ObjectType(63), ObjectType(64)
+    info = device("both", cov=True, accepted=oid(temperature, 1))
+    info.objects += [
+        ObjectInfo(oid(color, 1), "Color-1", "real", 0.3, False, None, PROPS),
+        ObjectInfo(oid(temperature, 1), "CT-1", "unsigned", 2700, True, None, PROPS),
+    ]
+    info.object_list += [oid(color, 1), oid(temperature, 1)]
+    text = fitted_profile(info, "colors")
+    loader.parse(text, "colors.toml")
+    groups = {g.get("name", g["op"]): g for g in tomllib.loads(text)["group"]}
+    assert "63:1" in groups["read-property"]["objects"]
+    assert groups["write-64"]["objects"] == ["64:1"]
+    assert groups["cov"]["objects"] == ["64:1"]
+    assert "vendor" not in text.lower()
+    assert "63                             1  real" in summary(info)
+
+
+def test_a_big_unsegmented_device_gets_no_object_list_group() -> None:
     text = fitted_profile(device("none", cov=False, inputs=200), "big")
     loader.parse(text, "big.toml")
     ops = {g["op"] for g in tomllib.loads(text)["group"]}
     assert "object-list" not in ops
-    assert "cov" not in ops
 
 
 def test_summary_names_types_datatypes_and_commandable_objects() -> None:

@@ -3,19 +3,25 @@
 from __future__ import annotations
 
 import pytest
-from bac_py.types.enums import ObjectType
+from bac_py.types.enums import ObjectType, PropertyIdentifier
 from bac_py.types.primitives import ObjectIdentifier
 from pydantic import ValidationError
 
 from protobench.profiles.loader import load
 from protobench.protocols.bacnet_ip.address import TargetAddress, parse_target
-from protobench.protocols.bacnet_ip.objects import expand_all, parse_selector
+from protobench.protocols.bacnet_ip.objects import (
+    expand_all,
+    object_name,
+    parse_selector,
+    property_name,
+)
 from protobench.protocols.bacnet_ip.options import (
     BacnetIpOptions,
     CovParams,
     ReadPropertyMultipleParams,
     ReadPropertyParams,
     WritePropertyParams,
+    local_address,
 )
 
 
@@ -47,11 +53,24 @@ def test_routed_url_with_bbmd_round_trips() -> None:
     assert parse_target("bacnet://127.0.0.1/?bbmd=127.0.0.1:47809").bbmd == "127.0.0.1:47809"
 
 
+def test_ipv6_urls_name_the_host_in_brackets_and_round_trip() -> None:
+    target = parse_target("bacnet://[::1]:47809/?device=400&bbmd=1")
+    assert (target.host, target.port, target.ipv6) == ("::1", 47809, True)
+    assert (target.endpoint, target.bbmd) == ("[::1]:47809", "[::1]:47809")
+    assert target.url() == "bacnet://[::1]:47809/?device=400&bbmd=1"
+    assert parse_target(target.url()) == target
+    routed = parse_target("bacnet://127.0.0.1:40000/?dnet=2&dadr=0001f5&device=501")
+    assert (routed.ipv6, routed.device_address) == (False, "2:0001f5")
+    assert parse_target("bacnet://[0:0:0:0:0:0:0:1]/").host == "::1"
+    assert BacnetIpOptions(bbmd="[::1]:47809").bbmd == "[::1]:47809"
+
+
 @pytest.mark.parametrize(
     ("url", "message"),
     [
         ("udp://127.0.0.1:47808", "expected a URL"),
-        ("bacnet://example.org/", "IPv4"),
+        ("bacnet://example.org/", "IPv4 address or an IPv6 address in brackets"),
+        ("bacnet://::1:47808/", "bad port|IPv6"),
         ("bacnet://127.0.0.1/?dnet=2", "both dnet and dadr"),
         ("bacnet://127.0.0.1/?device=x", "integer"),
         ("bacnet://127.0.0.1/?device=4194304", "between"),
@@ -77,6 +96,19 @@ def test_selectors_expand_against_the_inventory() -> None:
     assert parse_selector("ai:*").wildcard
 
 
+def test_types_bac_py_does_not_name_are_selected_by_number_and_named_back_so() -> None:
+    color = parse_selector("63:1")
+    assert int(color.object_type) == 63
+    [oid] = color.expand([])
+    assert object_name(oid) == "63:1"
+    assert parse_selector(object_name(oid)) == color
+    assert object_name(ObjectIdentifier(ObjectType.ANALOG_INPUT, 2)) == "analog-input:2"
+    assert parse_selector("0:2") == parse_selector("analog-input:2")
+    assert property_name(PropertyIdentifier(5000)) == "5000"
+    assert property_name(PropertyIdentifier.PRESENT_VALUE) == "present-value"
+    assert ReadPropertyParams(objects=["63:*", "64:1-2"]).objects == ["63:*", "64:1-2"]
+
+
 @pytest.mark.parametrize("text", ["analog-input", "analog-inptu:1", "ai:x", "ai:5-2", "ai:"])
 def test_bad_selectors_are_refused(text: str) -> None:
     with pytest.raises(ValueError):  # noqa: PT011 - bac-py and we word these differently
@@ -93,8 +125,11 @@ def test_params_defaults_reproduce_the_seed_workload() -> None:
     assert (write.values, write.priority) == ([72.5, 68.0], 8)
     assert len(ReadPropertyMultipleParams().requests) == 5
     assert CovParams().lifetime == 120.0
-    assert BacnetIpOptions().interface == "127.0.0.1"
+    assert local_address(BacnetIpOptions(), ipv6=False) == "127.0.0.1"
+    assert local_address(BacnetIpOptions(), ipv6=True) == "::1"
+    assert local_address(BacnetIpOptions(interface="127.0.0.2"), ipv6=False) == "127.0.0.2"
     assert BacnetIpOptions().broadcast_address == "127.255.255.255"
+    assert BacnetIpOptions().multicast_address == "ff01::bac0"
     assert BacnetIpOptions(bbmd="localhost:47809").bbmd == "127.0.0.1:47809"
     assert BacnetIpOptions(reuse_after="6s").reuse_after == 6.0
 
@@ -110,6 +145,7 @@ def test_params_defaults_reproduce_the_seed_workload() -> None:
         (CovParams, {"lifetime": "soon"}),
         (ReadPropertyParams, {"colour": "red"}),
         (BacnetIpOptions, {"bbmd": "bbmd.example:47808"}),
+        (BacnetIpOptions, {"bbmd": "::1:47808"}),
         (BacnetIpOptions, {"reuse_after": "-1s"}),
     ],
 )

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Iterator
-from typing import Any
 
 import pytest
 
@@ -18,11 +17,15 @@ from protobench.engine.metrics import OpRecorder
 from protobench.protocols.bacnet_ip import inventory
 from protobench.protocols.bacnet_ip.sessions import LeanSession
 from protobench.protocols.base import StreamSession
-from protobench.vocab.errors import ErrorClass, OpError
-from tests.support.bacnet import bacpypes3_device, exchange, open_op
+from protobench.vocab.errors import ErrorClass
+from tests.support.bacnet import bacpypes3_device, exchange, open_op, outcome
 from tests.support.timing import S, eventually
 
-pytestmark = [pytest.mark.integration, pytest.mark.anyio]
+pytestmark = [
+    pytest.mark.integration,
+    pytest.mark.anyio,
+    pytest.mark.usefixtures("forget_learned_instances"),
+]
 
 BIG = 400
 """Analog inputs of the big device: with the device, its network port and the
@@ -46,24 +49,6 @@ def big_unsegmented() -> Iterator[str]:
 def small() -> Iterator[str]:
     with bacpypes3_device("--drift", "--bbmd", "--instance", "77") as (endpoint, instance):
         yield f"bacnet://{endpoint}/?device={instance}&bbmd=1"
-
-
-@pytest.fixture(autouse=True)
-def forget_learned_instances() -> Iterator[None]:
-    inventory._learned.clear()
-    yield
-    inventory._learned.clear()
-
-
-async def outcome(
-    url: str, op: str, params: dict[str, Any] | None = None, **kwargs: Any
-) -> tuple[OpError | None, Any]:
-    session = await open_op(url, op, params, **kwargs)
-    try:
-        error, _ = await exchange(session)
-    finally:
-        await session.close()
-    return error, session
 
 
 async def test_object_list_of_a_big_device_arrives_in_segments(big: str) -> None:

@@ -1,4 +1,5 @@
-"""Every BACnet/IP operation against the embedded targets, over real UDP on loopback."""
+"""Every BACnet/IP operation against the embedded targets, over real UDP on loopback; the
+property services and COV on BACnet/IPv6 too (``FAMILIES``: bac-py's B/IPv6 device on ::1)."""
 
 from __future__ import annotations
 
@@ -6,7 +7,6 @@ import asyncio
 import json
 import subprocess
 import sys
-from collections.abc import Iterator
 from typing import Any
 
 import psutil
@@ -15,19 +15,19 @@ from bac_py import BACnetApplication
 from bac_py.objects.analog import AnalogInputObject
 
 from protobench.engine.metrics import OpRecorder
-from protobench.protocols.bacnet_ip import inventory
-from protobench.protocols.bacnet_ip.address import parse_target
+from protobench.protocols.bacnet_ip.address import join_endpoint, parse_target
 from protobench.protocols.bacnet_ip.inventory import learn_instance
+from protobench.protocols.bacnet_ip.options import BacnetIpOptions
 from protobench.protocols.bacnet_ip.sessions import LeanSession
 from protobench.protocols.base import StreamSession
 from protobench.targets.bacnet import (
     BacnetBbmdTarget,
     BacnetIpTarget,
-    BacnetRouterTarget,
     device_config,
     free_udp_port,
 )
 from protobench.targets.bacnet_objects import add_stress_objects
+from protobench.targets.bacnet_router import BacnetRouterTarget
 from protobench.vocab.errors import ErrorClass, OpError
 from tests.support.bacnet import (
     ArrayOnlyResponder,
@@ -35,11 +35,16 @@ from tests.support.bacnet import (
     Responder,
     exchange,
     open_op,
+    outcome,
     served,
 )
 from tests.support.timing import S, eventually
 
-pytestmark = [pytest.mark.integration, pytest.mark.anyio]
+pytestmark = [
+    pytest.mark.integration,
+    pytest.mark.anyio,
+    pytest.mark.usefixtures("forget_learned_instances"),
+]
 
 
 @pytest.fixture
@@ -47,23 +52,8 @@ def anyio_backend() -> str:
     return "asyncio"
 
 
-@pytest.fixture(autouse=True)
-def forget_learned_instances() -> Iterator[None]:
-    inventory._learned.clear()
-    yield
-    inventory._learned.clear()
-
-
-async def outcome(
-    url: str, op: str, params: dict[str, Any] | None = None, **kwargs: Any
-) -> tuple[OpError | None, Any]:
-    """Open a session, run one exchange, close; return the error and the session."""
-    session = await open_op(url, op, params, **kwargs)
-    try:
-        error, _ = await exchange(session)
-    finally:
-        await session.close()
-    return error, session
+FAMILIES = pytest.mark.parametrize("ipv6", [False, True], ids=["ipv4", "ipv6"])
+"""Runs a test against the embedded server on BACnet/IP and on BACnet/IPv6."""
 
 
 def read_value(session: Any) -> Any:
@@ -71,8 +61,9 @@ def read_value(session: Any) -> Any:
     return session.requests[0].value  # type: ignore[attr-defined]
 
 
-async def test_read_property_returns_the_present_value_of_ai1() -> None:
-    async with served(BacnetIpTarget()) as announced:
+@FAMILIES
+async def test_read_property_returns_the_present_value_of_ai1(ipv6: bool) -> None:
+    async with served(BacnetIpTarget(), ipv6=ipv6) as announced:
         assert announced.url.endswith("?device=400")
         error, session = await outcome(
             announced.url, "read-property", {"objects": ["analog-input:1"], "expect": 61.5}
@@ -86,8 +77,9 @@ async def test_read_property_returns_the_present_value_of_ai1() -> None:
         assert error.error_class == ErrorClass.VALIDATION
 
 
-async def test_object_list_has_the_40_objects() -> None:
-    async with served(BacnetIpTarget()) as announced:
+@FAMILIES
+async def test_object_list_has_the_40_objects(ipv6: bool) -> None:
+    async with served(BacnetIpTarget(), ipv6=ipv6) as announced:
         error, session = await outcome(announced.url, "object-list", {"expect_count": 40})
         assert error is None
         assert isinstance(session, LeanSession)
@@ -101,8 +93,9 @@ async def test_object_list_has_the_40_objects() -> None:
         }
 
 
-async def test_write_property_then_read_property_reads_it_back() -> None:
-    async with served(BacnetIpTarget()) as announced:
+@FAMILIES
+async def test_write_property_then_read_property_reads_it_back(ipv6: bool) -> None:
+    async with served(BacnetIpTarget(), ipv6=ipv6) as announced:
         for value in (72.5, 68.0):
             error, _ = await outcome(
                 announced.url, "write-property", {"objects": ["analog-value:3"], "values": [value]}
@@ -115,8 +108,9 @@ async def test_write_property_then_read_property_reads_it_back() -> None:
             assert read_value(session) == value
 
 
-async def test_multiple_reads_and_writes_of_the_seed_mix_succeed() -> None:
-    async with served(BacnetIpTarget()) as announced:
+@FAMILIES
+async def test_multiple_reads_and_writes_of_the_seed_mix_succeed(ipv6: bool) -> None:
+    async with served(BacnetIpTarget(), ipv6=ipv6) as announced:
         for op, count in (("read-property-multiple", 5), ("write-property-multiple", 3)):
             session = await open_op(announced.url, op)
             try:
@@ -140,17 +134,19 @@ async def test_multiple_reads_and_writes_of_the_seed_mix_succeed() -> None:
         ({"objects": ["analog-input:99"]}, "object:unknown-object"),
     ],
 )
+@FAMILIES
 async def test_failures_are_protocol_errors_with_class_and_code(
-    params: dict[str, Any], code: str
+    params: dict[str, Any], code: str, ipv6: bool
 ) -> None:
-    async with served(BacnetIpTarget()) as announced:
+    async with served(BacnetIpTarget(), ipv6=ipv6) as announced:
         error, _ = await outcome(announced.url, "read-property", params)
     assert error is not None
     assert (error.error_class, error.code) == (ErrorClass.PROTOCOL, code)
 
 
-async def test_writing_a_read_only_value_is_refused() -> None:
-    async with served(BacnetIpTarget()) as announced:
+@FAMILIES
+async def test_writing_a_read_only_value_is_refused(ipv6: bool) -> None:
+    async with served(BacnetIpTarget(), ipv6=ipv6) as announced:
         error, _ = await outcome(
             announced.url, "write-property", {"objects": ["analog-input:1"], "values": [1.0]}
         )
@@ -178,8 +174,9 @@ async def test_a_device_that_stops_answering_gives_timeouts() -> None:
     assert error.error_class == ErrorClass.TIMEOUT
 
 
-async def test_cov_counts_notifications_of_drifting_values() -> None:
-    async with served(BacnetIpTarget(), drift=True, drift_interval=0.1) as announced:
+@FAMILIES
+async def test_cov_counts_notifications_of_drifting_values(ipv6: bool) -> None:
+    async with served(BacnetIpTarget(), ipv6=ipv6, drift=True, drift_interval=0.1) as announced:
         session = await open_op(
             announced.url, "cov", {"objects": ["analog-input:2"], "lifetime": "60s"}
         )
@@ -207,6 +204,11 @@ async def test_bbmd_who_is_and_tables_with_foreign_devices() -> None:
             for op, params in (("who-is", {}), ("read-fdt", {"min_entries": 1}), ("read-bdt", {})):
                 error, _ = await outcome(announced.url, op, params)
                 assert error is None, (op, error)
+            # The Who-Is and the device's broadcast I-Am reach the foreign device too.
+            assert isinstance(reader, LeanSession)
+            await eventually(lambda: reader.client.forwarded >= 2, 10 * S, "forwarded broadcasts")
+            assert (await exchange(reader))[0] is None
+            assert reader.client.stray == 0
         finally:
             await reader.close()
         error, _ = await outcome(announced.url, "read-fdt", {"min_entries": 5})
@@ -288,9 +290,10 @@ def test_served_targets_bind_only_127_0_0_1(name: str) -> None:
             child.wait(timeout=10)
 
 
-async def test_big_bac_py_device_object_list_arrives_in_segments() -> None:
-    """bac-py's own server with 400 more analog inputs (a 440-object list, about 2.2 KB)."""
-    host = "127.0.0.1"
+@pytest.mark.parametrize("host", ["127.0.0.1", "::1"])
+async def test_big_bac_py_device_object_list_arrives_in_segments(host: str) -> None:
+    """bac-py's own server with 400 more analog inputs (a 440-object list, about 2.2 KB), on
+    BACnet/IP and BACnet/IPv6."""
     port = free_udp_port(host)
     app = BACnetApplication(device_config(4321, host, port))
     await app.start()
@@ -298,7 +301,7 @@ async def test_big_bac_py_device_object_list_arrives_in_segments() -> None:
         add_stress_objects(app, 4321, drift=False)
         for i in range(11, 411):
             app.object_db.add(AnalogInputObject(i, object_name=f"AI-{i}", present_value=1.0 * i))
-        url = f"bacnet://{host}:{port}/"
+        url = f"bacnet://{join_endpoint(host, port)}/"
         error, _ = await outcome(url, "object-list", {"expect_count": 440})
         assert error is None
         reader = await open_op(url, "read-property", {"objects": ["analog-input:*"]})
@@ -351,7 +354,7 @@ async def test_who_is_learns_the_instance_through_the_targets_bbmd() -> None:
     async with served(BacnetIpTarget(), bbmd=True) as announced:
         target = parse_target(announced.url.replace("device=400&", ""))
         assert target.device is None
-        assert await learn_instance(target, "127.0.0.1", "127.255.255.255", 1.0) == 400
+        assert await learn_instance(target, BacnetIpOptions(), 1.0) == 400
 
 
 async def test_object_list_of_a_device_without_segmentation_or_rpm_is_read_element_by_element() -> (

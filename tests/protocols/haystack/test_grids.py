@@ -7,10 +7,17 @@ import pytest
 from hs_py.encoding import json as hs_json
 from hs_py.encoding import zinc as hs_zinc
 from hs_py.grid import Grid
-from hs_py.kinds import Number, Ref
+from hs_py.kinds import MARKER, Number, Ref
 
 from protobench.protocols.base import SessionContext
-from protobench.protocols.haystack.grids import UNKNOWN_ROWS, check, check_json_grid
+from protobench.protocols.haystack.grids import (
+    UNKNOWN_ROWS,
+    check,
+    check_json_grid,
+    decode_json,
+    error_text,
+    json_version,
+)
 from protobench.protocols.haystack.options import (
     HisReadParams,
     NavParams,
@@ -26,7 +33,8 @@ from protobench.protocols.haystack.requests import (
     ws_template,
 )
 from protobench.protocols.haystack.scram import b64url, b64url_decode, header_params
-from protobench.protocols.http.client import parse_url
+from protobench.protocols.haystack.sessions.http import refusal
+from protobench.protocols.http.client import Response, parse_url
 from protobench.vocab.errors import ErrorClass, OpError
 
 ROWS = [
@@ -188,3 +196,39 @@ def test_password_is_redacted_and_not_in_the_options_repr() -> None:
     assert "hunter2" not in repr(
         SessionContext("http://x", "g", "about", 0, 0, ReadParams(), ctx_options, 1.0)
     )
+
+
+V3_ERROR = b'{"meta":{"ver":"3.0","err":"m:","dis":"s:Error: no such op"},"cols":[],"rows":[]}'
+
+
+@pytest.mark.parametrize("depth", ["meta", "grid", "decode"])
+def test_a_haystack_3_error_grid_says_its_dis_without_the_type_prefix(depth: str) -> None:
+    with pytest.raises(OpError) as caught:
+        check(V3_ERROR, b"application/json", "json", depth)  # type: ignore[arg-type]
+    assert caught.value.detail == "Error: no such op"
+    assert error_text(V3_ERROR) == "Error: no such op"
+    hayson = b'{"meta":{"ver":"3.0","err":{"_kind":"marker"},"dis":"s:as written"},"rows":[]}'
+    assert error_text(hayson) == "s:as written", "a Haystack 4 string is plain"
+
+
+def test_json_grids_decode_in_the_version_they_are_written_in() -> None:
+    v3 = (
+        b'{"meta":{"ver":"3.0"},"cols":[{"name":"id"},{"name":"site"}],'
+        b'"rows":[{"id":"r:s1 Site","site":"m:"}]}'
+    )
+    [row] = decode_json(v3).rows
+    assert (row["id"].val, row["id"].dis, row["site"]) == ("s1", "Site", MARKER)
+    assert json_version(orjson.loads(v3)) == hs_json.JsonVersion.V3
+    v4 = hs_json.encode_grid(Grid.make_rows([{"id": Ref("s1", "Site"), "site": MARKER}]))
+    assert json_version(orjson.loads(v4)) == hs_json.JsonVersion.V4
+    assert decode_json(v4).rows[0]["id"].val == "s1"
+
+
+@pytest.mark.parametrize(("status", "hinted"), [(406, True), (415, True), (400, False)])
+def test_a_refused_media_type_names_the_options_that_change_it(status: int, hinted: bool) -> None:
+    headers = [(b"content-type", b"application/json")]
+    response = Response(status, "", headers, V3_ERROR, len(V3_ERROR))
+    error = refusal(response, "read")
+    assert error.code == str(status)
+    assert error.detail.startswith("read: Error: no such op")
+    assert ("the content_type option sets the Content-Type" in error.detail) is hinted

@@ -14,7 +14,12 @@ Who-Is, SubscribeCOV):
 * ``--no-segmentation``: the device declares segmentation-not-supported, so a
   reply larger than one APDU is an Abort;
 * ``--bbmd``: the port is a BBMD accepting foreign devices;
-* ``--drift``: AnalogInput 1 moves every 0.2 s (COV notifications flow).
+* ``--drift``: AnalogInput 1 moves every 0.2 s (COV notifications flow);
+* ``--timer``: a Timer 1 (present value 0) first in the object-list, which
+  BACpypes3 refuses to subscribe to (``services:cov-subscription-failed``);
+* ``--counts FILE``: count the ReadProperty and WriteProperty requests it
+  handles, by object (``read-property analog-input,1 N`` lines), written to
+  FILE when it is terminated (SIGTERM).
 
 It prints ``ready`` once its sockets are bound.
 """
@@ -24,6 +29,10 @@ from __future__ import annotations
 import argparse
 import asyncio
 import itertools
+import signal
+from collections import Counter
+from collections.abc import Awaitable, Callable
+from pathlib import Path
 from typing import Any
 
 from bacpypes3.app import Application
@@ -33,7 +42,7 @@ from bacpypes3.local.binary import BinaryValueObjectCmd
 from bacpypes3.local.device import DeviceObject
 from bacpypes3.local.multistate import MultiStateValueObject
 from bacpypes3.local.networkport import NetworkPortObject
-from bacpypes3.object import NotificationClassObject
+from bacpypes3.object import NotificationClassObject, TimerObject
 
 NORMAL = {"statusFlags": [0, 0, 0, 0], "eventState": "normal", "outOfService": False}
 
@@ -57,6 +66,17 @@ def objects(args: argparse.Namespace) -> list[Any]:
         port.bbmdForeignDeviceTable = []
         port.bbmdBroadcastDistributionTable = [BDTEntry(f"127.0.0.1:{args.port}")]
     found: list[Any] = [device, port]
+    if args.timer:
+        found.append(
+            TimerObject(
+                objectIdentifier=("timer", 1),
+                objectName="Timer-1",
+                presentValue=0,
+                statusFlags=[0, 0, 0, 0],
+                timerState="idle",
+                timerRunning=False,
+            )
+        )
     found += [
         AnalogInputObject(
             objectIdentifier=("analog-input", i),
@@ -119,6 +139,28 @@ async def drift(app: Application) -> None:
         ai1.presentValue = 61.5 + step
 
 
+def count_requests(app: Application, path: Path) -> None:
+    """Count the ReadProperty and WriteProperty requests ``app`` handles; write the counts to
+    ``path`` and stop at SIGTERM."""
+    seen: Counter[tuple[str, str]] = Counter()
+
+    def counting(op: str, handler: Callable[[Any], Awaitable[None]]) -> Any:
+        async def wrapper(apdu: Any) -> None:
+            seen[op, str(apdu.objectIdentifier)] += 1
+            await handler(apdu)
+
+        return wrapper
+
+    app.do_ReadPropertyRequest = counting("read-property", app.do_ReadPropertyRequest)
+    app.do_WritePropertyRequest = counting("write-property", app.do_WritePropertyRequest)
+
+    def stop() -> None:
+        path.write_text("".join(f"{op} {oid} {n}\n" for (op, oid), n in seen.items()))
+        raise SystemExit(0)
+
+    asyncio.get_running_loop().add_signal_handler(signal.SIGTERM, stop)
+
+
 async def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--port", type=int, required=True)
@@ -127,8 +169,12 @@ async def main() -> None:
     parser.add_argument("--no-segmentation", action="store_true")
     parser.add_argument("--bbmd", action="store_true")
     parser.add_argument("--drift", action="store_true")
+    parser.add_argument("--timer", action="store_true")
+    parser.add_argument("--counts", type=Path)
     args = parser.parse_args()
     app = Application.from_object_list(objects(args))
+    if args.counts:
+        count_requests(app, args.counts)
     for link in app.link_layers.values():
         server = getattr(link, "server", None)
         tasks = getattr(server, "_transport_tasks", [])

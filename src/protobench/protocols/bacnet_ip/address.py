@@ -1,15 +1,19 @@
-"""The ``bacnet://`` target URL: where a BACnet/IP device is and how to reach it.
+"""The ``bacnet://`` target URL: where a BACnet device is and how to reach it.
 
 ``bacnet://HOST[:PORT]/[?device=N][&dnet=NET&dadr=HEXMAC][&bbmd=1|HOST:PORT]``
 
-* ``HOST`` is an IPv4 address (or ``localhost``); ``PORT`` defaults to 47808.
+* ``HOST`` is an IPv4 address (or ``localhost``): BACnet/IP (Annex J); or an
+  IPv6 address in brackets, ``[::1]``: BACnet/IPv6 (Annex U). ``PORT``
+  defaults to 47808.
 * ``device`` is the device instance (default: the wildcard instance 4194303,
   which a device answers as "this device").
 * ``dnet`` and ``dadr`` address a device behind a router: HOST:PORT is then the
-  router and the device is ``dnet:dadr`` (for BACnet/IP ``dadr`` is the 6-byte
-  MAC in hex, the device's IPv4 address and port, e.g. ``7f000001bac1``).
+  router and the device is ``dnet:dadr``, ``dadr`` being the device's MAC on
+  that network in hex, whatever its data link: 6 bytes on BACnet/IP (its IPv4
+  address and port, e.g. ``7f000001bac1``), the 3-byte VMAC on BACnet/IPv6
+  (``aabbcc``), the 6-byte VMAC on BACnet/SC (``02cc00000001``).
 * ``bbmd=1`` says HOST:PORT is also a BBMD (clients may register there as
-  foreign devices); ``bbmd=HOST:PORT`` names another one.
+  foreign devices); ``bbmd=HOST:PORT`` names another one (``bbmd=[::1]:PORT``).
 
 The embedded targets announce URLs of this form.
 """
@@ -39,9 +43,14 @@ class TargetAddress:
     bbmd: str | None = None
 
     @property
+    def ipv6(self) -> bool:
+        """Whether the first hop is on BACnet/IPv6."""
+        return ":" in self.host
+
+    @property
     def endpoint(self) -> str:
-        """``HOST:PORT`` of the first hop (the device, or the router in front of it)."""
-        return f"{self.host}:{self.port}"
+        """``HOST:PORT`` (``[HOST]:PORT`` on IPv6) of the first hop (the device, or its router)."""
+        return join_endpoint(self.host, self.port)
 
     @property
     def routed(self) -> bool:
@@ -78,7 +87,7 @@ def parse_target(url: str) -> TargetAddress:
         raise ValueError(
             f"expected a URL such as bacnet://127.0.0.1:47808/?device=400, got {url!r}"
         )
-    host = _ipv4(parts.hostname or "")
+    host = _ip(parts.hostname or "")
     try:
         port = parts.port or DEFAULT_PORT
     except ValueError:
@@ -94,25 +103,37 @@ def parse_target(url: str) -> TargetAddress:
         raise ValueError("a routed target needs both dnet and dadr (1 to 7 bytes in hex)")
     bbmd = query.get("bbmd")
     if bbmd is not None:
-        bbmd = f"{host}:{port}" if bbmd in ("1", "true", "") else parse_endpoint(bbmd)
+        bbmd = join_endpoint(host, port) if bbmd in ("1", "true", "") else parse_endpoint(bbmd)
     return TargetAddress(host, port, device, dnet, dadr, bbmd)
 
 
-def _ipv4(host: str) -> str:
+def _ip(host: str) -> str:
     if host == "localhost":
         return "127.0.0.1"
     try:
-        return str(ipaddress.IPv4Address(host))
+        return str(ipaddress.ip_address(host))
     except ValueError:
-        raise ValueError(f"expected an IPv4 address as host, got {host!r}") from None
+        raise ValueError(
+            f"expected an IPv4 address or an IPv6 address in brackets as host, got {host!r}"
+        ) from None
+
+
+def join_endpoint(host: str, port: int) -> str:
+    """``HOST:PORT``, or ``[HOST]:PORT`` for an IPv6 host (bac-py's notation too)."""
+    return f"[{host}]:{port}" if ":" in host else f"{host}:{port}"
 
 
 def parse_endpoint(text: str) -> str:
-    """``HOST:PORT`` with HOST an IPv4 address (or ``localhost``); ``ValueError`` otherwise."""
+    """``HOST:PORT`` with HOST an IPv4 address (or ``localhost``) or ``[IPv6]``;
+    ``ValueError`` otherwise."""
     host, _, port = text.rpartition(":")
     if not port.isdigit() or not 0 < int(port) < 65536:
         raise ValueError(f"expected HOST:PORT, got {text!r}")
-    return f"{_ipv4(host)}:{int(port)}"
+    if host.startswith("[") and host.endswith("]"):
+        host = host[1:-1]
+    elif ":" in host:
+        raise ValueError(f"expected [IPv6]:PORT, with brackets, got {text!r}")
+    return join_endpoint(_ip(host), int(port))
 
 
 def _int(query: dict[str, str], key: str, low: int, high: int) -> int | None:

@@ -27,6 +27,16 @@ cools down; the wait is part of its latency.
 
 The client can register its first lane as a foreign device with a BBMD at
 the target's address; it renews the registration at half its time-to-live.
+The broadcasts the BBMD then forwards to it (Forwarded-NPDUs: other clients'
+Who-Is, devices' I-Am) answer nothing and count as ``forwarded``; any other
+datagram that answers no request in flight (late, repeated) counts as
+``stray``.
+
+**BACnet/IPv6** (Annex U, :mod:`.link`): the lanes are IPv6 sockets, each
+with a VMAC of its own, written into every datagram it sends; before its
+first request the client learns the first hop's VMAC
+(:meth:`DatagramClient.resolve`), and a reply counts only when it names both
+VMACs.
 
 **Segmented replies.** Requests that expect a ComplexACK accept segmented
 replies; a lane reassembles them (:mod:`.segments`), sends the SegmentACKs,
@@ -42,12 +52,25 @@ import time
 from collections import deque
 from collections.abc import Callable
 
-from protobench.protocols.bacnet_ip.codec import (
-    INVOKE_IDS,
-    Request,
+from protobench.protocols.bacnet_ip.codec import INVOKE_IDS, Request
+from protobench.protocols.bacnet_ip.link import (
+    BVLC_IPV4,
+    BVLC_IPV6,
+    IPV4_NPDU_AT,
+    IPV4_UNICAST,
+    IPV6_NPDU_AT,
+    IPV6_UNICAST,
+    SOURCE_VMAC,
+    VMACS,
+    Path,
     Route,
+    bvlc_result,
     encode_register_foreign_device,
     encode_to_device,
+    encode_virtual_address_resolution,
+    is_forwarded,
+    resolved_vmac,
+    socket_vmac,
 )
 from protobench.protocols.bacnet_ip.segments import Reassembly, segment_ack_apdu
 from protobench.protocols.base import Done
@@ -55,9 +78,6 @@ from protobench.protocols.timestamps.clock import Stamps, perf_ns
 from protobench.vocab.errors import ErrorClass, OpError
 from protobench.vocab.recorder import Tally
 
-_BVLC_TYPE = 0x81
-_ORIGINAL_UNICAST = 0x0A
-_BVLC_RESULT = 0x00
 _NETWORK_MESSAGE = 0x80
 _HAS_DNET = 0x20
 _HAS_SNET = 0x08
@@ -87,10 +107,28 @@ class Lane:
     def __init__(self, client: DatagramClient, sock: socket.socket) -> None:
         self.client = client
         self.sock = sock
-        self.send = sock.send
         self.recv = sock.recv
+        self.vmac: bytes | None = None
+        """This socket's VMAC on BACnet/IPv6 (``None`` on BACnet/IP)."""
+        self.vmacs = b""
+        """The first hop's VMAC and this socket's, as a reply names them (IPv6)."""
+        self.send: Callable[[bytearray], int] = sock.send
+        """Send a datagram (on IPv6, writing this socket's VMAC as its source first)."""
+        if client.ipv6:
+            self.bvlc, self.unicast, self.npdu_at = BVLC_IPV6, IPV6_UNICAST, IPV6_NPDU_AT
+            self.vmac = vmac = socket_vmac(sock.getsockname()[1])
+            self.vmacs = (client.path.vmac or b"") + vmac
+            send = sock.send
+
+            def send_with_vmac(wire: bytearray) -> int:
+                wire[SOURCE_VMAC] = vmac
+                return send(wire)
+
+            self.send = send_with_vmac
+        else:
+            self.bvlc, self.unicast, self.npdu_at = BVLC_IPV4, IPV4_UNICAST, IPV4_NPDU_AT
         self.open = True
-        self.direct = client.route is None
+        self.direct = client.path.route is None
         self.pending: list[Pending | None] = [None] * INVOKE_IDS
         self.used = [NEVER] * INVOKE_IDS
         self.next = 0
@@ -111,18 +149,20 @@ class Lane:
             self.fail_all(OpError(ErrorClass.CLOSED, f"socket error: {exc}"))
             return
         size = len(data)
+        at = self.npdu_at
         if (
-            size < 9
-            or data[1] != _ORIGINAL_UNICAST
-            or data[0] != _BVLC_TYPE
+            size < at + 5
+            or data[1] != self.unicast
+            or data[0] != self.bvlc
             or (data[2] << 8 | data[3]) != size
+            or (at == IPV6_NPDU_AT and data[VMACS] != self.vmacs)
         ):
-            self.client.other(data)
+            self.client.other(data, self)
             return
-        if data[5] == 0 and self.direct:
-            start = 6
+        if data[at + 1] == 0 and self.direct:
+            start = at + 2
         else:
-            start = self.client.apdu_start(data)
+            start = self.client.apdu_start(data, at)
             if start < 0 or start + 3 > size:
                 self.client.note_stray()
                 return
@@ -175,7 +215,7 @@ class Lane:
         if ack is not None:
             apdu = segment_ack_apdu(invoke_id, ack, reassembly.window)
             try:
-                self.send(encode_to_device(apdu, self.client.route))
+                self.send(bytearray(encode_to_device(apdu, self.client.path)))
             except OSError as exc:
                 del self.segments[invoke_id]
                 self.send_failed(invoke_id, exc)
@@ -203,6 +243,7 @@ class Lane:
         self.client.loop.call_soon(entry[0], error, 0)
 
     def fail_all(self, error: OpError) -> None:
+        self.client.fail_waiting(error)
         self.segments.clear()
         for invoke_id, entry in enumerate(self.pending):
             if entry is not None:
@@ -219,7 +260,7 @@ class Lane:
 
 
 class DatagramClient:
-    """Requests to one BACnet/IP device (directly or through one router)."""
+    """Requests to one BACnet/IP or BACnet/IPv6 device (directly or through one router)."""
 
     def __init__(
         self,
@@ -234,13 +275,17 @@ class DatagramClient:
     ) -> None:
         """A client with one lane bound to ``local_host``, connected to ``host:port``.
 
+        An IPv6 ``host`` makes it a BACnet/IPv6 client (``local_host`` then an
+        IPv6 address too), which must :meth:`resolve` before its first request.
         Must be created in a running event loop; raises ``OSError`` when the
         first socket cannot be opened.
         """
         self.loop = asyncio.get_running_loop()
+        self.ipv6 = ":" in host
         self.remote = (host, port)
         self.local_host = local_host
-        self.route = route
+        self.path = Path(route)
+        """How requests reach the device (on IPv6, with the first hop's VMAC once resolved)."""
         self.expected_source = None if route is None else (route.dnet, route.dadr)
         self.retries = retries
         self.attempt_timeout = request_timeout / (retries + 1)
@@ -249,6 +294,7 @@ class DatagramClient:
         self.lanes: list[Lane] = []
         self.resent = 0
         self.stray = 0
+        self.forwarded = 0
         self.sent = Tally()
         """The bytes of the datagrams sent (a session sets its op's tally once open)."""
         self.stamps = Stamps()
@@ -261,6 +307,7 @@ class DatagramClient:
         self._timer: asyncio.TimerHandle | None = None
         self._wake: asyncio.TimerHandle | None = None
         self._registration: asyncio.Future[int] | None = None
+        self._resolution: asyncio.Future[bytes] | None = None
         self._renewal: asyncio.TimerHandle | None = None
         self._ttl = 0
         self._lane = self._add_lane()
@@ -271,7 +318,7 @@ class DatagramClient:
         self.count("stray", 1)
 
     def _add_lane(self) -> Lane:
-        sock = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+        sock = socket.socket(socket.AF_INET6 if self.ipv6 else socket.AF_INET, socket.SOCK_DGRAM)
         try:
             sock.setblocking(False)
             sock.bind((self.local_host, 0))
@@ -373,12 +420,13 @@ class DatagramClient:
                 self._parked.extend(waiting)
                 return
 
-    def apdu_start(self, data: bytes) -> int:
-        """Where the APDU starts in a datagram whose NPDU carries addresses; -1 if not ours."""
-        control = data[5]
-        if data[4] != 1 or control & _NETWORK_MESSAGE:
+    def apdu_start(self, data: bytes, at: int) -> int:
+        """Where the APDU starts in a datagram whose NPDU (at ``at``) carries addresses;
+        -1 if not ours."""
+        control = data[at + 1]
+        if data[at] != 1 or control & _NETWORK_MESSAGE:
             return -1
-        offset = 6
+        offset = at + 2
         if control & _HAS_DNET:
             offset += 3 + data[offset + 2]
         source: tuple[int, bytes] | None = None
@@ -462,11 +510,17 @@ class DatagramClient:
             )
         self._renewal = self.loop.call_later(ttl / 2, self._renew)
 
+    def fail_waiting(self, error: OpError) -> None:
+        """End a Virtual-Address-Resolution or a registration under way with ``error``."""
+        for waiting in (self._resolution, self._registration):
+            if waiting is not None and not waiting.done():
+                waiting.set_exception(error)
+
     def _send_registration(self) -> None:
         first = self.lanes[0]
         if first.open:
             try:
-                first.send(encode_register_foreign_device(self._ttl))
+                first.send(encode_register_foreign_device(self._ttl, self.ipv6))
             except OSError as exc:
                 if self._registration is not None and not self._registration.done():
                     self._registration.set_exception(OpError(ErrorClass.REFUSED, str(exc)))
@@ -475,13 +529,52 @@ class DatagramClient:
         self._send_registration()
         self._renewal = self.loop.call_later(self._ttl / 2, self._renew)
 
-    def other(self, data: bytes) -> None:
-        """A datagram other than an Original-Unicast-NPDU: a BVLC-Result, or ignored."""
-        if len(data) != 6 or data[0] != _BVLC_TYPE or data[1] != _BVLC_RESULT or data[3] != 6:
-            self.note_stray()
+    async def resolve(self, wait: float) -> bytes:
+        """Learn the first hop's VMAC (BACnet/IPv6) with a Virtual-Address-Resolution from
+        the first lane, and frame requests with it; return it.
+
+        Raises :class:`OpError`: ``timeout`` without an answer within ``wait``
+        seconds, ``refused`` on an ICMP port-unreachable.
+        """
+        self._resolution = self.loop.create_future()
+        try:
+            self.lanes[0].send(encode_virtual_address_resolution())
+            async with asyncio.timeout(wait):
+                vmac = await self._resolution
+        except TimeoutError:
+            host, port = self.remote
+            raise OpError(
+                ErrorClass.TIMEOUT,
+                f"no Virtual-Address-Resolution-ACK from [{host}]:{port} in {wait:.3g}s "
+                "(is a BACnet/IPv6 device listening there?)",
+            ) from None
+        except ConnectionRefusedError:
+            raise OpError(ErrorClass.REFUSED, "ICMP port unreachable") from None
+        except OSError as exc:
+            raise OpError(ErrorClass.CONNECT, f"socket error: {exc}") from None
+        self.path = Path(self.path.route, vmac)
+        for lane in self.lanes:
+            lane.vmacs = vmac + (lane.vmac or b"")
+        return vmac
+
+    def other(self, data: bytes, lane: Lane) -> None:
+        """A datagram other than a reply to ``lane``: a BVLC-Result, the first hop's VMAC, a
+        broadcast a BBMD forwards (``forwarded``), or ``stray``."""
+        code = bvlc_result(data)
+        if code is not None and self._registration is not None and not self._registration.done():
+            self._registration.set_result(code)
             return
-        if self._registration is not None and not self._registration.done():
-            self._registration.set_result((data[4] << 8) | data[5])
+        if is_forwarded(data):
+            self.forwarded += 1
+            self.count("forwarded", 1)
+            return
+        resolution = self._resolution
+        if resolution is not None and not resolution.done() and lane.vmac is not None:
+            vmac = resolved_vmac(data, lane.vmac)
+            if vmac is not None:
+                resolution.set_result(vmac)
+                return
+        self.note_stray()
 
     def close(self) -> None:
         """Close every lane; requests in flight or parked end as ``closed``."""

@@ -31,7 +31,6 @@ from __future__ import annotations
 
 import struct
 from collections.abc import Sequence
-from dataclasses import dataclass
 from typing import Any
 
 from bac_py.encoding.apdu import ConfirmedRequestPDU, encode_apdu
@@ -47,8 +46,6 @@ from bac_py.encoding.primitives import (
     encode_application_unsigned,
 )
 from bac_py.encoding.tags import TagClass, decode_tag
-from bac_py.network.address import BACnetAddress
-from bac_py.network.npdu import NPDU, encode_npdu
 from bac_py.services.common import BACnetPropertyValue
 from bac_py.services.read_property import ReadPropertyACK, ReadPropertyRequest
 from bac_py.services.read_property_multiple import (
@@ -62,9 +59,7 @@ from bac_py.services.write_property_multiple import (
     WriteAccessSpecification,
     WritePropertyMultipleRequest,
 )
-from bac_py.transport.bvll import encode_bvll
 from bac_py.types.enums import (
-    BvlcFunction,
     ConfirmedServiceChoice,
     ObjectType,
     PropertyIdentifier,
@@ -72,6 +67,7 @@ from bac_py.types.enums import (
 from bac_py.types.primitives import ObjectIdentifier
 
 from protobench.protocols.bacnet_ip.errors import error_code, from_apdu
+from protobench.protocols.bacnet_ip.link import Path, encode_to_device
 from protobench.protocols.bacnet_ip.objects import device_in, object_name, property_name
 from protobench.protocols.bacnet_ip.segments import MAX_SEGMENTS
 from protobench.vocab.errors import ErrorClass, OpError
@@ -96,16 +92,8 @@ Scalar = bool | int | float | str
 WriteValue = Scalar | None
 
 
-@dataclass(frozen=True)
-class Route:
-    """The remote network and MAC of a device behind a router."""
-
-    dnet: int
-    dadr: bytes
-
-
 def encode_confirmed(
-    service: int, request: bytes, route: Route | None, segments: bool = False
+    service: int, request: bytes, path: Path | None, segments: bool = False
 ) -> tuple[bytes, bytes]:
     """The datagram of a confirmed request, split around its invoke ID byte.
 
@@ -125,21 +113,9 @@ def encode_confirmed(
             service_request=request,
         )
     )
-    wire = encode_to_device(apdu, route, expecting_reply=True)
+    wire = encode_to_device(apdu, path, expecting_reply=True)
     at = len(wire) - len(apdu) + 2
     return wire[:at], wire[at + 1 :]
-
-
-def encode_to_device(apdu: bytes, route: Route | None, expecting_reply: bool = False) -> bytes:
-    """The datagram carrying ``apdu`` to the device (through its router when routed)."""
-    destination = BACnetAddress(route.dnet, route.dadr) if route is not None else None
-    npdu = encode_npdu(NPDU(expecting_reply=expecting_reply, destination=destination, apdu=apdu))
-    return encode_bvll(BvlcFunction.ORIGINAL_UNICAST_NPDU, npdu)
-
-
-def encode_register_foreign_device(ttl: int) -> bytes:
-    """A BVLC Register-Foreign-Device message with a time-to-live in seconds."""
-    return encode_bvll(BvlcFunction.REGISTER_FOREIGN_DEVICE, struct.pack("!H", ttl))
 
 
 def check_tags(raw: bytes) -> None:
@@ -195,9 +171,9 @@ class Request:
     __slots__ = ("at", "head", "label", "service", "simple", "tail", "wire")
 
     def __init__(
-        self, service: int, request: bytes, route: Route | None, label: str, simple: bool
+        self, service: int, request: bytes, path: Path | None, label: str, simple: bool
     ) -> None:
-        self.head, self.tail = encode_confirmed(service, request, route, segments=not simple)
+        self.head, self.tail = encode_confirmed(service, request, path, segments=not simple)
         self.wire = bytearray(self.head + INVOKE_ID_BYTES[0] + self.tail)
         """The datagram; the sender sets ``wire[at]`` to the invoke ID and sends it at once."""
         self.at = len(self.head)
@@ -246,7 +222,7 @@ class ReadRequest(Request):
         self,
         oid: ObjectIdentifier,
         prop: PropertyIdentifier,
-        route: Route | None,
+        path: Path | None,
         array_index: int | None = None,
         expect: Scalar | None = None,
     ) -> None:
@@ -254,7 +230,7 @@ class ReadRequest(Request):
         super().__init__(
             ConfirmedServiceChoice.READ_PROPERTY,
             request.encode(),
-            route,
+            path,
             f"{object_name(oid)} {property_name(prop)}"
             + ("" if array_index is None else f"[{array_index}]"),
             simple=False,
@@ -329,7 +305,7 @@ class ReadRequest(Request):
         return OpError(
             ErrorClass.VALIDATION,
             f"{self.label}: ACK is for {object_name(got.object_identifier)} "
-            f"{got.property_identifier.name.lower()} index {got.property_array_index}",
+            f"{property_name(got.property_identifier)} index {got.property_array_index}",
         )
 
 
@@ -338,9 +314,9 @@ class ObjectListRequest(ReadRequest):
 
     __slots__ = ("device", "expect_count", "objects")
 
-    def __init__(self, device: int, route: Route | None, expect_count: int | None = None) -> None:
+    def __init__(self, device: int, path: Path | None, expect_count: int | None = None) -> None:
         super().__init__(
-            ObjectIdentifier(ObjectType.DEVICE, device), PropertyIdentifier.OBJECT_LIST, route
+            ObjectIdentifier(ObjectType.DEVICE, device), PropertyIdentifier.OBJECT_LIST, path
         )
         self.device = ObjectIdentifier(ObjectType.DEVICE, device)
         self.expect_count = expect_count
@@ -366,7 +342,7 @@ class ReadMultipleRequest(Request):
     def __init__(
         self,
         specs: Sequence[tuple[ObjectIdentifier, Sequence[PropertyIdentifier]]],
-        route: Route | None,
+        path: Path | None,
     ) -> None:
         request = ReadPropertyMultipleRequest(
             [
@@ -378,7 +354,7 @@ class ReadMultipleRequest(Request):
         super().__init__(
             ConfirmedServiceChoice.READ_PROPERTY_MULTIPLE,
             request.encode(),
-            route,
+            path,
             label,
             simple=False,
         )
@@ -452,12 +428,12 @@ class WriteRequest(Request):
         prop: PropertyIdentifier,
         value: bytes,
         priority: int | None,
-        route: Route | None,
+        path: Path | None,
         label: str,
     ) -> None:
         request = WritePropertyRequest(oid, prop, value, None, priority)
         super().__init__(
-            ConfirmedServiceChoice.WRITE_PROPERTY, request.encode(), route, label, simple=True
+            ConfirmedServiceChoice.WRITE_PROPERTY, request.encode(), path, label, simple=True
         )
 
 
@@ -470,7 +446,7 @@ class WriteMultipleRequest(Request):
         self,
         specs: Sequence[tuple[ObjectIdentifier, Sequence[tuple[PropertyIdentifier, bytes]]]],
         priority: int | None,
-        route: Route | None,
+        path: Path | None,
     ) -> None:
         request = WritePropertyMultipleRequest(
             [
@@ -485,7 +461,7 @@ class WriteMultipleRequest(Request):
         super().__init__(
             ConfirmedServiceChoice.WRITE_PROPERTY_MULTIPLE,
             request.encode(),
-            route,
+            path,
             label,
             simple=True,
         )
@@ -560,14 +536,14 @@ class DeviceProbe(Request):
 
     __slots__ = ("array_index", "device", "length", "objects")
 
-    def __init__(self, device: int, route: Route | None, array_index: int | None = None) -> None:
+    def __init__(self, device: int, path: Path | None, array_index: int | None = None) -> None:
         oid = ObjectIdentifier(ObjectType.DEVICE, device)
         request = ReadPropertyRequest(oid, PropertyIdentifier.OBJECT_LIST, array_index)
         index = "" if array_index is None else f"[{array_index}]"
         super().__init__(
             ConfirmedServiceChoice.READ_PROPERTY,
             request.encode(),
-            route,
+            path,
             f"object-list probe of {object_name(oid)}{index}",
             simple=False,
         )
@@ -620,7 +596,7 @@ class ArrayElementsRequest(Request):
         prop: PropertyIdentifier,
         first: int,
         last: int,
-        route: Route | None,
+        path: Path | None,
     ) -> None:
         self.oid = oid
         self.prop = prop
@@ -630,7 +606,7 @@ class ArrayElementsRequest(Request):
         super().__init__(
             ConfirmedServiceChoice.READ_PROPERTY_MULTIPLE,
             request.encode(),
-            route,
+            path,
             f"{object_name(oid)} {property_name(prop)}[{first}..{last}]",
             simple=False,
         )

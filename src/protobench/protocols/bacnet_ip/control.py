@@ -2,10 +2,12 @@
 
 ``cov``, ``who-is``, ``read-fdt``, ``read-bdt`` and ``route-check`` are rare
 (one subscription, or one exchange every few seconds), so they use bac-py's
-full client: its COV callbacks, its foreign-device registration and its BVLC
-and network-layer services. Every client binds the configured interface
-(127.0.0.1) on an ephemeral port with the configured (loopback) broadcast
-address, and reaches a routed device through ``Client.add_route``.
+full client (:mod:`.bacpy`: bound to loopback, broadcasting on loopback,
+reaching a routed device through ``Client.add_route`` and a BACnet/IPv6
+device by its VMAC): its COV callbacks, its foreign-device registration and
+its BVLC and network-layer services. BACnet/IPv6 (Annex U) has no
+Read-Broadcast-Distribution-Table nor Read-Foreign-Device-Table, so
+``read-fdt`` and ``read-bdt`` need a BACnet/IP target.
 
 On loopback a device that answers Who-Is with a broadcast on its own port
 (bac-py does) is never heard by a client on an ephemeral port; ``who-is`` and
@@ -24,10 +26,10 @@ import zlib
 from collections.abc import Awaitable
 from typing import TYPE_CHECKING, Any
 
-from bac_py import Client, DeviceConfig
 from bac_py.types.primitives import ObjectIdentifier
 
 from protobench.protocols.bacnet_ip.address import TargetAddress
+from protobench.protocols.bacnet_ip.bacpy import StartedClient, start_client
 from protobench.protocols.bacnet_ip.errors import from_exception
 from protobench.protocols.bacnet_ip.inventory import read_inventory
 from protobench.protocols.bacnet_ip.objects import expand_all, object_name, parse_selector
@@ -38,7 +40,7 @@ from protobench.protocols.bacnet_ip.options import (
     TableParams,
     WhoIsParams,
 )
-from protobench.protocols.bacnet_ip.sessions import open_client, route_of
+from protobench.protocols.bacnet_ip.sessions import open_client
 from protobench.protocols.base import AsyncSession, Session, SessionContext, StreamSession
 from protobench.vocab.errors import ErrorClass, OpError
 from protobench.vocab.recorder import Recorder
@@ -75,28 +77,9 @@ async def guarded[T](call: Awaitable[T], limit: float, label: str = "") -> T:
 
 async def open_bacpy_client(
     ctx: SessionContext, target: TargetAddress, options: BacnetIpOptions, bbmd: str | None
-) -> Client:
-    """Start a bac-py client; register it with ``bbmd`` as a foreign device when given."""
-    config = DeviceConfig(
-        instance_number=client_instance(ctx),
-        interface=options.interface,
-        port=0,
-        broadcast_address=options.broadcast_address,
-        apdu_timeout=max(1, int(ctx.timeout * 1000 / (options.retries + 1))),
-        apdu_retries=options.retries,
-    )
-    client = Client(config, bbmd_address=bbmd, bbmd_ttl=options.bbmd_ttl)
-    try:
-        await guarded(client.__aenter__(), ctx.timeout)
-        if bbmd is not None and not await client.wait_for_registration(ctx.timeout):
-            raise OpError(ErrorClass.TIMEOUT, f"foreign-device registration with {bbmd} failed")
-        if target.dnet is not None:
-            client.add_route(target.dnet, target.endpoint)
-    except BaseException:
-        with contextlib.suppress(Exception):
-            await client.__aexit__(None, None, None)
-        raise
-    return client
+) -> StartedClient:
+    """Start the session's bac-py client (registered with ``bbmd`` when given)."""
+    return await start_client(target, options, client_instance(ctx), ctx.timeout, bbmd)
 
 
 def bbmd_of(target: TargetAddress, options: BacnetIpOptions, op: str) -> str:
@@ -111,8 +94,9 @@ def bbmd_of(target: TargetAddress, options: BacnetIpOptions, op: str) -> str:
 class BacpyClientSession:
     """A session owning one started bac-py client."""
 
-    def __init__(self, client: Client, target: TargetAddress, timeout: float) -> None:
-        self.client = client
+    def __init__(self, started: StartedClient, target: TargetAddress, timeout: float) -> None:
+        self.started = started
+        self.client = started.client
         self.target = target
         self.timeout = timeout
         self._closed = False
@@ -121,8 +105,7 @@ class BacpyClientSession:
         if self._closed:
             return
         self._closed = True
-        with contextlib.suppress(Exception):
-            await self.client.__aexit__(None, None, None)
+        await self.started.stop()
 
 
 class CovSession(BacpyClientSession, StreamSession):
@@ -130,14 +113,14 @@ class CovSession(BacpyClientSession, StreamSession):
 
     def __init__(
         self,
-        client: Client,
+        started: StartedClient,
         target: TargetAddress,
         timeout: float,
         oid: ObjectIdentifier,
         params: CovParams,
         process_id: int,
     ) -> None:
-        super().__init__(client, target, timeout)
+        super().__init__(started, target, timeout)
         self.oid = oid
         self.params = params
         self.process_id = process_id
@@ -163,10 +146,11 @@ class CovSession(BacpyClientSession, StreamSession):
         self._recorder = recorder
         while True:
             start = time.perf_counter_ns()
+            self.started.refresh()
             try:
                 await guarded(
                     self.client.subscribe_cov_ex(
-                        self.target.device_address,
+                        self.started.device,
                         self.oid,
                         self.process_id,
                         confirmed=self.params.confirmed,
@@ -187,9 +171,7 @@ class CovSession(BacpyClientSession, StreamSession):
         if not self._closed:
             with contextlib.suppress(Exception):
                 await guarded(
-                    self.client.unsubscribe_cov_ex(
-                        self.target.device_address, self.oid, self.process_id
-                    ),
+                    self.client.unsubscribe_cov_ex(self.started.device, self.oid, self.process_id),
                     1.0,
                 )
         await super().close()
@@ -200,13 +182,13 @@ class WhoIsSession(BacpyClientSession, AsyncSession):
 
     def __init__(
         self,
-        client: Client,
+        started: StartedClient,
         target: TargetAddress,
         timeout: float,
         params: WhoIsParams,
-        destination: str | None,
+        destination: str | BACnetAddress | None,
     ) -> None:
-        super().__init__(client, target, timeout)
+        super().__init__(started, target, timeout)
         self.destination = destination
         self.device = params.device if params.device is not None else target.device
         self.low = params.low if params.low is not None else self.device
@@ -240,14 +222,14 @@ class TableSession(BacpyClientSession, AsyncSession):
 
     def __init__(
         self,
-        client: Client,
+        started: StartedClient,
         target: TargetAddress,
         timeout: float,
         bbmd: str,
         op: str,
         params: TableParams,
     ) -> None:
-        super().__init__(client, target, timeout)
+        super().__init__(started, target, timeout)
         self.bbmd = bbmd
         self.op = op
         self.min_entries = params.min_entries
@@ -268,8 +250,10 @@ class TableSession(BacpyClientSession, AsyncSession):
 class RouteCheckSession(BacpyClientSession, AsyncSession):
     """Who-Is-Router-To-Network; a router must announce the network."""
 
-    def __init__(self, client: Client, target: TargetAddress, timeout: float, network: int) -> None:
-        super().__init__(client, target, timeout)
+    def __init__(
+        self, started: StartedClient, target: TargetAddress, timeout: float, network: int
+    ) -> None:
+        super().__init__(started, target, timeout)
         self.network = network
 
     async def call(self) -> int:
@@ -300,15 +284,7 @@ async def _cov_object(
     if any(s.wildcard for s in selectors):
         lean = await open_client(target, options, limit)
         try:
-            found = await read_inventory(
-                lean,
-                target,
-                route_of(target),
-                None,
-                options.interface,
-                options.broadcast_address,
-                limit,
-            )
+            found = await read_inventory(lean, target, None, options, limit)
         finally:
             lean.close()
         inventory = found.objects
@@ -337,10 +313,16 @@ async def open_control_session(
         assert isinstance(params, WhoIsParams)
         bbmd = options.bbmd or target.bbmd
         client = await open_bacpy_client(ctx, target, options, bbmd)
-        destination = None if bbmd is not None else target.device_address
+        destination = None if bbmd is not None else client.device
         return WhoIsSession(client, target, ctx.timeout, params, destination)
     if ctx.op in ("read-fdt", "read-bdt"):
         assert isinstance(params, TableParams)
+        if target.ipv6:
+            raise OpError(
+                ErrorClass.LOCAL,
+                f"{ctx.op}: BACnet/IPv6 (Annex U) has no Read-Broadcast-Distribution-Table "
+                "nor Read-Foreign-Device-Table",
+            )
         bbmd = bbmd_of(target, options, ctx.op)
         client = await open_bacpy_client(ctx, target, options, None)
         return TableSession(client, target, ctx.timeout, bbmd, ctx.op, params)

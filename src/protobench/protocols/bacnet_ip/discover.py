@@ -13,21 +13,25 @@
    units, status-flags, number-of-states and priority-array element 0. The
    present-value's application tag gives its datatype; an object with a
    priority-array is commandable; the properties that answered are the
-   object's readable properties.
+   object's readable properties;
+5. when the device serves SubscribeCOV, which object accepts a subscription
+   (:func:`place_cov`): one object of each type with a present value, in
+   turn, is subscribed to (unconfirmed, a short lifetime) and, once accepted,
+   unsubscribed; refusals (a Timer's ``services:cov-subscription-failed``)
+   are kept to say why no COV group was fitted.
 
-The control path uses bac-py's client (its RPM, decoding and segmentation)
-and the lean client for the object-list probe. :mod:`.fit` turns the result
-into a summary and a profile.
+The control path uses bac-py's client (:mod:`.bacpy`: its RPM, decoding,
+segmentation and COV) and the lean client for the object-list probe, on
+BACnet/IP or BACnet/IPv6. :mod:`.fit` turns the result into a summary and a
+profile.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
-import logging
 from dataclasses import dataclass, field, replace
 
-from bac_py import Client, DeviceConfig
 from bac_py.encoding.tags import TagClass, decode_tag
 from bac_py.services.read_property_multiple import (
     PropertyReference,
@@ -38,6 +42,7 @@ from bac_py.types.enums import ObjectType, PropertyIdentifier, Segmentation
 from bac_py.types.primitives import ObjectIdentifier
 
 from protobench.protocols.bacnet_ip.address import TargetAddress, parse_target
+from protobench.protocols.bacnet_ip.bacpy import StartedClient, start_client
 from protobench.protocols.bacnet_ip.codec import decode_value
 from protobench.protocols.bacnet_ip.errors import from_exception
 from protobench.protocols.bacnet_ip.inventory import (
@@ -47,7 +52,7 @@ from protobench.protocols.bacnet_ip.inventory import (
 )
 from protobench.protocols.bacnet_ip.objects import object_name, property_name
 from protobench.protocols.bacnet_ip.options import BacnetIpOptions
-from protobench.protocols.bacnet_ip.sessions import open_client, route_of
+from protobench.protocols.bacnet_ip.sessions import open_client
 from protobench.vocab.errors import ErrorClass, OpError
 
 BATCH = 5
@@ -79,6 +84,12 @@ DATATYPES = {
 """Application tags of the datatypes a profile can write."""
 SUBSCRIBE_COV_BIT = 5
 NO_RPM = frozenset({"reject:unrecognized-service", "service:service-request-denied"})
+COV_TRIES = 8
+"""Object types tried for a COV subscription, at most (one object of each)."""
+COV_TRIAL_LIFETIME = 10
+"""Seconds a trial subscription lives, should its cancellation be lost."""
+COV_PROCESS_ID = 4_194_001
+"""Subscriber process identifier of the trial subscriptions."""
 
 
 @dataclass
@@ -113,8 +124,25 @@ class DeviceInfo:
     max_apdu: int | None = None
     segmentation: str | None = None
     cov: bool = False
+    """Whether the device lists SubscribeCOV among its services."""
     objects: list[ObjectInfo] = field(default_factory=list)
     object_list: list[ObjectIdentifier] = field(default_factory=list)
+    cov_object: ObjectIdentifier | None = None
+    """The object that accepted a COV subscription."""
+    cov_refusals: list[tuple[ObjectIdentifier, str]] = field(default_factory=list)
+    """Objects that refused one, with the device's error (``services:cov-subscription-failed``)."""
+
+    @property
+    def cov_note(self) -> str:
+        """Why no COV subscription is fitted ("" when one is)."""
+        if self.cov_object is not None:
+            return ""
+        if not self.cov:
+            return "the device does not list SubscribeCOV among its services"
+        if not self.cov_refusals:
+            return "no object with a present value to subscribe to"
+        refused = ", ".join(f"{object_name(oid)} ({code})" for oid, code in self.cov_refusals)
+        return f"every object tried refused SubscribeCOV: {refused}"
 
     @property
     def segments(self) -> bool:
@@ -130,73 +158,46 @@ async def discover(url: str, options: BacnetIpOptions, wait: float) -> DeviceInf
         target = parse_target(url)
     except ValueError as exc:
         raise OpError(ErrorClass.LOCAL, f"bad target: {exc}") from None
-    logging.getLogger("bac_py").setLevel(logging.ERROR)
-    heard = await learn_instance(target, options.interface, options.broadcast_address, wait)
+    heard = await learn_instance(target, options, wait)
     device = target.device if target.device is not None else heard
     lean = await open_client(target, options, wait)
     try:
-        inventory = await read_inventory(
-            lean,
-            target,
-            route_of(target),
-            device,
-            options.interface,
-            options.broadcast_address,
-            wait,
-        )
+        inventory = await read_inventory(lean, target, device, options, wait)
     finally:
         lean.close()
     target = replace(target, device=inventory.device.instance_number)
     info = DeviceInfo(target, heard is not None, object_list=list(inventory.objects))
-    client = await _start_client(target, options, wait)
+    started = await start_client(target, options, WHO_IS_INSTANCE, wait)
     try:
-        await _read_device(client, info, wait)
+        await _read_device(started, info, wait)
         others = [oid for oid in inventory.objects if oid.object_type != ObjectType.DEVICE]
         for first in range(0, len(others), BATCH):
-            info.objects += await _read_objects(client, target, others[first : first + BATCH], wait)
+            info.objects += await _read_objects(started, others[first : first + BATCH], wait)
+        if info.cov:
+            await place_cov(started, info, wait)
     finally:
-        with contextlib.suppress(Exception):
-            await client.__aexit__(None, None, None)
+        await started.stop()
     return info
 
 
-async def _start_client(target: TargetAddress, options: BacnetIpOptions, wait: float) -> Client:
-    config = DeviceConfig(
-        instance_number=WHO_IS_INSTANCE,
-        interface=options.interface,
-        port=0,
-        broadcast_address=options.broadcast_address,
-        apdu_timeout=max(1, int(wait * 1000)),
-        apdu_retries=options.retries,
-    )
-    client = Client(config)
-    try:
-        async with asyncio.timeout(wait):
-            await client.__aenter__()
-    except Exception as exc:
-        raise from_exception(exc) from exc
-    if target.dnet is not None:
-        client.add_route(target.dnet, target.endpoint)
-    return client
-
-
 async def _rpm(
-    client: Client, target: TargetAddress, specs: list[ReadAccessSpecification], wait: float
+    started: StartedClient, specs: list[ReadAccessSpecification], wait: float
 ) -> ReadPropertyMultipleACK:
     try:
         async with asyncio.timeout(wait + 1.0):
-            return await client.read_property_multiple(target.device_address, specs, timeout=wait)
+            return await started.client.read_property_multiple(started.device, specs, timeout=wait)
     except Exception as exc:
         raise from_exception(exc) from exc
 
 
 async def _read(
-    client: Client, target: TargetAddress, specs: list[ReadAccessSpecification], wait: float
+    started: StartedClient, specs: list[ReadAccessSpecification], wait: float
 ) -> dict[ObjectIdentifier, dict[PropertyIdentifier, bytes]]:
     """The raw values that answered, by object and property (RPM, else RP one by one)."""
     found: dict[ObjectIdentifier, dict[PropertyIdentifier, bytes]] = {}
+    started.refresh()
     try:
-        ack = await _rpm(client, target, specs, wait)
+        ack = await _rpm(started, specs, wait)
     except OpError as exc:
         if exc.code not in NO_RPM:
             raise
@@ -213,8 +214,8 @@ async def _read(
             # A property the object lacks answers with an Error: it is left out.
             with contextlib.suppress(Exception):
                 async with asyncio.timeout(wait + 1.0):
-                    answer = await client.read_property(
-                        target.device_address,
+                    answer = await started.client.read_property(
+                        started.device,
                         spec.object_identifier,
                         ref.property_identifier,
                         ref.property_array_index,
@@ -224,10 +225,10 @@ async def _read(
     return found
 
 
-async def _read_device(client: Client, info: DeviceInfo, wait: float) -> None:
+async def _read_device(started: StartedClient, info: DeviceInfo, wait: float) -> None:
     device = ObjectIdentifier(ObjectType.DEVICE, info.target.device_instance)
     spec = ReadAccessSpecification(device, [PropertyReference(p) for p in DEVICE_PROPERTIES])
-    raw = (await _read(client, info.target, [spec], wait)).get(device, {})
+    raw = (await _read(started, [spec], wait)).get(device, {})
     values = {prop: _decoded(value) for prop, value in raw.items()}
     info.name = _text(values.get(PropertyIdentifier.OBJECT_NAME))
     info.vendor = _text(values.get(PropertyIdentifier.VENDOR_NAME))
@@ -242,12 +243,12 @@ async def _read_device(client: Client, info: DeviceInfo, wait: float) -> None:
 
 
 async def _read_objects(
-    client: Client, target: TargetAddress, oids: list[ObjectIdentifier], wait: float
+    started: StartedClient, oids: list[ObjectIdentifier], wait: float
 ) -> list[ObjectInfo]:
     refs = [PropertyReference(p) for p in PROBED]
     refs.append(PropertyReference(PropertyIdentifier.PRIORITY_ARRAY, 0))
     specs = [ReadAccessSpecification(oid, refs) for oid in oids]
-    found = await _read(client, target, specs, wait)
+    found = await _read(started, specs, wait)
     objects = []
     for oid in oids:
         raw = found.get(oid, {})
@@ -262,6 +263,47 @@ async def _read_objects(
             info.value = _decoded(value)
         objects.append(info)
     return objects
+
+
+def cov_candidates(info: DeviceInfo) -> list[ObjectIdentifier]:
+    """The objects to try a COV subscription on: the first object with a present value of
+    each type, in the object-list's order, at most :data:`COV_TRIES`."""
+    firsts: dict[int, ObjectIdentifier] = {}
+    for obj in info.objects:
+        if obj.datatype is not None:
+            firsts.setdefault(int(obj.oid.object_type), obj.oid)
+    return list(firsts.values())[:COV_TRIES]
+
+
+async def place_cov(started: StartedClient, info: DeviceInfo, wait: float) -> None:
+    """Find an object that accepts a COV subscription (:attr:`DeviceInfo.cov_object`), or
+    record the refusals; a timeout or a lost device is an :class:`OpError`."""
+    client = started.client
+    for oid in cov_candidates(info):
+        started.refresh()
+        try:
+            async with asyncio.timeout(wait + 1.0):
+                await client.subscribe_cov_ex(
+                    started.device,
+                    oid,
+                    COV_PROCESS_ID,
+                    confirmed=False,
+                    lifetime=COV_TRIAL_LIFETIME,
+                    timeout=wait,
+                )
+        except Exception as exc:
+            error = from_exception(exc)
+            if error.error_class is not ErrorClass.PROTOCOL:
+                raise OpError(
+                    error.error_class, f"subscribe-cov {object_name(oid)}: {error.detail}"
+                ) from exc
+            info.cov_refusals.append((oid, error.code or error.detail))
+            continue
+        info.cov_object = oid
+        with contextlib.suppress(Exception):
+            async with asyncio.timeout(wait + 1.0):
+                await client.unsubscribe_cov_ex(started.device, oid, COV_PROCESS_ID, timeout=wait)
+        return
 
 
 def _decoded(raw: bytes | None) -> object:

@@ -11,8 +11,11 @@ the device has (:class:`~.discover.DeviceInfo`):
   properties that answered during discovery;
 * ``object-list`` every 10 s (when the list fits one reply or the device
   segments), with the count found;
-* ``cov`` on the first object with a present-value, when the device serves
-  SubscribeCOV.
+* ``cov`` on the object that accepted a subscription during discovery; when
+  none did (or the device does not serve SubscribeCOV), no ``cov`` group, and
+  a comment in the profile says why.
+
+Objects of types bac-py does not name are written by number (``63:1``).
 
 The target is the URL with the device instance, so no wildcard probe is needed.
 """
@@ -63,7 +66,7 @@ def summary(info: DeviceInfo) -> str:
         f"{info.target.url()} ({who})",
         f"vendor {info.vendor or '?'}, model {info.model or '?'}, max APDU "
         f"{info.max_apdu or '?'}, segmentation {info.segmentation or '?'}, "
-        f"COV {'yes' if info.cov else 'no'}",
+        f"COV {_cov_summary(info)}",
         f"{len(info.object_list)} objects in the object-list",
         f"  {'type':26} {'count':>5}  {'present-value':14} commandable",
     ]
@@ -77,6 +80,13 @@ def summary(info: DeviceInfo) -> str:
     commanded = ranges(o.oid for o in info.objects if o.commandable)
     lines.append(f"commandable: {', '.join(commanded) if commanded else 'none'}")
     return "\n".join(lines)
+
+
+def _cov_summary(info: DeviceInfo) -> str:
+    if info.cov_object is None:
+        return f"no: {info.cov_note}" if info.cov else "no"
+    refused = "".join(f"; {object_name(oid)} refused it: {code}" for oid, code in info.cov_refusals)
+    return f"yes (a subscription to {object_name(info.cov_object)} was accepted{refused})"
 
 
 def _toml(value: object) -> str:
@@ -94,8 +104,11 @@ def _write_values(obj: ObjectInfo) -> list[object] | None:
         return [round(base, 2), round(base + 1.0, 2)]
     if obj.datatype == "enumerated":
         return [0, 1]
+    if obj.datatype == "unsigned" and obj.states is not None:
+        return [1, 2] if obj.states >= 2 else None
     if obj.datatype == "unsigned":
-        return [1, 2] if (obj.states or 2) >= 2 else None
+        base = int(value) if isinstance(value, int) else 0
+        return [base, base + 1]
     if obj.datatype == "signed":
         base = int(value) if isinstance(value, int) else 0
         return [base, base + 1]
@@ -181,14 +194,16 @@ def fitted_profile(info: DeviceInfo, name: str) -> str:
             every="10s",
             expect_count=len(info.object_list),
         )
-    if info.cov and readable:
+    if info.cov_object is not None:
         _group(
             lines,
-            "One COV subscription, renewed every minute.",
+            "One COV subscription (the device accepted it during discovery), renewed every minute.",
             op="cov",
             count=1,
-            objects=[readable[0].selector],
+            objects=[object_name(info.cov_object)],
             lifetime="120s",
             renew="60s",
         )
+    else:
+        lines += ["", f"# No COV subscription: {info.cov_note}."]
     return "\n".join(lines) + "\n"

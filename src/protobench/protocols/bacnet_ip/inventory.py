@@ -23,22 +23,15 @@ device:4194303: ...``). Sessions whose selectors are all fixed
 from __future__ import annotations
 
 import asyncio
-import contextlib
-import logging
 from dataclasses import dataclass
 
-from bac_py import Client, DeviceConfig
 from bac_py.types.enums import ObjectType, PropertyIdentifier
 from bac_py.types.primitives import ObjectIdentifier
 
 from protobench.protocols.bacnet_ip.address import TargetAddress
+from protobench.protocols.bacnet_ip.bacpy import start_client
 from protobench.protocols.bacnet_ip.client import DatagramClient
-from protobench.protocols.bacnet_ip.codec import (
-    ArrayElementsRequest,
-    DeviceProbe,
-    ReadRequest,
-    Route,
-)
+from protobench.protocols.bacnet_ip.codec import ArrayElementsRequest, DeviceProbe, ReadRequest
 from protobench.protocols.bacnet_ip.objects import (
     MAX_INSTANCE,
     device_in,
@@ -46,6 +39,7 @@ from protobench.protocols.bacnet_ip.objects import (
     object_name,
     parse_selector,
 )
+from protobench.protocols.bacnet_ip.options import BacnetIpOptions
 from protobench.vocab.errors import ErrorClass, OpError
 
 BATCH = 32
@@ -98,10 +92,8 @@ def unprobed(target: TargetAddress) -> Inventory:
 async def read_inventory(
     client: DatagramClient,
     target: TargetAddress,
-    route: Route | None,
     device: int | None,
-    interface: str,
-    broadcast: str,
+    options: BacnetIpOptions,
     wait: float,
 ) -> Inventory:
     """Read the object-list of ``device`` (default: the target's, else the one that answers)."""
@@ -109,12 +101,12 @@ async def read_inventory(
     if instance is None:
         instance = _learned.get(target.device_address, MAX_INSTANCE)
     try:
-        return await _read_object_list(client, instance, route)
+        return await _read_object_list(client, instance)
     except OpError as exc:
         if exc.code != UNKNOWN_OBJECT or instance != MAX_INSTANCE:
             raise as_probe(exc, instance) from None
         refused = exc
-    learned = await learn_instance(target, interface, broadcast, wait)
+    learned = await learn_instance(target, options, wait)
     if learned is None:
         raise OpError(
             refused.error_class,
@@ -123,7 +115,7 @@ async def read_inventory(
             refused.code,
         )
     try:
-        return await _read_object_list(client, learned, route)
+        return await _read_object_list(client, learned)
     except OpError as exc:
         raise as_probe(exc, learned) from None
 
@@ -136,10 +128,9 @@ def as_probe(error: OpError, instance: int) -> OpError:
     return OpError(error.error_class, f"{label}: {error.detail}", error.code)
 
 
-async def _read_object_list(
-    client: DatagramClient, instance: int, route: Route | None
-) -> Inventory:
-    whole = DeviceProbe(instance, route)
+async def _read_object_list(client: DatagramClient, instance: int) -> Inventory:
+    path = client.path
+    whole = DeviceProbe(instance, path)
     try:
         await client.request(whole)
     except OpError as exc:
@@ -147,9 +138,9 @@ async def _read_object_list(
             raise
     else:
         return Inventory(whole.device, whole.objects)
-    length = DeviceProbe(instance, route, array_index=0)
+    length = DeviceProbe(instance, path, array_index=0)
     await client.request(length)
-    objects = await _read_elements(client, length.device, length.length, route)
+    objects = await _read_elements(client, length.device, length.length)
     device = device_in(length.device, objects)
     if device is None:
         raise OpError(
@@ -159,7 +150,7 @@ async def _read_object_list(
 
 
 async def _read_elements(
-    client: DatagramClient, device: ObjectIdentifier, length: int, route: Route | None
+    client: DatagramClient, device: ObjectIdentifier, length: int
 ) -> list[ObjectIdentifier]:
     """Elements 1..length of the device's object-list, in RPM batches or one by one."""
     objects: list[ObjectIdentifier] = []
@@ -167,7 +158,9 @@ async def _read_elements(
     first = 1
     while first <= length:
         last = min(length, first + batch - 1)
-        request = ArrayElementsRequest(device, PropertyIdentifier.OBJECT_LIST, first, last, route)
+        request = ArrayElementsRequest(
+            device, PropertyIdentifier.OBJECT_LIST, first, last, client.path
+        )
         try:
             await client.request(request)
         except OpError as exc:
@@ -176,18 +169,18 @@ async def _read_elements(
                 continue
             if exc.code not in NO_SERVICE:
                 raise
-            return objects + await _read_one_by_one(client, device, first, length, route)
+            return objects + await _read_one_by_one(client, device, first, length)
         objects += [_object(request.label, value) for value in request.values]
         first = last + 1
     return objects
 
 
 async def _read_one_by_one(
-    client: DatagramClient, device: ObjectIdentifier, first: int, length: int, route: Route | None
+    client: DatagramClient, device: ObjectIdentifier, first: int, length: int
 ) -> list[ObjectIdentifier]:
     objects = []
     for index in range(first, length + 1):
-        request = ReadRequest(device, PropertyIdentifier.OBJECT_LIST, route, index)
+        request = ReadRequest(device, PropertyIdentifier.OBJECT_LIST, client.path, index)
         await client.request(request)
         objects.append(_object(request.label, request.value))
     return objects
@@ -200,7 +193,7 @@ def _object(label: str, value: object) -> ObjectIdentifier:
 
 
 async def learn_instance(
-    target: TargetAddress, interface: str, broadcast: str, wait: float
+    target: TargetAddress, options: BacnetIpOptions, wait: float
 ) -> int | None:
     """The instance of the device at the target, from its I-Am to a Who-Is sent to it.
 
@@ -217,7 +210,7 @@ async def learn_instance(
         return _learned[key]
     asking = _asking.get(key)
     if asking is None:
-        asking = asyncio.ensure_future(_who_is(target, interface, broadcast, wait))
+        asking = asyncio.ensure_future(_who_is(target, options, wait))
         _asking[key] = asking
         asking.add_done_callback(lambda _: _asking.pop(key, None))
     instance = await asyncio.shield(asking)
@@ -226,31 +219,18 @@ async def learn_instance(
     return instance
 
 
-async def _who_is(target: TargetAddress, interface: str, broadcast: str, wait: float) -> int | None:
-    config = DeviceConfig(
-        instance_number=WHO_IS_INSTANCE,
-        interface=interface,
-        port=0,
-        broadcast_address=broadcast,
-    )
-    logging.getLogger("bac_py").setLevel(logging.ERROR)
-    client = Client(config, bbmd_address=target.bbmd)
+async def _who_is(target: TargetAddress, options: BacnetIpOptions, wait: float) -> int | None:
     found = []
     try:
         async with asyncio.timeout(2 * wait + 1.0):
-            await client.__aenter__()
+            started = await start_client(target, options, WHO_IS_INSTANCE, wait, target.bbmd)
             try:
-                if target.bbmd is not None:
-                    await client.wait_for_registration(wait)
-                destination = target.endpoint
-                if target.dnet is not None and target.dadr is not None:
-                    client.add_route(target.dnet, target.endpoint)
-                    destination = target.device_address
-                found = await client.who_is(destination=destination, timeout=wait, expected_count=1)
+                found = await started.client.who_is(
+                    destination=started.device, timeout=wait, expected_count=1
+                )
             finally:
-                with contextlib.suppress(Exception):
-                    await client.__aexit__(None, None, None)
-    except (OSError, TimeoutError, ValueError):
+                await started.stop()
+    except (OpError, OSError, TimeoutError, ValueError):
         return None
     instances = {iam.object_identifier.instance_number for iam in found}
     return instances.pop() if len(instances) == 1 else None

@@ -1,10 +1,16 @@
 """Object selectors of BACnet profiles: ``analog-input:1``, ``ai:3-5``, ``analog-input:*``.
 
 A selector names an object type (any name bac-py accepts: ``analog-input``,
-``ai``, ``ANALOG_INPUT`` or a number) and an instance, an inclusive range
-``first-last``, or ``*`` for every object of that type in the device. ``,`` may
-replace ``:``. Selectors are parsed when a profile is validated; wildcards are
-expanded against the device's object-list when a session opens.
+``ai``, ``ANALOG_INPUT``, or its number: ``0``, ``63``) and an instance, an
+inclusive range ``first-last``, or ``*`` for every object of that type in the
+device. ``,`` may replace ``:``. Selectors are parsed when a profile is
+validated; wildcards are expanded against the device's object-list when a
+session opens.
+
+Objects and properties are written back (in messages, summaries and fitted
+profiles) by their names where bac-py names them and by their numbers where it
+does not: a Color object (type 63, addendum 135-2020ca) is ``63:1``, a
+proprietary property ``5000``. Both forms read back as the same selector.
 """
 
 from __future__ import annotations
@@ -85,11 +91,25 @@ def device_in(
     return answered if answered in objects else None
 
 
+_NAMED_TYPES = frozenset(ObjectType)
+_NAMED_PROPERTIES = frozenset(PropertyIdentifier)
+"""The members bac-py names (a number it does not name is a pseudo-member ``VENDOR_63``)."""
+
+
+def type_name(object_type: ObjectType) -> str:
+    """``analog-input``, or the number of a type bac-py does not name (``63``)."""
+    if object_type in _NAMED_TYPES:
+        return object_type.name.lower().replace("_", "-")
+    return str(int(object_type))
+
+
 def object_name(oid: ObjectIdentifier) -> str:
-    """``analog-input:1`` - the selector form of one object, for messages."""
-    return f"{oid.object_type.name.lower().replace('_', '-')}:{oid.instance_number}"
+    """``analog-input:1`` (``63:1``) - the selector form of one object."""
+    return f"{type_name(oid.object_type)}:{oid.instance_number}"
 
 
 def property_name(prop: PropertyIdentifier) -> str:
-    """``present-value`` - the profile form of one property, for messages."""
-    return prop.name.lower().replace("_", "-")
+    """``present-value`` (``5000``) - the profile form of one property."""
+    if prop in _NAMED_PROPERTIES:
+        return prop.name.lower().replace("_", "-")
+    return str(int(prop))

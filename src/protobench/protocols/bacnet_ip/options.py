@@ -84,10 +84,15 @@ WPM_REQUESTS: list[dict[str, dict[str, Scalar]]] = [
 class BacnetIpOptions(StrictModel):
     """Protocol-wide options (the profile's ``[options]`` table)."""
 
-    interface: str = "127.0.0.1"
-    """Local IPv4 address every client socket binds (an ephemeral port)."""
+    interface: str | None = None
+    """Local address every client socket binds (an ephemeral port); default: the loopback
+    address of the target's family, 127.0.0.1 (BACnet/IP) or ::1 (BACnet/IPv6)."""
     broadcast_address: str = "127.255.255.255"
-    """Broadcast address given to bac-py's clients (never the global broadcast)."""
+    """Broadcast address given to bac-py's clients on BACnet/IP (never the global broadcast)."""
+    multicast_address: str = "ff01::bac0"
+    """Multicast group of bac-py's clients on BACnet/IPv6, their broadcast address: by default
+    interface-local, a scope the kernel never sends off the host (Annex U's own group,
+    ff02::bac0, would go out on the network interface)."""
     retries: int = Field(default=0, ge=0, le=10)
     """Resends of an unanswered confirmed request; the timeout is split over the attempts."""
     reuse_after: Duration = 10.0
@@ -100,6 +105,13 @@ class BacnetIpOptions(StrictModel):
     """BBMD ``HOST:PORT`` (default: the target, when its URL has ``bbmd=1``)."""
     bbmd_ttl: int = Field(default=120, ge=1, le=65535)
     """Time-to-live of foreign-device registrations in seconds (renewed at half of it)."""
+
+
+def local_address(options: BacnetIpOptions, ipv6: bool) -> str:
+    """The address client sockets bind for a target of that family."""
+    if options.interface is not None:
+        return options.interface
+    return "::1" if ipv6 else "127.0.0.1"
 
 
 class ReadPropertyParams(StrictModel):

@@ -28,7 +28,6 @@ from protobench.protocols.bacnet_ip.codec import (
     ReadMultipleRequest,
     ReadRequest,
     Request,
-    Route,
     WriteMultipleRequest,
     WriteRequest,
     encode_write_value,
@@ -39,6 +38,7 @@ from protobench.protocols.bacnet_ip.inventory import (
     read_inventory,
     unprobed,
 )
+from protobench.protocols.bacnet_ip.link import Path, Route
 from protobench.protocols.bacnet_ip.objects import object_name
 from protobench.protocols.bacnet_ip.options import (
     BacnetIpOptions,
@@ -47,6 +47,7 @@ from protobench.protocols.bacnet_ip.options import (
     ReadPropertyParams,
     WritePropertyMultipleParams,
     WritePropertyParams,
+    local_address,
 )
 from protobench.protocols.base import CallbackSession, Done, SessionContext, StrictModel
 from protobench.vocab.errors import ErrorClass, OpError
@@ -82,7 +83,10 @@ async def open_client(
     request_timeout: float,
     count: Callable[[str, int], None] | None = None,
 ) -> DatagramClient:
-    """A datagram client to ``target``, registered as a foreign device if the options say so."""
+    """A datagram client to ``target``, registered as a foreign device if the options say so.
+
+    On BACnet/IPv6 it first learns the first hop's VMAC.
+    """
     if options.foreign_device and (options.bbmd or target.bbmd) != target.endpoint:
         raise OpError(
             ErrorClass.LOCAL,
@@ -92,7 +96,7 @@ async def open_client(
         client = DatagramClient(
             target.host,
             target.port,
-            options.interface,
+            local_address(options, target.ipv6),
             route_of(target),
             request_timeout,
             options.retries,
@@ -101,33 +105,34 @@ async def open_client(
         )
     except OSError as exc:
         raise OpError(ErrorClass.CONNECT, f"cannot open a UDP socket: {exc}") from exc
-    if not options.foreign_device:
-        return client
     try:
-        async with asyncio.timeout(request_timeout):
-            await client.register_foreign_device(options.bbmd_ttl)
-    except TimeoutError:
-        client.close()
-        raise OpError(ErrorClass.TIMEOUT, "no reply to Register-Foreign-Device") from None
+        if client.ipv6:
+            await client.resolve(request_timeout)
+        if options.foreign_device:
+            try:
+                async with asyncio.timeout(request_timeout):
+                    await client.register_foreign_device(options.bbmd_ttl)
+            except TimeoutError:
+                raise OpError(ErrorClass.TIMEOUT, "no reply to Register-Foreign-Device") from None
     except BaseException:
         client.close()
         raise
     return client
 
 
-Builder = Callable[[StrictModel, Inventory, Route | None], list[Request]]
+Builder = Callable[[StrictModel, Inventory, Path | None], list[Request]]
 
 
-def read_property(params: StrictModel, inventory: Inventory, route: Route | None) -> list[Request]:
+def read_property(params: StrictModel, inventory: Inventory, path: Path | None) -> list[Request]:
     assert isinstance(params, ReadPropertyParams)
     prop = parse_property_identifier(params.property)
     return [
-        ReadRequest(oid, prop, route, params.array_index, params.expect)
+        ReadRequest(oid, prop, path, params.array_index, params.expect)
         for oid in inventory.select(params.objects)
     ]
 
 
-def write_property(params: StrictModel, inventory: Inventory, route: Route | None) -> list[Request]:
+def write_property(params: StrictModel, inventory: Inventory, path: Path | None) -> list[Request]:
     assert isinstance(params, WritePropertyParams)
     prop = parse_property_identifier(params.property)
     objects = inventory.select(params.objects)
@@ -140,12 +145,12 @@ def write_property(params: StrictModel, inventory: Inventory, route: Route | Non
         value = values[(k // len(objects) + k % len(objects)) % len(values)]
         encoded = _encode(value, params.datatype, oid, prop)
         label = f"{object_name(oid)} {params.property} := {value!r}"
-        requests.append(WriteRequest(oid, prop, encoded, params.priority, route, label))
+        requests.append(WriteRequest(oid, prop, encoded, params.priority, path, label))
     return requests
 
 
 def read_property_multiple(
-    params: StrictModel, inventory: Inventory, route: Route | None
+    params: StrictModel, inventory: Inventory, path: Path | None
 ) -> list[Request]:
     assert isinstance(params, ReadPropertyMultipleParams)
     requests: list[Request] = []
@@ -155,12 +160,12 @@ def read_property_multiple(
             for selector, props in spec.items()
             for oid in inventory.select([selector])
         ]
-        requests.append(ReadMultipleRequest(specs, route))
+        requests.append(ReadMultipleRequest(specs, path))
     return requests
 
 
 def write_property_multiple(
-    params: StrictModel, inventory: Inventory, route: Route | None
+    params: StrictModel, inventory: Inventory, path: Path | None
 ) -> list[Request]:
     assert isinstance(params, WritePropertyMultipleParams)
     requests: list[Request] = []
@@ -173,13 +178,13 @@ def write_property_multiple(
                     prop = parse_property_identifier(name)
                     encoded.append((prop, _encode(value, params.datatype, oid, prop)))
                 specs.append((oid, encoded))
-        requests.append(WriteMultipleRequest(specs, params.priority, route))
+        requests.append(WriteMultipleRequest(specs, params.priority, path))
     return requests
 
 
-def object_list(params: StrictModel, inventory: Inventory, route: Route | None) -> list[Request]:
+def object_list(params: StrictModel, inventory: Inventory, path: Path | None) -> list[Request]:
     assert isinstance(params, ObjectListParams)
-    return [ObjectListRequest(inventory.device.instance_number, route, params.expect_count)]
+    return [ObjectListRequest(inventory.device.instance_number, path, params.expect_count)]
 
 
 def _encode(
@@ -219,18 +224,10 @@ async def open_lean_session(
     client = await open_client(target, options, ctx.timeout, ctx.count)
     try:
         if isinstance(params, ObjectListParams) or needs_probe(selectors_of(params)):
-            inventory = await read_inventory(
-                client,
-                target,
-                route_of(target),
-                device,
-                options.interface,
-                options.broadcast_address,
-                ctx.timeout,
-            )
+            inventory = await read_inventory(client, target, device, options, ctx.timeout)
         else:
             inventory = unprobed(target)
-        requests = build(ctx.params, inventory, route_of(target))
+        requests = build(ctx.params, inventory, client.path)
     except BaseException:
         client.close()
         raise

@@ -7,7 +7,9 @@ sites, equips and points (``limit`` each), with the points that have history
 and the writable ones. Every request is a control request of the plugin
 (JSON, decoded in full); a refusal is an :class:`OpError` naming the op, but
 a read answered with an error grid (a filter the server does not support)
-finds no entities.
+finds no entities. A server that closes the connection after each response
+(HTTP/1.0, ``Connection: close``: werkzeug's development server) gets a new
+connection for the next request, as sessions reconnect.
 """
 
 from __future__ import annotations
@@ -21,11 +23,17 @@ from hs_py.grid import Grid
 from hs_py.kinds import Marker
 
 from protobench.protocols.haystack.credentials import resolve_password
+from protobench.protocols.haystack.grids import ERROR_CODE
 from protobench.protocols.haystack.options import HaystackOptions, ReadParams
 from protobench.protocols.haystack.requests import Framing, Request, request_grids
 from protobench.protocols.haystack.scram import login
 from protobench.protocols.haystack.sessions.opening import control
-from protobench.protocols.http.client import HttpConnection, make_ssl_context, parse_url
+from protobench.protocols.http.client import (
+    HttpConnection,
+    Reconnecting,
+    make_ssl_context,
+    parse_url,
+)
 from protobench.vocab.errors import ErrorClass, OpError
 
 LIMIT = 5
@@ -98,7 +106,11 @@ async def discover(url: str, options: HaystackOptions, wait: float) -> ServerInf
         except OSError as exc:  # a missing or bad ca_file
             raise OpError(ErrorClass.CONNECT, f"ca_file {options.ca_file}: {exc}") from None
     framing = Framing.of(options)
-    conn = await HttpConnection.connect(endpoint, ssl=ssl, timeout=wait)
+
+    async def reopen() -> HttpConnection:
+        return await HttpConnection.connect(endpoint, ssl=ssl, timeout=wait)
+
+    conn = Reconnecting(await reopen(), reopen)
     try:
         token: str | None = None
         user: str | None = None
@@ -134,9 +146,9 @@ async def discover(url: str, options: HaystackOptions, wait: float) -> ServerInf
                 try:
                     info.entities[key] = _entities(await ask(read))
                 except OpError as exc:
-                    if exc.error_class is not ErrorClass.PROTOCOL:
-                        raise
+                    if exc.code != ERROR_CODE:
+                        raise  # a refusal of the request itself (406, 415...), not of the filter
                     info.entities[key] = []  # an error grid: the server cannot read this filter
         return info
     finally:
-        conn.close()
+        conn.conn.close()

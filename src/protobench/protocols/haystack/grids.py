@@ -23,9 +23,11 @@ checked at one of three depths:
     Costs as much CPU as a real client spends per response.
 
 At every depth, an error grid (``err`` in its meta) is a ``protocol`` error whose
-detail is the grid's ``dis``; a body that is not a grid, or not in the format
-asked for, is a ``validation`` error. :func:`error_text` gives what a refusal
-(a non-200 reply) says: its error grid's ``dis``, else the start of its body.
+detail is the grid's ``dis`` (:func:`error_dis`: decoded, also from Haystack 3
+JSON, whose strings carry a ``s:`` prefix); a body that is not a grid, or not
+in the format asked for, is a ``validation`` error. :func:`error_text` gives
+what a refusal (a non-200 reply) says: its error grid's ``dis``, else the
+start of its body.
 """
 
 from __future__ import annotations
@@ -48,6 +50,12 @@ Depth = Literal["meta", "grid", "decode"]
 
 MIME: Mapping[Format, str] = {"json": "application/json", "zinc": "text/zinc"}
 ERROR_CODE = "error-grid"
+V3_MARKER = "m:"
+"""A marker in Haystack 3 JSON."""
+_V3_KINDS = frozenset("mz-snryhdtucx")
+"""The type prefixes of Haystack 3 JSON strings (``s:`` a string, ``r:`` a ref...)."""
+_SAMPLE_ROWS = 8
+"""Rows :func:`json_version` looks at."""
 UNKNOWN_ROWS = -1
 _JSON_HEAD = re.compile(rb'\s*\{\s*(?:"_kind"\s*:\s*"grid"\s*,\s*)?"meta"\s*:\s*')
 _DECODER = json.JSONDecoder()
@@ -71,6 +79,57 @@ def encode(grid: Grid, fmt: Format) -> bytes:
     return str(hs_zinc.encode_grid(grid)).encode("utf-8")
 
 
+def json_version(obj: Any) -> hs_json.JsonVersion:
+    """The Haystack JSON version a parsed grid is written in.
+
+    Haystack 3 JSON writes values as strings with a type prefix (``"m:"``,
+    ``"r:s1 Site"``, ``"n:72 °F"``, ``"t:2024-01-01T00:00:00Z UTC"``); Haystack 4
+    (Hayson) writes those as objects with a ``_kind``. A grid whose meta or first
+    rows hold a prefixed string and no ``_kind`` object is version 3.
+    """
+    values: list[Any] = []
+    if isinstance(obj, dict):
+        meta, rows = obj.get("meta"), obj.get("rows")
+        if isinstance(meta, dict):
+            values += meta.values()
+        if isinstance(rows, list):
+            values += [
+                v for row in rows[:_SAMPLE_ROWS] if isinstance(row, dict) for v in row.values()
+            ]
+    prefixed = any(
+        isinstance(v, str) and len(v) >= 2 and v[1] == ":" and v[0] in _V3_KINDS for v in values
+    )
+    kinds = any(isinstance(v, dict) and "_kind" in v for v in values)
+    return hs_json.JsonVersion.V3 if prefixed and not kinds else hs_json.JsonVersion.V4
+
+
+def _v3_prefixed(value: Any) -> bool:
+    return isinstance(value, str) and len(value) >= 2 and value[1] == ":" and value[0] in _V3_KINDS
+
+
+def decode_json(body: bytes) -> Grid:
+    """A JSON grid decoded in full by hs_py, in the version it is written in
+    (:func:`json_version`); ``ValueError`` (or hs_py's error) when it is not one."""
+    obj = orjson.loads(body)
+    if not isinstance(obj, dict):
+        raise ValueError("not a JSON grid object")
+    return hs_json.decode_grid_dict(obj, version=json_version(obj))
+
+
+def error_dis(meta: Mapping[str, Any]) -> str:
+    """The ``dis`` of an error grid's meta as text, ``""`` without one.
+
+    Haystack 3 JSON writes every value as a string with a type prefix
+    (``"err": "m:"``, ``"dis": "s:Error"``); a meta whose ``err`` is so written
+    has its ``dis`` decoded the same way (hs_py's Haystack 3 decoder). Haystack 4
+    JSON (Hayson) and Zinc strings are plain.
+    """
+    dis = meta.get("dis")
+    if isinstance(dis, str) and meta.get("err") == V3_MARKER:
+        dis = hs_json.decode_val(dis, version=hs_json.JsonVersion.V3)
+    return dis if isinstance(dis, str) else ""
+
+
 def error_text(body: bytes, limit: int = 200) -> str:
     """What a refusal says: the ``dis`` of the error grid in ``body`` (JSON or Zinc), else
     the start of ``body`` as text (``""`` when empty)."""
@@ -87,7 +146,7 @@ def error_text(body: bytes, limit: int = 200) -> str:
     else:
         if isinstance(obj, dict):
             meta = obj.get("meta")
-            dis = meta.get("dis") if isinstance(meta, dict) else obj.get("error")
+            dis = error_dis(meta) if isinstance(meta, dict) else obj.get("error")
     if isinstance(dis, str) and dis:
         return dis[:limit]
     return " ".join(text.split())[:limit]
@@ -141,8 +200,7 @@ def check_json_grid(obj: Any) -> int:
     ):
         raise OpError(ErrorClass.VALIDATION, "response is not a grid (meta, cols, rows)")
     if "err" in meta:
-        dis = meta.get("dis")
-        raise OpError(ErrorClass.PROTOCOL, str(dis or "error grid"), code=ERROR_CODE)
+        raise OpError(ErrorClass.PROTOCOL, error_dis(meta) or "error grid", code=ERROR_CODE)
     return len(rows)
 
 
@@ -161,7 +219,7 @@ def _check_json_meta(body: bytes, start: int) -> int:
     if not isinstance(meta, dict) or b'"rows"' not in body or not body.rstrip().endswith(b"}"):
         raise OpError(ErrorClass.VALIDATION, "response is not a grid (meta, cols, rows)")
     if "err" in meta:
-        raise OpError(ErrorClass.PROTOCOL, str(meta.get("dis") or "error grid"), code=ERROR_CODE)
+        raise OpError(ErrorClass.PROTOCOL, error_dis(meta) or "error grid", code=ERROR_CODE)
     return UNKNOWN_ROWS
 
 
@@ -215,7 +273,5 @@ def _decode(decoder: Any, data: Any) -> Grid:
 
 def _check_decoded(grid: Grid) -> int:
     if grid.is_error:
-        raise OpError(
-            ErrorClass.PROTOCOL, str(grid.meta.get("dis") or "error grid"), code=ERROR_CODE
-        )
+        raise OpError(ErrorClass.PROTOCOL, error_dis(grid.meta) or "error grid", code=ERROR_CODE)
     return len(grid.rows)

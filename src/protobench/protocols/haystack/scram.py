@@ -27,7 +27,7 @@ from hs_py.auth import scram_client_first
 
 from protobench.protocols.haystack.grids import error_text
 from protobench.protocols.haystack.scram_proof import HASHES, ServerFirst, proof, salted_password
-from protobench.protocols.http.client import Endpoint, HttpConnection, Response, build_request
+from protobench.protocols.http.client import Endpoint, Fetcher, Response, build_request
 from protobench.vocab.errors import ErrorClass, OpError
 
 Headers = Sequence[tuple[str, str]]
@@ -61,9 +61,13 @@ def bearer(token: str) -> str:
 
 
 async def login(
-    conn: HttpConnection, endpoint: Endpoint, user: str, password: str, headers: Headers = ()
+    conn: Fetcher, endpoint: Endpoint, user: str, password: str, headers: Headers = ()
 ) -> tuple[str, int]:
     """Run the handshake on ``conn``; return ``(auth token, bytes received)``.
+
+    The handshake's state is the server's tokens, not the connection: a
+    :class:`~protobench.protocols.http.client.Reconnecting` connection may take
+    each step on a new one.
 
     Raises ``OpError(auth)`` when the server or a check refuses the login.
     """
@@ -119,9 +123,7 @@ async def login(
     return auth_token, hello.nbytes + step1.nbytes + step2.nbytes
 
 
-async def _get(
-    conn: HttpConnection, endpoint: Endpoint, authorization: str, headers: Headers
-) -> Response:
+async def _get(conn: Fetcher, endpoint: Endpoint, authorization: str, headers: Headers) -> Response:
     request = build_request("GET", endpoint, "/about", [*headers, ("Authorization", authorization)])
     return await conn.fetch(request)
 

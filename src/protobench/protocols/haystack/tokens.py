@@ -11,7 +11,7 @@ from __future__ import annotations
 import asyncio
 
 from protobench.protocols.haystack.scram import Headers, login
-from protobench.protocols.http.client import Endpoint, HttpConnection
+from protobench.protocols.http.client import Endpoint, Fetcher
 
 _shared: dict[tuple[int, str, str], asyncio.Future[str]] = {}
 
@@ -21,7 +21,7 @@ def _key(endpoint: Endpoint, user: str) -> tuple[int, str, str]:
 
 
 async def obtain(
-    conn: HttpConnection,
+    conn: Fetcher,
     endpoint: Endpoint,
     user: str,
     password: str,

@@ -59,7 +59,8 @@ the connection is closed (its state is unknown); :attr:`HttpConnection.alive`
 tells whether it can take another request. A response that ends the
 connection (``Connection: close``, HTTP/1.0, a close-delimited body) completes
 normally and leaves the connection not :attr:`~HttpConnection.alive`: the
-caller opens a new one for its next request.
+caller opens a new one for its next request (:class:`Reconnecting` does so for
+a series of control requests: a login, a discovery).
 """
 
 from __future__ import annotations
@@ -68,10 +69,10 @@ import asyncio
 import contextlib
 import socket
 import ssl as ssl_module
-from collections.abc import Callable, Iterable, Iterator, Mapping
+from collections.abc import Awaitable, Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from http import HTTPStatus
-from typing import cast
+from typing import Protocol, cast
 from urllib.parse import urljoin, urlsplit
 
 import httptools
@@ -876,3 +877,29 @@ class HttpConnection(asyncio.Protocol):
             done(error, 0)
         elif on_response is not None:
             on_response(error, None)
+
+
+class Fetcher(Protocol):
+    """What control requests need of a connection: :meth:`HttpConnection.fetch`."""
+
+    async def fetch(self, request: bytes, *, keep_body: bool = True) -> Response: ...
+
+
+class Reconnecting:
+    """Control requests, one at a time, over a connection that is opened again whenever the
+    server has closed the last one (``Connection: close``, HTTP/1.0, a close-delimited body,
+    an idle timeout), as sessions do before their next request.
+
+    :attr:`conn` is the connection of the last request (the caller closes it).
+    """
+
+    def __init__(self, conn: HttpConnection, reopen: Callable[[], Awaitable[HttpConnection]]):
+        self.conn = conn
+        self._reopen = reopen
+
+    async def fetch(self, request: bytes, *, keep_body: bool = True) -> Response:
+        """:meth:`HttpConnection.fetch` on a live connection (a new one if need be)."""
+        if not self.conn.alive:
+            self.conn.close()
+            self.conn = await self._reopen()
+        return await self.conn.fetch(request, keep_body=keep_body)

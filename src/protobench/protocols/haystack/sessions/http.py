@@ -27,24 +27,40 @@ from protobench.protocols.base import AsyncSession, CallbackSession, Done
 from protobench.protocols.haystack.grids import UNKNOWN_ROWS, Depth, Format, check, error_text
 from protobench.protocols.haystack.requests import Framing
 from protobench.protocols.haystack.scram import login
-from protobench.protocols.http.client import Endpoint, HttpConnection, Response, status_error
+from protobench.protocols.http.client import (
+    Endpoint,
+    Fetcher,
+    HttpConnection,
+    Reconnecting,
+    Response,
+    status_error,
+)
 from protobench.vocab.errors import ErrorClass, OpError
 
 Source = Callable[[], bytes]
 """Gives the next request to send."""
 SourceFactory = Callable[[str | None], Source]
 """Builds the request source for an auth token (``None``: no authentication)."""
-Relogin = Callable[[HttpConnection, str | None], Awaitable[str]]
+Relogin = Callable[[Fetcher, str | None], Awaitable[str]]
 """Logs in again on a connection, given the rejected token; returns the new token."""
 Reconnect = Callable[[], Awaitable[HttpConnection]]
 """Opens a new connection to the target."""
+
+
+MEDIA_HINT = (
+    "the server refused the request's media types: the content_type option sets the "
+    "Content-Type of request bodies, format (json, zinc) the Accept"
+)
+"""What a 406 or 415 adds to the server's words."""
 
 
 def refusal(response: Response, op: str = "") -> OpError:
     """The error of a non-200 reply: ``auth`` for 401/403, else ``protocol``, coded by status.
 
     The detail is the server's own words (:func:`~.grids.error_text`), else the
-    status's reason phrase; ``op`` (the Haystack op) prefixes it when given.
+    status's reason phrase; ``op`` (the Haystack op) prefixes it when given. A
+    406 (Not Acceptable) or 415 (Unsupported Media Type) names the options that
+    change the request's media types (:data:`MEDIA_HINT`).
     """
     status = response.status
     text = error_text(response.body)
@@ -52,6 +68,8 @@ def refusal(response: Response, op: str = "") -> OpError:
         error_class, detail = ErrorClass.AUTH, text or "token rejected"
     else:
         error_class, detail = ErrorClass.PROTOCOL, text or status_error(status).detail
+    if status in (406, 415):
+        detail = f"{detail} ({MEDIA_HINT})"
     return OpError(error_class, f"{op}: {detail}" if op else detail, code=str(status))
 
 
@@ -126,7 +144,13 @@ class HaystackHttpSession(CallbackSession):
             if not self._conn.alive:
                 self._conn = await self._reconnect()
             if self._stale and self._relogin is not None:
-                self._token = await self._relogin(self._conn, self._token)
+                link = Reconnecting(self._conn, self._reconnect)
+                try:
+                    self._token = await self._relogin(link, self._token)
+                finally:
+                    self._conn = link.conn
+                if not self._conn.alive:
+                    self._conn = await self._reconnect()
                 self._stale = False
                 self._source = self._make_source(self._token)
         except OpError as exc:
@@ -171,11 +195,11 @@ class AuthSession(AsyncSession):
         self._reconnect = reconnect
 
     async def call(self) -> int:
-        if not self._conn.alive:
-            self._conn = await self._reconnect()
-        _, nbytes = await login(
-            self._conn, self._endpoint, self._user, self._password, self._headers
-        )
+        link = Reconnecting(self._conn, self._reconnect)
+        try:
+            _, nbytes = await login(link, self._endpoint, self._user, self._password, self._headers)
+        finally:
+            self._conn = link.conn
         return nbytes
 
     async def close(self) -> None:

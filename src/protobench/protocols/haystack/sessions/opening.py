@@ -19,13 +19,12 @@ import random
 import ssl as ssl_module
 from functools import cache
 
-from hs_py.encoding import json as hs_json
 from hs_py.grid import Grid
 
 from protobench.protocols.base import Session, SessionContext
 from protobench.protocols.haystack import tokens
 from protobench.protocols.haystack.credentials import resolve_password
-from protobench.protocols.haystack.grids import ERROR_CODE
+from protobench.protocols.haystack.grids import ERROR_CODE, decode_json, error_dis
 from protobench.protocols.haystack.options import (
     HaystackOptions,
     HisWriteParams,
@@ -45,13 +44,16 @@ from protobench.protocols.haystack.requests import (
 from protobench.protocols.haystack.sessions.http import (
     AuthSession,
     HaystackHttpSession,
+    Reconnect,
     Source,
     refusal,
 )
 from protobench.protocols.haystack.sessions.ws import HaystackWsSession, open_ws
 from protobench.protocols.http.client import (
     Endpoint,
+    Fetcher,
     HttpConnection,
+    Reconnecting,
     make_ssl_context,
     parse_url,
 )
@@ -70,11 +72,20 @@ async def open_session(ctx: SessionContext) -> Session:
     except ValueError as exc:
         raise OpError(ErrorClass.CONNECT, str(exc)) from None
     ssl = _ssl_context(options.insecure, options.ca_file) if endpoint.tls else None
-    conn = await _connect(ctx, options, endpoint, ssl)
+
+    async def reconnect() -> HttpConnection:
+        conn = await _connect(ctx, options, endpoint, ssl)
+        ctx.count(CONNECTS, 1)
+        conn.sent = ctx.sent
+        return conn
+
+    # The control requests of the opening reopen the connection when the server closes it
+    # after each response, as the session does before its next request.
+    link = Reconnecting(await _connect(ctx, options, endpoint, ssl), reconnect)
     try:
-        return await _open(ctx, options, endpoint, ssl, conn)
+        return await _open(ctx, options, endpoint, ssl, link, reconnect)
     except BaseException:
-        conn.close()
+        link.conn.close()
         raise
 
 
@@ -118,23 +129,18 @@ async def _open(
     options: HaystackOptions,
     endpoint: Endpoint,
     ssl: ssl_module.SSLContext | None,
-    conn: HttpConnection,
+    link: Reconnecting,
+    reconnect: Reconnect,
 ) -> Session:
     password = resolve_password(options.password, options.password_env) if options.auth else ""
     framing = Framing.of(options)
 
-    async def reconnect() -> HttpConnection:
-        conn = await _connect(ctx, options, endpoint, ssl)
-        ctx.count(CONNECTS, 1)
-        conn.sent = ctx.sent
-        return conn
-
     if ctx.op == "auth":
-        conn.sent = ctx.sent
-        return AuthSession(conn, endpoint, options.user, password, framing, reconnect)
+        link.conn.sent = ctx.sent
+        return AuthSession(link.conn, endpoint, options.user, password, framing, reconnect)
     shared = options.auth_per == "worker"
     token = (
-        await tokens.obtain(conn, endpoint, options.user, password, framing.headers, shared=shared)
+        await tokens.obtain(link, endpoint, options.user, password, framing.headers, shared=shared)
         if options.auth
         else None
     )
@@ -143,10 +149,10 @@ async def _open(
     points: list[str] = []
     watch_id: str | None = None
     if isinstance(params, PointParams):
-        points = _rotate(await _points(conn, endpoint, token, params, framing), ctx.index)
+        points = _rotate(await _points(link, endpoint, token, params, framing), ctx.index)
     if op in ("watch-sub", "watch-poll"):
         reply = await control(
-            conn, endpoint, token, ("POST", "watchSub", watch_sub_grid(points, None)), framing
+            link, endpoint, token, ("POST", "watchSub", watch_sub_grid(points, None)), framing
         )
         watch_id = str(reply.meta.get("watchId", ""))
         if not watch_id:
@@ -162,7 +168,7 @@ async def _open(
         return _rotate(request_grids(op, params, points, watch_id), ctx.index)
 
     if ctx.op.startswith("ws-"):
-        conn.close()
+        link.conn.close()
         ws = await open_ws(
             _ws_url(endpoint, options.ws_path),
             token,
@@ -216,16 +222,16 @@ async def _open(
         encoded = http_request(endpoint, closing, framing, tok)
         return lambda: encoded
 
-    async def relogin(on: HttpConnection, rejected: str | None) -> str:
+    async def relogin(on: Fetcher, rejected: str | None) -> str:
         if shared and rejected is not None:
             tokens.forget(endpoint, options.user, rejected)
         return await tokens.obtain(
             on, endpoint, options.user, password, framing.headers, shared=shared
         )
 
-    conn.sent = ctx.sent
+    link.conn.sent = ctx.sent
     return HaystackHttpSession(
-        conn,
+        link.conn,
         reconnect,
         make_source,
         token,
@@ -238,7 +244,7 @@ async def _open(
 
 
 async def _points(
-    conn: HttpConnection,
+    conn: Fetcher,
     endpoint: Endpoint,
     token: str | None,
     params: PointParams,
@@ -263,7 +269,7 @@ async def _points(
 
 
 async def control(
-    conn: HttpConnection, endpoint: Endpoint, token: str | None, request: Request, framing: Framing
+    conn: Fetcher, endpoint: Endpoint, token: str | None, request: Request, framing: Framing
 ) -> Grid:
     """One request off the measured path, decoded in full (JSON, whatever the op's format)."""
     if framing.fmt != "json":
@@ -272,11 +278,11 @@ async def control(
     if response.status != 200:
         raise refusal(response, request[1])
     try:
-        grid = hs_json.decode_grid(response.body)
+        grid = decode_json(response.body)
     except Exception as exc:
         raise OpError(ErrorClass.VALIDATION, f"{request[1]}: undecodable grid: {exc}") from None
     if grid.is_error:
-        raise OpError(ErrorClass.PROTOCOL, str(grid.meta.get("dis", "error grid")), code=ERROR_CODE)
+        raise OpError(ErrorClass.PROTOCOL, error_dis(grid.meta) or "error grid", code=ERROR_CODE)
     assert isinstance(grid, Grid)
     return grid
 
