@@ -32,6 +32,16 @@ the target's address; it renews the registration at half its time-to-live.
 replies; a lane reassembles them (:mod:`.segments`), sends the SegmentACKs,
 and checks the whole reply as if it had come in one datagram. Every segment
 received moves the request's deadline on.
+
+**Times.** A request's first datagram is sent with its send stamped in the
+session's :class:`~protobench.protocols.timestamps.clock.Stamps` (not a
+resend's). With a :class:`~protobench.protocols.timestamps.reactor.Reactor`
+(the kernel's clock) each lane's socket is read through it with ``recvmsg``
+(:class:`~protobench.protocols.timestamps.datagram.StampedDatagram`): a reply's
+time is the kernel's receive stamp of its datagram (of the last segment's, for a
+segmented reply), a request's the kernel's send stamp of its datagram. Without
+one, lanes are read with the loop's ``add_reader`` and ``recv`` and the send is
+timed just before the syscall (the user clock).
 """
 
 from __future__ import annotations
@@ -51,7 +61,10 @@ from protobench.protocols.bacnet_ip.codec import (
 )
 from protobench.protocols.bacnet_ip.segments import Reassembly, segment_ack_apdu
 from protobench.protocols.base import Done
-from protobench.protocols.timestamps.clock import Stamps, perf_ns
+from protobench.protocols.timestamps.clock import Stamps
+from protobench.protocols.timestamps.datagram import StampedDatagram
+from protobench.protocols.timestamps.reactor import Reactor
+from protobench.protocols.timestamps.send import stamped_send
 from protobench.vocab.errors import ErrorClass, OpError
 from protobench.vocab.recorder import Tally
 
@@ -87,8 +100,24 @@ class Lane:
     def __init__(self, client: DatagramClient, sock: socket.socket) -> None:
         self.client = client
         self.sock = sock
-        self.send = sock.send
         self.recv = sock.recv
+        self.stamped: StampedDatagram | None = None
+        """The socket read through the client's reactor (the kernel's clock), or ``None``."""
+        self.send: Callable[[bytes | bytearray], int] = sock.send
+        """Send a datagram (a SegmentACK, a resend)."""
+        if client.reactor is None:
+            client.loop.add_reader(sock.fileno(), self.readable)
+        else:
+            self.stamped = StampedDatagram(
+                sock, client.reactor, client.stamps, self.received, self.read_failed, MAX_DATAGRAM
+            )
+            self.send = self.stamped.send
+        self.send_request: Callable[[bytes | bytearray], int] = (
+            stamped_send(sock.send, client.stamps)
+            if self.stamped is None
+            else self.stamped.send_request
+        )
+        """Send a request's first datagram, its send stamped."""
         self.open = True
         self.direct = client.route is None
         self.pending: list[Pending | None] = [None] * INVOKE_IDS
@@ -104,12 +133,20 @@ class Lane:
             data = self.recv(MAX_DATAGRAM)
         except BlockingIOError:
             return
-        except ConnectionRefusedError:
-            self.fail_all(OpError(ErrorClass.REFUSED, "ICMP port unreachable"))
-            return
         except OSError as exc:
-            self.fail_all(OpError(ErrorClass.CLOSED, f"socket error: {exc}"))
+            self.read_failed(exc)
             return
+        self.received(data)
+
+    def read_failed(self, exc: OSError) -> None:
+        """A read of the socket failed: every request in flight on it fails."""
+        if isinstance(exc, ConnectionRefusedError):
+            self.fail_all(OpError(ErrorClass.REFUSED, "ICMP port unreachable"))
+        else:
+            self.fail_all(OpError(ErrorClass.CLOSED, f"socket error: {exc}"))
+
+    def received(self, data: bytes) -> None:
+        """A datagram from the target: the reply of a request in flight, a segment, or stray."""
         size = len(data)
         if (
             size < 9
@@ -213,8 +250,11 @@ class Lane:
     def close(self, loop: asyncio.AbstractEventLoop) -> None:
         if self.open:
             self.open = False
-            loop.remove_reader(self.sock.fileno())
-            self.sock.close()
+            if self.stamped is None:
+                loop.remove_reader(self.sock.fileno())
+                self.sock.close()
+            else:
+                self.stamped.close()
             self.fail_all(OpError(ErrorClass.CLOSED, "session closed before the reply"))
 
 
@@ -231,11 +271,14 @@ class DatagramClient:
         retries: int = 0,
         reuse_after: float = 0.0,
         count: Callable[[str, int], None] | None = None,
+        stamps: Stamps | None = None,
+        reactor: Reactor | None = None,
     ) -> None:
         """A client with one lane bound to ``local_host``, connected to ``host:port``.
 
-        Must be created in a running event loop; raises ``OSError`` when the
-        first socket cannot be opened.
+        ``stamps`` are the session's (its own when not given); with a ``reactor`` the lanes
+        read the kernel's timestamps. Must be created in a running event loop; raises
+        ``OSError`` when the first socket cannot be opened.
         """
         self.loop = asyncio.get_running_loop()
         self.remote = (host, port)
@@ -251,9 +294,10 @@ class DatagramClient:
         self.stray = 0
         self.sent = Tally()
         """The bytes of the datagrams sent (a session sets its op's tally once open)."""
-        self.stamps = Stamps()
-        """The times of the request in flight (a session sets its own once open): its first
-        datagram's send is stamped, not a resend's."""
+        self.stamps = stamps if stamps is not None else Stamps()
+        """The times of the request in flight: its first datagram's send is stamped, not a
+        resend's."""
+        self.reactor = reactor
         self.count = count or _uncounted
         self.closed = False
         self._parked: deque[tuple[Request, Done]] = deque()
@@ -280,7 +324,6 @@ class DatagramClient:
             sock.close()
             raise
         lane = Lane(self, sock)
-        self.loop.add_reader(sock.fileno(), lane.readable)
         self.lanes.append(lane)
         return lane
 
@@ -305,9 +348,8 @@ class DatagramClient:
         lane.inflight += 1
         if self._timer is None:
             self._timer = self.loop.call_later(self.tick, self._sweep)
-        self.stamps.sent = perf_ns()
         try:
-            lane.send(wire)
+            lane.send_request(wire)
         except OSError as exc:
             lane.send_failed(invoke_id, exc)
             return

@@ -66,9 +66,10 @@ from urllib.parse import urljoin, urlsplit
 import httptools
 
 from protobench.protocols.base import Done
-from protobench.protocols.timestamps.clock import Stamps, perf_ns
+from protobench.protocols.timestamps.clock import Stamps
 from protobench.protocols.timestamps.reactor import Reactor
-from protobench.protocols.timestamps.transport import StampedTransport, open_stamped
+from protobench.protocols.timestamps.send import request_writer
+from protobench.protocols.timestamps.transport import open_stamped
 from protobench.vocab.errors import ErrorClass, OpError
 from protobench.vocab.recorder import Tally
 
@@ -385,6 +386,10 @@ class HttpConnection(asyncio.Protocol):
     may start the next request on the same connection.
     """
 
+    _write_request: Callable[[bytes], None]
+    """Sends a request, its send stamped (set once connected:
+    :func:`~protobench.protocols.timestamps.send.request_writer`)."""
+
     def __init__(
         self,
         loop: asyncio.AbstractEventLoop,
@@ -399,9 +404,6 @@ class HttpConnection(asyncio.Protocol):
         """The times of the exchange in flight (the session's, shared with the engine)."""
         self.reactor = reactor
         """The reactor reading the connection with the kernel's clock (``None``: the loop's)."""
-        self._write_request: Callable[[bytes], None] = self._stamp_and_write
-        """Sends a request, its send stamped: a stamped transport's ``write_request``, or
-        :meth:`_stamp_and_write` on the loop's transport."""
         self.accept = SUCCESS
         """Statuses :meth:`submit` reports as success; others are ``protocol`` errors."""
         self._loop = loop
@@ -515,8 +517,7 @@ class HttpConnection(asyncio.Protocol):
 
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
         self._transport = cast(asyncio.Transport, transport)
-        if isinstance(transport, StampedTransport):
-            self._write_request = transport.write_request
+        self._write_request = request_writer(transport, self.stamps)
         self.alive = True
         sock = transport.get_extra_info("socket")
         if sock is not None and sock.family in (socket.AF_INET, socket.AF_INET6):
@@ -612,11 +613,6 @@ class HttpConnection(asyncio.Protocol):
             self._timer = loop.call_at(now + self.timeout, self._on_timer)
         self._write_request(request)
         self.sent.n += len(request)
-
-    def _stamp_and_write(self, request: bytes) -> None:
-        """Send a request on the loop's transport, stamped just before (the user clock)."""
-        self.stamps.sent = perf_ns()
-        self._transport.write(request)  # type: ignore[union-attr]
 
     def _submit_dead(self, request: bytes, done: Done) -> None:
         if self.on_dead is not None:

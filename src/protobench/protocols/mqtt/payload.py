@@ -2,9 +2,12 @@
 
 The stamp is big-endian ``magic (u16) | flags (u16) | publisher (u32) |
 sequence (u32) | send time (i64, CLOCK_MONOTONIC nanoseconds)``. The monotonic
-clock is shared by every process of a Linux host, so a subscriber in another
-worker process computes the end-to-end latency as ``its monotonic_ns() - send
-time``; publisher and subscriber must run on the same host.
+clock (the engine's, :data:`~protobench.protocols.mqtt.client.monotonic_ns`) is
+shared by every process of a Linux host, so a subscriber in another worker process
+computes the end-to-end latency as ``receive time - send time``, the receive time
+being the kernel's stamp of the packet converted to that clock (or, on the user
+clock, the time it takes the message up); publisher and subscriber must run on
+the same host.
 
 A publisher ends with one *end marker* (:func:`end_marker`): a stamp alone
 with the flag :data:`END` whose sequence field is the number of messages the

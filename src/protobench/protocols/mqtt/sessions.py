@@ -34,6 +34,14 @@ process may start a few milliseconds sooner) are kept and counted when it does.
 Every transport connection opened is counted as ``connects`` (sessions sharing
 a connection count it once).
 
+Under the kernel's clock (see :mod:`.client`) a session's own connections read the
+kernel's stamps: a QoS 1/2 publish is timed from its write's send stamp to the
+receive stamp of its acknowledgement, a subscriber's message from its payload's
+send time to its packet's receive stamp (the generator's delay from that stamp to
+the subscriber taking it up is recorded apart). A ``connect`` exchange is timed by
+the engine (its connection is the exchange), and protobench's own connections (the
+end board, the ``$SYS`` watch) stay on the loop's transports.
+
 ``connect`` (:class:`ConnectSession`) opens a new connection per exchange and
 closes it with DISCONNECT once CONNACK arrived; ``idle`` (:class:`IdleSession`)
 holds one connection with keepalive pings. Stream sessions count
@@ -130,8 +138,9 @@ def connect_packet(options: MqttOptions, cid: str, where: Endpoint | None = None
     )
 
 
-async def dial(ctx: SessionContext, cid: str) -> MqttConnection:
-    """Open a connection for ``ctx`` with keepalive running (first pings spread out)."""
+async def dial(ctx: SessionContext, cid: str, timed: bool = True) -> MqttConnection:
+    """Open a connection for ``ctx`` with keepalive running (first pings spread out); a
+    ``timed`` one (a session's own, not protobench's) reads the run's clock."""
     options = cast(MqttOptions, ctx.options)
     where = endpoint(ctx.target, options)
     conn = await open_connection(
@@ -142,10 +151,17 @@ async def dial(ctx: SessionContext, cid: str) -> MqttConnection:
         within=ctx.timeout,
         ssl_context=where.ssl_context,
         source=source_for(options.source_addresses, ctx.index, where.host),
+        reactor=ctx.reactor if timed else None,
     )
     ctx.count(CONNECTS, 1)
     conn.start_keepalive(options.keepalive)
     return conn
+
+
+def clock_of(ctx: SessionContext, conn: MqttConnection) -> None:
+    """The session reads the kernel's stamps as its connection does (the report's ``clock``)."""
+    ctx.stamps.kernel_receive = conn.stamps.kernel_receive
+    ctx.stamps.kernel_send = conn.stamps.kernel_send
 
 
 # --------------------------------------------------------------------------- publish
@@ -268,7 +284,7 @@ class PublishSession(CallbackSession):
             done(conn.error, 0)
             return
         try:
-            pid = conn.track(done, self.timeout)
+            pid = conn.track(done, self.timeout, self.stamps)
         except OpError as exc:
             done(exc, 0)
             return
@@ -349,6 +365,10 @@ def _nothing() -> None:
     return None
 
 
+def _no_delay(delay_ns: int) -> None:
+    return None
+
+
 def _ignore(error: OpError | None, nbytes: int) -> None:
     return None
 
@@ -388,12 +408,14 @@ class SubscribeSession(_HeldConnection):
         self.board = board
         self.filters = filters
         self._sinks: _Sinks | None = None
+        self._delays: Callable[[int], None] = _no_delay
         self._early: list[tuple[bytes, list[int], int]] | None = []
         self._last_message = monotonic_ns()
         conn.on_messages = self._messages
 
     async def run(self, recorder: Recorder) -> None:
         self._sinks = (recorder.latency_sink(), recorder.counter_sink(), recorder.add_bytes_in)
+        self._delays = recorder.delay_sink()
         if self.drops is not None:
             self.drops.recorder = recorder
         # Messages that came before the run reached this session (a publisher in another
@@ -490,6 +512,11 @@ class SubscribeSession(_HeldConnection):
         if received:
             counters["received"] += received
             add_bytes_in(size)
+            if now == self.conn.stamps.received:  # timed by the kernel: our delay, apart
+                delay = monotonic_ns() - now
+                delays = self._delays
+                for _ in range(received):
+                    delays(delay)
         if advanced:
             counters["expected"] += advanced
         if foreign:
@@ -538,7 +565,9 @@ class ConnectSession(AsyncSession):
 async def _board(ctx: SessionContext, options: MqttOptions) -> EndBoard | None:
     """This process's end board (opened by its first publisher or subscriber)."""
     return await EndBoard.of(
-        ctx.target, lambda: dial(ctx, client_id(options, ctx, f"{ctx.group}$end")), ctx.timeout
+        ctx.target,
+        lambda: dial(ctx, client_id(options, ctx, f"{ctx.group}$end"), timed=False),
+        ctx.timeout,
     )
 
 
@@ -569,6 +598,7 @@ async def open_session(ctx: SessionContext) -> CallbackSession | AsyncSession | 
         else:
             conn = await dial(ctx, client_id(options, ctx))
             release = conn.disconnect
+        clock_of(ctx, conn)
         return PublishSession(conn, release, ctx, params, await _board(ctx, options))
     if ctx.op == "subscribe":
         sub = cast(SubscribeParams, ctx.params)
@@ -589,14 +619,17 @@ async def open_session(ctx: SessionContext) -> CallbackSession | AsyncSession | 
         drops = None
         if ctx.index == 0:
             drops = await watch_drops(
-                await dial(ctx, client_id(options, ctx, f"{ctx.group}$SYS")), ctx.timeout
+                await dial(ctx, client_id(options, ctx, f"{ctx.group}$SYS"), timed=False),
+                ctx.timeout,
             )
         shared = any(t.startswith("$share/") for t in sub.topics)
         conn.sent = ctx.sent
+        clock_of(ctx, conn)
         return SubscribeSession(conn, shared, drops, await _board(ctx, options), tuple(sub.topics))
     if ctx.op == "idle":
         conn = await dial(ctx, client_id(options, ctx))
         conn.sent = ctx.sent
+        clock_of(ctx, conn)
         return IdleSession(conn)
     if ctx.op == "connect":
         return ConnectSession(ctx)
