@@ -1,10 +1,11 @@
-"""A test helper: the wire's latencies of a block's HTTP exchanges, from a capture of loopback.
+"""A test helper: the wire's latencies of a block's exchanges, from a capture of loopback.
 
 :func:`captured` captures the packets to and from a URL's port for the length of
 a ``with`` block (``tcpdump``: :mod:`protobench.wiretruth.capture`) and skips
 the test, with the reason, where no capture can be made (no tcpdump, no
-permission). :func:`wire_latency` pairs the capture's requests and replies per
-connection and gives their latency percentiles through the same HdrHistogram as
+permission). :func:`wire_latency` pairs the capture's requests and replies (by
+the protocol's pairer: per connection for HTTP, by invoke ID for BACnet/IP...)
+and gives their latency percentiles through the same HdrHistogram as
 protobench's report; :func:`reported_latency` gives a run's over the same exchanges.
 """
 
@@ -30,30 +31,36 @@ def port_of(url: str) -> int:
 
 
 @contextmanager
-def captured(url: str, directory: Path) -> Iterator[Capture]:
-    """Capture the packets of ``url``'s port while the block runs (skip where none can be)."""
+def captured(url: str, directory: Path, transport: str = "tcp") -> Iterator[Capture]:
+    """Capture the ``transport`` packets of ``url``'s port while the block runs (skip where
+    none can be)."""
     reason = unavailable(directory)
     if reason is not None:
         pytest.skip(f"cannot capture loopback: {reason}")
-    with capture(port_of(url), directory) as wire:
+    with capture(port_of(url), directory, transport=transport) as wire:
         yield wire
 
 
-def reported_latency(report: dict[str, Any]) -> dict[str, float]:
-    """Count and percentiles (µs) of every exchange the run timed, in every phase: its
-    snapshot's histograms merged (a run without warmup times the capture's exchanges: those
-    its sustain phase ended and the few its drain did)."""
+def reported_latency(report: dict[str, Any], op: str | None = None) -> dict[str, float]:
+    """Count and percentiles (µs) of every exchange the run timed (of ``op``, else of every
+    op), in every phase: its snapshot's histograms merged (a run without warmup times the
+    capture's exchanges: those its sustain phase ended and the few its drain did)."""
     with gzip.open(report["snapshot"], "rb") as raw:
         snapshot = json.loads(raw.read())
     encoded = [
-        hists["hist"] for phase in snapshot["histograms"].values() for hists in phase.values()
+        hists["hist"]
+        for phase in snapshot["histograms"].values()
+        for name, hists in phase.items()
+        if op is None or name == op
     ]
     return summary(merge(encoded))
 
 
-def wire_latency(wire: Capture, url: str) -> dict[str, float]:
-    """Count and percentiles (µs) of the captured HTTP exchanges' latencies on the wire."""
-    latencies = array("q", (e.latency_ns for e in pairing.http(pcap.read(wire.path), port_of(url))))
+def wire_latency(wire: Capture, url: str, protocol: str = "http") -> dict[str, float]:
+    """Count and percentiles (µs) of the captured exchanges' latencies on the wire, paired by
+    ``protocol``'s pairer (:data:`protobench.wiretruth.pairing.PAIRERS`)."""
+    pairer = pairing.PAIRERS[protocol]
+    latencies = array("q", (e.latency_ns for e in pairer(pcap.read(wire.path), port_of(url))))
     hist = new_histogram()
     fold(hist, latencies)
     return summary(hist)

@@ -68,7 +68,7 @@ import httptools
 from protobench.protocols.base import Done
 from protobench.protocols.timestamps.clock import Stamps
 from protobench.protocols.timestamps.reactor import Reactor
-from protobench.protocols.timestamps.send import request_writer
+from protobench.protocols.timestamps.send import Writer, request_writer
 from protobench.protocols.timestamps.transport import open_stamped
 from protobench.vocab.errors import ErrorClass, OpError
 from protobench.vocab.recorder import Tally
@@ -386,7 +386,7 @@ class HttpConnection(asyncio.Protocol):
     may start the next request on the same connection.
     """
 
-    _write_request: Callable[[bytes], None]
+    _write_request: Writer
     """Sends a request, its send stamped (set once connected:
     :func:`~protobench.protocols.timestamps.send.request_writer`)."""
 

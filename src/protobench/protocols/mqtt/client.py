@@ -81,10 +81,11 @@ from protobench.protocols.mqtt.codec import (
     reason_text,
 )
 from protobench.protocols.mqtt.keepalive import wheel
+from protobench.protocols.mqtt.payload import SENT
 from protobench.protocols.sourceaddr import connected_socket
 from protobench.protocols.timestamps.clock import Stamps, perf_ns
 from protobench.protocols.timestamps.reactor import Reactor
-from protobench.protocols.timestamps.send import request_writer
+from protobench.protocols.timestamps.send import Writer, request_writer
 from protobench.protocols.timestamps.transport import open_stamped
 from protobench.vocab.errors import ErrorClass, OpError
 from protobench.vocab.recorder import Tally
@@ -155,6 +156,7 @@ def _property(props: Properties, ident: int, default: int) -> int:
 
 
 _NO_IDS: Final[frozenset[int]] = frozenset()
+_pack_sent = SENT.pack_into
 _UNTIMED: Final = Stamps()
 """The stamps of tracked messages whose times nobody reads (end markers)."""
 
@@ -177,6 +179,7 @@ class MqttConnection(asyncio.Protocol):
         "_ping_outstanding",
         "_qos2_in",
         "_replies",
+        "_restamp",
         "_stamping",
         "_sweep_handle",
         "_write_request",
@@ -197,7 +200,7 @@ class MqttConnection(asyncio.Protocol):
         "waiting",
     )
 
-    _write_request: Callable[[bytes], None]
+    _write_request: Writer
     """Writes requests with their send stamped (set once connected)."""
 
     def __init__(self, version: int) -> None:
@@ -218,9 +221,11 @@ class MqttConnection(asyncio.Protocol):
         """The bytes written (a session sets its op's tally once the connection is set up)."""
         self.stamps = Stamps()
         """The connection's times: each read's receive stamp, the last stamped write's send."""
-        self._out: list[bytes] = []
+        self._out: list[bytes | bytearray] = []
         self._stamping: list[Stamps] | None = None
         """The stamps of the requests in ``_out`` (made on the first one: idle ones have none)."""
+        self._restamp: list[tuple[bytearray, int]] | None = None
+        """The messages in ``_out`` whose payload's send time the write sets, and where."""
         self._flush_handle: asyncio.Handle | None = None
         self._connack: asyncio.Future[Connack] | None = self.loop.create_future()
         self._replies: dict[int, asyncio.Future[Suback | Unsuback]] | None = None
@@ -387,7 +392,7 @@ class MqttConnection(asyncio.Protocol):
 
     # ------------------------------------------------------------------ outgoing traffic
 
-    def send(self, data: bytes, packets: int = 1, stamps: Stamps | None = None) -> None:
+    def send(self, data: bytes | bytearray, packets: int = 1, stamps: Stamps | None = None) -> None:
         """Queue the bytes of ``packets`` packets; one loop turn's queue goes out in one write.
 
         ``stamps`` (a request's) get the send time of that write (see the module's docstring).
@@ -401,15 +406,31 @@ class MqttConnection(asyncio.Protocol):
         if self._flush_handle is None:
             self._flush_handle = self.loop.call_soon(self._flush)
 
+    def send_message(self, frame: bytearray, sent_at: int, stamps: Stamps) -> None:
+        """Queue a PUBLISH of a stamped payload (a request, as :meth:`send`), whose send time
+        (at ``sent_at`` in ``frame``) the write sets just before it."""
+        self.send(frame, 1, stamps)
+        if self._restamp is None:
+            self._restamp = []
+        self._restamp.append((frame, sent_at))
+
     def _flush(self) -> None:
         self._flush_handle = None
         out = self._out
         stamping = self._stamping
+        restamp = self._restamp
         if not out or self.transport is None or self.error is not None:
             out.clear()
             if stamping:
                 stamping.clear()
+            if restamp:
+                restamp.clear()
             return
+        if restamp:
+            now = monotonic_ns()
+            for frame, at in restamp:
+                _pack_sent(frame, at, now)
+            restamp.clear()
         data = out[0] if len(out) == 1 else b"".join(out)
         if stamping:
             self._write_request(data)
@@ -544,6 +565,8 @@ class MqttConnection(asyncio.Protocol):
         self._out.clear()
         if self._stamping:
             self._stamping.clear()
+        if self._restamp:
+            self._restamp.clear()
         futures: list[asyncio.Future[Connack] | asyncio.Future[Suback | Unsuback]] = list(
             (self._replies or {}).values()
         )

@@ -87,6 +87,7 @@ from protobench.protocols.mqtt.payload import (
     HEADER,
     HEADER_SIZE,
     MAGIC,
+    SENT_AT,
     SequenceTracker,
     SizeMix,
     end_marker,
@@ -178,6 +179,7 @@ class PublishSession(CallbackSession):
         "_ready",
         "_release",
         "_scheduled",
+        "_sent_at",
         "_stall_timer",
         "_stopping",
         "_templates",
@@ -224,6 +226,8 @@ class PublishSession(CallbackSession):
         )
         self._templates: dict[int, tuple[bytearray, int]] = {}
         self._pack = stamp_struct(("H" if self.qos else "") + ("x" if self.v5 else "")).pack_into
+        self._sent_at = (2 if self.qos else 0) + (1 if self.v5 else 0) + SENT_AT
+        """Where the payload's send time is, from where ``_pack`` starts."""
         self._ready: deque[Done] = deque()
         self._scheduled = False
         self._draining = False
@@ -239,7 +243,8 @@ class PublishSession(CallbackSession):
         prefix = publish_prefix(topic, self.qos, self.params.retain, False, remaining)
         return bytearray(prefix) + bytes(after + size), len(prefix)
 
-    def _frame(self, pid: int) -> bytes:
+    def _frame(self, pid: int) -> tuple[bytearray, int]:
+        """The next message's PUBLISH and where its payload's send time is in it."""
         seq = self.seq
         self.seq = seq + 1
         size = self.size if self.mix is None else self.mix.size_for(seq)
@@ -254,14 +259,14 @@ class PublishSession(CallbackSession):
             self._pack(frame, at, pid, MAGIC, 0, self.publisher, seq & 0xFFFFFFFF, monotonic_ns())
         else:
             self._pack(frame, at, MAGIC, 0, self.publisher, seq & 0xFFFFFFFF, monotonic_ns())
-        return bytes(frame)
+        return bytearray(frame), at + self._sent_at
 
     def submit(self, done: Done) -> None:
         conn = self.conn
         if conn.error is not None:
             self._loop.call_soon(done, conn.error, 0)
         elif self.qos == 0:
-            conn.send(self._frame(0), stamps=self.stamps)
+            conn.send_message(*self._frame(0), self.stamps)
             self._ready.append(done)
             if not self._draining and not self._scheduled:
                 self._scheduled = True
@@ -288,7 +293,7 @@ class PublishSession(CallbackSession):
         except OpError as exc:
             done(exc, 0)
             return
-        conn.send(self._frame(pid), stamps=self.stamps)
+        conn.send_message(*self._frame(pid), self.stamps)
 
     def stopping(self) -> None:
         """Send the end marker, after this publisher's messages still waiting for the window."""

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Callable
+from typing import cast
 
 from protobench.protocols.timestamps.clock import Stamps, perf_ns
 from protobench.protocols.timestamps.transport import StampedTransport
@@ -36,10 +37,14 @@ def stamped_send[T, R](send: Callable[[T], R], stamps: Stamps) -> Callable[[T], 
     return send_request
 
 
-def request_writer(transport: asyncio.BaseTransport, stamps: Stamps) -> Callable[[bytes], None]:
+type Writer = Callable[[bytes | bytearray], None]
+"""Writes one request (any bytes-like object, as a transport's ``write`` takes)."""
+
+
+def request_writer(transport: asyncio.BaseTransport, stamps: Stamps) -> Writer:
     """How a request is written on ``transport`` with its send stamped in ``stamps`` (which a
     stamped transport must have been opened with)."""
     if isinstance(transport, StampedTransport):
-        return transport.write_request
-    write: Callable[[bytes], None] = transport.write  # type: ignore[attr-defined]
+        return cast(Writer, transport.write_request)  # it sends through write: any bytes-like
+    write: Writer = transport.write  # type: ignore[attr-defined]
     return stamped_send(write, stamps)
