@@ -14,8 +14,10 @@ from hypothesis import settings
 from tests.support.cli import CliResult, run_cli
 from tests.support.timing import SCALE, SCALE_VARIABLE
 
-settings.register_profile("timescale", deadline=settings().deadline * SCALE)
-settings.load_profile("timescale")
+_deadline = settings().deadline  # None under hypothesis's own "ci" profile (CI set)
+if _deadline is not None:
+    settings.register_profile("timescale", deadline=_deadline * SCALE)
+    settings.load_profile("timescale")
 
 
 def pytest_report_header() -> str:

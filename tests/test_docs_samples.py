@@ -147,7 +147,7 @@ def sweep(tmp_path: Path) -> str:
         )
         for index, level in enumerate(levels)
     ]
-    result = SweepResult("sweep-20261122-014122-1e76", [axis], points, knees=[0])
+    result = SweepResult("sweep-20261122-014122-1e76", [axis], points, knees=[1])
     return render_table(result)
 
 

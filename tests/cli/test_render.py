@@ -7,7 +7,8 @@ from dataclasses import replace
 
 import pytest
 
-from protobench.cli.render import describe_model, summary_table
+from protobench.cli.diff_text import format_value
+from protobench.cli.render import describe_model, plain_number, summary_table
 from protobench.engine.report_model import (
     NO_SESSION,
     NO_SESSION_NOTICE,
@@ -80,7 +81,7 @@ def test_an_open_model_without_its_rate_is_described_not_crashed() -> None:
         "open model, an unknown rate over 4 sessions"
     )
     assert describe_model(LoadModel(type="open", sessions=4, rate=2000.0, ramp_to=5000.0)) == (
-        "open model, 2000/s -> 5000/s over 4 sessions"
+        "open model, 2,000/s -> 5,000/s over 4 sessions"
     )
 
 
@@ -122,6 +123,21 @@ def test_a_run_stopped_because_no_session_could_open_says_why_in_one_line() -> N
         "notice [target]: the target process (pid 7) is gone",
         "PARTIAL RUN (no-session)",
     ]
+
+
+@pytest.mark.parametrize(
+    ("value", "text"),
+    [(0.25, "0.25"), (12.5, "12.5"), (999.7, "1,000"), (1000.0, "1,000"), (9_999.4, "9,999"),
+     (12_345.0, "12.3k"), (999_600.0, "1M"), (1.5e6, "1.5M")],
+)  # fmt: skip
+def test_rates_are_written_in_digits_never_in_exponent_form(value: float, text: str) -> None:
+    assert format_value("throughput", value) == f"{text}/s"
+    assert "e+" not in plain_number(value)
+
+
+def test_an_open_model_rate_of_a_million_is_written_out() -> None:
+    model = LoadModel(type="open", sessions=40, rate=1e6, ramp_to=2e6)
+    assert describe_model(model) == "open model, 1,000,000/s -> 2,000,000/s over 40 sessions"
 
 
 def test_the_clock_and_the_generator_s_delay_are_said() -> None:

@@ -96,3 +96,47 @@ def test_a_key_that_cannot_be_the_registered_one_stops_the_run_before_it_starts(
     assert "development key's" in result.stderr
     assert "awGPjRK6i/Vg/lWr+0xObclVxlwZXvTjWYtlu6NeOHk=" in result.stderr  # its public key
     assert SPEC_PRIVATE_KEY not in result.stderr + result.stdout
+
+
+def test_the_documented_beckn_onix_command_runs_with_the_key_in_the_environment(
+    tmp_path: Path,
+) -> None:
+    """``BECKN_PRIVATE_KEY=... run beckn-onix --opt subscriber_id=... --opt key_id=...``: the
+    built-in's own ids are the development key's, the --opt ids complete them before the
+    key is checked."""
+    ids = ("--subscriber-id", "bap-network", "--key-id", "bap-network-key")
+    with served_bpp(*ids, "--public-key", SPEC_PUBLIC_KEY) as url:
+        result = run(
+            tmp_path, "beckn-onix", *SHORT, "-c", "4", "--target", url,
+            "--opt", "subscriber_id=bap-network", "--opt", "key_id=bap-network-key",
+            env={"BECKN_PRIVATE_KEY": SPEC_PRIVATE_KEY},
+        )  # fmt: skip
+    assert result.returncode == 0, result.stderr
+    assert_all_groups_clean(result.json(), GROUPS)
+    assert SPEC_PRIVATE_KEY[:40] not in result.stdout + stored_text(tmp_path)
+
+
+def test_sign_false_is_applied_before_the_key_is_checked(tmp_path: Path) -> None:
+    """Unsigned requests need no key: another key in the environment is not checked, the
+    run goes to the BPP (which wants signatures: 401 on everything, exit 1, not 2)."""
+    with served_bpp() as url:
+        result = run(
+            tmp_path, "beckn-onix", "--warmup", "0s", "--duration", "1s", "--json", "--quiet",
+            "-p", "1", "-c", "2", "--target", url, "--opt", "sign=false",
+            env={"BECKN_PRIVATE_KEY": SPEC_PRIVATE_KEY},
+        )  # fmt: skip
+    assert result.returncode == 1, result.stderr
+    total = result.json()["phases"]["sustain"]["total"]
+    assert total["ok"] == 0
+    assert set(total["errors_by_class"]) == {"auth"}
+
+
+def test_the_key_check_still_runs_on_the_final_options(tmp_path: Path) -> None:
+    """The built-in's development ids kept (no --opt ids): the mismatch stops the run (2)."""
+    result = run(
+        tmp_path, "beckn-onix", "--warmup", "0s", "--duration", "1s", "--quiet", "-p", "1",
+        "--opt", "bpp_id=other", env={"BECKN_PRIVATE_KEY": SPEC_PRIVATE_KEY},
+    )  # fmt: skip
+    assert result.returncode == 2
+    assert "--opt" in result.stderr
+    assert "development key's" in result.stderr

@@ -9,6 +9,9 @@ from pathlib import Path
 
 import pytest
 
+from protobench.cli.sweep_cmd import render_table
+from protobench.engine.sweep import Sweep, parse_axis
+from tests.engine.test_sweep import fanout_model
 from tests.support.cli import CliResult
 
 # Each sweep is several full runs (start, warmup, sustain, drain, snapshot).
@@ -92,3 +95,35 @@ def test_bad_levels_fail_before_any_run(cli: Callable[..., CliResult]) -> None:
     assert result.returncode == 2
     assert "no_such_option" in result.stderr
     assert cli("snapshots", "list", "--json").json() == []
+
+
+def test_an_mqtt_fanout_sweep_shows_and_judges_the_subscribers_end_to_end_latency(
+    cli: Callable[..., CliResult],
+) -> None:
+    """The MQTT getting-started sweep: the total mixes a local write and an end-to-end
+    latency, so the table shows the subscribers' (not `-`)."""
+    result = cli(
+        "sweep", "mqtt-fanout", "--vary", "connections=4,8", *SHORT, "--quiet", timeout=300
+    )  # fmt: skip
+    assert result.returncode == 0, result.stderr
+    lines = result.stdout.splitlines()
+    rows = [line.split() for line in lines[2:4]]
+    assert all(row[2] != "-" and row[3] != "-" for row in rows), result.stdout
+    assert "throughput, p50, p99 and the knee: op subscribe (end to end)" in result.stdout
+    bad = cli("sweep", "mqtt-fanout", "--vary", "connections=4,8", "--op", "nosuch")
+    assert bad.returncode == 2
+    assert "--op: no group 'nosuch'" in bad.stderr
+    assert "publish, subscribe" in bad.stderr
+
+
+def test_the_table_marks_host_saturated_levels_and_a_knee_below_the_lowest_level() -> None:
+    delivered = {10: 10_000.0, 50: 20_000.0, 200: 21_000.0}
+    result = Sweep([parse_axis("connections=10,50,200")]).run(
+        lambda level, _: fanout_model(level["connections"], delivered, host_busy=50)
+    )
+    text = render_table(result)
+    [row50] = [line for line in text.splitlines() if line.startswith("50 ")]
+    assert "HOST-SATURATED" in row50
+    assert "HOST-SATURATED: other processes kept the host's CPU busy" in text
+    assert "knee: throughput was already flat from connections=10" in text
+    assert "knee: none found" not in text

@@ -231,3 +231,71 @@ def test_sweep_input_errors() -> None:
         Sweep([parse_axis("connections=1"), parse_axis("connections=2")])
     with pytest.raises(ValueError, match="threshold"):
         Sweep([parse_axis("connections=1")], stop_on=["errors are bad"])
+
+
+def fanout_model(connections: int, delivered: dict[int, float], host_busy: int = 0) -> Report:
+    """A fan-out run: publishers' latency is a local write (flat), the subscribers' end to end
+    climbs as in the MQTT getting-started sweep (0.49 ms, 774 ms, 2.3 s); the total mixes
+    the two kinds, so it has no latency."""
+    p50 = {10: 490.0, 50: 774_000.0, 200: 2_300_000.0}[connections]
+    op = {"ok": 1000, "errors": 0, "error_rate": 0.0}
+    return load_report(
+        {
+            **MINIMAL,
+            "stop_reason": "completed",
+            "partial": False,
+            "processes": 2,
+            "phases": {
+                "sustain": {
+                    "duration_s": 10.0,
+                    "ops": {
+                        "publish": {**op, "throughput": connections * 1000.0,
+                                    "latency_kind": "local_write",
+                                    "latency_us": {"p50": 3.0, "p99": 9.0}},
+                        "subscribe": {**op, "throughput": delivered[connections],
+                                      "latency_kind": "one_way",
+                                      "latency_us": {"count": 1000, "p50": p50, "p99": p50 * 2}},
+                    },
+                    "total": {**op, "throughput": 1.0, "latency_kind": "mixed", "latency_us": {}},
+                }
+            },
+            "resources": {"generator": {"worker_cpu_mean": 20.0}, "target": {"cpu_mean": 50.0}},
+            "verdicts": {"generator_bound": False, "host_saturated": connections == host_busy},
+        }
+    )  # fmt: skip
+
+
+def test_a_fanout_sweep_judges_the_subscribers_end_to_end_latency_not_the_mixed_total() -> None:
+    delivered = {10: 10_000.0, 50: 45_000.0, 200: 50_000.0}
+    sweep = Sweep([parse_axis("connections=10,50,200")])
+    result = sweep.run(lambda level, _: fanout_model(level["connections"], delivered, 200))
+    assert [p.op for p in result.points] == ["subscribe"] * 3
+    assert [p.p50 for p in result.points] == [490.0, 774_000.0, 2_300_000.0]
+    assert result.points[1].throughput == 45_000.0
+    assert [result.points[i].assignment for i in result.knees] == [{"connections": 50}]
+    assert [p.host_saturated for p in result.points] == [False, False, True]
+    # --op publish: the publishers' figures (a local write: flat, no knee)
+    by_op = Sweep([parse_axis("connections=10,50,200")], op="publish").run(
+        lambda level, _: fanout_model(level["connections"], delivered)
+    )
+    assert [p.p50 for p in by_op.points] == [3.0, 3.0, 3.0]
+    assert by_op.knees == []
+
+
+def test_a_geometric_sweep_flat_from_its_first_step_does_not_call_the_lowest_level_the_knee() -> (
+    None
+):
+    delivered = {10: 10_000.0, 50: 20_000.0, 200: 21_000.0}
+    result = Sweep([parse_axis("connections=10,50,200")]).run(
+        lambda level, _: fanout_model(level["connections"], delivered)
+    )
+    assert result.knees == []
+    [note] = result.notes
+    assert "the knee is at or below connections=10" in note
+    assert result.to_dict()["notes"] == [note]
+    # not geometric (+20% per level): the first level may be the knee
+    points = [
+        Point({"c": c}, t, p, None, 0.0, None, None, False, False, None)
+        for c, t, p in [(10, 1000.0, 1000.0), (12, 1010.0, 2000.0), (14, 1000.0, 4000.0)]
+    ]
+    assert find_knee(points, "c") == 0

@@ -263,3 +263,40 @@ def test_a_run_that_measured_nothing_evaluates_no_threshold(
     ]
     assert not report.verdicts.thresholds_passed
     assert exit_code_for(report) == ExitCode.INCOMPLETE
+
+
+def test_a_counter_threshold_counts_the_drain_where_the_run_s_accounting_ends() -> None:
+    """Subscribers count what never came when the drain ends: `counters.undelivered == 0`
+    sees it (a QoS 1 run whose subscriber was behind fails), other metrics stay sustain's."""
+    plan = plan_of({"subscribe": 1}, ("counters.undelivered == 0", "counters.received > 150"))
+    frames = [
+        frame("sustain", 0, 0.0, 1.0, {"subscribe": {"ok": 100, "counters": {"received": 100}}}),
+        frame("drain", 1, 1.0, 2.0, {"subscribe": {"counters": {"received": 60,
+                                                                "undelivered": 40}}}),
+    ]  # fmt: skip
+    report = report_of(plan, frames)
+    results = {t.expr: (t.value, t.ok) for t in report.thresholds}
+    assert results["counters.undelivered == 0"] == (40.0, False)
+    assert results["counters.received > 150"] == (160.0, True)
+    assert exit_code_for(report) == ExitCode.FAILED
+
+
+def test_memory_is_per_connection_only_where_it_means_connections() -> None:
+    """A UDP target (BACnet/IP) holds no connections; a broker running pub/sub grows with its
+    queues: neither figure is divided. Idle MQTT connections' growth is per connection."""
+    from protobench.engine.report import resource_summary  # noqa: PLC0415
+    from protobench.protocols.bacnet_ip.plugin import BacnetIpProtocol  # noqa: PLC0415
+    from protobench.protocols.mqtt.plugin import MqttProtocol  # noqa: PLC0415
+
+    plan = plan_of({"sub": 1, "pub": 200})
+    resources = ResourceLog()
+    growth = resource_summary(resources, 1_000_000, 48_000_000, plan, 11, per_connection=False)
+    assert growth.target is not None
+    assert growth.target.rss_peak == 48_000_000
+    assert growth.target.rss_per_connection is None
+    assert growth.target.rss_per_session is None
+    mqtt = MqttProtocol()
+    assert not mqtt.memory_per_connection({"publish", "subscribe"})
+    assert mqtt.memory_per_connection({"idle"})
+    assert mqtt.memory_per_connection({"connect", "idle"})
+    assert not BacnetIpProtocol().memory_per_connection({"read-property"})

@@ -368,3 +368,29 @@ def test_p95_is_compared_like_the_other_percentiles() -> None:
     assert row.significant
     assert [g.expr for g in diff.gates if g.failed] == ["p95:+20%"]
     assert metric_name("p95") == "p95"
+
+
+def test_total_mixes_no_latency_kinds() -> None:
+    """An MQTT fan-out: the publishers' latency is a local write, the subscribers' end to end;
+    the TOTAL row has no latency (as in the report), each op keeps its own, throughput adds."""
+    fanout = {
+        "publish": OpSpec(rate=5000.0, median_us=5.0, kind="local_write"),
+        "subscribe": OpSpec(rate=5000.0, median_us=1500.0, kind="one_way"),
+    }
+    slower = {**fanout, "subscribe": OpSpec(rate=5000.0, median_us=3400.0, kind="one_way")}
+    diff = compare([typed_snapshot(fanout, seed=1)], [typed_snapshot(slower, seed=2)])
+    for metric in ("p50", "p99"):
+        total = diff.row(TOTAL, metric)
+        assert total.base is None
+        assert total.new is None
+        assert total.phase.base is None
+        assert total.phase.new is None
+    assert diff.row("subscribe", "p50").significant
+    assert diff.row("publish", "p50").base is not None
+    assert diff.row(TOTAL, "throughput").base is not None
+    # one kind: the total has its latency
+    same = {name: OpSpec(rate=spec.rate, median_us=spec.median_us) for name, spec in fanout.items()}
+    assert (
+        compare([typed_snapshot(same)], [typed_snapshot(same, seed=2)]).row(TOTAL, "p50").base
+        is not None
+    )

@@ -19,7 +19,7 @@ import socket
 import subprocess
 import sys
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -34,6 +34,7 @@ from protobench.protocols.mqtt.options import MqttOptions
 from protobench.protocols.mqtt.plugin import MqttProtocol
 from protobench.targets.mqtt import find_mosquitto
 from protobench.vocab.errors import OpError
+from tests.support.processes import peer_process
 from tests.support.timing import S
 
 MOSQUITTO = find_mosquitto()
@@ -89,8 +90,10 @@ def mosquitto(
     *extra: str,
     users: dict[str, str] | None = None,
     tls: tuple[Path, Path] | None = None,
+    client_ca: Path | None = None,
 ) -> Iterator[Broker]:
-    """mosquitto on 127.0.0.1 with a config written here; ``tls`` = (cert, key) files."""
+    """mosquitto on 127.0.0.1 with a config written here; ``tls`` = (cert, key) files;
+    ``client_ca``: its TLS listener requires a client certificate of that CA (mutual TLS)."""
     if MOSQUITTO is None:
         pytest.skip("mosquitto is not installed")
     directory.mkdir(parents=True, exist_ok=True)
@@ -101,6 +104,8 @@ def mosquitto(
     lines += [f"listener {port} 127.0.0.1", "allow_anonymous true"]
     if tls is not None:
         lines += [f"certfile {tls[0]}", f"keyfile {tls[1]}"]
+        if client_ca is not None:
+            lines += [f"cafile {client_ca}", "require_certificate true"]
     if users:
         passwd = directory / "passwd"
         passwd.touch()
@@ -219,15 +224,21 @@ def amqtt_python() -> Path:
 
 @dataclass
 class Amqtt:
-    """A running amqtt broker and the file its PUBLISH counts are written to."""
+    """A running amqtt broker (TCP and WebSocket listeners) and the file its PUBLISH counts
+    are written to."""
 
     port: int
     proc: subprocess.Popen[bytes]
     counts_file: Path
+    ws_port: int = 0
 
     @property
     def url(self) -> str:
         return f"mqtt://127.0.0.1:{self.port}"
+
+    @property
+    def ws_url(self) -> str:
+        return f"ws://127.0.0.1:{self.ws_port}/mqtt"
 
     def counts(self) -> dict[str, dict[str, int]]:
         """The broker's own PUBLISH counts (received, sent) by the topic's first level."""
@@ -244,31 +255,77 @@ class Amqtt:
 def amqtt(directory: Path) -> Iterator[Amqtt]:
     """amqtt on 127.0.0.1, from its own venv (:func:`amqtt_python`)."""
     python = amqtt_python()
-    port = free_port()
-    log = directory / "amqtt.log"
-    with log.open("ab") as out:
-        proc = subprocess.Popen(
-            [str(python), str(AMQTT_SCRIPT), str(port), str(directory / "counts.json")],
-            stdout=out,
-            stderr=out,
-            stdin=subprocess.DEVNULL,
-        )
-    broker = Amqtt(port, proc, directory / "counts.json")
+    port, ws_port = free_port(), free_port()
+    args = [str(python), str(AMQTT_SCRIPT), str(port), str(directory / "counts.json"),
+            str(ws_port)]  # fmt: skip
+    with peer_process("amqtt", args, directory / "amqtt.log", (port, ws_port), 20 * S) as proc:
+        yield Amqtt(port, proc, directory / "counts.json", ws_port)
+
+
+# --------------------------------------------------------------------------- paho, a reference
+
+
+@dataclass
+class Heard:
+    """The messages a paho subscriber received: topic, payload, retain flag, MQTT 5 props."""
+
+    messages: list[tuple[str, bytes, bool, dict[str, Any]]]
+
+    def topics(self) -> list[str]:
+        return [topic for topic, _, _, _ in self.messages]
+
+
+@contextmanager
+def paho_listener(port: int, topic: str, qos: int = 1) -> Iterator[Heard]:
+    """A paho-mqtt MQTT 5 subscriber to ``topic`` on 127.0.0.1:``port`` (subscribed on entry)."""
+    import threading  # noqa: PLC0415
+
+    import paho.mqtt.client as paho  # noqa: PLC0415
+    from paho.mqtt.enums import CallbackAPIVersion  # noqa: PLC0415
+
+    heard = Heard([])
+    subscribed = threading.Event()
+
+    def on_message(client: Any, userdata: Any, msg: Any) -> None:
+        props = getattr(msg, "properties", None)
+        names = ("UserProperty", "ContentType", "MessageExpiryInterval", "TopicAlias")
+        found = {name: getattr(props, name) for name in names if hasattr(props, name)}
+        heard.messages.append((msg.topic, msg.payload, bool(msg.retain), found))
+
+    client = paho.Client(CallbackAPIVersion.VERSION2, protocol=paho.MQTTv5)
+    client.on_message = on_message
+    client.on_subscribe = lambda *args: subscribed.set()
+    client.connect("127.0.0.1", port)
+    client.subscribe(topic, qos=qos)
+    client.loop_start()
     try:
-        deadline = time.monotonic() + 20 * S
-        while True:
-            if proc.poll() is not None or time.monotonic() > deadline:
-                raise RuntimeError(f"amqtt did not start: {log.read_text()[-2000:]}")
-            try:
-                socket.create_connection(("127.0.0.1", port), timeout=0.5).close()
-                break
-            except OSError:
-                time.sleep(0.05)
-        yield broker
+        if not subscribed.wait(10 * S):
+            raise RuntimeError("paho: no SUBACK")
+        yield heard
     finally:
-        proc.terminate()
-        try:
-            proc.wait(10)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait(5)
+        client.disconnect()
+        client.loop_stop()
+
+
+@dataclass
+class Peer:
+    """A broker we did not write, as the feature tests use it: its plain MQTT URL and port,
+    and its own counts where it keeps them (mochi-mqtt; mosquitto: None)."""
+
+    name: str
+    url: str
+    port: int
+    counts: Callable[[], dict[str, Any]] | None
+
+
+@contextmanager
+def peer(name: str, directory: Path) -> Iterator[Peer]:
+    """mosquitto or mochi-mqtt (both MQTT 5) on 127.0.0.1."""
+    from tests.support.mochi import mochi  # noqa: PLC0415 - builds Go on first use
+
+    if name == "mosquitto":
+        with mosquitto(directory) as broker:
+            yield Peer(name, broker.url, broker.port, None)
+    else:
+        with mochi(directory) as other:
+            yield Peer(name, other.url("tcp"), other.ports["tcp"], other.counts)

@@ -31,6 +31,8 @@ class OpSpec:
     median_us: float = 1000.0
     sigma: float = 0.3
     error_rate: float = 0.0
+    kind: str = "round_trip"
+    """What its latency measures (``latency_kinds``)."""
 
 
 def make_snapshot(ops: dict[str, OpSpec] | None = None, **options: Any) -> dict[str, Any]:
@@ -81,7 +83,12 @@ def _build(
     """``open_model``: each latency also recorded as uncorrected, at 60% of its value."""
     rng = random.Random(seed)
     names = list(ops)
-    aggregator = Aggregator(names, corrected=open_model, phase_offsets={"warmup": 0.0})
+    aggregator = Aggregator(
+        names,
+        corrected=open_model,
+        phase_offsets={"warmup": 0.0},
+        kinds={name: spec.kind for name, spec in ops.items()},
+    )
     aggregator.phase_offsets["sustain"] = warmup_intervals * interval
     aggregator.live = {0}
     for phase, count in (("warmup", warmup_intervals), ("sustain", intervals)):

@@ -10,7 +10,7 @@ import math
 from typing import TYPE_CHECKING
 
 from protobench.cli.profile_render import change_lines
-from protobench.cli.render import us
+from protobench.cli.render import plain_number, us
 from protobench.termtext import visible_tree
 
 if TYPE_CHECKING:  # numpy and hdrhistogram load in the command, not for --help
@@ -29,10 +29,15 @@ def format_value(metric: str, value: float | None) -> str:
 
 
 def _si(value: float) -> str:
-    for factor, suffix in ((1e9, "G"), (1e6, "M"), (1e3, "k")):
-        if abs(value) >= factor:
-            return f"{value / factor:.3g}{suffix}"
-    return f"{value:.3g}"
+    """Three significant digits with a k/M/G suffix from 10,000 on; plain digits below
+    (``1,000``: never ``1e+03``, nor ``1e+03k`` for 999,999)."""
+    if abs(value) < 9_999.5:
+        return plain_number(value)
+    for factor, suffix in ((1e3, "k"), (1e6, "M"), (1e9, "G")):
+        text = f"{value / factor:.3g}"
+        if "e" not in text:
+            return f"{text}{suffix}"
+    return f"{plain_number(value / 1e9)}G"
 
 
 def format_change(metric: str, change: float | None) -> str:

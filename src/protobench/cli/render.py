@@ -36,15 +36,22 @@ def us(value: float | None) -> str:
     return "-" if value is None else format_duration(value / 1e6)
 
 
+def plain_number(value: float) -> str:
+    """A count or rate in digits, never in exponent form: ``1,000``, ``12.5``, ``0.25``."""
+    if abs(value) >= 99.5 or value == int(value):
+        return f"{value:,.0f}"
+    return f"{value:.3g}"
+
+
 def describe_model(model: LoadModel) -> str:
-    """``closed model, 50 sessions`` or ``open model, 2000/s -> 5000/s over 40 sessions``
+    """``closed model, 50 sessions`` or ``open model, 2,000/s -> 5,000/s over 40 sessions``
     (and ``, 1,000 requests`` when a request count ends the sustain)."""
     count = "" if model.requests is None else f", {model.requests:,} requests"
     if model.type == "closed":
         return f"closed model, {model.sessions} sessions{count}"
-    rate = "an unknown rate" if model.rate is None else f"{model.rate:g}/s"
+    rate = "an unknown rate" if model.rate is None else f"{plain_number(model.rate)}/s"
     if model.ramp_to is not None:
-        rate += f" -> {model.ramp_to:g}/s"
+        rate += f" -> {plain_number(model.ramp_to)}/s"
     return f"open model, {rate} over {model.sessions} sessions{count}"
 
 

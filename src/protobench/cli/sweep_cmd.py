@@ -50,9 +50,26 @@ def _rate(value: float | None) -> str:
     return "-" if value is None else f"{value:,.0f}/s"
 
 
+def _judged(points: list[Point]) -> str:
+    """The line saying whose throughput and latency the table shows (and the knee judges)."""
+    ops = sorted({(p.op, p.latency_kind) for p in points if p.op is not None})
+    if not ops:
+        return "throughput, p50, p99 and the knee: all ops (one kind of latency)"
+    named = ", ".join(f"{op} ({KIND_TEXT.get(kind or '', kind)})" for op, kind in ops)
+    return f"throughput, p50, p99 and the knee: op {named}; --op NAME judges another group"
+
+
+KIND_TEXT = {
+    "one_way": "end to end",
+    "round_trip": "round trip",
+    "to_ack": "to the acknowledgement",
+    "local_write": "local write only",
+}
+
+
 def render_table(result: SweepResult) -> str:
-    """The sweep as a table: one row per run, the knee and generator-bound runs marked
-    (its strings made visible)."""
+    """The sweep as a table: one row per run, the knee, generator-bound and host-saturated
+    runs marked (its strings made visible)."""
     from protobench.engine.sweep import describe  # noqa: PLC0415
 
     result = visible_tree(result)
@@ -66,6 +83,8 @@ def render_table(result: SweepResult) -> str:
             marks.append("<- knee")
         if point.generator_bound:
             marks.append("GENERATOR-BOUND")
+        if point.host_saturated:
+            marks.append("HOST-SATURATED")
         if point.partial:
             marks.append("PARTIAL")
         snapshot = Path(point.snapshot).name.removesuffix(SUFFIX) if point.snapshot else "-"
@@ -88,10 +107,17 @@ def render_table(result: SweepResult) -> str:
         "  ".join(cell.ljust(width) for cell, width in zip(line, widths, strict=True)).rstrip()
         for line in lines
     )
+    out.append(_judged(result.points))
     out.append("gen cpu: all worker processes, % of one core (mean over sustain); target cpu: same")
+    if any(point.host_saturated for point in result.points):
+        out.append(
+            "HOST-SATURATED: other processes kept the host's CPU busy in that run: its figures "
+            "are the host's limit as much as the target's"
+        )
     for index in result.knees:
         out.append(f"knee: {describe(result.points[index].assignment)}")
-    if not result.knees:
+    out.extend(f"knee: {note}" for note in result.notes)
+    if not result.knees and not result.notes:
         out.append("knee: none found (throughput kept rising, or latency did not climb)")
     out.extend(f"stopped: {stop}" for stop in result.stops)
     out.extend(f"skipped: {describe(level)}" for level in result.skipped)
@@ -119,6 +145,16 @@ def sweep_command(
     ] = None,
     *,
     flags: RunFlags,
+    op: Annotated[
+        str | None,
+        typer.Option(
+            "--op",
+            metavar="NAME",
+            help="The group whose throughput and latency are shown and judged for the knee "
+            "(default: all ops when they measure one kind of latency, else the end-to-end one, "
+            "e.g. MQTT's subscribers).",
+        ),
+    ] = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print the sweep as JSON.")] = False,
     quiet: QuietOption = False,
     snapshots_dir: SnapshotsDirOption = None,
@@ -129,6 +165,7 @@ def sweep_command(
     Examples:
       protobench sweep http-get --vary connections=8,32,128 -d 10s
       protobench sweep mqtt-qos1 --vary rate=1000/s,5000/s,20000/s --json
+      protobench sweep mqtt-fanout --vary connections=10,50,200 --op publish
       protobench sweep http://127.0.0.1:8080/api --vary connections=10,50,200 -n 20000
 
     \b
@@ -144,7 +181,7 @@ def sweep_command(
     except ValueError as exc:
         fail(f"--vary: {exc}")
     try:
-        sweep = Sweep(axes, stop_on or [DEFAULT_STOP])
+        sweep = Sweep(axes, stop_on or [DEFAULT_STOP], op=op)
     except ValueError as exc:
         fail(f"--stop-on: {exc}" if stop_on else str(exc))
     first = load_profile(profile, flags)
@@ -155,6 +192,9 @@ def sweep_command(
             plans[_key(level)] = resolve(first.loaded, apply_level(base, level))
         except (loader.ProfileError, PluginError) as exc:
             fail(f"--vary {describe(level)}: {exc}")
+    groups = {group.name for plan in plans.values() for group in plan.groups}
+    if op is not None and op not in groups:
+        fail(f"--op: no group {op!r} in {profile} (its groups: {', '.join(sorted(groups))})")
     store = SnapshotStore(snapshots_dir)
     runner = LevelRunner(plans, store, quiet)
     result = sweep.run(runner, on_point=runner.done.append)

@@ -40,7 +40,8 @@ from protobench.engine.metrics import OpAccumulator, OpInterval, encode, summary
 from protobench.engine.report_model import LiveVerdicts
 from protobench.engine.series_model import EncodedHistograms, PhaseHistograms, SeriesRecord
 from protobench.engine.stats_frame import StatsFrame, StatsWire
-from protobench.engine.summaries import LatencySummary, OpSummary, PhaseSummary
+from protobench.engine.summaries import MIXED, LatencySummary, OpSummary, PhaseSummary
+from protobench.vocab.counters import ERRORS_PREFIX, OK_TOTAL
 from protobench.vocab.percentiles import PERCENTILE_KEYS
 
 PHASES = ("warmup", "sustain", "drain")
@@ -48,8 +49,6 @@ SERIES_LIMIT = 3600
 """Series records kept per phase (an hour of 1 s intervals at full resolution)."""
 DOWN_US = "down_us"
 """The workers' counter of session-microseconds spent without a connection while wanted."""
-MIXED = "mixed"
-"""The ``latency_kind`` of a total over ops whose latencies measure different things."""
 Judge = Callable[[Mapping[str, PhaseSummary], Tally], LiveVerdicts | None]
 """The verdicts of a run so far: its phases so far and its lagging intervals in sustain."""
 
@@ -438,12 +437,15 @@ class Aggregator:
         }
 
     def counter_totals(self) -> dict[str, dict[str, int]]:
-        """Each op's counters summed over sustain and drain (what a plugin diagnoses)."""
+        """Each op's counters summed over sustain and drain (what a plugin diagnoses), with
+        its exchanges: ``ok`` and ``errors:CLASS`` (see ``ProtocolPlugin.diagnose``)."""
         out: dict[str, dict[str, int]] = {name: {} for name in self.op_names}
         for phase in ("sustain", "drain"):
             for name, acc in self.totals.get(phase, {}).items():
                 counters = out.setdefault(name, {})
-                for key, value in acc.counters.items():
+                counted = [(OK_TOTAL, acc.ok), *acc.counters.items()]
+                counted += [(f"{ERRORS_PREFIX}{cls}", n) for cls, n in acc.errors.items()]
+                for key, value in counted:
                     counters[key] = counters.get(key, 0) + value
         return out
 

@@ -274,6 +274,7 @@ class Controller:
             target_rss_peak=peak,
             findings=self._diagnose(),
             passive=self._passive(),
+            per_connection=self.plugin.memory_per_connection({g.op for g in self.plan.groups}),
             profile=self.profiler.result() if self.profiler else None,
             labels=self.labels,
             nodes=self.pool.nodes() if self.pool else None,

@@ -179,6 +179,8 @@ def resolve(loaded: LoadedProfile, overrides: Overrides) -> RunPlan:
     plugin = registry.load(profile.protocol)
     if "options" in overrides:
         check_protocol_keys(profile, plugin, "", flag_of("options"))
+    else:
+        check_protocol_keys(profile, plugin, loaded.text, loaded.source)
     if settings.ramp_to is not None and settings.rate is None:
         raise ProfileError(loaded.source, "ramp_to", "a ramp needs a starting rate (--rate)")
     if settings.ramp_to is not None and settings.duration == NO_TIME_LIMIT:

@@ -102,7 +102,9 @@ class RunJudge:
         sustain = phases.get("sustain")
         measured = sustain is not None
         return LiveVerdicts(
-            thresholds=evaluate_all(self.thresholds, sustain) if measured else [],
+            thresholds=evaluate_all(self.thresholds, sustain, phases.get("drain"))
+            if measured
+            else [],
             checks=evaluate_checks(self.checks, phases) if measured else [],
             cpu=self.cpu(sustain, lagging),
         )
@@ -128,6 +130,7 @@ def build_report(
     passive: frozenset[str] = frozenset(),
     labels: Mapping[str, JsonValue] | None = None,
     nodes: Sequence[NodeEntry] | None = None,
+    per_connection: bool = True,
     profile: TargetProfile | None = None,
     clock: ClockReport | None = None,
 ) -> Report:
@@ -138,7 +141,8 @@ def build_report(
     exchange is expected of them); ``labels`` (a sweep's) and ``nodes`` (a
     Ray run's) are in the report when given; so is the summary of the target's
     ``profile`` (``run --profile-target``); ``clock`` is where the exchanges' times came
-    from (:func:`clock_report`).
+    from (:func:`clock_report`); ``per_connection`` whether the target's memory growth is
+    its connections' (the plugin's ``memory_per_connection``).
     """
     report = Report(
         tool=Tool(name="protobench", version=__version__),
@@ -163,7 +167,12 @@ def build_report(
         stop_reason=stop_reason,
         phases=aggregator.phases(),
         resources=resource_summary(
-            resources, target_rss_baseline, target_rss_peak, plan, _connects(aggregator)
+            resources,
+            target_rss_baseline,
+            target_rss_peak,
+            plan,
+            _connects(aggregator),
+            per_connection=per_connection,
         ),
         target_profile=summarize(profile, overhead(profile)) if profile else None,
         workers=list(workers),
@@ -173,7 +182,10 @@ def build_report(
         nodes=list(nodes) if nodes is not None else None,
     )
     judge = RunJudge.of(plan, resources, passive)
-    report = replace(report, thresholds=evaluate_all(judge.thresholds, report.sustain))
+    report = replace(
+        report,
+        thresholds=evaluate_all(judge.thresholds, report.sustain, report.phases.get("drain")),
+    )
     report = replace(
         report,
         verdicts=verdicts(
@@ -277,12 +289,15 @@ def resource_summary(
     target_rss_peak: int | None,
     plan: RunPlan,
     connects: int = 0,
+    *,
+    per_connection: bool = True,
 ) -> Resources:
     """Peaks and means of the generator, the target and the host over sustain.
 
-    The target's RSS growth is divided by the connections opened
-    (``rss_per_connection``) when the workers count them, else by the
-    sessions (``rss_per_session``).
+    Where the growth is the connections' (``per_connection``), the target's RSS
+    growth is divided by the connections opened (``rss_per_connection``) when
+    the workers count them, else by the sessions (``rss_per_session``); else
+    it is not divided (a UDP target's, a broker's message queues).
     """
     figures = resources.phase("sustain")
     generator = GeneratorResources(
@@ -301,7 +316,12 @@ def resource_summary(
             fds_peak=figures.target_fds_peak,
             threads_peak=figures.target_threads_peak,
         )
-        if target_rss_baseline is not None and target_rss_peak is not None and plan.sessions:
+        if (
+            target_rss_baseline is not None
+            and target_rss_peak is not None
+            and per_connection
+            and plan.sessions
+        ):
             growth = target_rss_peak - target_rss_baseline
             if connects:
                 target = replace(

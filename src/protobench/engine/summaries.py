@@ -49,6 +49,11 @@ class LatencySummary:
 LATENCY_FIELDS = frozenset(LatencySummary.__dataclass_fields__)
 
 
+MIXED = "mixed"
+"""The ``latency_kind`` of a total over ops whose latencies measure different things (it has
+no latency then)."""
+
+
 @dataclass(frozen=True, slots=True, kw_only=True)
 class OpSummary:
     """One operation's (or the total's) figures over a phase or an interval.

@@ -12,7 +12,17 @@ The **knee** of a series is the last level before throughput stops rising
 while latency climbs: the first step where throughput grows by less than half
 as much as the load (:data:`KNEE_MIN_EFFICIENCY`; by less than 10%,
 :data:`KNEE_MIN_GAIN`, when the levels are not increasing numbers) while p50
-grows by more than 20% (:data:`KNEE_MIN_RISE`) marks the level before it.
+grows by more than 20% (:data:`KNEE_MIN_RISE`) marks the level before it. In a
+geometric series (each level at least :data:`GEOMETRIC_STEP` times the one
+before) a flat first step does not make the lowest level the knee: the knee
+lies somewhere at or below it, which the result says as a note.
+
+The figures judged are those of one scope of each run (:func:`judged_scope`):
+the run's total when its ops measure one kind of latency, else the op whose
+latency means the most (an end-to-end ``one_way`` before a ``round_trip``
+before a ``to_ack``; never a ``local_write``), or the group named by ``op``.
+Levels where the host was saturated by other load are marked: their figures
+are the host's as much as the target's.
 
 A series **stops early** when a stop condition (a threshold expression such
 as ``error_rate > 5%``; true means stop) holds for a run: its higher levels
@@ -33,6 +43,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from protobench.engine.report_model import Report
+from protobench.engine.summaries import MIXED, OpSummary
 from protobench.engine.thresholds import judge
 from protobench.profiles.settings import BY_NAME, VARY_KEYS, Overrides
 from protobench.vocab.thresholds import Threshold, parse_threshold
@@ -41,7 +52,10 @@ from protobench.vocab.units import parse_scalar
 KNEE_MIN_EFFICIENCY = 0.5
 KNEE_MIN_GAIN = 0.10
 KNEE_MIN_RISE = 0.20
+GEOMETRIC_STEP = 1.5
 DEFAULT_STOP = "error_rate > 5%"
+KIND_RANK = ("one_way", "round_trip", "to_ack")
+"""Latency kinds by how much they say of the target, best first (``local_write``: nothing)."""
 
 
 @dataclass(frozen=True)
@@ -103,9 +117,35 @@ def new_group_id() -> str:
     return f"sweep-{stamp}-{secrets.token_hex(2)}"
 
 
+def judged_scope(report: Report, op: str | None = None) -> tuple[str | None, OpSummary | None]:
+    """(group name or ``None`` for the total, its sustain figures) that a sweep judges.
+
+    ``op`` names a group; else the total when it has a latency (its ops measure
+    one kind), else the group whose kind ranks first in :data:`KIND_RANK` (the
+    busiest of them).
+    """
+    sustain = report.sustain
+    if sustain is None:
+        return op, None
+    if op is not None:
+        return op, sustain.ops.get(op)
+    if sustain.total.latency_kind != MIXED:
+        return None, sustain.total
+    ranked = [
+        (KIND_RANK.index(summary.latency_kind), -summary.ok, name)
+        for name, summary in sustain.ops.items()
+        if summary.latency_kind in KIND_RANK and summary.latency_us.count
+    ]
+    if not ranked:
+        return None, sustain.total
+    name = min(ranked)[2]
+    return name, sustain.ops[name]
+
+
 @dataclass(frozen=True)
 class Point:
-    """One run of a sweep, summarised from its report."""
+    """One run of a sweep, summarised from its report: throughput and latency of the scope
+    judged (``op``: a group, ``None``: the total)."""
 
     assignment: dict[str, Any]
     throughput: float | None
@@ -117,18 +157,24 @@ class Point:
     generator_bound: bool
     partial: bool
     snapshot: str | None
+    op: str | None = None
+    latency_kind: str | None = None
+    host_saturated: bool = False
 
     @classmethod
-    def from_report(cls, assignment: dict[str, Any], report: Report) -> Point:
+    def from_report(
+        cls, assignment: dict[str, Any], report: Report, op: str | None = None
+    ) -> Point:
         sustain = report.sustain
         total = sustain.total if sustain is not None else None
+        name, scope = judged_scope(report, op)
         target = report.resources.target
         worker_mean = report.resources.generator.worker_cpu_mean
         return cls(
             assignment=dict(assignment),
-            throughput=total.throughput if total is not None else None,
-            p50=total.latency_us.value("p50") if total is not None else None,
-            p99=total.latency_us.value("p99") if total is not None else None,
+            throughput=scope.throughput if scope is not None else None,
+            p50=scope.latency_us.value("p50") if scope is not None else None,
+            p99=scope.latency_us.value("p99") if scope is not None else None,
             error_rate=total.error_rate if total is not None else None,
             generator_cpu=(
                 round(worker_mean * report.processes, 1) if worker_mean is not None else None
@@ -137,6 +183,9 @@ class Point:
             generator_bound=report.verdicts.generator_bound,
             partial=report.partial,
             snapshot=report.snapshot,
+            op=name,
+            latency_kind=scope.latency_kind if scope is not None else None,
+            host_saturated=report.verdicts.host_saturated,
         )
 
     def to_dict(self) -> dict[str, Any]:
@@ -152,11 +201,35 @@ def _load_step(before: Any, after: Any) -> float | None:
     return float(after) / float(before) - 1.0
 
 
+def geometric(points: Sequence[Point], load: str | None) -> bool:
+    """Whether the levels grow by at least :data:`GEOMETRIC_STEP` times at every step."""
+    if load is None or len(points) < 2:
+        return False
+    for before, after in itertools.pairwise(points):
+        step = _load_step(before.assignment.get(load), after.assignment.get(load))
+        if step is None or step + 1.0 < GEOMETRIC_STEP:
+            return False
+    return True
+
+
 def find_knee(points: Sequence[Point], load: str | None = None) -> int | None:
-    """Index of the knee of a series in load order, or ``None`` if throughput never flattens.
+    """Index of the knee of a series in load order, or ``None`` if throughput never flattens
+    (or, in a geometric series, flattens from the first step: see :func:`knee_below`).
 
     ``load`` is the load axis's key in each point's assignment.
     """
+    index = _first_flat_step(points, load)
+    if index == 0 and geometric(points, load):
+        return None
+    return index
+
+
+def knee_below(points: Sequence[Point], load: str | None = None) -> bool:
+    """A geometric series flat from its first step: the knee is at or below its lowest level."""
+    return geometric(points, load) and _first_flat_step(points, load) == 0
+
+
+def _first_flat_step(points: Sequence[Point], load: str | None) -> int | None:
     for index in range(1, len(points)):
         before, after = points[index - 1], points[index]
         if not (before.throughput and after.throughput and before.p50 and after.p50):
@@ -178,6 +251,8 @@ class SweepResult:
     axes: list[Axis]
     points: list[Point] = field(default_factory=list)
     knees: list[int] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+    """What the knee search found besides knees (a knee at or below the lowest level)."""
     stops: list[str] = field(default_factory=list)
     skipped: list[dict[str, Any]] = field(default_factory=list)
     interrupted: bool = False
@@ -188,6 +263,7 @@ class SweepResult:
             "axes": [{"key": a.key, "levels": list(a.levels)} for a in self.axes],
             "points": [{**p.to_dict(), "knee": i in self.knees} for i, p in enumerate(self.points)],
             "knees": [self.points[i].assignment for i in self.knees],
+            "notes": self.notes,
             "stops": self.stops,
             "skipped": self.skipped,
             "interrupted": self.interrupted,
@@ -201,7 +277,11 @@ class Sweep:
     """Runs the levels of ``axes`` in order, with stop conditions (threshold expressions)."""
 
     def __init__(
-        self, axes: Sequence[Axis], stop_on: Sequence[str] = (DEFAULT_STOP,), group: str = ""
+        self,
+        axes: Sequence[Axis],
+        stop_on: Sequence[str] = (DEFAULT_STOP,),
+        group: str = "",
+        op: str | None = None,
     ) -> None:
         if not axes:
             raise ValueError("a sweep needs at least one axis")
@@ -211,6 +291,8 @@ class Sweep:
         self.axes = list(axes)
         self.stop_on: list[Threshold] = [parse_threshold(expr) for expr in stop_on]
         self.group = group or new_group_id()
+        self.op = op
+        """The group whose figures are judged (``None``: :func:`judged_scope` chooses)."""
 
     def levels(self) -> list[dict[str, Any]]:
         return grid(self.axes)
@@ -232,7 +314,7 @@ class Sweep:
                     result.skipped.append(assignment)
                     continue
                 report = runner(assignment, self.labels(assignment))
-                point = Point.from_report(assignment, report)
+                point = Point.from_report(assignment, report, self.op)
                 result.points.append(point)
                 series.append(len(result.points) - 1)
                 if on_point is not None:
@@ -245,16 +327,23 @@ class Sweep:
                 if reason is not None:
                     result.stops.append(f"{describe(assignment)}: {reason}")
                     stopped = True
-            knee = find_knee([result.points[i] for i in series], self.axes[0].key)
+            points = [result.points[i] for i in series]
+            knee = find_knee(points, self.axes[0].key)
             if knee is not None:
                 result.knees.append(series[knee])
+            elif knee_below(points, self.axes[0].key):
+                lowest = describe(points[0].assignment)
+                result.notes.append(
+                    f"throughput was already flat from {lowest} on while latency climbed: "
+                    f"the knee is at or below {lowest} (sweep lower levels to find it)"
+                )
         return result
 
     def _stop_reason(self, report: Report) -> str | None:
         if report.sustain is None:
             return f"no sustain phase was measured ({report.stop_reason})"
         for threshold in self.stop_on:
-            value, holds = judge(threshold, report.sustain)
+            value, holds = judge(threshold, report.sustain, report.phases.get("drain"))
             if holds:
                 return f"{threshold.expr} (observed {value:g})"
         return None

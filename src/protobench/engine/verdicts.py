@@ -167,7 +167,8 @@ def evaluate_checks(
     """The checks' results on the run's phases, each failed one with the reason in a sentence."""
     sustain = phases.get("sustain")
     results = []
-    for check, found in zip(checks, evaluate_all(checks, sustain), strict=True):
+    drain = phases.get("drain")
+    for check, found in zip(checks, evaluate_all(checks, sustain, drain), strict=True):
         value, ok = found.value, found.ok
         if check.metric == "ok" and check.op:  # once in the whole run (a periodic op may
             # have renewed its subscription in warmup only), not necessarily in sustain

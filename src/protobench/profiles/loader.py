@@ -21,7 +21,7 @@ from pydantic_core import ErrorDetails
 from protobench.profiles import builtin
 from protobench.profiles.model import Profile, ProfileKeys
 from protobench.protocols import registry
-from protobench.protocols.base import ProtocolPlugin
+from protobench.protocols.base import BEFORE_OVERRIDES, ProtocolPlugin
 from protobench.vocab.exceptions import BadInput
 
 BUILTIN_PACKAGE = "protobench.profiles.builtin"
@@ -105,15 +105,21 @@ def from_data(data: dict[str, Any], source: str, text: str) -> LoadedProfile:
         plugin = registry.load(profile.protocol)
     except registry.PluginError as exc:
         raise ProfileError(source, "protocol", str(exc), _line_of(text, ("protocol",))) from None
-    check_protocol_keys(profile, plugin, text, source)
+    check_protocol_keys(profile, plugin, text, source, final=False)
     return LoadedProfile(profile, source, text)
 
 
 def check_protocol_keys(
-    profile: ProfileKeys, plugin: ProtocolPlugin, text: str, source: str
+    profile: ProfileKeys, plugin: ProtocolPlugin, text: str, source: str, *, final: bool = True
 ) -> None:
-    """Validate ``[options]`` and every group's parameters against the plugin."""
-    _validate(plugin.options, profile.settings().options, text, source, ("options",))
+    """Validate ``[options]`` and every group's parameters against the plugin.
+
+    ``final`` is false for a profile's own tables before the run's overrides:
+    the checks that judge the options together wait (see
+    :func:`~protobench.protocols.base.overrides_applied`).
+    """
+    context = None if final else {BEFORE_OVERRIDES: True}
+    _validate(plugin.options, profile.settings().options, text, source, ("options",), context)
     names: set[str] = set()
     for index, group in enumerate(profile.group):
         params_model = plugin.operations.get(group.op)
@@ -139,11 +145,16 @@ def check_protocol_keys(
 
 
 def _validate(
-    model: type[BaseModel], values: dict[str, Any], text: str, source: str, prefix: Loc
+    model: type[BaseModel],
+    values: dict[str, Any],
+    text: str,
+    source: str,
+    prefix: Loc,
+    context: dict[str, Any] | None = None,
 ) -> None:
     """Validate a plugin's table; a plugin check that raises instead of failing is located too."""
     try:
-        model.model_validate(values)
+        model.model_validate(values, context=context)
     except ValidationError as exc:
         raise located_error(exc, text, source, prefix) from None
     except (TypeError, AttributeError, KeyError, IndexError, OverflowError) as exc:

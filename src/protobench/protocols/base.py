@@ -42,11 +42,11 @@ from __future__ import annotations
 
 import abc
 import functools
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Collection, Mapping
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel, ConfigDict, ValidationInfo
 
 from protobench.protocols.timestamps.clock import Stamps
 from protobench.protocols.timestamps.reactor import Reactor
@@ -59,6 +59,22 @@ class StrictModel(BaseModel):
     """Base of every options and parameters model: unknown keys and nan/inf are errors."""
 
     model_config = ConfigDict(extra="forbid", frozen=True, allow_inf_nan=False)
+
+
+BEFORE_OVERRIDES = "before_overrides"
+"""Validation context key set while a profile's own tables are checked, before the run's
+overrides (``--opt``...) are applied: see :func:`overrides_applied`."""
+
+
+def overrides_applied(info: ValidationInfo) -> bool:
+    """Whether the values validated are the run's final ones (the overrides applied).
+
+    A model validator that judges several options together, or reads the
+    environment, returns early while this is false: a profile's own table may be
+    completed by ``--opt`` (a built-in's ids by the user's), so only the merged
+    table can be judged.
+    """
+    return not (info.context or {}).get(BEFORE_OVERRIDES, False)
 
 
 class NoParams(StrictModel):
@@ -236,6 +252,9 @@ class ProtocolPlugin(abc.ABC):
     counts_connects: ClassVar[bool] = False
     """Whether sessions count their transport connections themselves (``ctx.count("connects",
     n)``: several per session, or one shared); otherwise the engine counts one per open."""
+    connection_oriented: ClassVar[bool] = True
+    """Whether sessions hold transport connections (TCP, TLS, WebSocket); false for a
+    datagram protocol (BACnet/IP over UDP), whose target memory is never per connection."""
     latency_kinds: ClassVar[Mapping[str, str]] = {}
     """Op name -> one of :data:`LATENCY_KINDS`, for ops whose latency is not a round trip."""
     passive_ops: ClassVar[frozenset[str]] = frozenset()
@@ -258,13 +277,23 @@ class ProtocolPlugin(abc.ABC):
     def diagnose(self, ops: Mapping[str, Mapping[str, int]]) -> list[str]:
         """Findings about the run from each op's counters (sustain and drain), one line each.
 
-        ``ops`` maps each group's op name to its counter totals. A plugin that
+        ``ops`` maps each group's op name to its counter totals, beside its
+        exchanges: ``ok`` and ``errors:CLASS`` (``vocab.counters.OK_TOTAL`` and
+        ``ERRORS_PREFIX``), so a diagnosis speaks of the ops the profile has. A plugin that
         can tell where its protocol's bottleneck was (a subscriber backlog, a
         broker dropping messages) says so here; the findings appear in the
         report's ``verdicts.findings`` and in the summary. The default finds nothing.
         """
         del ops
         return []
+
+    def memory_per_connection(self, ops: Collection[str]) -> bool:
+        """Whether the target's memory growth over a run of ``ops`` is its connections'
+        (the report's ``rss_per_connection``). The default: for a connection-oriented
+        protocol. A plugin whose ops make the target hold other state (a broker's message
+        queues) says no for them."""
+        del ops
+        return self.connection_oriented
 
     def check_target(self, url: str) -> None:
         """Raise ``ValueError`` saying what was expected when ``url`` cannot be a target.

@@ -7,7 +7,10 @@ typed when the snapshot is read (a :class:`~protobench.engine.series_model.Serie
 each); :func:`intervals` adds the ``TOTAL`` of all operations to each
 record, merged exactly with the engine's own accumulator (histograms summed,
 never percentiles averaged). :func:`phase_histogram` and :func:`phase_counts`
-give a phase's whole-run figures over one or several snapshots.
+give a phase's whole-run figures over one or several snapshots. Like the
+report's total, ``TOTAL`` has a latency only when its ops measure one kind of
+latency (a publisher's local write and a subscriber's end to end are not
+merged: its latency is empty then, and ``diff`` shows ``-``).
 
 The snapshot is validated when read (:func:`~protobench.snapshots.model.load_snapshot`),
 except the encoded histograms of its intervals, which are decoded here: a
@@ -17,7 +20,7 @@ snapshot, the interval and the operation.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, replace
 from typing import Literal
 
@@ -25,7 +28,7 @@ from hdrh.histogram import HdrHistogram
 
 from protobench.engine.aggregate import interval_of, op_summary
 from protobench.engine.metrics import OpAccumulator, decode, encode, merge
-from protobench.engine.summaries import OpSummary
+from protobench.engine.summaries import MIXED, OpSummary
 from protobench.snapshots.model import Snapshot
 from protobench.snapshots.schema import decoded
 from protobench.snapshots.store import SnapshotError
@@ -67,12 +70,22 @@ def total_of(ops: dict[str, OpSummary], seconds: float) -> OpSummary:
     for summary in ops.values():
         acc.add(interval_of(summary))
     corrected = any(summary.hist_uncorrected for summary in ops.values())
+    kind = one_kind(summary.latency_kind for summary in ops.values())
+    delay = encode(acc.hist_delay) if acc.hist_delay.get_total_count() else None
+    if kind == MIXED:  # no latency across kinds; the generator's delay is one kind
+        return replace(op_summary(acc, seconds, corrected=corrected, kind=MIXED), hist_delay=delay)
     return replace(
-        op_summary(acc, seconds, corrected=corrected),
+        op_summary(acc, seconds, corrected=corrected, kind=kind),
         hist=encode(acc.hist) if acc.ok else "",
         hist_uncorrected=encode(acc.hist_uncorrected) if corrected else None,
-        hist_delay=encode(acc.hist_delay) if acc.hist_delay.get_total_count() else None,
+        hist_delay=delay,
     )
+
+
+def one_kind(kinds: Iterable[str]) -> str:
+    """The latency kind that every op measures, or :data:`MIXED`."""
+    found = set(kinds)
+    return found.pop() if len(found) == 1 else MIXED
 
 
 def latency(figures: OpSummary, name: str) -> float | None:
@@ -139,11 +152,16 @@ def phase_histogram(
 
     ``hist``: the latencies; ``hist_uncorrected``: the open model's latencies from
     the actual send; ``hist_delay``: the generator's delay (empty when not measured).
+    The latencies of ``TOTAL`` are empty for a run whose ops measure several kinds.
     """
     encoded: list[str] = []
     for snapshot in snapshots:
         hists = snapshot.histograms.get(phase, {})
         names = list(hists) if op == TOTAL else [op]
+        section = snapshot.report.phases.get(phase)
+        mixed = section is not None and section.total.latency_kind == MIXED
+        if op == TOTAL and mixed and key != "hist_delay":
+            continue  # no total latency across kinds
         for name in names:
             if name in hists:
                 item = hists[name]

@@ -17,10 +17,12 @@ standard exception, so ``except OSError`` still catches it)::
     │   ├── SnapshotError           snapshots.store: a snapshot not found or unreadable
     │   ├── ReportError             engine.report_model: a bad field (also a ValueError)
     │   ├── KeyFormatError          protocols.beckn.keys: a bad key (also a ValueError)
-    │   └── RayBackendError         engine.distributed.cluster: a --ray the cluster refuses
+    │   ├── RayBackendError         engine.distributed.cluster: a --ray the cluster refuses
+    │   └── PcapError               wiretruth.pcap: not a pcap file read here (also a ValueError)
     ├── Incomplete                  exit 3: the command could not do its work
     │   ├── TargetError             targets.launcher: the embedded target did not start
     │   ├── ClusterStartError       engine.distributed.cluster: a Ray cluster did not start
+    │   ├── CaptureError            wiretruth.capture: tcpdump did not start or end well
     │   ├── OpError                 vocab.errors: a failed operation, classified
     │   ├── FrameError              engine.frames: a worker's broken frames
     │   ├── MalformedPacket         protocols.mqtt.codec: not MQTT (also a ValueError)

@@ -23,6 +23,8 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
+from protobench.vocab.exceptions import Incomplete
+
 FLUSH_WAIT = 1.2
 """Seconds the capture goes on after the block, so the last packets reach the file."""
 START_TIMEOUT = 10.0
@@ -31,7 +33,7 @@ BUFFER_KIB = 65536
 _PATHS = ("/usr/bin/tcpdump", "/usr/sbin/tcpdump")
 
 
-class CaptureError(RuntimeError):
+class CaptureError(Incomplete, RuntimeError):
     """The capture could not start or did not end well: one line saying why."""
 
 

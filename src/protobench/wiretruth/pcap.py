@@ -16,6 +16,8 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
+from protobench.vocab.exceptions import BadInput
+
 TCP = 6
 UDP = 17
 _MAGICS = {
@@ -29,7 +31,7 @@ _ETHERNET, _BSD_LOOPBACK, _SLL, _SLL2 = 1, 0, 113, 276
 _IPV4, _IPV6 = 0x0800, 0x86DD
 
 
-class PcapError(ValueError):
+class PcapError(BadInput, ValueError):
     """A file that is not a pcap this module reads: one line saying why."""
 
 

@@ -3,6 +3,8 @@ the key pair check at load time."""
 
 from __future__ import annotations
 
+import time
+
 import pytest
 from pydantic import ValidationError
 
@@ -17,9 +19,15 @@ from protobench.protocols.beckn.keys import (
     public_key,
 )
 from protobench.protocols.beckn.options import BecknOptions
-from protobench.protocols.beckn.signing import Signer
+from protobench.protocols.beckn.signing import (
+    SignatureError,
+    Signer,
+    parse_authorization,
+    verify_with,
+)
 from protobench.vocab.errors import ErrorClass
 from tests.protocols.beckn.test_signing import SPEC_PRIVATE, SPEC_PUBLIC
+from tests.support.beckn import onix_ack_signature
 
 MID = "6f6e6978-0000-4000-8000-000000000001"
 TID = "6f6e6978-0000-4000-8000-000000000002"
@@ -115,6 +123,54 @@ def test_a_counter_signed_ack_verifies_with_the_bpp_key() -> None:
     assert "expired" in expired.detail
 
 
+REQUEST = Signer("bap.example.com", "bap-key-1", private_key(SPEC_PRIVATE)).authorization(
+    b'{"context":{"action":"discover"}}'
+)
+
+
+def test_an_ack_signed_as_beckn_onix_1_8_2_signs_it_verifies_bound_to_our_request() -> None:
+    """onix v1.8.2's signAck: headers "(created) (expires) digest request-signature", and
+    the request's signature as a fourth line (the vector is made by the test's own
+    implementation of that algorithm)."""
+    key = public_key(SPEC_PUBLIC)
+    now = int(time.time())
+    header = onix_ack_signature(V2_ACK, REQUEST, SPEC_PRIVATE, "bpp-network", "k", now).encode()
+    assert signature_error(header, V2_ACK, key, REQUEST) is None
+    # bound to the request: another request's signature (or none) does not verify
+    other = Signer("bap.example.com", "bap-key-1", private_key(SPEC_PRIVATE)).authorization(b"{}")
+    wrong = signature_error(header, V2_ACK, key, other)
+    assert wrong is not None
+    assert wrong.code == "signature"
+    assert "bound to the request" in wrong.detail
+    assert signature_error(header, V2_ACK, key, "") is not None
+    # a reply to an unsigned request: the same header list over the three lines
+    unsigned = onix_ack_signature(V2_ACK, "", SPEC_PRIVATE, "bpp-network", "k", now).encode()
+    assert signature_error(unsigned, V2_ACK, key, "") is None
+    # the spec's three-line form stays accepted, whatever the request
+    assert (
+        signature_error(
+            Signer("bpp", "k", private_key(SPEC_PRIVATE)).authorization(V2_ACK).encode(),
+            V2_ACK,
+            key,
+            REQUEST,
+        )
+        is None
+    )
+
+
+def test_our_reply_signature_is_the_one_beckn_onix_1_8_2_makes() -> None:
+    """Same inputs, same bytes: Ed25519 is deterministic, so our reply signature equals the
+    independent vector's, and a request's Authorization still refuses the reply form."""
+    created = 1_700_000_000
+    ours = Signer("bpp-network", "k", private_key(SPEC_PRIVATE)).authorization(
+        V2_ACK, created, reply_to=REQUEST
+    )
+    assert ours == onix_ack_signature(V2_ACK, REQUEST, SPEC_PRIVATE, "bpp-network", "k", created)
+    fields = parse_authorization(ours)
+    with pytest.raises(SignatureError, match="headers must be"):
+        verify_with(fields, V2_ACK, public_key(SPEC_PUBLIC), now=created)
+
+
 def test_a_private_key_that_is_not_the_registered_one_is_refused_at_load() -> None:
     spec_key = {"private_key": SPEC_PRIVATE}
     with pytest.raises(ValidationError, match=r"development key's .* another one"):
@@ -157,5 +213,12 @@ def test_callbacks_are_acked_in_the_v2_shape_and_counter_signed() -> None:
     assert reply_error(200, body, MID) is None
     header = next(line for line in head.split(b"\r\n") if line.startswith(b"Signature: "))
     signature = header.removeprefix(b"Signature: ")
-    assert signature_error(signature, body, public_key(DEV_PUBLIC_KEY)) is None
-    assert listener.unmatched == 1
+    assert b'headers="(created) (expires) digest request-signature"' in signature
+    assert signature_error(signature, body, public_key(DEV_PUBLIC_KEY), "") is None
+    # a callback signed by the BPP: our ACK is bound to its signature, as onix checks it
+    head, body = listener._handle(b"POST", b"/bap/on_select", REQUEST, callback).split(b"\r\n\r\n")
+    header = next(line for line in head.split(b"\r\n") if line.startswith(b"Signature: "))
+    signature = header.removeprefix(b"Signature: ")
+    assert signature_error(signature, body, public_key(DEV_PUBLIC_KEY), REQUEST) is None
+    assert signature_error(signature, body, public_key(DEV_PUBLIC_KEY), "") is not None
+    assert listener.unmatched == 2

@@ -7,6 +7,7 @@ import time
 from typing import Any
 
 import httpx
+import orjson
 import pytest
 
 from protobench.protocols.beckn.keys import DEV_KEY_ID, DEV_PRIVATE_KEY, DEV_SUBSCRIBER_ID
@@ -14,6 +15,7 @@ from protobench.protocols.beckn.keys import private_key as load_private_key
 from protobench.protocols.beckn.options import OPERATIONS
 from protobench.protocols.beckn.payloads import BodyFactory
 from protobench.protocols.beckn.plugin import BecknProtocol
+from protobench.protocols.beckn.server import HandlerProtocol, json_bytes_response
 from protobench.protocols.beckn.signing import Signer
 from protobench.vocab.errors import ErrorClass
 from tests.support.beckn import (
@@ -22,6 +24,7 @@ from tests.support.beckn import (
     beckn_context,
     bpp_server,
     bpp_stats,
+    onix_ack_signature,
 )
 from tests.support.haystack import UVLOOP_BACKEND, error_of, exchange
 from tests.support.timing import MS
@@ -179,3 +182,38 @@ async def test_connection_closed_by_the_bpp_while_idle_is_reopened() -> None:
         stats = await bpp_stats(url)
     assert [error for error, _ in first + second] == [None] * 3
     assert stats["ack"] == 3
+
+
+async def test_acks_counter_signed_as_beckn_onix_1_8_2_signs_them_are_accepted() -> None:
+    """A BPP that answers like beckn-onix v1.8.2's signAck step (the ACK's Signature bound to
+    each request's own signature, made by the test's implementation of that algorithm):
+    every ACK verifies with --opt bpp_public_key; an ACK bound to another request is
+    ``validation:signature``."""
+    requests: list[str] = []
+    bind_to: list[str] = []
+
+    def handle(method: bytes, url: bytes, authorization: str, body: bytes) -> bytes:
+        requests.append(authorization)
+        message_id = orjson.loads(body)["context"]["messageId"]
+        ack = orjson.dumps({"message": {"status": "ACK", "messageId": message_id}})
+        signed_for = bind_to[0] if bind_to else authorization
+        header = onix_ack_signature(
+            ack, signed_for, SPEC_PRIVATE_KEY, "bpp-network", "bpp-key", int(time.time())
+        )
+        return json_bytes_response("200 OK", ack, f"Signature: {header}\r\n")
+
+    loop = asyncio.get_running_loop()
+    server = await loop.create_server(lambda: HandlerProtocol(handle), "127.0.0.1", 0)
+    url = f"http://127.0.0.1:{server.sockets[0].getsockname()[1]}/bpp/receiver"
+    try:
+        results = await _run(url, "discover", n=5, bpp_public_key=SPEC_PUBLIC_KEY)
+        assert [error for error, _ in results] == [None] * 5
+        assert len(requests) == 5
+        assert all('signature="' in value for value in requests)
+        bind_to.append(requests[0])  # every ACK now bound to the first request
+        results = await _run(url, "select", n=2, bpp_public_key=SPEC_PUBLIC_KEY)
+        errors = [error for error, _ in results]
+        assert all(e is not None and e.code == "signature" for e in errors), errors
+    finally:
+        server.close()
+        await server.wait_closed()

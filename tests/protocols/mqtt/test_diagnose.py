@@ -42,3 +42,29 @@ def test_the_plugin_s_hook_is_the_pure_function_and_kinds_cover_every_op() -> No
     assert plugin.latency_kind("publish", {"qos": 0}) == "local_write"
     assert plugin.latency_kind("publish", {"qos": 1}) == "to_ack"
     assert plugin.latency_kind("subscribe", {"qos": 1}) == "one_way"
+
+
+def test_a_connect_only_storm_is_diagnosed_from_its_connections_not_from_subscribers() -> None:
+    """A broker that accepts TCP and answers no CONNECT: the storm's timeouts are named, and
+    nothing is said of subscribers or publishers the profile does not have."""
+    ops = {"connect": {"ok": 120, "errors:timeout": 400, "errors:refused": 3, "connects": 120}}
+    [finding] = findings(ops)
+    assert finding.startswith("connect: 403 of 523 connection attempts failed")
+    assert "refused 3, timeout 400" in finding
+    assert "no CONNACK in time" in finding
+    assert "subscriber" not in finding
+    assert findings({"connect": {"ok": 500, "connects": 500}}) == []
+    # counters a profile without subscribers cannot have are not read as a backlog
+    assert findings({"connect": {"ok": 5, "unfinished": 2}}) == []
+
+
+def test_a_lagging_subscriber_says_how_far_behind_it_was() -> None:
+    ops = {
+        "subscribe": {"received": 9000, "expected": 10000, "undelivered": 1000,
+                      "lagging": 1, "lag_ms": 5500},
+        "publish": {"ok": 10000},
+    }  # fmt: skip
+    [finding] = findings(ops)
+    assert "the subscriber was 5.5 s behind" in finding
+    ops["subscribe"].update(lagging=2, lag_ms=3000)
+    assert "2 subscribers were on average 1.5 s behind" in findings(ops)[0]

@@ -120,3 +120,31 @@ async def test_the_end_marker_follows_every_message_and_its_copy_goes_to_the_boa
     assert isinstance(copy, Publish)
     assert (copy.topic, copy.qos) == (f"protobench-end/{pub.publisher:08x}", 1)
     assert copy.payload == packets[-1].payload + b"protobench/3"  # type: ignore[union-attr]
+
+
+@pytest.mark.parametrize("qos", [0, 1])
+async def test_mqtt5_properties_and_topic_aliases_are_the_codec_s_bytes(qos: int) -> None:
+    """User properties, expiry, content type on every PUBLISH; with topic_alias the first
+    one names the topic and sets alias 1, the next ones send an empty topic and the alias;
+    past the broker's grant a topic goes by name."""
+    pub = session(V5, qos=qos, size=64, topic="t/{seq}", topic_alias=True, message_expiry="1m",
+                  user_properties={"k": "v"}, content_type="a/b")  # fmt: skip
+    pub.fixed_topic = "t/a"  # one topic (as a template without {seq} makes it)
+    pub.conn.alias_max = 1
+    counted: dict[str, int] = {}
+    pub._count = lambda name, n: counted.update({name: counted.get(name, 0) + n})
+    frames = [pub._frame(pid if qos else 0) for pid in (1, 2, 3)]
+    pub.fixed_topic = None  # another topic each: no alias left (the grant is 1)
+    frames.append(pub._frame(4 if qos else 0))
+    packets = [Decoder(V5).feed(frame)[0] for frame in frames]
+    assert all(isinstance(p, Publish) for p in packets)
+    for frame, packet in zip(frames, packets, strict=True):
+        assert encode(packet, V5) == frame  # type: ignore[arg-type]
+    assert [p.topic for p in packets] == ["t/a", "", "", "t/3"]  # type: ignore[union-attr]
+    base = ((0x02, 60), (0x03, "a/b"), (0x26, ("k", "v")))
+    assert [p.properties for p in packets] == [  # type: ignore[union-attr]
+        (*base, (0x23, 1)), (*base, (0x23, 1)), (*base, (0x23, 1)), base,
+    ]  # fmt: skip
+    seqs = [HEADER.unpack_from(p.payload)[3] for p in packets]  # type: ignore[union-attr]
+    assert seqs == [0, 1, 2, 3]
+    assert counted == {"topic_aliases": 1}

@@ -160,6 +160,10 @@ async def test_messages_a_backlogged_subscriber_never_got_are_undelivered(
         assert owed["expected"] == 6000
         assert owed["received"] + owed["undelivered"] == 6000
         assert owed["undelivered"] > 0
+        assert owed["lagging"] == 1  # and how far behind it was, in the diagnosis
+        [finding] = PLUGIN.diagnose({"subscribe": owed, "publish": {"ok": 6000}})
+        assert "messages not received by the end of the drain" in finding
+        assert "the subscriber was " in finding
         for pub in pubs:
             await pub.close()
 

@@ -9,6 +9,7 @@ the protocol asks for.
 from __future__ import annotations
 
 import asyncio
+import time
 from collections import Counter
 from typing import Any, cast
 
@@ -204,7 +205,11 @@ async def test_a_backlogged_subscriber_owes_the_tail_the_board_tells_of() -> Non
     task.cancel()
     with pytest.raises(asyncio.CancelledError):
         await task
+    lag = {key: recorder.counters.pop(key) for key in ("lagging", "lag_ms")}
     assert recorder.counters == Counter(received=3, expected=10 + 4, undelivered=7 + 4)
+    # it was behind: the newest message it got (stamped at 1 µs) is as old as the clock
+    assert lag["lagging"] == 1
+    assert lag["lag_ms"] >= (time.monotonic_ns() - 1_000) // 1_000_000 - 60_000
 
 
 async def test_messages_that_come_before_the_run_starts_are_counted_when_it_does() -> None:

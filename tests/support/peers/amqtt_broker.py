@@ -1,9 +1,10 @@
 """An amqtt broker for the MQTT interop tests, run by the peer venv's Python (see support.mqtt).
 
-``python amqtt_broker.py PORT COUNTS_FILE``: an anonymous amqtt broker on
-127.0.0.1:PORT that counts every PUBLISH it received and sent, by the first
-level of the topic, and writes the counts as JSON to COUNTS_FILE each time it
-is asked (SIGUSR1) and when it stops (SIGTERM): the broker's own truth.
+``python amqtt_broker.py PORT COUNTS_FILE [WS_PORT]``: an anonymous amqtt broker on
+127.0.0.1:PORT (and MQTT over WebSocket on 127.0.0.1:WS_PORT) that counts every
+PUBLISH it received and sent, by the first level of the topic, and writes the
+counts as JSON to COUNTS_FILE each time it is asked (SIGUSR1) and when it stops
+(SIGTERM): the broker's own truth.
 """
 
 from __future__ import annotations
@@ -44,10 +45,13 @@ class Count(BasePlugin):  # type: ignore[type-arg]
             COUNTS["sent"][_topic(packet)] += 1
 
 
-async def main(port: int, counts_file: Path) -> None:
+async def main(port: int, counts_file: Path, ws_port: int | None) -> None:
+    listeners: dict[str, Any] = {"default": {"type": "tcp", "bind": f"127.0.0.1:{port}"}}
+    if ws_port is not None:
+        listeners["ws"] = {"type": "ws", "bind": f"127.0.0.1:{ws_port}"}
     broker = Broker(
         {
-            "listeners": {"default": {"type": "tcp", "bind": f"127.0.0.1:{port}"}},
+            "listeners": listeners,
             "plugins": {
                 "amqtt.plugins.authentication.AnonymousAuthPlugin": {"allow_anonymous": True},
                 "__main__.Count": {},
@@ -69,4 +73,5 @@ def _write(counts_file: Path) -> None:
 
 
 if __name__ == "__main__":
-    asyncio.run(main(int(sys.argv[1]), Path(sys.argv[2])))
+    ws = int(sys.argv[3]) if len(sys.argv) > 3 else None
+    asyncio.run(main(int(sys.argv[1]), Path(sys.argv[2]), ws))

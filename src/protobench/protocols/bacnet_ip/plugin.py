@@ -52,6 +52,7 @@ class BacnetIpProtocol(ProtocolPlugin):
     embedded_target = "bacnet-ip"
     url_schemes = ("bacnet",)
     discover_by_scheme = True
+    connection_oriented = False  # UDP: the target's memory is never per connection
 
     def check_target(self, url: str) -> None:
         parse_target(url)

@@ -17,7 +17,8 @@ the request's is ``validation``; a NACK is ``protocol`` with the NACK's
 other status is ``protocol``, coded by the NACK in its body when there is one,
 else by the status; a 200 body that is neither ACK nor NACK is ``validation``.
 :func:`signature_error` checks an ACK's counter-signature (its ``Signature``
-header: the ``Authorization`` fields over the ACK body) with the BPP's key.
+header: the ``Authorization`` fields over the ACK body, in the spec's form or
+bound to the request as beckn-onix v1.8 signs it) with the BPP's key.
 """
 
 from __future__ import annotations
@@ -94,14 +95,20 @@ def reply_error(status: int, body: bytes, message_id: str | None = None) -> OpEr
     return status_error(status)
 
 
-def signature_error(header: bytes | None, body: bytes, key: Ed25519PublicKey) -> OpError | None:
+def signature_error(
+    header: bytes | None, body: bytes, key: Ed25519PublicKey, request: str = ""
+) -> OpError | None:
     """``None`` when the ACK's ``Signature`` header verifies with the BPP's ``key``;
-    else the ``validation`` error (code ``signature``) saying why."""
+    else the ``validation`` error (code ``signature``) saying why.
+
+    ``request`` is the ``Authorization`` of the request answered ("" when unsigned):
+    an ACK signed as beckn-onix v1.8 signs them is bound to it (see
+    :mod:`~protobench.protocols.beckn.signing`)."""
     if header is None:
         return OpError(ErrorClass.VALIDATION, "the ACK has no Signature header", code="signature")
     try:
         fields = parse_authorization(header.decode("latin-1"), scheme_required=False)
-        verify_with(fields, body, key)
+        verify_with(fields, body, key, reply_to=request)
     except SignatureError as exc:
         return OpError(ErrorClass.VALIDATION, f"the ACK's Signature: {exc}", code="signature")
     return None

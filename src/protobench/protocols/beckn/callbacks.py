@@ -13,8 +13,8 @@ and ``messageId``.
   ``on_{action}`` carrying it arrives. Callbacks are ACKed in the v2 shape
   (``{"message": {"status": "ACK", "messageId": ..., "transactionId": ...}}``),
   counter-signed in a ``Signature`` header with the BAP's key when requests
-  are signed (beckn-onix checks the ACKs of callbacks); their own signatures
-  are not verified.
+  are signed, bound to the callback's own signature as beckn-onix v1.8 signs
+  and checks the ACKs of callbacks; the callbacks' signatures are not verified.
 """
 
 from __future__ import annotations
@@ -174,7 +174,8 @@ class CallbackListener:
         reply = orjson.dumps({"message": ack})
         signature = ""
         if self.signer is not None:
-            signature = f"Signature: {self.signer.authorization(reply)}\r\n"
+            signed = self.signer.authorization(reply, reply_to=authorization)
+            signature = f"Signature: {signed}\r\n"
         return json_bytes_response("200 OK", reply, signature)
 
 

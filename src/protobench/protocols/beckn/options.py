@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from pydantic import Field, SecretStr, field_validator, model_validator
+from pydantic import Field, SecretStr, ValidationInfo, field_validator, model_validator
 
-from protobench.protocols.base import StrictModel
+from protobench.protocols.base import StrictModel, overrides_applied
 from protobench.protocols.beckn.keys import (
     DEV_KEY_ID,
     DEV_SUBSCRIBER_ID,
@@ -70,9 +70,10 @@ class BecknOptions(StrictModel):
         return value
 
     @model_validator(mode="after")
-    def _key_pair_matches(self) -> BecknOptions:
-        """A private key that is not the registered one gives 401 on everything: say so now."""
-        if self.sign:
+    def _key_pair_matches(self, info: ValidationInfo) -> BecknOptions:
+        """A private key that is not the registered one gives 401 on everything: say so now
+        (on the run's final options: ``--opt subscriber_id=...`` completes a built-in's)."""
+        if self.sign and overrides_applied(info):
             try:
                 mismatch = key_mismatch(
                     resolve_private_key(self.private_key, self.private_key_env),

@@ -70,6 +70,7 @@ class BecknSession(CallbackSession):
         self._listener = listener
         self._done: Done | None = None
         self._message_id = ""
+        self._authorization = ""
         self._acked = -1
         self._called_back = -1
         self._timer: asyncio.TimerHandle | None = None
@@ -101,7 +102,8 @@ class BecknSession(CallbackSession):
         body = self._bodies()
         headers = [_JSON]
         if self._signer is not None:
-            headers.append(("Authorization", self._signer.authorization(body)))
+            self._authorization = self._signer.authorization(body)
+            headers.append(("Authorization", self._authorization))
         request = build_request("POST", self._endpoint, self._path, headers, body)
         self._done = done
         self._message_id = self._bodies.message_id
@@ -128,7 +130,9 @@ class BecknSession(CallbackSession):
     def _reply_error(self, response: Response) -> OpError | None:
         error = reply_error(response.status, response.body, self._message_id)
         if error is None and self._bpp_key is not None:
-            return signature_error(response.header("signature"), response.body, self._bpp_key)
+            return signature_error(
+                response.header("signature"), response.body, self._bpp_key, self._authorization
+            )
         return error
 
     def _on_callback(self, nbytes: int) -> None:

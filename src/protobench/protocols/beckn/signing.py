@@ -15,6 +15,15 @@ body digest):
    created="{c}",expires="{e}",headers="(created) (expires) digest",signature="{s}"``
    (one line).
 
+A synchronous reply (an ACK) is counter-signed in a ``Signature`` header with
+the same fields. beckn-onix (from v1.8) signs it as NFH-004 §3.4 says: the
+header list is ``(created) (expires) digest request-signature`` and, when the
+request it answers was signed, the signing string has a fourth line
+``request-signature: {the request's signature="..." value}``, which binds the
+reply to that request (without one, the three lines alone are signed under the
+same header list). :func:`verify_with` accepts both forms given the request's
+signature; :meth:`Signer.authorization` writes the second for a reply.
+
 :class:`Signer` is the sender's hot path (one digest and one Ed25519 signature
 per request, no other allocation worth naming). :func:`verify` is the
 receiver's check, used by the embedded mock BPP: it raises
@@ -39,7 +48,10 @@ from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey,
 from protobench.vocab.exceptions import Incomplete
 
 HEADERS = "(created) (expires) digest"
+REPLY_HEADERS = "(created) (expires) digest request-signature"
+"""The header list of a reply's signature bound to its request (NFH-004 §3.4)."""
 _PARAM = re.compile(r'([A-Za-z]+)="([^"]*)"')
+_SIGNATURE_FIELD = ',signature="'
 
 
 class SignatureError(Incomplete):
@@ -51,9 +63,18 @@ def body_digest(body: bytes) -> str:
     return base64.b64encode(hashlib.blake2b(body, digest_size=64).digest()).decode("ascii")
 
 
-def signing_string(created: int, expires: int, digest: str) -> str:
-    """The exact string that is signed (no trailing newline)."""
-    return f"(created): {created}\n(expires): {expires}\ndigest: BLAKE-512={digest}"
+def signing_string(created: int, expires: int, digest: str, request_signature: str = "") -> str:
+    """The exact string that is signed (no trailing newline); a reply to a signed request
+    adds the ``request-signature`` line."""
+    text = f"(created): {created}\n(expires): {expires}\ndigest: BLAKE-512={digest}"
+    return f"{text}\nrequest-signature: {request_signature}" if request_signature else text
+
+
+def request_signature(authorization: str) -> str:
+    """The ``signature="..."`` value of an ``Authorization`` header ("" when it has none):
+    what a reply's signature binds to."""
+    _, found, rest = authorization.partition(_SIGNATURE_FIELD)
+    return rest.partition('"')[0] if found else ""
 
 
 class Signer:
@@ -71,16 +92,24 @@ class Signer:
     def __repr__(self) -> str:
         return f"Signer({self._key_field.split('"')[1]})"
 
-    def authorization(self, body: bytes, created: int | None = None) -> str:
-        """The ``Authorization`` header value for ``body``, created now unless given."""
+    def authorization(
+        self, body: bytes, created: int | None = None, reply_to: str | None = None
+    ) -> str:
+        """The ``Authorization`` header value for ``body``, created now unless given.
+
+        ``reply_to`` makes it the ``Signature`` of a reply to a request whose
+        ``Authorization`` was ``reply_to`` ("" for an unsigned one), in onix's form.
+        """
         if created is None:
             created = int(time.time())
         expires = created + self.ttl
-        text = signing_string(created, expires, body_digest(body))
+        bound = "" if reply_to is None else request_signature(reply_to)
+        text = signing_string(created, expires, body_digest(body), bound)
         signature = base64.b64encode(self._key.sign(text.encode("ascii"))).decode("ascii")
+        headers = HEADERS if reply_to is None else REPLY_HEADERS
         return (
             f'{self._key_field},created="{created}",expires="{expires}",'
-            f'headers="{HEADERS}",signature="{signature}"'
+            f'headers="{headers}",signature="{signature}"'
         )
 
 
@@ -149,20 +178,30 @@ def verify_with(
     key: Ed25519PublicKey,
     now: float | None = None,
     skew: int = 5,
+    reply_to: str | None = None,
 ) -> Authorization:
-    """Check parsed signature fields against ``body`` with ``key`` (see :func:`verify`)."""
+    """Check parsed signature fields against ``body`` with ``key`` (see :func:`verify`).
+
+    ``reply_to`` (the ``Authorization`` of the request answered, "" when unsigned)
+    also accepts a reply's signature bound to it (:data:`REPLY_HEADERS`).
+    """
     if auth.algorithm != "ed25519":
         raise SignatureError("algorithm is not ed25519 (or differs from the keyId's)")
-    if auth.headers != HEADERS:
-        raise SignatureError(f"headers must be {HEADERS!r}")
+    bound = ""
+    if reply_to is not None and auth.headers == REPLY_HEADERS:
+        bound = request_signature(reply_to)
+    elif auth.headers != HEADERS:
+        accepted = repr(HEADERS) if reply_to is None else f"{HEADERS!r} or {REPLY_HEADERS!r}"
+        raise SignatureError(f"headers must be {accepted}, not {auth.headers!r}")
     now = time.time() if now is None else now
     if auth.created > now + skew:
         raise SignatureError("created is in the future")
     if auth.expires < now - skew:
         raise SignatureError("signature expired")
-    text = signing_string(auth.created, auth.expires, body_digest(body))
+    text = signing_string(auth.created, auth.expires, body_digest(body), bound)
     try:
         key.verify(base64.b64decode(auth.signature), text.encode("ascii"))
     except (InvalidSignature, ValueError):
-        raise SignatureError("signature does not verify") from None
+        bound_to = " (bound to the request's signature)" if bound else ""
+        raise SignatureError(f"signature does not verify{bound_to}") from None
     return auth

@@ -15,9 +15,9 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from pydantic import Field, field_validator, model_validator
+from pydantic import Field, ValidationInfo, field_validator, model_validator
 
-from protobench.protocols.base import StrictModel
+from protobench.protocols.base import StrictModel, overrides_applied
 from protobench.protocols.http.client import check_relative_path, check_request
 from protobench.protocols.http.flags import CONNECT_TO, connect_target
 
@@ -51,8 +51,8 @@ class HttpOptions(StrictModel):
         return value
 
     @model_validator(mode="after")
-    def _key_needs_cert(self) -> HttpOptions:
-        if self.key_file and not self.cert_file:
+    def _key_needs_cert(self, info: ValidationInfo) -> HttpOptions:
+        if self.key_file and not self.cert_file and overrides_applied(info):
             raise ValueError("key_file needs cert_file")
         return self
 

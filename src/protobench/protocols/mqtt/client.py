@@ -82,11 +82,13 @@ from protobench.protocols.mqtt.codec import (
 )
 from protobench.protocols.mqtt.keepalive import wheel
 from protobench.protocols.mqtt.payload import SENT
+from protobench.protocols.mqtt.wslink import open_link
 from protobench.protocols.sourceaddr import connected_socket
 from protobench.protocols.timestamps.clock import Stamps, perf_ns
 from protobench.protocols.timestamps.reactor import Reactor
 from protobench.protocols.timestamps.send import Writer, request_writer
 from protobench.protocols.timestamps.transport import open_stamped
+from protobench.protocols.websocket.options import WebSocketOptions
 from protobench.vocab.errors import ErrorClass, OpError
 from protobench.vocab.recorder import Tally
 
@@ -183,6 +185,8 @@ class MqttConnection(asyncio.Protocol):
         "_stamping",
         "_sweep_handle",
         "_write_request",
+        "alias_max",
+        "aliases",
         "closed",
         "decoder",
         "error",
@@ -216,6 +220,10 @@ class MqttConnection(asyncio.Protocol):
         self.inflight: dict[int, tuple[Done, float, Stamps]] = {}
         self.waiting: deque[Callable[[], None]] | None = None
         self.send_quota = MAX_PACKET_ID
+        self.alias_max = 0
+        """The Topic Alias Maximum the broker granted (MQTT 5 CONNACK; 0: none)."""
+        self.aliases: dict[str, int] | None = None
+        """Topic -> alias set on this connection (publishers with ``topic_alias``)."""
         self.sent_packets = 0
         self.sent = Tally()
         """The bytes written (a session sets its op's tally once the connection is set up)."""
@@ -517,6 +525,7 @@ class MqttConnection(asyncio.Protocol):
         connack = await self._connack
         if self.version == V5:
             self.send_quota = _property(connack.properties, Prop.RECEIVE_MAXIMUM, MAX_PACKET_ID)
+            self.alias_max = _property(connack.properties, Prop.TOPIC_ALIAS_MAXIMUM, 0)
         return connack
 
     async def subscribe(self, topics: list[tuple[str, int]], within: float) -> Suback:
@@ -621,17 +630,23 @@ async def open_connection(
     within: float,
     ssl_context: ssl.SSLContext | None = None,
     source: str | None = None,
+    websocket: tuple[str, WebSocketOptions] | None = None,
+    index: int = 0,
     reactor: Reactor | None = None,
 ) -> MqttConnection:
     """Connect (from ``source`` when given), send ``connect`` and wait for a successful
-    CONNACK, or raise :class:`OpError`. With a ``reactor`` a connection without TLS
-    reads the kernel's timestamps (the module's docstring)."""
+    CONNACK, or raise :class:`OpError`. ``websocket`` (its URL and options) carries the
+    connection over a WebSocket (:mod:`.wslink`; session ``index`` picks its source). With
+    a ``reactor`` a plain TCP connection (no TLS, no WebSocket) reads the kernel's
+    timestamps (the module's docstring)."""
     loop = asyncio.get_running_loop()
     conn = MqttConnection(version)
     hostname = host if ssl_context else None
     try:
         async with asyncio.timeout(within):
-            if reactor is not None and ssl_context is None:
+            if websocket is not None:
+                await open_link(websocket[0], websocket[1], conn, within, index)
+            elif reactor is not None and ssl_context is None:
                 await open_stamped(
                     lambda: conn, host, port, reactor=reactor, stamps=conn.stamps, source=source
                 )

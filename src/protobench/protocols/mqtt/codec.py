@@ -5,9 +5,9 @@ No sockets, no clock. :func:`encode` turns a packet into bytes; a
 packets they finish. Both sides of the protocol are covered so a client core
 can be tested against a peer in memory: CONNECT/CONNACK, PUBLISH,
 PUBACK/PUBREC/PUBREL/PUBCOMP (one :class:`Ack` class with its ``kind``),
-SUBSCRIBE/SUBACK, UNSUBSCRIBE/UNSUBACK, PINGREQ/PINGRESP and DISCONNECT.
-Wills and the MQTT 5 AUTH packet are not supported (a peer sending AUTH is a
-protocol error).
+SUBSCRIBE/SUBACK, UNSUBSCRIBE/UNSUBACK, PINGREQ/PINGRESP and DISCONNECT; a
+CONNECT may carry a :class:`Will` (with its MQTT 5 will properties). The MQTT 5
+AUTH packet is not supported (a peer sending AUTH is a protocol error).
 
 MQTT 5 properties are a tuple of ``(identifier, value)`` pairs in wire order
 (identifiers may repeat: user properties, subscription identifiers); values
@@ -187,6 +187,18 @@ def reason_text(code: int, version: int) -> str:
 
 
 @dataclass(frozen=True, slots=True)
+class Will:
+    """The message a broker publishes for a client whose connection ends without DISCONNECT
+    (MQTT 5: with its will properties, e.g. the will delay and the message expiry)."""
+
+    topic: str
+    payload: bytes
+    qos: int = 0
+    retain: bool = False
+    properties: Properties = ()
+
+
+@dataclass(frozen=True, slots=True)
 class Connect:
     client_id: str
     keepalive: int = 60
@@ -194,6 +206,7 @@ class Connect:
     username: str | None = None
     password: bytes | None = None
     properties: Properties = ()
+    will: Will | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -432,10 +445,19 @@ def _encode_connect(packet: Connect, version: int) -> bytes:
         flags |= 0x80
     if packet.password is not None:
         flags |= 0x40
+    will = packet.will
+    if will is not None:
+        if will.qos not in (0, 1, 2):
+            raise ValueError(f"invalid will QoS {will.qos}")
+        flags |= 0x04 | will.qos << 3 | (0x20 if will.retain else 0)
     body = encode_str("MQTT") + bytes((version, flags)) + _U16.pack(packet.keepalive)
     if version == V5:
         body += encode_properties(packet.properties)
     body += encode_str(packet.client_id)
+    if will is not None:
+        if version == V5:
+            body += encode_properties(will.properties)
+        body += encode_str(will.topic) + encode_bin(will.payload)
     if packet.username is not None:
         body += encode_str(packet.username)
     if packet.password is not None:
@@ -668,14 +690,23 @@ def _decode_connect(r: _Reader, kind: int, v5: bool) -> Connect:
     if level not in (V311, V5):
         raise MalformedPacket(f"unsupported protocol level {level}")
     flags = r.byte()
-    if flags & 0x3D:
-        raise MalformedPacket("CONNECT with a will or reserved flags (not supported)")
+    if flags & 0x01:
+        raise MalformedPacket("CONNECT with the reserved flag set")
+    will_qos = (flags >> 3) & 0x03
+    if not flags & 0x04 and flags & 0x38:
+        raise MalformedPacket("CONNECT with will QoS or retain but no will")
+    if will_qos == 3:
+        raise MalformedPacket("CONNECT with will QoS 3")
     keepalive = r.u16()
     props = r.properties() if level == V5 else ()
     client_id = r.str()
+    will = None
+    if flags & 0x04:
+        will_props = r.properties() if level == V5 else ()
+        will = Will(r.str(), r.bin(), will_qos, bool(flags & 0x20), will_props)
     username = r.str() if flags & 0x80 else None
     password = r.bin() if flags & 0x40 else None
-    return Connect(client_id, keepalive, bool(flags & 0x02), username, password, props)
+    return Connect(client_id, keepalive, bool(flags & 0x02), username, password, props, will)
 
 
 def _decode_subscribe(r: _Reader, kind: int, v5: bool) -> Subscribe:

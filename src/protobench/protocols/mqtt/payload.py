@@ -13,6 +13,9 @@ the same host.
 A publisher ends with one *end marker* (:func:`end_marker`): a stamp alone
 with the flag :data:`END` whose sequence field is the number of messages the
 publisher sent, so that its subscribers know what they should have received.
+A connection's will, unless given, is a *will marker* (:func:`will_marker`):
+a stamp alone with the flag :data:`WILL`, the session's index as publisher
+and the connect time, which subscribers count as ``wills``.
 
 The publisher id is random per publisher session (a reconnected publisher is a
 new publisher, its sequence starting at 0 again), the sequence counts that
@@ -32,6 +35,8 @@ from typing import Final
 MAGIC: Final = 0x5042
 END: Final = 0x0001
 """The flag of an end marker: the sequence field is the publisher's final count."""
+WILL: Final = 0x0002
+"""The flag of a will marker: the publisher field is the session index of the connection."""
 HEADER: Final = struct.Struct(">HHIIq")
 HEADER_SIZE: Final = HEADER.size
 SENT_AT: Final = 12
@@ -52,11 +57,16 @@ def end_marker(publisher: int, count: int, now_ns: int) -> bytes:
     return HEADER.pack(MAGIC, END, publisher, count & 0xFFFFFFFF, now_ns)
 
 
+def will_marker(index: int, now_ns: int) -> bytes:
+    """The default will payload of session ``index``'s connection (connected at ``now_ns``)."""
+    return HEADER.pack(MAGIC, WILL, index & 0xFFFFFFFF, 0, now_ns)
+
+
 def stamp_struct(before: str) -> struct.Struct:
     """A big-endian struct of the fields ``before`` (struct format codes), then the stamp's.
 
-    Publishers pack a packet identifier (``H``), an empty MQTT 5 property
-    block (``x``) and the stamp with one ``pack_into``.
+    Publishers pack a packet identifier (``H``), the MQTT 5 property block
+    (``Ns``, N its length) and the stamp with one ``pack_into``.
     """
     return struct.Struct(">" + before + HEADER.format.lstrip(">"))
 

@@ -8,13 +8,14 @@ and :mod:`.options` for the options and parameters.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Collection, Mapping
 from typing import Any, ClassVar
 
 from protobench.protocols.base import ProtocolPlugin, Session, SessionContext, StrictModel
 from protobench.protocols.mqtt.diagnose import findings
 from protobench.protocols.mqtt.options import (
     ConnectParams,
+    DropParams,
     IdleParams,
     MqttOptions,
     PublishParams,
@@ -27,16 +28,20 @@ class MqttProtocol(ProtocolPlugin):
     """MQTT 3.1.1 / 5.0 workloads: fan-out with end-to-end latency, storms, idle connections."""
 
     name = "mqtt"
-    description = "MQTT 3.1.1/5.0: publish, subscribe (end-to-end latency, loss), connect, idle"
+    description = (
+        "MQTT 3.1.1/5.0 over TCP, TLS or WebSocket: publish, subscribe (end-to-end latency, "
+        "loss), connect, drop (wills), idle"
+    )
     options = MqttOptions
     operations: ClassVar[Mapping[str, type[StrictModel]]] = {
         "publish": PublishParams,
         "subscribe": SubscribeParams,
         "connect": ConnectParams,
+        "drop": DropParams,
         "idle": IdleParams,
     }
     embedded_target = "mqtt"
-    url_schemes = ("mqtt", "mqtts")
+    url_schemes = ("mqtt", "mqtts", "ws", "wss")
     secret_options = frozenset({"password"})
     counts_connects = True
     passive_ops = frozenset({"idle"})
@@ -44,6 +49,7 @@ class MqttProtocol(ProtocolPlugin):
         "publish": "local_write",
         "subscribe": "one_way",
         "connect": "round_trip",
+        "drop": "round_trip",
         "idle": "round_trip",
     }
     """What each op's latency measures. ``publish`` is a local write at QoS 0 (the
@@ -56,6 +62,11 @@ class MqttProtocol(ProtocolPlugin):
         if op == "publish" and params is not None and int(params.get("qos", 0)):
             return "to_ack"
         return self.latency_kinds[op]
+
+    def memory_per_connection(self, ops: Collection[str]) -> bool:
+        """Only a run that moves no messages (``idle``, ``connect``, ``drop``): a broker's memory
+        grows with the messages it queues, which no connection count divides."""
+        return not {"publish", "subscribe"} & set(ops)
 
     def diagnose(self, ops: Mapping[str, Mapping[str, int]]) -> list[str]:
         """Where messages stayed: broker drops, subscriber backlog, generator (see

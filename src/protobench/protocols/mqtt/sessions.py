@@ -12,7 +12,8 @@ When the run stops, each publisher sends its end marker (once its own queued
 QoS 1/2 messages are out), carrying how many messages it sent.
 
 ``subscribe`` (:class:`SubscribeSession`) records, for every stamped message,
-the end-to-end latency from the publisher's send time, and the counters
+the end-to-end latency from the publisher's send time (for a will marker: from
+its connection's CONNECT, counted as ``wills``), and the counters
 ``received``, ``lost``, ``duplicated``, ``out_of_order`` (per publisher, see
 :mod:`~protobench.protocols.mqtt.payload`) and ``foreign`` (unstamped
 payloads), plus ``expected`` (what it should have received: ``received -
@@ -69,8 +70,12 @@ from protobench.protocols.mqtt.codec import (
     V5,
     Connect,
     Prop,
+    Properties,
+    PropValue,
     Publish,
+    Will,
     encode,
+    encode_properties,
     publish_prefix,
     reason_text,
 )
@@ -88,11 +93,13 @@ from protobench.protocols.mqtt.payload import (
     HEADER_SIZE,
     MAGIC,
     SENT_AT,
+    WILL,
     SequenceTracker,
     SizeMix,
     end_marker,
     new_publisher_id,
     stamp_struct,
+    will_marker,
 )
 from protobench.protocols.sharing import ConnectionShare
 from protobench.protocols.sourceaddr import source_for
@@ -113,8 +120,11 @@ def client_id(options: MqttOptions, ctx: SessionContext, group: str | None = Non
     return make_client_id(options.client_id_prefix, group or ctx.group, ctx.index)
 
 
-def connect_packet(options: MqttOptions, cid: str, where: Endpoint | None = None) -> Connect:
-    """The CONNECT of ``cid``: credentials from the options, else from the target URL.
+def connect_packet(
+    options: MqttOptions, cid: str, where: Endpoint | None = None, index: int | None = None
+) -> Connect:
+    """The CONNECT of ``cid``: credentials from the options, else from the target URL; the
+    options' will for session ``index``'s own connections (none for ``index=None``).
 
     A password needs a user name (MQTT-3.1.2-22 in 3.1.1): with a password and
     no user name anywhere, the user name is empty.
@@ -136,23 +146,54 @@ def connect_packet(options: MqttOptions, cid: str, where: Endpoint | None = None
         username=username,
         password=password.encode() if password is not None else None,
         properties=props,
+        will=will_of(options, index) if index is not None else None,
     )
 
 
-async def dial(ctx: SessionContext, cid: str, timed: bool = True) -> MqttConnection:
-    """Open a connection for ``ctx`` with keepalive running (first pings spread out); a
-    ``timed`` one (a session's own, not protobench's) reads the run's clock."""
+def will_of(options: MqttOptions, index: int) -> Will | None:
+    """The will of session ``index``'s connection: the options' topic and payload (a
+    :func:`~.payload.will_marker` when none is given), QoS, retain and MQTT 5 properties."""
+    if options.will_topic is None:
+        return None
+    props: list[tuple[int, PropValue]] = []
+    if options.will_delay:
+        props.append((Prop.WILL_DELAY_INTERVAL, int(options.will_delay)))
+    if options.will_expiry is not None:
+        props.append((Prop.MESSAGE_EXPIRY_INTERVAL, int(options.will_expiry)))
+    if options.will_content_type is not None:
+        props.append((Prop.CONTENT_TYPE, options.will_content_type))
+    props += [(Prop.USER_PROPERTY, pair) for pair in options.will_user_properties.items()]
+    payload = (
+        will_marker(index, monotonic_ns())
+        if options.will_payload is None
+        else options.will_payload.encode()
+    )
+    return Will(
+        options.will_topic.format(client=index),
+        payload,
+        options.will_qos,
+        options.will_retain,
+        tuple(props),
+    )
+
+
+async def dial(ctx: SessionContext, cid: str, will: bool = True) -> MqttConnection:
+    """Open a connection for ``ctx`` with keepalive running (first pings spread out); with
+    the options' will and the run's clock unless ``will`` is false (protobench's own
+    connections: the end board, the $SYS watch)."""
     options = cast(MqttOptions, ctx.options)
     where = endpoint(ctx.target, options)
     conn = await open_connection(
         where.host,
         where.port,
-        connect_packet(options, cid, where),
+        connect_packet(options, cid, where, ctx.index if will else None),
         version=options.protocol_level,
         within=ctx.timeout,
         ssl_context=where.ssl_context,
         source=source_for(options.source_addresses, ctx.index, where.host),
-        reactor=ctx.reactor if timed else None,
+        websocket=where.websocket,
+        index=ctx.index,
+        reactor=ctx.reactor if will else None,
     )
     ctx.count(CONNECTS, 1)
     conn.start_keepalive(options.keepalive)
@@ -168,11 +209,27 @@ def clock_of(ctx: SessionContext, conn: MqttConnection) -> None:
 # --------------------------------------------------------------------------- publish
 
 
+def publish_properties(params: PublishParams) -> Properties | None:
+    """The MQTT 5 properties of every PUBLISH of ``params`` (``None`` when it sets none and
+    uses no topic alias: the plain path)."""
+    if not params.v5_properties:
+        return None
+    props: list[tuple[int, PropValue]] = []
+    if params.message_expiry is not None:
+        props.append((Prop.MESSAGE_EXPIRY_INTERVAL, int(params.message_expiry)))
+    if params.content_type is not None:
+        props.append((Prop.CONTENT_TYPE, params.content_type))
+    props += [(Prop.USER_PROPERTY, pair) for pair in params.user_properties.items()]
+    return tuple(props)
+
+
 class PublishSession(CallbackSession):
     """One publisher: its own id and sequence, on a possibly shared connection."""
 
     __slots__ = (
+        "_count",
         "_draining",
+        "_extra",
         "_loop",
         "_pack",
         "_queued",
@@ -183,6 +240,7 @@ class PublishSession(CallbackSession):
         "_stall_timer",
         "_stopping",
         "_templates",
+        "_templates_v5",
         "board",
         "conn",
         "fixed_topic",
@@ -228,6 +286,10 @@ class PublishSession(CallbackSession):
         self._pack = stamp_struct(("H" if self.qos else "") + ("x" if self.v5 else "")).pack_into
         self._sent_at = (2 if self.qos else 0) + (1 if self.v5 else 0) + SENT_AT
         """Where the payload's send time is, from where ``_pack`` starts."""
+        self._extra = publish_properties(params) if self.v5 else None
+        """The MQTT 5 properties of every PUBLISH (``None``: none, and no topic alias)."""
+        self._templates_v5: dict[tuple[str, int, int], tuple[bytearray, int, int]] = {}
+        self._count = ctx.count
         self._ready: deque[Done] = deque()
         self._scheduled = False
         self._draining = False
@@ -245,6 +307,8 @@ class PublishSession(CallbackSession):
 
     def _frame(self, pid: int) -> tuple[bytearray, int]:
         """The next message's PUBLISH and where its payload's send time is in it."""
+        if self._extra is not None:
+            return self._frame_with_properties(pid)
         seq = self.seq
         self.seq = seq + 1
         size = self.size if self.mix is None else self.mix.size_for(seq)
@@ -260,6 +324,62 @@ class PublishSession(CallbackSession):
         else:
             self._pack(frame, at, MAGIC, 0, self.publisher, seq & 0xFFFFFFFF, monotonic_ns())
         return bytearray(frame), at + self._sent_at
+
+    # MQTT 5 PUBLISH properties and topic aliases: a path of its own, the plain one untouched
+
+    def _frame_with_properties(self, pid: int) -> tuple[bytearray, int]:
+        """A PUBLISH carrying the params' MQTT 5 properties and, with ``topic_alias``, the
+        topic's alias on this connection: the topic's first message names the topic and
+        sets the alias, the next ones send an empty topic name and the alias alone."""
+        seq = self.seq
+        self.seq = seq + 1
+        size = self.size if self.mix is None else self.mix.size_for(seq)
+        topic = self.fixed_topic or self.params.topic.format(client=self.index, seq=seq)
+        wire_topic, alias = topic, 0
+        if self.params.topic_alias:
+            wire_topic, alias = self._alias(topic)
+        key = (wire_topic, size, alias)
+        cached = self._templates_v5.get(key) if self.fixed_topic is not None else None
+        if cached is None:
+            cached = self._template_v5(wire_topic, size, alias)
+            if self.fixed_topic is not None:
+                self._templates_v5[key] = cached
+        frame, at, stamp_at = cached
+        if self.qos:
+            frame[at] = pid >> 8
+            frame[at + 1] = pid & 0xFF
+        HEADER.pack_into(
+            frame, stamp_at, MAGIC, 0, self.publisher, seq & 0xFFFFFFFF, monotonic_ns()
+        )
+        return bytearray(frame), stamp_at + SENT_AT
+
+    def _alias(self, topic: str) -> tuple[str, int]:
+        """(the topic name to send, the alias or 0): a new alias while the broker's Topic
+        Alias Maximum allows one (counted as ``topic_aliases``), else the topic by name."""
+        conn = self.conn
+        aliases = conn.aliases
+        if aliases is None:
+            aliases = conn.aliases = {}
+        alias = aliases.get(topic)
+        if alias is not None:
+            return "", alias
+        if len(aliases) >= conn.alias_max:
+            return topic, 0
+        alias = aliases[topic] = len(aliases) + 1
+        self._count("topic_aliases", 1)
+        return topic, alias
+
+    def _template_v5(self, topic: str, size: int, alias: int) -> tuple[bytearray, int, int]:
+        """A PUBLISH template with the property block; (frame, packet id offset, stamp offset)."""
+        extra = self._extra or ()
+        block = encode_properties(extra + (((Prop.TOPIC_ALIAS, alias),) if alias else ()))
+        after = (2 if self.qos else 0) + len(block)
+        remaining = 2 + len(topic.encode()) + after + size
+        prefix = publish_prefix(topic, self.qos, self.params.retain, False, remaining)
+        at = len(prefix)
+        frame = bytearray(prefix) + bytes(after + size)
+        frame[at + after - len(block) : at + after] = block
+        return frame, at, at + after
 
     def submit(self, done: Done) -> None:
         conn = self.conn
@@ -416,6 +536,9 @@ class SubscribeSession(_HeldConnection):
         self._delays: Callable[[int], None] = _no_delay
         self._early: list[tuple[bytes, list[int], int]] | None = []
         self._last_message = monotonic_ns()
+        self._newest_sent = 0
+        """The send stamp of the last message received, or the run's start before one came:
+        how far behind the subscriber is, at the end."""
         conn.on_messages = self._messages
 
     async def run(self, recorder: Recorder) -> None:
@@ -428,6 +551,8 @@ class SubscribeSession(_HeldConnection):
         early, self._early = self._early or [], None
         for data, spans, now in early:
             self._messages(data, spans, now)
+        if not self._newest_sent:  # nothing received yet: behind since the run started
+            self._newest_sent = monotonic_ns()
         try:
             await self._hold(recorder)
         finally:
@@ -440,12 +565,15 @@ class SubscribeSession(_HeldConnection):
 
     def _tally_ends(self, recorder: Recorder) -> None:
         """At the end: the board's publishers matching our filters whose end marker did not
-        come in line owe their tail (``undelivered``); the rest are ``unfinished``."""
+        come in line owe their tail (``undelivered``); the rest are ``unfinished``. A
+        subscriber that owes messages counts itself ``lagging`` and how far behind it
+        was, ``lag_ms``: the age of the newest message it had received."""
         tracker = self.tracker
         if tracker is None:
             return
+        counters = recorder.counter_sink()
+        owed = counters["undelivered"]
         if self.board is not None:
-            counters = recorder.counter_sink()
             for publisher, (count, topic) in self.board.ends.items():
                 if publisher not in tracker.ended and any(
                     topic_matches(f, topic) for f in self.filters
@@ -453,6 +581,9 @@ class SubscribeSession(_HeldConnection):
                     counters["expected"] += tracker.end(publisher, count, counters)
         if tracker.unfinished:
             recorder.count("unfinished", tracker.unfinished)
+        if counters["undelivered"] > owed and self._newest_sent:
+            recorder.count("lagging", 1)
+            recorder.count("lag_ms", max(0, (monotonic_ns() - self._newest_sent) // 1_000_000))
 
     def settled(self) -> bool:
         """Every publisher heard has ended or was received up to its final count (as the
@@ -486,7 +617,7 @@ class SubscribeSession(_HeldConnection):
         unpack = HEADER.unpack_from
         tracker = self.tracker
         expected = tracker.expected if tracker is not None else {}
-        received = foreign = size = advanced = 0
+        received = foreign = size = advanced = wills = 0
         i = 0
         n = len(spans)
         self._last_message = now
@@ -502,7 +633,10 @@ class SubscribeSession(_HeldConnection):
                 foreign += 1
                 continue
             if flags:
-                if tracker is not None:
+                if flags == WILL:  # an exchange: its latency from the connection's CONNECT
+                    append(now - sent)
+                    wills += 1
+                elif tracker is not None:
                     advanced += tracker.end(publisher, seq, counters)
                 continue
             append(now - sent)
@@ -515,6 +649,7 @@ class SubscribeSession(_HeldConnection):
                 else:
                     advanced += tracker.observe(publisher, seq, counters)
         if received:
+            self._newest_sent = sent
             counters["received"] += received
             add_bytes_in(size)
             if now == self.conn.stamps.received:  # timed by the kernel: our delay, apart
@@ -526,6 +661,8 @@ class SubscribeSession(_HeldConnection):
             counters["expected"] += advanced
         if foreign:
             counters["foreign"] += foreign
+        if wills:
+            counters["wills"] += wills
 
 
 class IdleSession(_HeldConnection):
@@ -538,10 +675,13 @@ class IdleSession(_HeldConnection):
 
 
 class ConnectSession(AsyncSession):
-    """One exchange = a new connection up to CONNACK; DISCONNECT is sent without waiting."""
+    """One exchange = a new connection up to CONNACK; then DISCONNECT is sent without
+    waiting or, with ``drop``, the connection is dropped without DISCONNECT (the broker
+    must publish its will)."""
 
-    def __init__(self, ctx: SessionContext) -> None:
+    def __init__(self, ctx: SessionContext, drop: bool = False) -> None:
         self.ctx = ctx
+        self.drop = drop
         self.cid = client_id(cast(MqttOptions, ctx.options), ctx)
 
     async def call(self) -> int:
@@ -550,14 +690,19 @@ class ConnectSession(AsyncSession):
         conn = await open_connection(
             where.host,
             where.port,
-            connect_packet(options, self.cid, where),
+            connect_packet(options, self.cid, where, self.ctx.index),
             version=options.protocol_level,
             within=self.ctx.timeout,
             ssl_context=where.ssl_context,
             source=source_for(options.source_addresses, self.ctx.index, where.host),
+            websocket=where.websocket,
+            index=self.ctx.index,
         )
         self.ctx.count(CONNECTS, 1)
-        conn.disconnect()
+        if self.drop:
+            conn.abort(OpError(ErrorClass.CLOSED, "dropped by the client (no DISCONNECT)"))
+        else:
+            conn.disconnect()
         return 4
 
     async def close(self) -> None:
@@ -571,7 +716,7 @@ async def _board(ctx: SessionContext, options: MqttOptions) -> EndBoard | None:
     """This process's end board (opened by its first publisher or subscriber)."""
     return await EndBoard.of(
         ctx.target,
-        lambda: dial(ctx, client_id(options, ctx, f"{ctx.group}$end"), timed=False),
+        lambda: dial(ctx, client_id(options, ctx, f"{ctx.group}$end"), will=False),
         ctx.timeout,
     )
 
@@ -594,6 +739,12 @@ async def open_session(ctx: SessionContext) -> CallbackSession | AsyncSession | 
     endpoint(ctx.target, options)
     if ctx.op == "publish":
         params = cast(PublishParams, ctx.params)
+        if params.v5_properties and options.protocol_level != V5:
+            raise OpError(
+                ErrorClass.VALIDATION,
+                f"{', '.join(params.v5_properties)}: MQTT 5 PUBLISH properties need "
+                '--opt version=5 (version = "5" in [options])',
+            )
         if params.inflight > 1:
             share = ConnectionShare[MqttConnection].of(
                 ("mqtt", ctx.target, ctx.group), params.inflight, _alive
@@ -624,7 +775,7 @@ async def open_session(ctx: SessionContext) -> CallbackSession | AsyncSession | 
         drops = None
         if ctx.index == 0:
             drops = await watch_drops(
-                await dial(ctx, client_id(options, ctx, f"{ctx.group}$SYS"), timed=False),
+                await dial(ctx, client_id(options, ctx, f"{ctx.group}$SYS"), will=False),
                 ctx.timeout,
             )
         shared = any(t.startswith("$share/") for t in sub.topics)
@@ -636,6 +787,6 @@ async def open_session(ctx: SessionContext) -> CallbackSession | AsyncSession | 
         conn.sent = ctx.sent
         clock_of(ctx, conn)
         return IdleSession(conn)
-    if ctx.op == "connect":
-        return ConnectSession(ctx)
+    if ctx.op in ("connect", "drop"):
+        return ConnectSession(ctx, drop=ctx.op == "drop")
     raise OpError(ErrorClass.VALIDATION, f"unknown MQTT operation {ctx.op!r}")

@@ -104,7 +104,9 @@ def endpoint(target: str, options: WebSocketOptions, path: str | None = None) ->
 
 
 class WsConnection(asyncio.Protocol):
-    """The asyncio protocol of one connection. Sessions set ``on_message`` and ``on_lost``."""
+    """The asyncio protocol of one connection. Sessions set ``on_message`` and ``on_lost``
+    (and ``on_writable``, told False when the socket's buffer fills and True when it drains:
+    a protocol carried over the connection, as MQTT over WebSocket, follows it)."""
 
     def __init__(self, client: ClientProtocol, options: WebSocketOptions) -> None:
         self.client: ClientProtocol | None = client
@@ -114,6 +116,7 @@ class WsConnection(asyncio.Protocol):
         self.transport: asyncio.Transport | None = None
         self.codec: FastCodec | SansIOCodec | None = None
         self.on_lost: Callable[[OpError], None] | None = None
+        self.on_writable: Callable[[bool], None] | None = None
         self.lost: OpError | None = None
         self.paused = False
         self.subprotocol: str | None = None
@@ -163,10 +166,14 @@ class WsConnection(asyncio.Protocol):
 
     def pause_writing(self) -> None:
         self.paused = True
+        if self.on_writable is not None:
+            self.on_writable(False)
 
     def resume_writing(self) -> None:
         self.paused = False
         self._wake()
+        if self.on_writable is not None:
+            self.on_writable(True)
 
     async def writable(self) -> None:
         """Return once the transport's buffer has room again, or the connection is lost."""
