@@ -29,7 +29,7 @@ from tests.support.http_server import http_target
 from tests.support.mqtt import mosquitto, needs_mosquitto
 from tests.support.nginx import nginx
 from tests.support.targets import served
-from tests.support.wire import captured, reported_latency, wire_latency
+from tests.support.wire import captured, delivered_latency, reported_latency, wire_latency
 
 pytestmark = pytest.mark.integration
 
@@ -137,24 +137,30 @@ def test_kernel_clock_mqtt_publish_to_puback_is_the_wire_s(
 def test_kernel_clock_mqtt_one_way_latency_is_the_wire_s(
     cli: Callable[..., CliResult], tmp_path: Path
 ) -> None:
-    """A subscriber's end-to-end latency: the publisher's payload stamp (taken before the
-    write) to the subscriber's receive stamp of the delivery; the wire's, from the PUBLISH
-    to the broker to the broker's PUBLISH to the subscriber."""
+    """A subscriber's end-to-end latency: the publisher's payload stamp (its clock, read just
+    before the send) to the subscriber's kernel receive stamp of the delivery. The truth:
+    that send time to the broker's PUBLISH to the subscriber on the wire. The publisher's
+    own send syscall is in it (the wire's PUBLISH to PUBLISH leaves it out: tens of µs on a
+    busy machine), so the run's figure is at least that one and above it by no more than
+    the send's time."""
     groups = (
         '[[group]]\nop = "subscribe"\ncount = 1\ntopics = ["truth/#"]\n'
-        '[[group]]\nop = "publish"\ncount = 1\nqos = 0\ntopic = "truth/{client}"\nevery = "2ms"\n'
+        '[[group]]\nop = "publish"\ncount = 1\nqos = 0\ntopic = "truth/{client}"\nevery = "5ms"\n'
     )
     profile = _profile(tmp_path, "oneway", "mqtt", groups)
-    with mosquitto(tmp_path / "broker") as broker, captured(broker.url, tmp_path) as wire:
+    with (
+        mosquitto(tmp_path / "broker") as broker,
+        captured(broker.url, tmp_path, snaplen=65535) as wire,  # the broker batches deliveries
+    ):
         result = cli(
-            "run", str(profile), "--target", broker.url, "--duration", "1500ms", *NO_WARMUP
+            "run", str(profile), "--target", broker.url, "--duration", "2s", *NO_WARMUP
         )  # fmt: skip
     assert result.returncode == 0, result.stderr
-    report = result.json()
-    latency, truth = _compare(report, wire, broker.url, "mqtt-one-way", "subscribe")
-    assert latency["count"] >= 300, latency
-    print(latency, truth)
+    latency, broker_s = _compare(result.json(), wire, broker.url, "mqtt-one-way", "subscribe")
+    truth = delivered_latency(wire, broker.url)
+    assert truth["count"] == broker_s["count"] >= 300, (truth, broker_s)
     assert _within(latency["p50"], truth["p50"], 5.0, 0.05), (latency, truth)
+    assert latency["p50"] >= broker_s["p50"] - 5.0, (latency, broker_s)
 
 
 def test_kernel_clock_bacnet_ip_read_property_is_the_wire_s(
@@ -174,5 +180,4 @@ def test_kernel_clock_bacnet_ip_read_property_is_the_wire_s(
     assert result.returncode == 0, result.stderr
     latency, truth = _compare(result.json(), wire, target.url, "bacnet-ip")
     assert latency["count"] >= 300, latency
-    print(latency, truth)
     assert _within(latency["p50"], truth["p50"], 5.0, 0.05), (latency, truth)

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import gzip
 import json
+import time
 from array import array
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -23,7 +24,7 @@ import pytest
 
 from protobench.engine.metrics import fold, merge, new_histogram, summary
 from protobench.wiretruth import pairing, pcap
-from protobench.wiretruth.capture import Capture, capture, unavailable
+from protobench.wiretruth.capture import SNAPLEN, Capture, capture, unavailable
 
 
 def port_of(url: str) -> int:
@@ -31,13 +32,15 @@ def port_of(url: str) -> int:
 
 
 @contextmanager
-def captured(url: str, directory: Path, transport: str = "tcp") -> Iterator[Capture]:
-    """Capture the ``transport`` packets of ``url``'s port while the block runs (skip where
-    none can be)."""
+def captured(
+    url: str, directory: Path, transport: str = "tcp", snaplen: int = SNAPLEN
+) -> Iterator[Capture]:
+    """Capture the ``transport`` packets of ``url``'s port (their first ``snaplen`` bytes)
+    while the block runs (skip where none can be)."""
     reason = unavailable(directory)
     if reason is not None:
         pytest.skip(f"cannot capture loopback: {reason}")
-    with capture(port_of(url), directory, transport=transport) as wire:
+    with capture(port_of(url), directory, transport=transport, snaplen=snaplen) as wire:
         yield wire
 
 
@@ -54,6 +57,30 @@ def reported_latency(report: dict[str, Any], op: str | None = None) -> dict[str,
         if op is None or name == op
     ]
     return summary(merge(encoded))
+
+
+def _wall_offset_ns() -> int:
+    """``CLOCK_REALTIME`` (the capture's) minus ``CLOCK_MONOTONIC`` (payload stamps'): the
+    pair of reads closest together of a few."""
+    best = None
+    for _ in range(20):
+        before = time.monotonic_ns()
+        wall = time.clock_gettime_ns(time.CLOCK_REALTIME)
+        after = time.monotonic_ns()
+        if best is None or after - before < best[0]:
+            best = (after - before, wall - (before + after) // 2)
+    assert best is not None
+    return best[1]
+
+
+def delivered_latency(wire: Capture, url: str) -> dict[str, float]:
+    """Count and percentiles (µs) of the captured MQTT deliveries to subscribers, each from
+    the send time in its payload to its packet on the wire
+    (:func:`protobench.wiretruth.pairing.mqtt_delivered`)."""
+    exchanges = pairing.mqtt_delivered(pcap.read(wire.path), port_of(url), _wall_offset_ns())
+    hist = new_histogram()
+    fold(hist, array("q", (e.latency_ns for e in exchanges)))
+    return summary(hist)
 
 
 def wire_latency(wire: Capture, url: str, protocol: str = "http") -> dict[str, float]:

@@ -17,7 +17,9 @@ protocol:
 * ``mqtt-one-way``: a message from its publisher's PUBLISH to the broker to the
   broker's PUBLISH of it to a subscriber (the client of the exchange), matched by
   the publisher id and sequence of protobench's payload stamp
-  (:mod:`protobench.protocols.mqtt.payload`);
+  (:mod:`protobench.protocols.mqtt.payload`); :func:`mqtt_delivered` times the same
+  deliveries from the send time in the payload (the publisher's clock, which is
+  what a subscriber's latency starts from) instead;
 * ``bacnet-ip``: a confirmed request with its reply (SimpleACK, ComplexACK, Error,
   Reject, Abort; a segmented reply's last segment) by the client's address and the
   APDU's invoke ID, from the first datagram of the request (a resend is not a new
@@ -106,8 +108,8 @@ def websocket(packets: Iterable[Packet], port: int) -> list[Exchange]:
 
 
 _MQTT_PUBLISH = 3
-_STAMP = struct.Struct(">HHII")
-"""The start of protobench's payload stamp: magic, flags, publisher, sequence."""
+_STAMP = struct.Struct(">HHIIq")
+"""protobench's payload stamp: magic, flags, publisher, sequence, send time."""
 _MAGIC = 0x5042
 
 
@@ -133,9 +135,9 @@ def _mqtt_packets(data: bytes) -> Iterator[tuple[int, int, int]]:
         at = cursor + length
 
 
-def _stamp_of(data: bytes, first: int, start: int) -> tuple[int, int, int] | None:
-    """``(flags, publisher, sequence)`` of protobench's stamp in an MQTT 3.1.1 PUBLISH whose
-    variable header starts at ``start``, if captured."""
+def _stamp_of(data: bytes, first: int, start: int) -> tuple[int, int, int, int] | None:
+    """``(flags, publisher, sequence, send time)`` of protobench's stamp in an MQTT 3.1.1
+    PUBLISH whose variable header starts at ``start``, if captured."""
     if first >> 4 != _MQTT_PUBLISH or start + 2 > len(data):
         return None
     at = start + 2 + int.from_bytes(data[start : start + 2], "big")
@@ -143,8 +145,8 @@ def _stamp_of(data: bytes, first: int, start: int) -> tuple[int, int, int] | Non
         at += 2  # the packet identifier
     if at + _STAMP.size > len(data):
         return None
-    magic, flags, publisher, seq = _STAMP.unpack_from(data, at)
-    return (flags, publisher, seq) if magic == _MAGIC else None
+    magic, flags, publisher, seq, sent = _STAMP.unpack_from(data, at)
+    return (flags, publisher, seq, sent) if magic == _MAGIC else None
 
 
 def _mqtt_publish(data: bytes) -> bool:
@@ -184,6 +186,24 @@ def mqtt_one_way(packets: Iterable[Packet], port: int) -> list[Exchange]:
             elif key in published:
                 client = (packet.destination, packet.destination_port)
                 done.append(Exchange(client, published[key], packet.time_ns))
+    done.sort(key=lambda exchange: exchange.sent_ns)
+    return done
+
+
+def mqtt_delivered(packets: Iterable[Packet], port: int, offset_ns: int) -> list[Exchange]:
+    """Stamped messages from the send time in their payload (the publisher's
+    ``CLOCK_MONOTONIC``, moved to the wire's clock by ``offset_ns``: ``CLOCK_REALTIME`` minus
+    it) to the broker's PUBLISH of them to each subscriber (the exchange's client)."""
+    done: list[Exchange] = []
+    for packet in packets:
+        if packet.protocol != TCP or not packet.payload or packet.source_port != port:
+            continue
+        data = packet.data
+        for first, start, _ in _mqtt_packets(data):
+            stamp = _stamp_of(data, first, start)
+            if stamp is not None and not stamp[0]:
+                client = (packet.destination, packet.destination_port)
+                done.append(Exchange(client, stamp[3] + offset_ns, packet.time_ns))
     done.sort(key=lambda exchange: exchange.sent_ns)
     return done
 
