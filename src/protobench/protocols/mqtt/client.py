@@ -39,9 +39,11 @@ kernel receive stamp is the connection's ``received``, handed to the publisher
 whose PUBACK/PUBCOMP the read completes and, as ``now``, to ``on_messages``;
 the coalesced write of requests is stamped (the kernel's send stamp of its first
 packet, else the time just before it) and each publisher in it gets that time.
-TLS connections, and every connection without a reactor, use the loop's
-transports (the user clock: ``now`` is the time the bytes are taken up).
-Message stamps and ``now`` are on the engine's clock (:data:`monotonic_ns`).
+TLS and WebSocket connections, and every connection without a reactor, use the
+loop's transports (the user clock: ``now`` is the time the bytes are taken up).
+Message stamps and ``now`` are on the engine's clock (:data:`monotonic_ns`); a
+message's send time (:meth:`MqttConnection.send_message`) is written into its
+payload just before the write that carries it, after the loop turn that queued it.
 """
 
 from __future__ import annotations
