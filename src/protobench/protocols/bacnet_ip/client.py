@@ -61,10 +61,9 @@ from protobench.protocols.bacnet_ip.codec import (
 )
 from protobench.protocols.bacnet_ip.segments import Reassembly, segment_ack_apdu
 from protobench.protocols.base import Done
-from protobench.protocols.timestamps.clock import Stamps
+from protobench.protocols.timestamps.clock import Stamps, perf_ns
 from protobench.protocols.timestamps.datagram import StampedDatagram
 from protobench.protocols.timestamps.reactor import Reactor
-from protobench.protocols.timestamps.send import stamped_send
 from protobench.vocab.errors import ErrorClass, OpError
 from protobench.vocab.recorder import Tally
 
@@ -112,12 +111,6 @@ class Lane:
                 sock, client.reactor, client.stamps, self.received, self.read_failed, MAX_DATAGRAM
             )
             self.send = self.stamped.send
-        self.send_request: Callable[[bytes | bytearray], int] = (
-            stamped_send(sock.send, client.stamps)
-            if self.stamped is None
-            else self.stamped.send_request
-        )
-        """Send a request's first datagram, its send stamped."""
         self.open = True
         self.direct = client.route is None
         self.pending: list[Pending | None] = [None] * INVOKE_IDS
@@ -348,8 +341,13 @@ class DatagramClient:
         lane.inflight += 1
         if self._timer is None:
             self._timer = self.loop.call_later(self.tick, self._sweep)
+        stamped = lane.stamped
         try:
-            lane.send_request(wire)
+            if stamped is None:  # the user clock, inline: the hot path's cheapest
+                self.stamps.sent = perf_ns()
+                lane.send(wire)
+            else:
+                stamped.send_request(wire)
         except OSError as exc:
             lane.send_failed(invoke_id, exc)
             return
