@@ -75,6 +75,7 @@ import sys
 import tempfile
 import time
 from array import array
+from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
 from functools import partial
 from pathlib import Path
@@ -174,7 +175,8 @@ def find_nginx() -> str:
     return shutil.which("nginx") or "/usr/sbin/nginx"
 
 
-def start_nginx(settings: Settings) -> subprocess.Popen[bytes]:
+def start_nginx(settings: Settings, listen: str = "") -> subprocess.Popen[bytes]:
+    """nginx as the module's docstring says; ``listen`` follows the port (``http2``)."""
     port = free_port()
     root = settings.workdir / "nginx"
     (root / "logs").mkdir(parents=True, exist_ok=True)
@@ -193,7 +195,7 @@ http {{
   client_body_temp_path {root}/body;
   proxy_temp_path {root}/proxy;
   server {{
-    listen 127.0.0.1:{port} backlog=4096;
+    listen 127.0.0.1:{port} {listen} backlog=4096;
     location / {{ default_type text/plain; return 200 "{BODY}"; }}
   }}
 }}
@@ -508,15 +510,19 @@ def run_protobench(
     rate: float = 0.0,
     precision: str = "",
     clock: str = "",
+    extra: Sequence[str] = (),
 ) -> Result:
     """``protobench run PROFILE`` in one worker process; CPU over the sustain intervals only.
 
     With ``rate``, the open model at that rate (latency and send lateness recorded), with
     ``precision`` as its ``--pacing-precision`` if given; ``clock`` is its ``--clock``
-    (default: protobench's).
+    (default: protobench's); ``extra`` are more arguments (``--h2c --streams 10``). A
+    ``profile`` that is a URL is a one-line run (``protobench run URL``).
     """
     command = ["taskset", "-c", str(settings.client_core), str(PROTOBENCH), "run", profile]
-    command += ["--target", settings.url, "--processes", "1"]
+    if "://" not in profile:  # a profile's name; a URL is a one-line run of its own
+        command += ["--target", settings.url]
+    command += ["--processes", "1"]
     if rate:
         command += ["--rate", f"{rate:g}/s"]
     if precision:
@@ -525,7 +531,7 @@ def run_protobench(
         command += ["--clock", clock]
     command += ["--connections", str(settings.connections)]
     command += ["--duration", f"{settings.duration:g}s", "--warmup", f"{settings.warmup:g}s"]
-    command += ["--ndjson", "--no-tui", "--quiet"]
+    command += ["--ndjson", "--no-tui", "--quiet", *extra]
     command += ["--snapshots-dir", str(settings.workdir / "snapshots")]
     process = subprocess.Popen(
         command,
@@ -905,7 +911,7 @@ def print_open_table(rows: list[dict[str, Any]], rounds: int) -> None:
         print(
             f"{row['rate']:>7,.0f} {row['generator']:<17} {row['rate_median']:>8,.0f}"
             f" {row['cpu_us_per_op']:>10.2f} {row['worker_cpu_us_per_op']:>8.2f}"
-            f" {ratio if ratio is None else format(ratio, '.2f'):>6}"
+            f" {'-' if ratio is None else format(ratio, '.2f'):>6}"
             f" {row['sleeps_per_op']:>10.2f}"
             f" {row['server_cpu_median']:>6.0%} {_us(row['p50_us']):>7} {_us(row['p99_us']):>8}"
             f" {lateness:>19}"

@@ -1,128 +1,186 @@
-"""The HTML report's charting library: Bokeh against pygal on one snapshot.
+"""The HTML report's build time on a 10-minute run, against reading the same snapshot.
 
-Both draw the same view of the snapshot (``htmlreport.view.run_view``): per
-operation and ``TOTAL`` the throughput, the latency percentiles per interval
-and the percentile spectrum, and the CPU chart. Bokeh ships its JavaScript in
-the wheel and draws on canvases in the browser (zoom, pan, hover, legends that
-hide lines); pygal renders SVG in Python (no JavaScript offline: pygal's
-tooltips script comes from a CDN, so the page is static). For each the script
-prints the time to build the page in Python, its size, and the time for
-headless Chromium to load it and draw every chart (median of ``--rounds``).
-The report's own page (every chart) is measured the same way.
+Goal: ``protobench report`` of a 10-minute run in under 2 s on a quiet machine. Each
+round runs, one after the other, ``protobench report REF -o FILE`` and its peer
+``protobench snapshots show REF`` (the same snapshot read and summarised: the floor of
+any command that reads it); each command's wall time and CPU time (its process's
+rusage) are kept, and the script prints their medians, the report's ratio to the peer
+per round (median), the page's size, where the report's time goes in one process
+(loading the snapshot, the view, the page) and how long headless Chromium takes to load
+the page and draw every chart (Debian's ``chromium``; skipped without it).
 
-Run it as ``.venv/bin/python bench/report_charts.py SNAPSHOT [--rounds 3]``
-(needs the ``report`` extra, pygal and Debian's chromium). Make a
-10-minute snapshot with ``protobench run http-get --rate 200/s --duration 10m``.
+Without SNAPSHOT it makes a 10-minute one in a temporary store: 600 intervals of 1 s,
+``--ops`` operations (default 6, as many as the bacnet-ip built-in), the open model
+(corrected and uncorrected histograms), errors with codes and counters, through the
+engine's own aggregator (that takes a minute). With SNAPSHOT (a path, or a reference
+in the default store) it measures that run.
+
+    .venv/bin/python bench/report_charts.py [SNAPSHOT] [--rounds 5] [--ops 6]
 """
 
 from __future__ import annotations
 
 import argparse
-import math
+import os
+import resource
 import statistics
+import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Callable
 from pathlib import Path
-
-import pygal
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from tests.support.browser import browser, find_chromium
+from tests.support.snapshots import OpSpec, make_snapshot
 
-from protobench.htmlreport import charts
-from protobench.htmlreport.page import Charts, document, run_page
-from protobench.htmlreport.view import PERCENTILES, RunView, run_view
-from protobench.snapshots.store import SnapshotStore
+from protobench.htmlreport.page import run_page
+from protobench.htmlreport.view import run_view
+from protobench.snapshots.store import SnapshotStore, read
 
-
-def bokeh_page(view: RunView) -> str:
-    """The same charts as :func:`pygal_page`, drawn by Bokeh."""
-    out = Charts()
-    x_range = charts.time_range(view.ops, view.marks)
-    cells = []
-    for index, (op, spec) in enumerate(zip(view.ops, view.spectra, strict=True)):
-        source = charts.op_source(op)
-        cells.append(out.cell(f"t{index}", charts.throughput(op, source, x_range, view.marks)))
-        cells.append(out.cell(f"l{index}", charts.latency(op, source, x_range, view.marks)))
-        cells.append(out.cell(f"s{index}", charts.run_spectrum(spec)))
-    cells.append(out.cell("cpu", charts.cpu(view.resources, x_range, view.marks)))
-    return document("bokeh", "".join(cells), out.figures)
+MINUTES = 10
+GOAL_S = 2.0
 
 
-def _nan_free(values: list[float | None]) -> list[float | None]:
-    return [None if v is None or math.isnan(v) else v for v in values]
+def _ten_minutes(store: SnapshotStore, ops: int) -> str:
+    """A 10-minute open-model snapshot of ``ops`` operations, written to ``store``."""
+    specs = {
+        f"op-{n}": OpSpec(rate=40.0 / (n + 1), median_us=500.0 * (n + 1), error_rate=0.01 * n)
+        for n in range(ops)
+    }
+    snapshot = make_snapshot(specs, intervals=MINUTES * 60, interval=1.0, open_model=True)
+    for record in snapshot["series"]:
+        for number, figures in enumerate(record["ops"].values()):
+            figures["counters"] = {"behind": number, "reconnects": number % 2}
+            if figures["errors"]:
+                figures["error_codes"] = {"timeout:slow": figures["errors"]}
+    store.write(snapshot["id"], snapshot)
+    return str(store.directory / f"{snapshot['id']}.json.gz")
 
 
-def pygal_page(view: RunView) -> str:
-    """Throughput, latency per interval, spectrum per op and the CPU chart as inline SVG."""
-    svgs = []
-    options = {"js": [], "show_dots": False, "width": 800, "height": 300, "x_label_rotation": 0}
-    for op, spec in zip(view.ops, view.spectra, strict=True):
-        step = max(1, len(op.t) // 10)
-        labels = [f"{t:.0f}" if i % step == 0 else "" for i, t in enumerate(op.t)]
-        rate = pygal.Line(title=f"{op.name}: throughput", **options)
-        rate.x_labels = labels
-        rate.add("ok/s", op.ok_rate)
-        rate.add("errors/s", op.error_rate)
-        svgs.append(rate.render(is_unicode=True))
-        lat = pygal.Line(title=f"{op.name}: latency", logarithmic=True, **options)
-        lat.x_labels = labels
-        for p in PERCENTILES:
-            lat.add(p, _nan_free(op.latency[p]))
-        svgs.append(lat.render(is_unicode=True))
-        spectrum = pygal.XY(title=f"{op.name}: spectrum", logarithmic=True, **options)
-        spectrum.add("corrected", [(1 / (1 - p / 100), v) for p, v in spec.corrected])
-        if spec.uncorrected:
-            spectrum.add("uncorrected", [(1 / (1 - p / 100), v) for p, v in spec.uncorrected])
-        svgs.append(spectrum.render(is_unicode=True))
-    cpu = pygal.Line(title="CPU", **options)
-    for label, values in view.resources.worker_cpu.items():
-        cpu.add(label, values)
-    svgs.append(cpu.render(is_unicode=True))
-    body = "".join(f'<div class="chart" data-chart="c{i}">{s}</div>' for i, s in enumerate(svgs))
-    head = "<head><meta charset='utf-8'><title>pygal</title></head>"
-    return f"<!DOCTYPE html><html>{head}<body>{body}</body></html>"
-
-
-def measure(name: str, build: Callable[[], str], rounds: int, chromium: str, svg: bool) -> None:
+def _timed(args: list[str]) -> tuple[float, float]:
+    """(wall, CPU) seconds of one command run to its end."""
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
     started = time.perf_counter()
-    page = build()
-    built = time.perf_counter() - started
-    with tempfile.TemporaryDirectory() as tmp:
-        path = Path(tmp) / f"{name}.html"
-        path.write_text(page, encoding="utf-8")
-        times = []
-        for _ in range(rounds):
-            with browser(chromium) as b:
-                loaded = b.load(path, 0 if svg else 150, timeout=60.0)
-                if loaded.errors:
-                    print(f"{name}: console errors {loaded.errors}")
-                times.append(loaded.load_seconds if svg else loaded.drawn_seconds)
-    size = len(page.encode()) / 1024
-    spread = ", ".join(f"{t:.2f}" for t in times)
-    print(
-        f"{name:14} build {built:5.2f} s  size {size:7,.0f} KiB  "
-        f"load+draw {statistics.median(times):5.2f} s (rounds {spread})"
-    )
+    subprocess.run(args, check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    wall = time.perf_counter() - started
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+    return wall, cpu
+
+
+def _median(values: list[float]) -> str:
+    spread = ", ".join(f"{v:.2f}" for v in values)
+    return f"{statistics.median(values):5.2f} s ({spread})"
+
+
+def measure(path: str, rounds: int, against: Path | None = None) -> None:
+    protobench = [sys.executable, "-m", "protobench"]
+    with tempfile.TemporaryDirectory(prefix="pb-bench-report-") as tmp:
+        page = Path(tmp) / "report.html"
+        report: dict[str, list[float]] = {"wall": [], "cpu": []}
+        peer: dict[str, list[float]] = {"wall": [], "cpu": []}
+        other: dict[str, list[float]] = {"wall": [], "cpu": []}
+        ratios = []
+        for number in range(rounds):
+            if against is not None and number % 2:
+                _against(against, path, Path(tmp), other)
+            wall, cpu = _timed([*protobench, "report", path, "-o", str(page)])
+            report["wall"].append(wall)
+            report["cpu"].append(cpu)
+            if against is not None and not number % 2:
+                _against(against, path, Path(tmp), other)
+            peer_wall, peer_cpu = _timed([*protobench, "snapshots", "show", path])
+            peer["wall"].append(peer_wall)
+            peer["cpu"].append(peer_cpu)
+            ratios.append(wall / peer_wall)
+        size = page.stat().st_size / 1024
+        print(f"protobench report     wall {_median(report['wall'])}  cpu {_median(report['cpu'])}")
+        print(f"snapshots show (peer) wall {_median(peer['wall'])}  cpu {_median(peer['cpu'])}")
+        goal = "PASS" if statistics.median(report["wall"]) <= GOAL_S else "FAIL"
+        print(
+            f"report / peer (wall, per round) {statistics.median(ratios):.2f}x; "
+            f"page {size:,.0f} KiB; goal <= {GOAL_S:g} s wall: {goal}"
+        )
+        if against is not None:
+            per_round = [
+                mine / theirs for mine, theirs in zip(report["cpu"], other["cpu"], strict=True)
+            ]
+            print(f"{against} report wall {_median(other['wall'])}  cpu {_median(other['cpu'])}")
+            print(f"this report / {against}'s (cpu, per round) {statistics.median(per_round):.2f}x")
+        _breakdown(path, rounds)
+        _draw(page, rounds)
+
+
+def _against(checkout: Path, path: str, tmp: Path, times: dict[str, list[float]]) -> None:
+    """One round of ``checkout``'s own ``protobench report`` of the same snapshot."""
+    python = str(checkout / ".venv" / "bin" / "python")
+    wall, cpu = _timed([python, "-m", "protobench", "report", path, "-o", str(tmp / "peer.html")])
+    times["wall"].append(wall)
+    times["cpu"].append(cpu)
+
+
+def _breakdown(path: str, rounds: int) -> None:
+    """Where one process's time goes: reading the snapshot, the view, the page."""
+    parts: dict[str, list[float]] = {"load": [], "view": [], "page": []}
+    for _ in range(rounds):
+        started = time.perf_counter()
+        snapshot = read(Path(path))
+        loaded = time.perf_counter()
+        view = run_view(snapshot)
+        viewed = time.perf_counter()
+        run_page(view)
+        parts["load"].append(loaded - started)
+        parts["view"].append(viewed - loaded)
+        parts["page"].append(time.perf_counter() - viewed)
+    print("in one process: " + "  ".join(f"{k} {_median(v)}" for k, v in parts.items()))
+
+
+def _draw(page: Path, rounds: int) -> None:
+    chromium = find_chromium()
+    if chromium is None:
+        print("chromium is not installed: no load and draw time (scripts/setup installs it)")
+        return
+    times = []
+    for _ in range(rounds):
+        with browser(chromium) as b:
+            loaded = b.load(page, 150, timeout=60.0)
+            if loaded.errors:
+                print(f"the page logged errors: {loaded.errors}")
+            times.append(loaded.drawn_seconds)
+    print(f"chromium load + draw every chart {_median(times)}")
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("snapshot")
-    parser.add_argument("--rounds", type=int, default=3)
+    parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
+    parser.add_argument("snapshot", nargs="?", help="a snapshot (default: make a 10-minute one)")
+    parser.add_argument("--rounds", type=int, default=5)
+    parser.add_argument("--ops", type=int, default=6, help="operations of the made snapshot")
+    parser.add_argument(
+        "--against", type=Path, help="a checkout (with its .venv) whose report is timed too"
+    )
     args = parser.parse_args()
-    chromium = find_chromium()
-    if chromium is None:
-        sys.exit("chromium is not installed (scripts/setup installs it)")
-    snapshot = SnapshotStore().load(args.snapshot)
-    view = run_view(snapshot)
-    print(f"snapshot {snapshot.id}: {len(snapshot.series)} intervals, {len(view.ops)} series")
-    measure("bokeh (same)", lambda: bokeh_page(view), args.rounds, chromium, svg=False)
-    measure("pygal (same)", lambda: pygal_page(view), args.rounds, chromium, svg=True)
-    measure("report page", lambda: run_page(run_view(snapshot)), args.rounds, chromium, svg=False)
+    print(f"load average {' '.join(f'{x:.2f}' for x in os.getloadavg())}, {os.cpu_count()} cpus")
+    with tempfile.TemporaryDirectory(prefix="pb-bench-store-") as tmp:
+        if args.snapshot:
+            path = args.snapshot
+            if not Path(path).exists():
+                store = SnapshotStore()
+                path = str(store.directory / f"{store.load(path).id}.json.gz")
+        else:
+            started = time.perf_counter()
+            path = _ten_minutes(SnapshotStore(Path(tmp)), args.ops)
+            print(
+                f"made a {MINUTES}-minute snapshot of {args.ops} ops in "
+                f"{time.perf_counter() - started:.0f} s"
+            )
+        snapshot = read(Path(path))
+        print(
+            f"snapshot {snapshot.id}: {len(snapshot.series)} intervals, "
+            f"{len(snapshot.operations)} operations"
+        )
+        measure(path, args.rounds, args.against)
 
 
 if __name__ == "__main__":

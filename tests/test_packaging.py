@@ -64,6 +64,8 @@ def test_the_wheel_carries_the_license_and_the_package(dist: Path) -> None:
     assert license_file in names
     assert wheel_of(dist).read(license_file) == (ROOT / "LICENSE").read_bytes()
     assert "protobench/cli/__init__.py" in names
+    # the HTML report's script and style, read as package data
+    assert {"protobench/htmlreport/charts.js", "protobench/htmlreport/report.css"} <= set(names)
     assert not [n for n in names if n.startswith(("tests/", "docs/")) or "__pycache__" in n]
 
 

@@ -95,7 +95,7 @@ def test_a_missing_extra_is_one_line_exit_2(tmp_path: Path, args: list[str], lin
 
 def test_the_core_runs_without_the_bacnet_and_haystack_extras(tmp_path: Path) -> None:
     args = ["run", "http-get", "-d", "1s", "--warmup", "0s", "-p", "1", "-c", "2", "--json"]
-    done = protobench(tmp_path, "bac_py,hs_py,uvicorn,fastapi,bokeh,ray", *args, timeout=90)
+    done = protobench(tmp_path, "bac_py,hs_py,uvicorn,fastapi,ray", *args, timeout=90)
     assert done.returncode == 0, done.stderr
     report = json.loads(done.stdout)
     assert report["phases"]["sustain"]["total"]["ok"] > 0

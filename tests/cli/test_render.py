@@ -8,7 +8,7 @@ from dataclasses import replace
 import pytest
 
 from protobench.cli.diff_text import format_value
-from protobench.cli.render import describe_model, plain_number, summary_table
+from protobench.cli.render import describe_model, summary_table
 from protobench.engine.report_model import (
     NO_SESSION,
     NO_SESSION_NOTICE,
@@ -19,6 +19,7 @@ from protobench.engine.report_model import (
     load_report,
     to_plain,
 )
+from protobench.vocab.units import plain_number
 from tests.support.report_frames import frame, plan_of, report_of
 
 

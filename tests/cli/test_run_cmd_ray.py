@@ -60,9 +60,16 @@ def steps(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> list[str]:
     return recorded
 
 
+class NoSources:
+    """The Typer context ``run`` reads its flags' sources from: every value a default."""
+
+    def get_parameter_source(self, name: str) -> None:
+        return None
+
+
 def _run(ray: str, **options: Any) -> int:
     with pytest.raises(typer.Exit) as done:
-        run_cmd.run_command("http-get", ray=ray, **options)
+        run_cmd.run_command("http-get", ray=ray, run_flags_context=NoSources(), **options)
     return done.value.exit_code
 
 

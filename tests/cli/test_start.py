@@ -1,7 +1,7 @@
 """First contact: what --help imports, the command table, completion, PROTOBENCH_HOME, --version.
 
 The help path runs the real ``python -m protobench`` in a subprocess and reads
-the modules it imported: no numpy, pydantic, psutil, textual, uvloop, bokeh,
+the modules it imported: no numpy, pydantic, psutil, textual, uvloop,
 rich or protocol library, no protocol plugin and no engine beyond its plain
 data modules (issue 21: ``--help`` was 1.3 s under load because every command
 imported all of them).
@@ -31,7 +31,6 @@ HEAVY = {
     "psutil",
     "textual",
     "uvloop",
-    "bokeh",
     "rich",
     "hdrh",
     "anyio",

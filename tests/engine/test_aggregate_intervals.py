@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from protobench.engine.aggregate import Aggregator
 from protobench.engine.events import IntervalUpdate
+from protobench.engine.metrics import OpRecorder, decode
 from protobench.engine.report import RunJudge, build_report
 from protobench.engine.report_model import WorkerEntry
 from protobench.engine.resource_log import ResourceLog
@@ -75,3 +76,34 @@ def test_before_sustain_there_is_nothing_to_judge_and_a_run_without_a_judge_has_
     _, _, unjudged = _run(judged=False)
     assert all(u.verdicts is None for u in unjudged)
     assert all(u.phase_summary is not None for u in unjudged)
+
+
+def _periodic_frame() -> dict[str, object]:
+    """A closed run's sustain interval: ``read`` back-to-back, ``list`` periodic (it records
+    from the actual send too, as every scheduled exchange does)."""
+    read, listing = OpRecorder("read"), OpRecorder("list")
+    read.latencies.extend([1_000_000] * 50)
+    listing.latencies.append(9_000_000)
+    listing.uncorrected.append(8_000_000)
+    ops = {"read": read.flush().to_wire(), "list": listing.flush().to_wire()}
+    return {"phase": "sustain", "index": 0, "t0": 0.0, "t1": 1.0, "worker": 0, "ops": ops}
+
+
+def test_phase_histograms_hold_uncorrected_latencies_only_in_the_open_model() -> None:
+    """A closed run's TOTAL uncorrected was its periodic group's curve alone (issue 30)."""
+    for corrected in (False, True):
+        aggregator = Aggregator(["read", "list"], corrected, {"sustain": 0.0})
+        aggregator.live = {0}
+        aggregator.add(_periodic_frame())
+        aggregator.finish()
+        sustain = aggregator.phase_histograms()["sustain"]
+        keys = {name: set(hists) for name, hists in sustain.items()}
+        if corrected:
+            assert keys == {
+                "read": {"hist", "hist_uncorrected"},
+                "list": {"hist", "hist_uncorrected"},
+            }
+            assert decode(sustain["list"]["hist_uncorrected"]).get_total_count() == 1
+        else:
+            assert keys == {"read": {"hist"}, "list": {"hist"}}
+            assert aggregator.phase_report("sustain").total.latency_uncorrected_us is None

@@ -34,6 +34,12 @@ def test_counter_figures_show_down_time_in_seconds_and_late() -> None:
     assert figures == {"down_s": 2.5, "late": 3, "received": 7}
 
 
+def test_http2_stream_samples_show_as_streams_in_flight_per_connection() -> None:
+    counters = {"stream_samples": 490, "connection_samples": 50, "connects": 5}
+    assert counter_figures(counters, late=0) == {"connects": 5, "streams/conn": 9.8}
+    assert counter_figures({"stream_samples": 0, "connection_samples": 0}, late=0) == {}
+
+
 def test_bytes_in_and_out_are_rates_over_the_phase() -> None:
     figures = counter_figures({"sent": 4}, late=0, bytes_in=1000, seconds=2.0, bytes_out=2000)
     assert figures == {"in/s": 500.0, "out/s": 1000.0, "sent": 4}

@@ -14,6 +14,7 @@ from protobench.engine.metrics import (
     OpAccumulator,
     OpInterval,
     OpRecorder,
+    add_encoded,
     counts_view,
     decode,
     encode,
@@ -155,3 +156,43 @@ def test_send_lateness_is_folded_flushed_and_merged_like_the_latencies() -> None
     merged = summary(decode(acc.to_interval().hist_lateness))
     assert (merged["count"], merged["min"], merged["max"]) == (4, 3, 250)
     assert recorder.flush().hist_lateness == ""  # nothing sent: nothing on the wire
+
+
+def _hdrh_add(hist: HdrHistogram, encoded: str) -> None:
+    """hdrhistogram's own way: decode a histogram, add it."""
+    hist.add(HdrHistogram.decode(encoded, hist.b64_wrap))
+
+
+def test_adding_an_encoded_histogram_is_what_hdrhistogram_gives() -> None:
+    """add_encoded adds decoded counts with numpy: the same counts, count, min, max and
+    encoding as hdrhistogram's decode-and-add, for empty, tiny, zero and wide histograms."""
+    rng = random.Random(11)
+    for _ in range(200):
+        parts = []
+        for _ in range(rng.randint(1, 6)):
+            part = new_histogram()
+            for _ in range(rng.choice([0, 1, 7, 500])):
+                value = 0 if rng.random() < 0.05 else int(rng.lognormvariate(6, 2.5))
+                part.record_value(min(value, 60_000_000))
+            parts.append(encode(part))
+        ours, theirs = new_histogram(), new_histogram()
+        for encoded in parts:
+            add_encoded(ours, encoded)
+            _hdrh_add(theirs, encoded)
+        assert list(counts_view(ours)) == list(counts_view(theirs))
+        assert (ours.total_count, ours.min_value, ours.max_value) == (
+            theirs.total_count,
+            theirs.min_value,
+            theirs.max_value,
+        )
+        assert encode(ours) == encode(theirs)
+
+
+def test_a_histogram_of_another_shape_is_added_by_hdrhistogram() -> None:
+    other = HdrHistogram(1, 3_600_000_000, 2)
+    for value in (5, 1_000, 2_000_000):
+        other.record_value(value)
+    hist = new_histogram()
+    add_encoded(hist, other.encode().decode("ascii"))
+    assert hist.get_total_count() == 3
+    assert abs(hist.get_max_value() - 2_000_000) / 2_000_000 < 0.01  # within two digits

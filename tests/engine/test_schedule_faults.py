@@ -294,6 +294,57 @@ def test_an_unexpected_exception_in_an_exchange_is_local_and_reopens(
     assert item.counters["connects"] == plugin.opens >= 2
 
 
+class _BrokenByProtocolError(CallbackSession):
+    """A connection a protocol error ended: every exchange fails with the same error."""
+
+    def __init__(self, lost: bool) -> None:
+        self.error = OpError(ErrorClass.PROTOCOL, "frame length over max_size", lost=lost)
+        self.exchanges = 0
+
+    def submit(self, done: Done) -> None:
+        self.exchanges += 1
+        asyncio.get_running_loop().call_soon(done, self.error, 0)
+
+    async def close(self) -> None:
+        return None
+
+
+@pytest.mark.parametrize("model", ["closed", "open"])
+@pytest.mark.parametrize("lost", [False, True])
+def test_an_error_that_ended_the_connection_reopens_the_session(model: str, lost: bool) -> None:
+    """An error that ended the session's connection (``lost``) is that session's last: the
+    engine reopens it (it used to be asked again and again, failing in a tight loop). A
+    protocol error alone (a 503) keeps the session."""
+    recorder, state = OpRecorder("op"), RunState()
+    sessions: list[_BrokenByProtocolError] = []
+
+    def make() -> Session:
+        sessions.append(_BrokenByProtocolError(lost))
+        return sessions[-1]
+
+    slots = _slots(_Plugin(make), recorder, 1)
+
+    async def main() -> None:
+        await _open_all(slots)
+        task = await _start(_driver(model, slots, recorder, state))
+        await eventually(lambda: recorder.errors["protocol"] >= 5, 10 * S, "five errors")
+        state.stop()
+        if task is not None:
+            await task
+
+    _run(main)
+    item = recorder.flush()
+    errors = item.errors["protocol"]
+    assert errors >= 5
+    assert errors == sum(session.exchanges for session in sessions)
+    if lost:
+        assert max(session.exchanges for session in sessions) == 1
+        assert errors <= item.counters["reconnects"] + 1
+    else:
+        assert len(sessions) == 1
+        assert "reconnects" not in item.counters
+
+
 def test_down_time_is_accrued_into_the_interval_it_falls_in() -> None:
     recorder = OpRecorder("op")
     slot = _slots(_Plugin(_SilentCallback, fail_opens=1000), recorder, 1)[0]

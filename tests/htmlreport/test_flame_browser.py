@@ -18,6 +18,7 @@ from protobench.engine.stacks.model import Frame, StackCounter, TargetProfile, s
 from protobench.htmlreport.compare import compare_page
 from protobench.htmlreport.page import run_page
 from protobench.htmlreport.view import RunView, run_view
+from protobench.snapshots.diff import compare
 from tests.support.browser import browser, find_chromium
 from tests.support.html_snapshot import report_snapshot
 from tests.support.snapshots import typed
@@ -105,7 +106,9 @@ def test_the_comparison_pages_differential_flame_graph_is_drawn(tmp_path: Path) 
     assert new.profile is not None
     changes = share_changes(base.profile.cpu, new.profile.cpu)
     page = tmp_path / "compare.html"
-    page.write_text(compare_page([base], [new], "diff table", changes), encoding="utf-8")
+    snapshot = typed(report_snapshot())
+    diff = compare([snapshot], [snapshot], gates=[])
+    page.write_text(compare_page([base], [new], diff, "diff table", changes), encoding="utf-8")
     text = page.read_text()
     assert "burn_cpu" in text
     with browser(CHROMIUM, height=1600) as chromium:

@@ -1,93 +1,134 @@
-"""The HTML report: what the view reads from a snapshot, what the page holds, the CLI."""
+"""The HTML report page: the answer first, every chart, readable cells, safe data, the CLI."""
 
 from __future__ import annotations
 
-import gzip
 import html
 import json
+import re
 import subprocess
 import sys
 from pathlib import Path
 
-import pytest
-
-from protobench.cli.diff_text import render_text
-from protobench.cli.report_cmd import write_diff_report
-from protobench.engine.metrics import merge
-from protobench.htmlreport.compare import compare_page
 from protobench.htmlreport.page import run_page
-from protobench.htmlreport.view import Mark, run_view, spectrum_points
-from protobench.snapshots.diff import compare
-from protobench.snapshots.series import TOTAL
+from protobench.htmlreport.view import run_view
 from protobench.snapshots.store import SnapshotStore
 from tests.support.cli import run_cli
-from tests.support.html_snapshot import NEW_COUNTERS, SECRET, report_snapshot
-from tests.support.snapshots import typed
+from tests.support.html_snapshot import SECRET, report_snapshot
+from tests.support.snapshots import make_snapshot, typed
+
+HOSTILE = "protocol:</script><img src=x onerror=alert(1)>"
 
 
-def test_marks_pauses_rate_changes_and_notices() -> None:
-    view = run_view(typed(report_snapshot()))
-    assert Mark("phase", 0.0, 0.5, "warmup") in view.marks
-    assert Mark("pause", 1.0, 1.5, "paused") in view.marks
-    assert Mark("rate", 2.0, None, "rate set to 5000/s") in view.marks
-    assert Mark("notice", 2.5, None, "worker 1 exited with code 1") in view.marks
+def _visible(page: str) -> str:
+    """The text a reader sees: the page before its chart data, without its tags."""
+    body = page.split("<body>", 1)[1].split('<script type="application/json"', 1)[0]
+    return html.unescape(re.sub(r"<[^>]+>", " ", body))
 
 
-def test_counters_errors_and_verdicts_unknown_to_the_report_are_shown() -> None:
-    view = run_view(typed(report_snapshot()))
-    ops = {op.name: op for op in view.ops}
-    assert [op.name for op in view.ops] == [TOTAL, "get", "put"]
-    assert set(ops["get"].counters) == set(NEW_COUNTERS)
-    # 2500 per 0.25 s interval
-    assert ops["get"].counters["down_us"][-1] == pytest.approx(10_000.0)
-    assert ops[TOTAL].counters["connect_failed"][-1] == pytest.approx(4.0)
-    assert set(ops["get"].errors) == {"timeout", "timeout:slow"}
-    assert ops["put"].errors == {}
-    verdicts = dict(view.verdicts)
-    assert verdicts["host_saturated"] == "True"
-    assert "host CPU at 97%" in verdicts["findings"]
-    assert view.thresholds == [{"expr": "p99 < 5ms", "value": "2100", "ok": "True"}]
+def _chart_data(page: str) -> dict[str, object]:
+    found = re.search(r'<script type="application/json" id="pb-charts">(.*?)</script>', page, re.S)
+    assert found is not None
+    data: dict[str, object] = json.loads(found.group(1))
+    return data
 
 
-def test_series_follow_the_intervals() -> None:
+def test_the_page_opens_on_the_verdict_then_the_key_figures() -> None:
+    page = run_page(run_view(typed(report_snapshot())))
+    header = page.index("<section id='verdict'>")
+    assert page.index("<h1>") < header < page.index("class='cards'") < page.index("id='overview'")
+    assert "<span class='badge PASS'>PASS</span>" in page
+    assert "<span class='headline'>1 threshold held</span>" in page
+    assert "<span class='code'>exit code 0</span>" in page
+    assert " · kernel clock (send: user) · " in page
+    text = _visible(page)
+    assert "✔ pass p99 < 5ms 2.1ms" in " ".join(text.split())
+    for caveat in ("host saturated: host CPU at 97%", "finding: lost 3"):
+        assert caveat in text
+
+
+def test_a_failed_run_says_fail_and_what_failed() -> None:
     snapshot = report_snapshot()
-    view = run_view(typed(snapshot))
-    get = next(op for op in view.ops if op.name == "get")
-    records = snapshot["series"]
-    assert len(get.t) == len(records)
-    assert get.t == [r["elapsed"] for r in records]
-    first = records[0]["ops"]["get"]
-    assert get.ok_rate[0] == pytest.approx(first["ok"] / records[0]["duration"])
-    assert get.latency["p99"][0] == first["latency_us"]["p99"]
+    snapshot["report"]["thresholds"] = [{"expr": "p99 < 1ms", "value": 4780.0, "ok": False}]
+    snapshot["report"]["verdicts"]["thresholds_passed"] = False
+    page = run_page(run_view(typed(snapshot)))
+    assert "<span class='badge FAIL'>FAIL</span>" in page
+    assert "<span class='headline'>p99 &lt; 1ms failed (observed 4.78ms)</span>" in page
+    assert "✘ fail p99 < 1ms 4.78ms" in " ".join(_visible(page).split())
 
 
-def test_spectrum_from_the_merged_phase_histograms() -> None:
+def test_cells_hold_text_not_json_nor_python_values() -> None:
     snapshot = report_snapshot()
-    view = run_view(typed(snapshot))
-    hists = snapshot["histograms"]["sustain"]
-    total = merge([hists["get"]["hist"], hists["put"]["hist"]])
-    spectrum = view.spectra[0]
-    assert spectrum.name == TOTAL
-    assert spectrum.corrected == spectrum_points(total)
-    assert spectrum.corrected[0][0] == 0.0
-    assert spectrum.corrected[-1][0] == pytest.approx(99.999)
-    assert spectrum.corrected[-1][1] == total.get_value_at_percentile(99.999)
-    assert spectrum.uncorrected is not None
+    snapshot["report"]["verdicts"]["findings"] = []
+    snapshot["labels"] = {"ci": True, "tags": ["a", "b"]}
+    text = _visible(run_page(run_view(typed(snapshot))))
+    words = set(text.split())
+    assert not words & {"True", "False", "None", "null", "true", "false"}
+    assert "[]" not in text
+    assert "{" not in text
+    assert "findings" not in text
+    assert "a, b" in text
 
 
-def test_closed_model_has_no_uncorrected_spectrum() -> None:
-    snapshot = report_snapshot()
-    for item in snapshot["histograms"]["sustain"].values():
-        del item["hist_uncorrected"]
-    assert all(s.uncorrected is None for s in run_view(typed(snapshot)).spectra)
+def test_page_has_every_chart() -> None:
+    page = run_page(run_view(typed(report_snapshot())))
+    charts = {f"op{i}-{kind}" for i in range(3) for kind in ("throughput", "latency", "spectrum")}
+    charts |= {"op0-errors", "op1-errors", "op0-counters", "op1-counters"}
+    charts |= {f"overview-{kind}" for kind in ("throughput", "latency", "errors", "spectrum")}
+    charts |= {"overview-target", "res-cpu", "res-target", "res-fds", "res-host-memory"}
+    found = set(re.findall(r'<figure class="chart" data-chart="([^"]+)">', page))
+    assert found == charts
+    assert set(_chart_data(page)["charts"]) == charts  # type: ignore[arg-type]
+    assert "no errors" in page  # put
+    assert "<script src=" not in page
+    assert "<link" not in page
 
 
-def test_resources_per_worker_target_and_host() -> None:
-    res = run_view(typed(report_snapshot())).resources
-    assert list(res.worker_cpu) == ["worker pid 101", "worker pid 102"]
-    assert res.worker_cpu["worker pid 101"][2] == 42.0
-    assert set(res.target) == {"cpu", "rss", "fds"}
-    assert set(res.host) == {"cpu", "mem_used"}
+def test_one_operation_has_no_separate_total_section() -> None:
+    page = run_page(run_view(typed(make_snapshot())))
+    found = set(re.findall(r'data-chart="([^"]+)"', page))
+    assert not {name for name in found if name.startswith("op0-")}
+    assert {"op1-throughput", "op1-latency", "op1-spectrum", "overview-throughput"} <= found
+
+
+def test_every_series_reads_a_column_the_page_holds() -> None:
+    data = _chart_data(run_page(run_view(typed(report_snapshot()))))
+    columns = data["columns"]
+    assert isinstance(columns, dict)
+    for chart in data["charts"].values():  # type: ignore[attr-defined]
+        for series in chart["series"]:
+            assert len(columns[series["x"]]) == len(columns[series["y"]]) > 0
+            if series["x0"]:
+                assert len(columns[series["x0"]]) == len(columns[series["x"]])
+
+
+def test_the_open_models_throughput_charts_draw_the_offered_rate() -> None:
+    data = _chart_data(run_page(run_view(typed(report_snapshot()))))
+    charts = data["charts"]
+    assert isinstance(charts, dict)
+    labels = [s["label"] for s in charts["overview-throughput"]["series"]]
+    assert labels == ["ok/s", "errors/s", "offered/s"]
+    assert charts["overview-latency"]["y"] == {
+        "unit": "us",
+        "label": "latency",
+        "log": True,
+        "zero": False,
+    }
+    spectrum = charts["op0-spectrum"]
+    assert (spectrum["x"]["unit"], spectrum["x"]["log"]) == ("percentile", True)
+    assert [s["label"] for s in spectrum["series"]] == ["corrected", "uncorrected", "our own delay"]
+    assert spectrum["series"][2]["dash"]
+    delay = charts["op1-latency"]["series"][-1]
+    assert (delay["label"], delay["y"], delay["dash"]) == (
+        "our own delay p99",
+        "op1.delay_p99",
+        True,
+    )
+    assert "our own delay" not in [s["label"] for s in charts["op2-latency"]["series"]]  # put
+    target = charts["res-target"]
+    assert [(s["label"], s["axis"]) for s in target["series"]] == [
+        ("CPU", 1),
+        ("memory (RSS)", 2),
+    ]
 
 
 def test_secrets_never_reach_the_page() -> None:
@@ -96,21 +137,32 @@ def test_secrets_never_reach_the_page() -> None:
     assert "http://user:&lt;secret&gt;@127.0.0.1:8080/" in page
 
 
-def test_page_has_every_chart_and_the_tables() -> None:
-    page = run_page(run_view(typed(report_snapshot())))
-    charts = {
-        f"op{i}-{kind}" for i in range(3) for kind in ("throughput", "latency", "spectrum")
-    } | {"op0-errors", "op1-errors", "op0-counters", "op1-counters"}
-    charts |= {"res-cpu", "res-memory", "res-fds"}
-    for name in charts:
-        assert f'data-chart="{name}"' in page
-    assert page.count('class="chart"') == len(charts)
-    assert "{{chart" not in page
-    assert "no errors" in page  # put
-    for text in ("host_saturated", "p99 &lt; 5ms", "rate set to 5000/s", "bench-host"):
-        assert text in page
-    assert "<script src=" not in page
-    assert "<link" not in page
+def test_a_servers_error_code_cannot_end_the_pages_script() -> None:
+    snapshot = report_snapshot()
+    for record in snapshot["series"]:
+        figures = record["ops"]["get"]
+        figures["errors_by_class"] = {"protocol": figures["errors"]}
+        figures["error_codes"] = {HOSTILE: figures["errors"]}
+    page = run_page(run_view(typed(snapshot)))
+    assert "<img" not in page
+    assert page.count("</script>") == 2  # the data's and the code's
+    labels = [s["label"] for s in _chart_data(page)["charts"]["op1-errors"]["series"]]  # type: ignore[index]
+    assert labels == [HOSTILE]
+
+
+def test_an_op_that_never_succeeded_has_notes_not_empty_charts() -> None:
+    snapshot = report_snapshot()
+    for record in snapshot["series"]:
+        figures = record["ops"]["put"]
+        figures["errors"] += figures["ok"]
+        figures["ok"] = 0
+    for phase in snapshot["histograms"].values():
+        phase.pop("put", None)
+    page = run_page(run_view(typed(snapshot)))
+    assert 'data-chart="op2-throughput"' in page
+    assert 'data-chart="op2-latency"' not in page
+    assert 'data-chart="op2-spectrum"' not in page
+    assert "no successful operation; no latency recorded in sustain" in page
 
 
 def test_report_command_writes_the_page(tmp_path: Path) -> None:
@@ -148,45 +200,6 @@ def test_report_command_bad_reference(tmp_path: Path) -> None:
     assert done.stderr.strip() == f"protobench: error: no snapshot 'nope' in {tmp_path}"
 
 
-def test_report_without_the_extra_says_what_to_install(tmp_path: Path) -> None:
-    path = tmp_path / "s.json.gz"
-    with gzip.open(path, "wt") as out:
-        json.dump(report_snapshot(), out)
-    code = (
-        "import sys; sys.modules['bokeh'] = None\n"
-        "from protobench.cli import main\n"
-        f"sys.argv = ['protobench', 'report', {str(path)!r}]\n"
-        "sys.exit(main())\n"
-    )
-    done = subprocess.run(
-        [sys.executable, "-c", code], capture_output=True, text=True, timeout=60, check=False
-    )
-    assert done.returncode == 2
-    assert done.stderr == (
-        "protobench: error: the HTML report needs `pip install 'protobench[report]'`\n"
-    )
-
-
-def test_comparison_page_overlays_runs_under_the_diff_table() -> None:
-    base, new = run_view(typed(report_snapshot())), run_view(typed(report_snapshot()))
-    page = compare_page([base], [new], "p99  base  new\nget  1ms  2ms  ~ (p=0.5 n=12)")
-    assert "~ (p=0.5 n=12)" in page
-    for index in range(3):
-        for kind in ("throughput", "p50", "p99", "spectrum"):
-            assert f'data-chart="cmp{index}-{kind}"' in page
-    assert f"base {base.id}" in page
-
-
-def test_write_diff_report_carries_diffs_table(tmp_path: Path) -> None:
-    base, new = typed(report_snapshot()), typed(report_snapshot())
-    diff = compare([base], [new], metrics=("throughput", "p99"), alpha=0.05, gates=[])
-    out = tmp_path / "cmp.html"
-    write_diff_report([base], [new], diff, out)
-    page = out.read_text()
-    assert html.escape(render_text(diff)) in page
-    assert "~ (p=" in page
-
-
 def _loaded_after(imports: str) -> set[str]:
     code = f"import json, sys\n{imports}\nprint(json.dumps(sorted(sys.modules)))\n"
     done = subprocess.run(
@@ -196,28 +209,30 @@ def _loaded_after(imports: str) -> set[str]:
     return set(json.loads(done.stdout))
 
 
-def test_bokeh_loads_only_when_a_page_is_written() -> None:
+def test_the_report_loads_only_when_a_page_is_written() -> None:
     loaded = _loaded_after("import protobench.cli, protobench.engine.controller")
-    assert not {m for m in loaded if m.split(".")[0] == "bokeh" or "htmlreport" in m}
+    assert not {m for m in loaded if "htmlreport" in m}
 
 
-def test_the_report_package_stays_below_the_ui() -> None:
+def test_the_report_package_stays_below_the_ui_and_off_the_engines_plan() -> None:
     loaded = _loaded_after("import protobench.htmlreport.page, protobench.htmlreport.compare")
     assert not {m for m in loaded if m.split(".")[0] in ("textual", "rich", "typer")}
     assert "protobench.tui" not in loaded
     assert "protobench.cli" not in loaded
+    # the plan loads profiles and every plugin's registry: the report needs none of it
+    assert "protobench.engine.plan" not in loaded
 
 
-def test_an_op_that_never_succeeded_has_notes_not_empty_charts() -> None:
-    snapshot = report_snapshot()
-    for record in snapshot["series"]:
-        figures = record["ops"]["put"]
-        figures["errors"] += figures["ok"]
-        figures["ok"] = 0
-    for phase in snapshot["histograms"].values():
-        phase.pop("put", None)
+def test_a_run_none_of_whose_sessions_opened_says_why_and_draws_nothing() -> None:
+    snapshot = make_snapshot()
+    snapshot.update(series=[], histograms={}, resources=[], partial=True)
+    report = snapshot["report"]
+    report.update(phases={}, partial=True, stop_reason="no-session")
+    report["notices"] = [
+        {"kind": "sessions", "message": "0 of 4 sessions opened: refused (4)", "elapsed": 5.0}
+    ]
     page = run_page(run_view(typed(snapshot)))
-    assert 'data-chart="op2-throughput"' in page
-    assert 'data-chart="op2-latency"' not in page
-    assert 'data-chart="op2-spectrum"' not in page
-    assert "no successful operation; no latency recorded in sustain" in page
+    assert "<span class='badge INCONCLUSIVE'>INCONCLUSIVE</span>" in page
+    assert "nothing measured: 0 of 4 sessions opened: refused (4)" in page
+    assert "<figure" not in page
+    assert "no interval was measured" in page

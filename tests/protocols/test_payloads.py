@@ -33,7 +33,7 @@ def test_parse_size(text: str | int, expected: int) -> None:
     assert parse_size(text) == expected
 
 
-@pytest.mark.parametrize("text", ["", "x", "-5", "1.5k", "10MB", True])
+@pytest.mark.parametrize("text", ["", "x", "-5", "1.5k", "300MB", "1GiB", True])
 def test_parse_size_rejects(text: str | int) -> None:
     with pytest.raises(ValueError, match="size"):
         parse_size(text)

@@ -199,6 +199,26 @@ def test_hgrm_of_a_closed_model_run_has_one_kind() -> None:
     assert int(footer.split("=")[-1].rstrip("]")) == sum(p["total"]["ok"] for p in phases.values())
 
 
+def test_hgrm_writes_a_total_uncorrected_only_when_every_op_has_one() -> None:
+    """An open run's stream has no send of its own; a closed run's periodic group kept one in
+    snapshots of that time: neither is a run's uncorrected TOTAL (issue 30)."""
+    stream = make_snapshot(OPS, seed=7, open_model=True)
+    del stream["histograms"]["sustain"]["post item"]["hist_uncorrected"]
+    out = io.StringIO()
+    export(typed(stream), "hgrm", out)
+    assert list(_sections(out.getvalue())) == [
+        f"{TOTAL}, corrected",
+        "get, corrected",
+        "post item, corrected",
+        "get, uncorrected",
+    ]
+    closed = make_snapshot(OPS, seed=7)
+    closed["histograms"]["sustain"]["post item"]["hist_uncorrected"] = "x"  # never decoded
+    out = io.StringIO()
+    export(typed(closed), "hgrm", out)
+    assert "uncorrected" not in out.getvalue()
+
+
 def test_csv_has_absolute_times_p95_uncorrected_latencies_and_counters() -> None:
     snapshot = make_snapshot(OPS, seed=7, open_model=True)
     out = io.StringIO()

@@ -55,6 +55,23 @@ DRAWN_JS = """
 """
 """Per chart div: its name and how many strongly coloured pixels its canvases hold."""
 
+DRAWN_CHARTS_JS = """
+(() => {
+  const out = {};
+  for (const figure of document.querySelectorAll('figure.chart')) {
+    const canvas = figure.querySelector('canvas').getBoundingClientRect();
+    const legend = figure.querySelector('.legend').getBoundingClientRect();
+    const drawn = (window.protobenchCharts || {})[figure.dataset.chart] || null;
+    out[figure.dataset.chart] = {
+      drawn, canvasBottom: canvas.bottom, legendTop: legend.top, legendHeight: legend.height,
+    };
+  }
+  return out;
+})()
+"""
+"""Per chart of a report page (its own charts): what its script drew (plot area, tick labels
+and where they lie, mark labels, points), and where its legend lies against its canvas."""
+
 
 def find_chromium() -> str | None:
     for name in CHROMIUM_NAMES:
@@ -220,6 +237,21 @@ class Browser:
             elif method == "Log.entryAdded" and params["entry"].get("level") == "error":
                 outcome.errors.append(params["entry"].get("text", "")[:500])
         return outcome
+
+    def mouse(self, kind: str, x: float, y: float, clicks: int = 1) -> None:
+        """A mouse event at viewport ``(x, y)``: ``mouseMoved``, ``mousePressed``, ``mouseReleased``
+        (the left button)."""
+        params: dict[str, Any] = {"type": kind, "x": x, "y": y}
+        if kind != "mouseMoved":
+            params.update(button="left", clickCount=clicks)
+        else:
+            params["buttons"] = 0
+        self.call("Input.dispatchMouseEvent", params, self.session)
+
+    def drawn_charts(self) -> dict[str, dict[str, Any]]:
+        """:data:`DRAWN_CHARTS_JS` of the page loaded."""
+        found: dict[str, dict[str, Any]] = self.evaluate(DRAWN_CHARTS_JS)
+        return found
 
     def screenshot(self, height: int | None = None, top: float = 0.0) -> bytes:
         """A PNG of the page from ``top`` (``height`` CSS pixels, default the viewport)."""

@@ -52,11 +52,15 @@ def _free_port() -> int:
 
 
 @contextmanager
-def nginx(root: Path, server: str, http: str = "") -> Iterator[Nginx]:
+def nginx(
+    root: Path, server: str, http: str = "", listen: str = "", scheme: str = "http"
+) -> Iterator[Nginx]:
     """nginx with ``server`` inside its ``server {}`` and ``http`` beside it; yields it.
 
-    The access log is complete once the context exits (nginx is stopped and
-    has flushed it); read it after the ``with`` block for exact counts.
+    ``listen`` follows the port on the ``listen`` line (``http2``, ``ssl http2``);
+    ``scheme`` is the URL's. The access log is complete once the context exits
+    (nginx is stopped and has flushed it); read it after the ``with`` block for exact
+    counts. Its lines are ``STATUS REQUEST-LINE`` (``200 GET / HTTP/2.0`` over HTTP/2).
     """
     binary = find_nginx()
     port = _free_port()
@@ -79,7 +83,7 @@ http {{
   {temp}
   {http}
   server {{
-    listen 127.0.0.1:{port};
+    listen 127.0.0.1:{port} {listen};
     {server}
   }}
 }}
@@ -91,7 +95,7 @@ http {{
     )
     try:
         _wait_listening(port, process)
-        yield Nginx(f"http://127.0.0.1:{port}", log)
+        yield Nginx(f"{scheme}://127.0.0.1:{port}", log)
     finally:
         process.terminate()
         try:

@@ -1,9 +1,12 @@
-"""Processes of the tests: a run's workers (the fork server's children), peer servers."""
+"""Processes of the tests: a run's workers (the fork server's children), peer servers;
+a run's peak memory is that of its whole process tree."""
 
 from __future__ import annotations
 
+import os
 import socket
 import subprocess
+import sys
 import time
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
@@ -11,7 +14,10 @@ from pathlib import Path
 
 import psutil
 
+from tests.support.cli import CliResult
+
 FORKSERVER = "protobench.engine.forkserver"
+MiB = 1024 * 1024
 
 
 def workers_of(pid: int) -> list[psutil.Process]:
@@ -21,6 +27,48 @@ def workers_of(pid: int) -> list[psutil.Process]:
         for child in psutil.Process(pid).children(recursive=True)
         if FORKSERVER in " ".join(child.cmdline()) and child.ppid() != pid
     ]
+
+
+def tree_rss(root: psutil.Process) -> int:
+    """The resident bytes of ``root`` and every process under it (0 once it is gone)."""
+    total = 0
+    try:
+        for proc in (root, *root.children(recursive=True)):
+            try:
+                total += proc.memory_info().rss
+            except psutil.Error:
+                continue
+    except psutil.Error:
+        return 0
+    return total
+
+
+def run_watched(args: list[str], cwd: Path, timeout: float = 120.0) -> tuple[CliResult, int]:
+    """Run ``python -m protobench ARGS`` in ``cwd``; its output and the peak RSS of its
+    process tree (controller, fork server, workers), sampled every 20 ms."""
+    out, err = cwd / "watched.out", cwd / "watched.err"
+    with out.open("w") as stdout, err.open("w") as stderr:
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "protobench", *args],
+            cwd=cwd,
+            stdout=stdout,
+            stderr=stderr,
+            env={**os.environ, "PYTHONUNBUFFERED": "1"},
+        )
+        root = psutil.Process(proc.pid)
+        peak = 0
+        deadline = time.monotonic() + timeout
+        try:
+            while proc.poll() is None:
+                if time.monotonic() > deadline:
+                    raise subprocess.TimeoutExpired(args, timeout)
+                peak = max(peak, tree_rss(root))
+                time.sleep(0.02)
+        finally:
+            if proc.poll() is None:
+                proc.kill()
+                proc.wait()
+    return CliResult(proc.returncode, out.read_text(), err.read_text()), peak
 
 
 @contextmanager

@@ -10,7 +10,13 @@ import pytest
 from protobench.engine.summaries import EMPTY_OP, LatencySummary, OpSummary, PhaseSummary
 from protobench.engine.thresholds import judge
 from protobench.vocab.thresholds import parse_threshold
-from protobench.vocab.units import parse_duration, parse_fraction, parse_rate
+from protobench.vocab.units import (
+    format_size,
+    parse_duration,
+    parse_fraction,
+    parse_rate,
+    parse_size,
+)
 
 
 @pytest.mark.parametrize(
@@ -34,6 +40,41 @@ def test_rates_and_fractions() -> None:
     assert parse_fraction("0.5%") == pytest.approx(0.005)
     with pytest.raises(ValueError, match="rate"):
         parse_rate("0/s")
+
+
+@pytest.mark.parametrize(
+    ("text", "size"),
+    [
+        (200, 200),
+        ("200B", 200),
+        ("1k", 1000),
+        ("64KiB", 65536),
+        ("64 kib", 65536),
+        ("16MiB", 16 << 20),
+        ("10MB", 10_000_000),
+        ("1GiB", 1 << 30),
+    ],
+)
+def test_sizes(text: str | int, size: int) -> None:
+    assert parse_size(text, 1 << 40) == size
+
+
+@pytest.mark.parametrize("text", ["1.5k", "5 TB", "-1", "big", True, 2.0])
+def test_bad_sizes_say_what_was_expected(text: object) -> None:
+    with pytest.raises(ValueError, match="expected a size"):
+        parse_size(text, 1 << 40)
+    with pytest.raises(ValueError, match=r"at most 1024 B \(1 KiB\), got 1025"):
+        parse_size("1025", 1024)
+
+
+def test_sizes_are_printed_in_their_largest_binary_unit() -> None:
+    assert [format_size(n) for n in (100, 65536, 64 << 20, 1 << 30, 1536)] == [
+        "100 B",
+        "64 KiB",
+        "64 MiB",
+        "1 GiB",
+        "1.5 KiB",
+    ]
 
 
 def _op(**figures: Any) -> OpSummary:

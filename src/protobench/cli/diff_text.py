@@ -10,8 +10,10 @@ import math
 from typing import TYPE_CHECKING
 
 from protobench.cli.profile_render import change_lines
-from protobench.cli.render import plain_number, us
+from protobench.cli.render import us
 from protobench.termtext import visible_tree
+from protobench.vocab.thresholds import format_change
+from protobench.vocab.units import plain_number
 
 if TYPE_CHECKING:  # numpy and hdrhistogram load in the command, not for --help
     from protobench.snapshots.diff import Diff, GateResult, GeomeanRow, Row, RunInfo
@@ -38,14 +40,6 @@ def _si(value: float) -> str:
         if "e" not in text:
             return f"{text}{suffix}"
     return f"{plain_number(value / 1e9)}G"
-
-
-def format_change(metric: str, change: float | None) -> str:
-    if change is None:
-        return "?"
-    if metric == "error_rate":
-        return f"{change * 100:+.2f}pp"
-    return f"{change:+.2%}"
 
 
 def _side(metric: str, est: Estimate | None) -> str:

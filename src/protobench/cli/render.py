@@ -5,6 +5,7 @@ from __future__ import annotations
 import contextlib
 import sys
 import time
+from collections.abc import Mapping
 from typing import TextIO
 
 from protobench.cli.profile_render import profile_lines
@@ -19,12 +20,12 @@ from protobench.engine.events import (
 from protobench.engine.report_model import (
     NO_SESSION,
     NO_SESSION_NOTICE,
-    ClockReport,
-    LoadModel,
     Report,
     Resources,
     ThresholdResult,
     Verdicts,
+    describe_clock,
+    describe_model,
 )
 from protobench.engine.summaries import LatencySummary, OpSummary
 from protobench.termtext import visible, visible_tree
@@ -34,35 +35,6 @@ from protobench.vocab.units import format_duration
 
 def us(value: float | None) -> str:
     return "-" if value is None else format_duration(value / 1e6)
-
-
-def plain_number(value: float) -> str:
-    """A count or rate in digits, never in exponent form: ``1,000``, ``12.5``, ``0.25``."""
-    if abs(value) >= 99.5 or value == int(value):
-        return f"{value:,.0f}"
-    return f"{value:.3g}"
-
-
-def describe_model(model: LoadModel) -> str:
-    """``closed model, 50 sessions`` or ``open model, 2,000/s -> 5,000/s over 40 sessions``
-    (and ``, 1,000 requests`` when a request count ends the sustain)."""
-    count = "" if model.requests is None else f", {model.requests:,} requests"
-    if model.type == "closed":
-        return f"closed model, {model.sessions} sessions{count}"
-    rate = "an unknown rate" if model.rate is None else f"{plain_number(model.rate)}/s"
-    if model.ramp_to is not None:
-        rate += f" -> {plain_number(model.ramp_to)}/s"
-    return f"open model, {rate} over {model.sessions} sessions{count}"
-
-
-def describe_clock(clock: ClockReport | None) -> str:
-    """``  kernel clock`` (with what was not: ``(send: user)``), ``  user clock``, or nothing
-    for a report from before the clocks."""
-    if clock is None:
-        return ""
-    if clock.receive == clock.send:
-        return f"  {clock.receive} clock"
-    return f"  {clock.receive} clock (send: {clock.send})"
 
 
 def summary_table(report: Report, profile_top: int = 5) -> str:
@@ -91,12 +63,14 @@ def summary_table(report: Report, profile_top: int = 5) -> str:
         seconds = sustain.duration_s
         length = f"{seconds:.1f}s" if seconds >= 1 else format_duration(seconds)
         model = describe_model(report.model)
-        lines.append(f"sustain {length}  {model}{describe_clock(report.clock)}")
+        clock = describe_clock(report.clock)
+        lines.append(f"sustain {length}  {model}{'  ' + clock if clock else ''}")
         header = f"{'op':24} {'ok':>10} {'err':>7} {'err%':>7} {'ops/s':>11} "
         header += " ".join(f"{label:>8}" for _, label in LATENCY_COLUMNS)
         lines.append(header + "  latency")
+        protocols = report.protocols or {}
         for name, op in [*sustain.ops.items(), ("TOTAL", sustain.total)]:
-            lines.extend(_op_lines(name, op, name in failing))
+            lines.extend(_op_lines(name, op, name in failing, protocols.get(name)))
     lines.extend(_threshold_line(t, report.nothing_measured) for t in report.thresholds)
     lines.extend(_verdict_lines(verdicts, report.partial))
     lines.append(_resources_line(report.resources))
@@ -144,12 +118,16 @@ def _latency_cells(latency: LatencySummary) -> str:
     return " ".join(f"{us(latency.value(k)):>8}" for k, _ in LATENCY_COLUMNS)
 
 
-def _op_lines(name: str, op: OpSummary, failing: bool) -> list[str]:
+def _op_lines(
+    name: str, op: OpSummary, failing: bool, protocols: Mapping[str, int] | None = None
+) -> list[str]:
     label = f"{name[:22]} !" if failing else name[:24]
     lines = [
         f"{label:24} {op.ok:>10} {op.errors:>7} {op.error_rate:>7.2%} "
         f"{op.throughput:>11,.1f} {_latency_cells(op.latency_us)}  {op.latency_kind}"
     ]
+    if protocols or op.streams_per_connection is not None:
+        lines.append(f"{'':24}   {connection_line(protocols or {}, op.streams_per_connection)}")
     for kind, figures in (op.latency_by_kind or {}).items():
         cells = _latency_cells(figures)
         lines.append(f"{'':24} {'':>10} {'':>7} {'':>7} {'':>11} {cells}  {kind}")
@@ -172,6 +150,17 @@ def _op_lines(name: str, op: OpSummary, failing: bool) -> list[str]:
         counters = ", ".join(f"{k}={v}" for k, v in op.counters.items())
         lines.append(f"{'':24}   counters: {counters}")
     return lines
+
+
+def connection_line(protocols: Mapping[str, int], streams: float | None) -> str:
+    """``protocol: h2 (500 sessions), 9.8 streams in flight per connection``."""
+    parts = []
+    if protocols:
+        got = ", ".join(f"{name} ({count:,} sessions)" for name, count in protocols.items())
+        parts.append(f"protocol: {got}")
+    if streams is not None:
+        parts.append(f"{streams:g} streams in flight per connection")
+    return ", ".join(parts)
 
 
 def _threshold_line(threshold: ThresholdResult, nothing_measured: bool) -> str:

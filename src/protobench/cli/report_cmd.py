@@ -1,9 +1,8 @@
 """``protobench report REF [-o FILE]``: a saved run as one self-contained HTML page.
 
 :func:`write_run_report` and :func:`write_diff_report` are also what ``run
---report`` and ``diff --report`` call. The page needs the optional ``report``
-extra (Bokeh); without it the command says so in one line and exits 2. Bokeh
-is imported only here, when a page is written (about 0.3 s).
+--report`` and ``diff --report`` call. The report package is imported only
+here, when a page is written.
 """
 
 from __future__ import annotations
@@ -16,23 +15,12 @@ import typer
 from protobench.cli.common import StoreOption, fail
 from protobench.cli.complete import SnapshotRef
 from protobench.cli.diff_text import render_text
-from protobench.protocols.registry import needs
 from protobench.snapshots.store import SnapshotError, SnapshotStore
 from protobench.termtext import echo
 
 if TYPE_CHECKING:
     from protobench.snapshots.diff import Diff
     from protobench.snapshots.model import Snapshot
-
-MISSING_EXTRA = needs("report", "the HTML report")
-
-
-def require_extra() -> None:
-    """Exit 2 with one line when the `report` extra (Bokeh) is not installed."""
-    try:
-        import bokeh  # noqa: F401, PLC0415
-    except ImportError:
-        fail(MISSING_EXTRA)
 
 
 def _write(path: Path, page: str) -> None:
@@ -44,8 +32,7 @@ def _write(path: Path, page: str) -> None:
 
 
 def write_run_report(snapshot: Snapshot, path: Path) -> None:
-    """Write the report page of one saved run (exit 2 without the ``report`` extra)."""
-    require_extra()
+    """Write the report page of one saved run."""
     from protobench.htmlreport.page import run_page  # noqa: PLC0415
     from protobench.htmlreport.view import run_view  # noqa: PLC0415
 
@@ -53,13 +40,12 @@ def write_run_report(snapshot: Snapshot, path: Path) -> None:
 
 
 def write_diff_report(base: list[Snapshot], new: list[Snapshot], diff: Diff, path: Path) -> None:
-    """Write the comparison page of ``diff`` (exit 2 without the ``report`` extra)."""
-    require_extra()
+    """Write the comparison page of ``diff``."""
     from protobench.htmlreport.compare import compare_page  # noqa: PLC0415
     from protobench.htmlreport.view import run_view  # noqa: PLC0415
 
     views = [run_view(s) for s in base], [run_view(s) for s in new]
-    _write(path, compare_page(*views, render_text(diff), diff.profile))
+    _write(path, compare_page(*views, diff, render_text(diff), diff.profile))
 
 
 def report_command(
@@ -80,10 +66,9 @@ def report_command(
       protobench report latest~2 -o before.html
 
     \b
-    Exit codes: 0 written, 2 bad input (no such snapshot, the report extra
-    missing, a file that cannot be written).
+    Exit codes: 0 written, 2 bad input (no such snapshot, a file that cannot
+    be written).
     """
-    require_extra()
     try:
         snapshot = SnapshotStore(snapshots_dir).load(ref)
     except SnapshotError as exc:

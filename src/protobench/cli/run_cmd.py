@@ -127,7 +127,7 @@ def run_command(
     report_file: Annotated[
         Path | None,
         typer.Option(
-            "--report", metavar="FILE", help="Also write the run as one HTML page (report extra)."
+            "--report", metavar="FILE", help="Also write the run as one HTML page (see report)."
         ),
     ] = None,
     ray: Annotated[
@@ -157,8 +157,6 @@ def run_command(
     Exit codes: 0 ok, 1 a threshold or check failed, 2 bad input (nothing
     ran), 3 the run could not complete, 5 the snapshot was not saved in the store.
     """
-    if report_file is not None:
-        report_cmd.require_extra()  # before the run, not after it
     plan = _resolve(profile, flags, save_profile)
     store = SnapshotStore(snapshots_dir)
     compared = load_baseline(store, baseline)

@@ -41,7 +41,7 @@ from protobench.engine.report_model import LiveVerdicts
 from protobench.engine.series_model import EncodedHistograms, PhaseHistograms, SeriesRecord
 from protobench.engine.stats_frame import StatsFrame, StatsWire
 from protobench.engine.summaries import MIXED, LatencySummary, OpSummary, PhaseSummary
-from protobench.vocab.counters import ERRORS_PREFIX, OK_TOTAL
+from protobench.vocab.counters import ERRORS_PREFIX, OK_TOTAL, streams_per_connection
 from protobench.vocab.percentiles import PERCENTILE_KEYS
 
 PHASES = ("warmup", "sustain", "drain")
@@ -105,6 +105,7 @@ def op_summary(
         },
         down_s=down_s,
         down_share=down_share,
+        streams_per_connection=streams_per_connection(counters),
         latency_kind=kind,
         latency_us=latency_summary(acc.hist) if kind != MIXED else LatencySummary(),
         latency_uncorrected_us=(
@@ -450,15 +451,21 @@ class Aggregator:
         return out
 
     def phase_histograms(self) -> PhaseHistograms:
-        """Encoded histograms per phase and op, for the snapshot."""
+        """Encoded histograms per phase and op, for the snapshot.
+
+        ``hist_uncorrected`` only in the open model, as in the series and the report: a
+        periodic group of a closed run measures from the actual send too, but that is
+        no run's uncorrected latency (a ``TOTAL`` of it would be that group's alone).
+        """
         out: PhaseHistograms = {}
         for phase, accs in self.totals.items():
             out[phase] = {}
             for name, acc in accs.items():
                 item = acc.to_interval()
-                out[phase][name] = EncodedHistograms(
-                    hist=item.hist, hist_uncorrected=item.hist_uncorrected
-                )
+                hists = EncodedHistograms(hist=item.hist)
+                if self.corrected:
+                    hists["hist_uncorrected"] = item.hist_uncorrected
                 if item.hist_delay:
-                    out[phase][name]["hist_delay"] = item.hist_delay
+                    hists["hist_delay"] = item.hist_delay
+                out[phase][name] = hists
         return out

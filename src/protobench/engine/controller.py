@@ -62,7 +62,13 @@ from protobench.engine.plan import RunPlan, worker_slices
 from protobench.engine.pool import WorkerPool
 from protobench.engine.pool_contract import Pool, PoolFactory, WorkerHandle
 from protobench.engine.profiler import TargetProfiler, start_profiler
-from protobench.engine.report import RunJudge, build_report, clock_report, exit_code_for
+from protobench.engine.report import (
+    RunJudge,
+    build_report,
+    clock_report,
+    exit_code_for,
+    protocols_report,
+)
 from protobench.engine.report_model import (
     NO_SESSION,
     NO_SESSION_NOTICE,
@@ -136,6 +142,7 @@ class Controller:
         self._done: set[int] = set()
         self.notices: list[NoticeEntry] = []
         self.clock: ClockReport | None = None
+        self.protocols: dict[str, dict[str, int]] | None = None
         """Where the exchanges' times come from (known once the workers opened their sessions)."""
         self.log_dir = log_dir
         self.resources = ResourceLog()
@@ -279,6 +286,7 @@ class Controller:
             labels=self.labels,
             nodes=self.pool.nodes() if self.pool else None,
             clock=self.clock,
+            protocols=self.protocols,
         )
         if self.archive is not None:
             kept = await anyio.to_thread.run_sync(self.archive.keep, self._record(report))
@@ -336,6 +344,7 @@ class Controller:
         failed = sum(h.get("failed", 0) for h in hellos)
         self.no_session = NoSessionWatch(opened, failed)
         self.clock, clock_note = clock_report(plan.clock, hellos, plan.protocol)
+        self.protocols = protocols_report(hellos)
         self.start_at = time.monotonic() + START_DELAY
         pool.broadcast(FrameKind.GO, {"start_at": self.start_at})
         self.emit(

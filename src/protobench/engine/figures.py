@@ -13,6 +13,11 @@ from typing import Any
 
 from protobench.engine.aggregate import DOWN_US
 from protobench.engine.report_model import Report
+from protobench.vocab.counters import (
+    CONNECTION_SAMPLES,
+    STREAM_SAMPLES,
+    streams_per_connection,
+)
 
 
 @dataclass(frozen=True)
@@ -64,13 +69,21 @@ def counter_figures(
     """An op's protocol counters for display over ``seconds`` of a phase.
 
     ``down_us`` becomes ``down_s``; ``late`` is added when any; bytes in and
-    out become per-second rates ``in/s`` and ``out/s`` when ``seconds`` is known.
+    out become per-second rates ``in/s`` and ``out/s`` when ``seconds`` is known;
+    HTTP/2's stream samples become ``streams/conn``, the streams in flight per
+    connection.
     """
     out: dict[str, float] = {}
     figures = {**counters, "bytes_in": bytes_in, "bytes_out": bytes_out}
     for name, value in sorted(figures.items()):
         if name == DOWN_US:
             out["down_s"] = round(value / 1e6, 3)
+        elif name == STREAM_SAMPLES:
+            continue
+        elif name == CONNECTION_SAMPLES:
+            streams = streams_per_connection(counters)
+            if streams is not None:
+                out["streams/conn"] = streams
         elif name in BYTES:
             if value and seconds > 0:
                 out[BYTES[name]] = round(value / seconds, 1)

@@ -1,7 +1,9 @@
 """Recording and merging of latency histograms and counters.
 
 Every histogram comes from :func:`new_histogram` (1 µs .. 60 s, 3 significant
-digits, values in microseconds), so merges take hdrhistogram's C fast path.
+digits, values in microseconds), so merges are additions of counts arrays:
+:func:`add_encoded` decodes an encoded histogram's counts and adds them with
+numpy, building no histogram for them.
 
 The hot path never touches a histogram: :class:`OpRecorder` appends raw
 nanosecond latencies to an ``array('q')`` (tens of nanoseconds), and every
@@ -17,7 +19,8 @@ histogram it makes would wait for Python's cycle collector, which a worker
 that allocates few containers runs rarely: a run's workers grew by tens of
 megabytes of dead histograms between collections. :func:`new_histogram`
 makes the encoder's reference weak and :func:`add_encoded` frees the decoded
-histogram it adds, so every histogram is freed as soon as it is dropped.
+histogram it adds (one of another shape), so every histogram is freed as soon
+as it is dropped.
 
 :class:`OpInterval` is what a worker sends for one operation and one interval;
 it is a plain dict on the wire (:meth:`OpInterval.to_wire`).
@@ -34,6 +37,7 @@ from dataclasses import dataclass, field
 from typing import Any, TypedDict, cast
 
 import numpy as np
+from hdrh.codec import HdrHistogramEncoder
 from hdrh.histogram import HdrHistogram
 
 from protobench.vocab.errors import OpError
@@ -52,13 +56,6 @@ def new_histogram() -> HdrHistogram:
     return hist
 
 
-def add_encoded(hist: HdrHistogram, encoded: str) -> None:
-    """Add a histogram encoded by :func:`encode` to ``hist``."""
-    other = HdrHistogram.decode(encoded, hist.b64_wrap)
-    hist.add(other)
-    other.encoder = None  # break the histogram <-> encoder cycle: freed now, not by the GC
-
-
 Counts = np.ndarray[Any, np.dtype[np.int64]]
 
 _SHAPE = new_histogram()
@@ -72,6 +69,43 @@ _COUNTS_LEN = int(_SHAPE.counts_len)
 def counts_view(hist: HdrHistogram) -> Counts:
     """The histogram's counts array as a numpy view (no copy)."""
     return np.frombuffer(hist.counts, dtype=np.int64)
+
+
+def _factory_shaped(lowest: int, highest: int, digits: int) -> bool:
+    return (lowest, highest, digits) == (LOWEST_US, HIGHEST_US, SIGNIFICANT_DIGITS)
+
+
+def add_encoded(hist: HdrHistogram, encoded: str) -> None:
+    """Add a histogram encoded by :func:`encode` to ``hist``.
+
+    When both have the factory's shape (every histogram of ours) the counts are
+    decoded into a bare array and added with numpy, with the count, minimum and
+    maximum hdrhistogram's own ``add`` would give: no histogram is built for
+    the addend (building one is most of the time a merge takes). Any other
+    goes through hdrhistogram.
+    """
+    payload = HdrHistogramEncoder.decode(encoded, hist.b64_wrap)
+    header = payload.payload
+    shape = (header.lowest_trackable_value, header.highest_trackable_value)
+    if not (
+        _factory_shaped(*shape, header.significant_figures)
+        and _factory_shaped(
+            hist.lowest_trackable_value, hist.highest_trackable_value, hist.significant_figures
+        )
+    ):
+        other = HdrHistogram(*shape, header.significant_figures, hdr_payload=payload)
+        hist.add(other)
+        other.encoder = None  # break the histogram <-> encoder cycle: freed now, not by the GC
+        return
+    found = payload.init_counts(_COUNTS_LEN)
+    if not found["total"]:
+        hist.min_value = 0  # what hdrhistogram's add of an empty histogram leaves
+        return
+    counts_view(hist)[:] += np.frombuffer(payload.get_counts(), dtype=np.int64)
+    hist.total_count += found["total"]
+    hist.max_value = max(hist.max_value, int(HIGHEST[found["max_nonzero_index"]]))
+    lowest = int(_LOWEST[found["min_nonzero_index"]])
+    hist.min_value = min(hist.get_min_value(), lowest)  # as hdrhistogram's add sets it
 
 
 def fold(hist: HdrHistogram, values_ns: array[int] | list[int]) -> int:

@@ -17,6 +17,7 @@ from typing import Any, Literal
 
 from pydantic import ValidationError
 
+from protobench.engine.rates import rate_shares
 from protobench.profiles.loader import (
     LoadedProfile,
     ProfileError,
@@ -28,6 +29,7 @@ from protobench.profiles.model import Profile, ProfileKeys
 from protobench.profiles.settings import (
     BY_NAME,
     MAX_PROCESSES,
+    MAX_SESSIONS,
     NO_TIME_LIMIT,
     Overrides,
     RunSettings,
@@ -35,6 +37,7 @@ from protobench.profiles.settings import (
     flag_of,
 )
 from protobench.protocols import registry
+from protobench.protocols.base import ProtocolPlugin
 from protobench.redaction import SECRET, redact_text, redact_value
 from protobench.targets import registry as targets
 
@@ -47,7 +50,10 @@ class GroupPlan:
 
     ``every`` (seconds) paces each session to one operation per period;
     otherwise sessions run back-to-back (closed model) or share the open-model
-    rate by ``share``.
+    rate by ``share``. ``per_connection`` sessions share one connection (HTTP/2's
+    streams, :meth:`~protobench.protocols.base.ProtocolPlugin.connection_share`):
+    the profile's ``count`` is then the group's connections, and ``count`` here
+    is connections × ``per_connection``; a worker gets whole connections.
     """
 
     name: str
@@ -56,6 +62,12 @@ class GroupPlan:
     every: float | None
     share: float
     params: dict[str, Any]
+    per_connection: int = 1
+
+    @property
+    def connections(self) -> int:
+        """The group's connections (its sessions, unless they share connections)."""
+        return self.count // self.per_connection
 
     @property
     def periodic(self) -> bool:
@@ -204,7 +216,13 @@ def resolve(loaded: LoadedProfile, overrides: Overrides) -> RunPlan:
         except ValueError as exc:
             where = flag_of("target") if "target" in overrides else loaded.source
             raise ProfileError(where, "target", redact_text(str(exc))) from None
-    groups = _groups(profile, settings.connections)
+    groups = _shared(
+        loaded.source,
+        plugin,
+        _groups(profile, settings.connections),
+        settings.options,
+        None if embedded else target,
+    )
     processes = settings.processes or default_processes()
     _check_fd_limit(loaded, overrides, groups, processes)
     resolved = replace(settings, target=None if embedded else target, processes=processes)
@@ -261,8 +279,8 @@ def _check_serve(
 def _check_fd_limit(
     loaded: LoadedProfile, overrides: Overrides, groups: tuple[GroupPlan, ...], processes: int
 ) -> None:
-    """Refuse a plan whose sessions per worker cannot have an open file each."""
-    sessions = sum(g.count for g in groups)
+    """Refuse a plan whose connections per worker cannot have an open file each."""
+    sessions = sum(g.connections for g in groups)
     workers = max(1, min(processes, sessions))
     per_worker = -(-sessions // workers)
     hard = resource.getrlimit(resource.RLIMIT_NOFILE)[1]
@@ -274,16 +292,42 @@ def _check_fd_limit(
     raise ProfileError(
         where,
         key,
-        f"{sessions:,} sessions over {workers} worker processes need at least "
+        f"{sessions:,} connections over {workers} worker processes need at least "
         f"{per_worker + FD_MARGIN:,} open files per process, above the OS limit "
         f"(RLIMIT_NOFILE hard) of {hard:,}: use more --processes (at most "
-        f"{MAX_PROCESSES}), fewer sessions, or raise the limit (`ulimit -Hn`)",
+        f"{MAX_PROCESSES}), fewer connections, or raise the limit (`ulimit -Hn`)",
     )
 
 
 def default_processes() -> int:
     """One worker process per core."""
     return max(1, len(os.sched_getaffinity(0)))
+
+
+def _shared(
+    source: str,
+    plugin: ProtocolPlugin,
+    groups: tuple[GroupPlan, ...],
+    options: dict[str, Any],
+    target: str | None,
+) -> tuple[GroupPlan, ...]:
+    """Groups whose sessions share connections, as the plugin says: ``count`` connections of
+    ``per_connection`` sessions each."""
+    out = []
+    for index, group in enumerate(groups):
+        try:
+            per = plugin.connection_share(group.op, group.params, options, target)
+        except ValueError as exc:
+            raise ProfileError(source, f"group[{index}]", str(exc)) from None
+        if not 1 <= per <= MAX_SESSIONS or group.count * per > MAX_SESSIONS:
+            raise ProfileError(
+                source,
+                f"group[{index}]",
+                f"{group.count} connections × {per} sessions each: at most {MAX_SESSIONS:,}"
+                " sessions in a group",
+            )
+        out.append(replace(group, count=group.count * per, per_connection=per))
+    return tuple(out)
 
 
 def _groups(profile: ProfileKeys, connections: int | None) -> tuple[GroupPlan, ...]:
@@ -363,16 +407,17 @@ def worker_slices(plan: RunPlan) -> list[WorkerSlice]:
     """Split the plan over ``min(processes, sessions)`` workers.
 
     Sessions are dealt round-robin across workers in group order, so small
-    groups (one periodic session each) land on different workers.
+    groups (one periodic session each) land on different workers; sessions
+    that share a connection (``per_connection``) are dealt together.
     """
-    workers = max(1, min(plan.processes, plan.sessions))
-    paced = [g for g in plan.groups if not g.periodic]
-    share_total = sum(g.share for g in paced) or 1.0
+    workers = max(1, min(plan.processes, sum(g.connections for g in plan.groups)))
+    shares = rate_shares(plan.groups)
     owned: list[dict[str, list[int]]] = [{} for _ in range(workers)]
     position = 0
     for group in plan.groups:
-        for index in range(group.count):
-            owned[position % workers].setdefault(group.name, []).append(index)
+        per = group.per_connection
+        for first in range(0, group.count, per):
+            owned[position % workers].setdefault(group.name, []).extend(range(first, first + per))
             position += 1
     slices = []
     for worker in range(workers):
@@ -381,7 +426,7 @@ def worker_slices(plan: RunPlan) -> list[WorkerSlice]:
             indices = tuple(owned[worker].get(group.name, ()))
             rate = ramp = None
             if plan.rate is not None and not group.periodic and indices:
-                fraction = group.share / share_total * len(indices) / group.count
+                fraction = shares[group.name] * len(indices) / group.count
                 rate = plan.rate * fraction
                 ramp = plan.ramp_to * fraction if plan.ramp_to is not None else None
             parts.append(GroupSlice(group.name, indices, rate, ramp))

@@ -56,6 +56,9 @@ class Hello(TypedDict):
     (``kernel_receive``) and send (``kernel_send``) stamps."""
     clock_reason: NotRequired[str]
     """Why the platform gives no kernel stamps, when the run asked for them."""
+    protocols: NotRequired[dict[str, dict[str, int]]]
+    """Per group: its open sessions by the protocol they got (:attr:`Session.negotiated
+    <protobench.protocols.base.Session.negotiated>`), for plugins that name one."""
 
 
 class WorkerHandle(Protocol):

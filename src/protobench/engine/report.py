@@ -133,6 +133,7 @@ def build_report(
     per_connection: bool = True,
     profile: TargetProfile | None = None,
     clock: ClockReport | None = None,
+    protocols: Mapping[str, Mapping[str, int]] | None = None,
 ) -> Report:
     """The report of a run.
 
@@ -142,7 +143,8 @@ def build_report(
     Ray run's) are in the report when given; so is the summary of the target's
     ``profile`` (``run --profile-target``); ``clock`` is where the exchanges' times came
     from (:func:`clock_report`); ``per_connection`` whether the target's memory growth is
-    its connections' (the plugin's ``memory_per_connection``).
+    its connections' (the plugin's ``memory_per_connection``); ``protocols`` each op's
+    sessions by the protocol they got (:func:`protocols_report`).
     """
     report = Report(
         tool=Tool(name="protobench", version=__version__),
@@ -157,8 +159,14 @@ def build_report(
             rate=plan.rate,
             ramp_to=plan.ramp_to if plan.rate is not None else None,
             requests=plan.requests,
+            connections=(
+                sum(g.connections for g in plan.groups)
+                if any(g.per_connection > 1 for g in plan.groups)
+                else None
+            ),
         ),
         clock=clock,
+        protocols={op: dict(counts) for op, counts in protocols.items()} if protocols else None,
         processes=len(workers),
         warmup_s=plan.warmup,
         duration_s=plan.duration,
@@ -205,6 +213,19 @@ def build_report(
         thresholds=unjudged,
         verdicts=replace(report.verdicts, thresholds_passed=not unjudged),
     )
+
+
+def protocols_report(hellos: Sequence[Mapping[str, object]]) -> dict[str, dict[str, int]] | None:
+    """Each op's sessions by the protocol they got, summed over the workers' ``HELLO``
+    (``protocols``); ``None`` when no session named one."""
+    out: dict[str, dict[str, int]] = {}
+    for hello in hellos:
+        groups = hello.get("protocols")
+        for op, counts in groups.items() if isinstance(groups, Mapping) else ():
+            into = out.setdefault(str(op), {})
+            for name, count in counts.items():
+                into[str(name)] = into.get(str(name), 0) + int(count)
+    return out or None
 
 
 def clock_report(
@@ -355,13 +376,5 @@ def verdicts(
 
 
 def exit_code_for(report: Report) -> ExitCode:
-    """The exit code of a run (see the module's docstring).
-
-    A ``snapshot_error`` in the report means the snapshot is not in the store.
-    """
-    verdict = report.verdicts
-    if report.partial or report.sustain is None or not verdict.complete:
-        return ExitCode.INCOMPLETE
-    if not verdict.thresholds_passed or not verdict.checks_passed:
-        return ExitCode.FAILED
-    return ExitCode.NOT_SAVED if report.snapshot_error else ExitCode.OK
+    """The exit code of a run (see the module's docstring): :attr:`Report.exit_code`."""
+    return report.exit_code

@@ -17,6 +17,7 @@ snapshot loads.
 
 from __future__ import annotations
 
+import copy
 import functools
 from collections.abc import Mapping
 from dataclasses import dataclass, field, fields, is_dataclass
@@ -24,10 +25,12 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from protobench.engine.stacks.model import ProfileSummary
 from protobench.engine.summaries import OMIT_NONE, PhaseSummary
-from protobench.vocab.exceptions import BadInput
+from protobench.vocab.exceptions import BadInput, ExitCode
+from protobench.vocab.units import plain_number
 
 if TYPE_CHECKING:
     from pydantic import TypeAdapter
+    from pydantic_core import SchemaValidator
 
 type JsonValue = str | int | float | bool | list[JsonValue] | dict[str, JsonValue] | None
 """A JSON value (the plan, labels: free-form data of their own schema)."""
@@ -52,13 +55,15 @@ class Tool:
 @dataclass(frozen=True, slots=True, kw_only=True)
 class LoadModel:
     """``closed`` (sessions back to back) or ``open`` (a rate of arrivals, maybe ramped);
-    ``requests``: the exchanges that end the sustain (``-n``), when counted."""
+    ``requests``: the exchanges that end the sustain (``-n``), when counted; ``connections``:
+    the connections the sessions share, when some share one (HTTP/2's streams)."""
 
     type: Literal["closed", "open"]
     sessions: int = 0
     rate: float | None = field(default=None, metadata=OMIT_NONE)
     ramp_to: float | None = field(default=None, metadata=OMIT_NONE)
     requests: int | None = field(default=None, metadata=OMIT_NONE)
+    connections: int | None = field(default=None, metadata=OMIT_NONE)
 
 
 type ClockSource = Literal["kernel", "user", "mixed"]
@@ -80,6 +85,31 @@ class ClockReport:
     setting: Literal["kernel", "user"]
     receive: ClockSource
     send: ClockSource
+
+
+def describe_model(model: LoadModel) -> str:
+    """``closed model, 50 sessions`` or ``open model, 2,000/s -> 5,000/s over 40 sessions``
+    (``on 5 connections`` when sessions share them, and ``, 1,000 requests`` when a request
+    count ends the sustain): the summary's line and the HTML report's header."""
+    count = "" if model.requests is None else f", {model.requests:,} requests"
+    if model.connections is not None:
+        count = f" on {model.connections} connections{count}"
+    if model.type == "closed":
+        return f"closed model, {model.sessions} sessions{count}"
+    rate = "an unknown rate" if model.rate is None else f"{plain_number(model.rate)}/s"
+    if model.ramp_to is not None:
+        rate += f" -> {plain_number(model.ramp_to)}/s"
+    return f"open model, {rate} over {model.sessions} sessions{count}"
+
+
+def describe_clock(clock: ClockReport | None) -> str:
+    """``kernel clock`` (with what was not: ``kernel clock (send: user)``), ``user clock``,
+    or "" for a report from before the clocks (the summary's line, the HTML report's header)."""
+    if clock is None:
+        return ""
+    if clock.receive == clock.send:
+        return f"{clock.receive} clock"
+    return f"{clock.receive} clock (send: {clock.send})"
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -265,6 +295,9 @@ class Report:
     model: LoadModel = field(default_factory=lambda: LoadModel(type="closed"))
     clock: ClockReport | None = field(default=None, metadata=OMIT_NONE)
     """Absent in reports from before the kernel's clock (their times were user space)."""
+    protocols: dict[str, dict[str, int]] | None = field(default=None, metadata=OMIT_NONE)
+    """Per op, its sessions by the protocol their connections got (HTTP/2 runs: ``h2``,
+    ``h2c``, ``http/1.1`` after an ALPN fallback); absent when no plugin names one."""
     processes: int = 0
     warmup_s: float = 0.0
     duration_s: float = 0.0
@@ -288,6 +321,19 @@ class Report:
     @property
     def sustain(self) -> PhaseSummary | None:
         return self.phases.get("sustain")
+
+    @property
+    def exit_code(self) -> ExitCode:
+        """The run's exit code (:mod:`protobench.engine.report` says which is when).
+
+        A ``snapshot_error`` in the report means the snapshot is not in the store.
+        """
+        verdict = self.verdicts
+        if self.partial or self.sustain is None or not verdict.complete:
+            return ExitCode.INCOMPLETE
+        if not verdict.thresholds_passed or not verdict.checks_passed:
+            return ExitCode.FAILED
+        return ExitCode.NOT_SAVED if self.snapshot_error else ExitCode.OK
 
     @property
     def nothing_measured(self) -> bool:
@@ -384,6 +430,8 @@ def validated[T](adapter: TypeAdapter[T], data: object, where: str) -> T:
 
     The one way a typed part of a report or snapshot is read back; a bad field
     is a :class:`ReportError` of one line naming its path after ``where``.
+    Every list and object stops at its first bad item (:func:`_fail_fast`), so a
+    file of millions of wrong items costs no more than one.
     """
     import orjson  # noqa: PLC0415 - not on the --help path
     from pydantic import ValidationError  # noqa: PLC0415 - pydantic only when a report is read
@@ -393,13 +441,36 @@ def validated[T](adapter: TypeAdapter[T], data: object, where: str) -> T:
     except TypeError as exc:  # a whole number beyond 64 bits, which no field can hold
         raise ReportError(f"{where or '(top)'}: a value out of range ({exc})") from None
     try:
-        return adapter.validate_json(text, strict=True)
+        value: T = _fail_fast(adapter).validate_json(text, strict=True)
     except ValidationError as exc:
-        errors = exc.errors()
+        errors = exc.errors(include_url=False, include_context=False, include_input=False)
         first = errors[0]
         path = ".".join(str(part) for part in (where, *first["loc"]) if part != "") or "(top)"
         more = f" (and {len(errors) - 1} more)" if len(errors) > 1 else ""
         raise ReportError(f"{path}: {_message(first)}{more}") from None
+    return value
+
+
+@functools.cache
+def _fail_fast(adapter: TypeAdapter[Any]) -> SchemaValidator:
+    """``adapter``'s validator, but every list and object in it stops at its first bad item.
+
+    Pydantic collects every error by default: a snapshot of 12 million empty op summaries
+    took 54 s and 9 GB to validate, and as much again to list its errors.
+    """
+    from pydantic_core import SchemaValidator  # noqa: PLC0415 - pydantic only when read
+
+    schema = copy.deepcopy(adapter.core_schema)
+    stack: list[Any] = [schema]
+    while stack:
+        node = stack.pop()
+        if isinstance(node, dict):
+            if node.get("type") in ("list", "dict"):
+                node["fail_fast"] = True
+            stack.extend(node.values())
+        elif isinstance(node, list):
+            stack.extend(node)
+    return SchemaValidator(schema)  # the types' own configs are in their schemas
 
 
 def _message(error: Any) -> str:

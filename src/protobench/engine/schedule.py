@@ -34,8 +34,10 @@ open model (arrivals waiting for a session are still sent), and per failed
 reopen in the closed model; once it is spent nothing more starts.
 
 Sessions live in :class:`Slot` objects that reopen them after a connection
-failure (immediately, then after 0.1 s, doubling up to 2 s, so that a
-refused login does not hammer the server), counting ``reconnects``. A slot
+failure (a ``closed``, ``refused`` or ``connect`` error, or any error that
+ended the connection: :attr:`OpError.lost`): immediately, then after 0.1 s,
+doubling up to 2 s, so that a refused login does not hammer the server,
+counting ``reconnects``. A slot
 counts every successful open (``connects``, unless the plugin counts its own
 connections: :attr:`ProtocolPlugin.counts_connects`), every failed one
 (``connect_failed``) and the time it spends without a session while the run
@@ -68,6 +70,7 @@ from collections.abc import Callable
 
 from protobench.engine.bounds import BEHIND_NS, READ_BOUND_NS
 from protobench.engine.metrics import OpRecorder
+from protobench.engine.rates import ramped_rate
 from protobench.engine.waker import Timer
 from protobench.protocols.base import (
     AsyncSession,
@@ -447,7 +450,7 @@ class ClosedDriver(ExchangeDriver):
         """Record a failure (unless counted already); True if the loop on this slot must end."""
         if counted:
             self.recorder.error(exc)
-        if exc.error_class in RECONNECT_CLASSES:
+        if exc.lost or exc.error_class in RECONNECT_CLASSES:
             slot.lost(self.state)
             return True
         return False
@@ -653,6 +656,8 @@ class ArrivalDriver(ExchangeDriver):
     ) -> None:
         super().__init__(slots, recorder, state)
         self.reactor = reactor
+        if reactor is not None:
+            reactor.batch_sends = False  # each arrival's send time is its lateness's end
         self.rate = rate
         self.ramp_to = ramp_to if ramp_to is not None else rate
         self.ramp_seconds = max(ramp_seconds, 1e-9)
@@ -671,8 +676,8 @@ class ArrivalDriver(ExchangeDriver):
         self._stopped: asyncio.Future[None] | None = None
 
     def current_rate(self, elapsed: float) -> float:
-        fraction = min(1.0, max(0.0, elapsed / self.ramp_seconds))
-        return (self.rate + (self.ramp_to - self.rate) * fraction) * self.state.rate_factor
+        ramped = ramped_rate(self.rate, self.ramp_to, self.ramp_seconds, elapsed)
+        return ramped * self.state.rate_factor
 
     @property
     def pending(self) -> int:
@@ -887,7 +892,7 @@ class ArrivalDriver(ExchangeDriver):
         else:
             if counted:
                 recorder.error(error)
-            if error.error_class in RECONNECT_CLASSES:
+            if error.lost or error.error_class in RECONNECT_CLASSES:
                 slot.lost(self.state)
                 return
         self._release(slot, now)

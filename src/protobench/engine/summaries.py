@@ -63,8 +63,9 @@ class OpSummary:
     ``generator_delay_us`` the generator's own delay in taking up replies (from
     the kernel's receive stamp to the engine's recording; only with the kernel
     clock); ``latency_by_kind`` the total's latencies per kind when ops measure
-    different things; ``hist``/``hist_uncorrected``/``hist_delay`` the encoded
-    histograms of a series record or an interval event (never in the report).
+    different things; ``streams_per_connection`` the mean streams in flight on each
+    connection (HTTP/2, sampled every 100 ms); ``hist``/``hist_uncorrected``/``hist_delay``
+    the encoded histograms of a series record or an interval event (never in the report).
     """
 
     ok: int
@@ -82,6 +83,7 @@ class OpSummary:
     counter_rates: dict[str, float] = field(default_factory=dict)
     down_s: float = 0.0
     down_share: float | None = field(default=None, metadata=OMIT_NONE)
+    streams_per_connection: float | None = field(default=None, metadata=OMIT_NONE)
     latency_kind: str = "round_trip"
     latency_us: LatencySummary
     latency_uncorrected_us: LatencySummary | None = field(default=None, metadata=OMIT_NONE)

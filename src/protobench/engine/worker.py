@@ -186,9 +186,22 @@ class Worker:
             "failed": failed,
             "clock": self.clocks(),
         }
+        if protocols := self.protocols():
+            hello["protocols"] = protocols
         if self.plan.clock == KERNEL and not (support := probe()).receive:
             hello["clock_reason"] = support.reason
         return hello
+
+    def protocols(self) -> dict[str, dict[str, int]]:
+        """Per group, its open sessions by the protocol they got (those that name one)."""
+        out: dict[str, dict[str, int]] = {}
+        for name, slots in self.slots.items():
+            for slot in slots:
+                got = slot.session.negotiated if slot.session is not None else None
+                if got is not None:
+                    counts = out.setdefault(name, {})
+                    counts[got] = counts.get(got, 0) + 1
+        return out
 
     def clocks(self) -> dict[str, dict[str, int]]:
         """Per group, how many open sessions read the kernel's receive and send stamps."""

@@ -1,70 +1,61 @@
-"""The one HTML file of a run's report: tables, charts and Bokeh's JavaScript inlined.
+"""The one HTML file of a run's report: the answer first, then the charts and tables.
 
-The page needs no network: Bokeh's ``bokeh.min.js`` (from the Python package)
-is written into it, and the charts' data sit in one JSON document that every
-figure shares. Each chart is a ``<div class="chart" data-chart=NAME>``; the
-browser test checks that each one is drawn.
+The page opens on the verdict (a PASS / FAIL / INCONCLUSIVE badge, one
+sentence, the caveats, every threshold and check as a row) and the key
+figures as cards; then the run at a glance (throughput with the offered rate,
+latency p50/p99/p99.9 over time, errors by code, the latency by percentile,
+the target's CPU and memory), then each operation, the resources, the
+tables and the provenance. It needs no network: the charts are drawn by the
+page's own script from one JSON document (:mod:`.charts`). Each chart is a
+``<figure class="chart" data-chart=NAME>``; the browser test checks that
+each one is drawn.
 """
 
 from __future__ import annotations
 
 import html
-from collections.abc import Iterable, Sequence
-
-from bokeh.embed import components
-from bokeh.models import Model, Range1d
-from bokeh.resources import Resources
+from collections.abc import Collection, Iterable, Sequence
+from importlib import resources
 
 from protobench.htmlreport import charts, flame
-from protobench.htmlreport.view import RunView
+from protobench.htmlreport.charts import ChartSet
+from protobench.htmlreport.verdict import Card, CheckRow, Verdict
+from protobench.htmlreport.view import LABELS, Mark, RunView
 
-STYLE = """
-body { font: 14px/1.4 system-ui, sans-serif; margin: 0 1.5em 2em; color: #222; }
-h1 { font-size: 1.4em; margin: .8em 0 .2em; } h2 { font-size: 1.15em; margin: 1.5em 0 .4em; }
-nav a { margin-right: 1em; } .meta { color: #666; }
-table { border-collapse: collapse; margin: .4em 0; }
-td, th { border: 1px solid #ddd; padding: 2px 8px; text-align: left; vertical-align: top; }
-.grid { display: grid; grid-template-columns: repeat(auto-fit, minmax(560px, 1fr)); gap: 8px; }
-.chart { min-height: 240px; } .none { color: #888; margin: 0; }
-"""
+NUMERIC = frozenset({"ok", "errors", "error rate", "throughput", *LABELS.values()})
+"""The columns of the sustain table that hold figures (right-aligned)."""
+STYLE = resources.files(__package__).joinpath("report.css").read_text(encoding="utf-8")
 
 
-def table(headers: Sequence[str], rows: Iterable[Sequence[str]]) -> str:
+def table(
+    headers: Sequence[str], rows: Iterable[Sequence[str]], numeric: Collection[str] = ()
+) -> str:
+    """A table of text cells; the columns named in ``numeric`` are right-aligned."""
     head = "".join(f"<th>{html.escape(h)}</th>" for h in headers)
-    body = "".join(
-        "<tr>" + "".join(f"<td>{html.escape(cell)}</td>" for cell in row) + "</tr>" for row in rows
-    )
-    return f"<table><tr>{head}</tr>{body}</table>"
+    body = []
+    for row in rows:
+        cells = []
+        for index, cell in enumerate(row):
+            klass = ' class="num"' if headers[index] in numeric else ""
+            cells.append(f"<td{klass}>{html.escape(cell)}</td>")
+        body.append(f"<tr>{''.join(cells)}</tr>")
+    return f"<table><tr>{head}</tr>{''.join(body)}</table>"
 
 
-def document(title: str, body: str, figures: dict[str, Model]) -> str:
-    """The whole page: ``body`` with each ``{{chart NAME}}`` replaced by that figure's div."""
-    script, divs = components(figures) if figures else ("", {})
-    for name, div in divs.items():
-        body = body.replace(
-            f"{{{{chart {name}}}}}",
-            f'<div class="chart" data-chart="{html.escape(name)}">{div}</div>',
-        )
-    js = Resources(mode="inline", components=["bokeh"]).render_js() if figures else ""
+def document(
+    title: str,
+    body: str,
+    out: ChartSet,
+    time_range: tuple[float, float],
+    marks: Sequence[Mark] = (),
+) -> str:
+    """The whole page: ``body``, then the charts' data and script."""
     return (
         "<!DOCTYPE html>\n<html lang='en'><head><meta charset='utf-8'>"
-        f"<title>{html.escape(title)}</title><style>{STYLE}</style>{js}</head>"
-        f"<body>{body}{script}</body></html>\n"
+        "<meta name='viewport' content='width=device-width, initial-scale=1'>"
+        f"<title>{html.escape(title)}</title><style>{STYLE}</style></head>"
+        f"<body>{body}{out.script(time_range, marks)}</body></html>\n"
     )
-
-
-class Charts:
-    """The figures of one page, by name, and the placeholders that stand for them in its body."""
-
-    def __init__(self) -> None:
-        self.figures: dict[str, Model] = {}
-
-    def cell(self, name: str, fig: Model | None) -> str:
-        """A chart's placeholder ("" when there is nothing to draw)."""
-        if fig is None:
-            return ""
-        self.figures[name] = fig
-        return f"{{{{chart {name}}}}}"
 
 
 def grid(section_id: str, title: str, cells: Sequence[str], notes: Sequence[str] = ()) -> str:
@@ -76,73 +67,162 @@ def grid(section_id: str, title: str, cells: Sequence[str], notes: Sequence[str]
     )
 
 
-def _op_sections(view: RunView, out: Charts, x_range: Range1d) -> list[str]:
+def _check_rows(rows: Sequence[CheckRow]) -> str:
+    out = []
+    for row in rows:
+        mark = "<td class='pass'>✔ pass</td>" if row.ok else "<td class='fail'>✘ fail</td>"
+        why = f"<div class='why'>{html.escape(row.note)}</div>" if row.note else ""
+        out.append(
+            f"<tr>{mark}<td><code>{html.escape(row.expr)}</code>{why}</td>"
+            f"<td class='num'>{html.escape(row.observed)}</td></tr>"
+        )
+    return "".join(out)
+
+
+def checks_table(rows: Sequence[CheckRow]) -> str:
+    """Every threshold, then every built-in check: pass or fail, expression, observed."""
+    groups = [
+        ("your thresholds", [r for r in rows if r.kind == "threshold"]),
+        ("built-in checks", [r for r in rows if r.kind == "check"]),
+    ]
+    body = "".join(
+        f"<tr><th colspan='3' class='group'>{title}</th></tr>{_check_rows(part)}"
+        for title, part in groups
+        if part
+    )
+    head = "<tr><th>result</th><th>check</th><th>observed</th></tr>"
+    return f"<table class='checks'>{head}{body}</table>" if body else ""
+
+
+def verdict_section(item: Verdict, cards: Sequence[Card]) -> str:
+    """The badge and its sentence, the caveats, then the checks beside the key figures."""
+    caveats = "".join(f"<li>{html.escape(c)}</li>" for c in item.caveats)
+    return (
+        "<section id='verdict'><div class='verdict'>"
+        f"<span class='badge {item.outcome}'>{item.outcome}</span>"
+        f"<span class='headline'>{html.escape(item.headline)}</span>"
+        f"<span class='code'>exit code {item.exit_code}</span></div>"
+        + (f"<ul class='caveats'>{caveats}</ul>" if caveats else "")
+        + f"<div class='answer'>{checks_table(item.rows)}{cards_section(cards)}</div>"
+        + "</section>"
+    )
+
+
+def cards_section(items: Sequence[Card]) -> str:
+    """The key figures, one card each."""
+    cards = "".join(
+        f"<div class='card {card.tone}'><div class='label'>{html.escape(card.label)}</div>"
+        f"<div class='value'>{html.escape(card.value)}</div>"
+        f"<div class='detail'>{html.escape(card.detail)}</div></div>"
+        for card in items
+    )
+    return f"<div class='cards' id='figures'>{cards}</div>"
+
+
+def _overview(view: RunView, out: ChartSet, x: charts.Axis) -> str:
+    """The run at a glance: TOTAL's throughput, latency and errors, its spectrum, the target."""
+    total = view.ops[0]
+    key = "op0"
+    if not total.t:
+        return grid("overview", "the run at a glance", [], ["no interval was measured"])
+    cells = [
+        out.cell(
+            "overview-throughput",
+            charts.throughput(out, key, total, x, "throughput (all operations)"),
+        )
+    ]
+    if charts.has_latency(total):
+        chart = charts.latency(out, key, total, x, ("p50", "p99", "p999"))
+        cells.append(out.cell("overview-latency", chart))
+    elif measured := [
+        (f"op{i}", op) for i, op in enumerate(view.ops) if i and charts.has_latency(op)
+    ]:
+        cells.append(out.cell("overview-latency", charts.each_op(out, measured, x)))
+    if total.errors:
+        cells.append(out.cell("overview-errors", charts.errors(out, key, total, x)))
+    spectrum = view.spectra[0]
+    if spectrum.corrected:
+        cells.append(out.cell("overview-spectrum", charts.run_spectrum(out, key, spectrum)))
+    res = view.resources
+    if res.t and "rss" in res.target:
+        cells.append(out.cell("overview-target", charts.target(out, res, x)))
+    notes = [spectrum.note] if spectrum.note else []
+    if view.left_out:
+        notes.append(view.left_out)
+    return grid("overview", "the run at a glance", cells, notes)
+
+
+def _op_sections(view: RunView, out: ChartSet, x: charts.Axis) -> list[str]:
     sections = []
+    single = len(view.ops) == 2  # TOTAL and one operation: the overview is the op's
     for index, (op, spec) in enumerate(zip(view.ops, view.spectra, strict=True)):
-        source = charts.op_source(op)
-        marks = view.marks
-        errors = counters = None
-        if op.errors:
-            title = f"{op.name}: errors by class and code"
-            errors = charts.keyed(title, "error", list(op.errors), source, x_range, marks)
-        if op.counters:
-            title = f"{op.name}: protocol counters"
-            counters = charts.keyed(title, "counter", list(op.counters), source, x_range, marks)
-        spectrum = charts.run_spectrum(spec) if spec.corrected else None
-        latency = None
-        if any(v is not None for v in op.latency["max"]):
-            latency = charts.latency(op, source, x_range, marks)
+        if (index == 0 and single) or not op.t:
+            continue
+        key = f"op{index}"
+        latency = charts.latency(out, key, op, x) if charts.has_latency(op) else None
+        spectrum = charts.run_spectrum(out, key, spec) if spec.corrected else None
+        errors = charts.errors(out, key, op, x) if op.errors else None
+        counters = charts.counters(out, key, op, x) if op.counters else None
         cells = [
-            out.cell(f"op{index}-throughput", charts.throughput(op, source, x_range, marks)),
-            out.cell(f"op{index}-latency", latency),
-            out.cell(f"op{index}-spectrum", spectrum),
-            out.cell(f"op{index}-errors", errors),
-            out.cell(f"op{index}-counters", counters),
+            out.cell(f"{key}-throughput", charts.throughput(out, key, op, x)),
+            out.cell(f"{key}-latency", latency),
+            out.cell(f"{key}-spectrum", spectrum),
+            out.cell(f"{key}-errors", errors),
+            out.cell(f"{key}-counters", counters),
         ]
         notes = [
             text
             for text, fig in (
                 ("no successful operation", latency),
-                ("no latency recorded in sustain", spectrum),
+                (spec.note, spectrum),
                 ("no errors", errors),
                 ("no protocol counters", counters),
             )
-            if fig is None
+            if fig is None and text
         ]
-        sections.append(grid(f"op{index}", op.name, cells, notes))
+        sections.append(grid(key, op.name, cells, notes))
     return sections
 
 
-def _resource_section(view: RunView, out: Charts, x_range: Range1d) -> str:
+def _resource_section(view: RunView, out: ChartSet, x: charts.Axis) -> str:
     res = view.resources
     if not res.t:
         return grid("resources", "resources", [], ["no resource samples"])
-    memory = charts.memory(res, x_range, view.marks) if "rss" in res.target or res.host else None
-    fds = charts.fds(res, x_range, view.marks) if "fds" in res.target else None
-    cells = [
-        out.cell("res-cpu", charts.cpu(res, x_range, view.marks)),
-        out.cell("res-memory", memory),
-        out.cell("res-fds", fds),
-    ]
-    return grid("resources", "resources", cells, [] if fds else ["no target process sampled"])
+    cells = [out.cell("res-cpu", charts.cpu(out, res, x))]
+    if "rss" in res.target:
+        cells.append(out.cell("res-target", charts.target(out, res, x)))
+    if "fds" in res.target:
+        cells.append(out.cell("res-fds", charts.fds(out, res, x)))
+    if "mem_used" in res.host:
+        cells.append(out.cell("res-host-memory", charts.host_memory(out, res, x)))
+    notes = [] if res.target else ["no target process sampled"]
+    return grid("resources", "resources", cells, notes)
 
 
-def _rows_table(rows: Sequence[dict[str, str]], empty: str) -> str:
+def _rows_table(rows: Sequence[dict[str, str]], empty: str, numeric: Collection[str] = ()) -> str:
     if not rows:
         return f"<p>{html.escape(empty)}</p>"
-    return table(list(rows[0]), [list(row.values()) for row in rows])
+    return table(list(rows[0]), [list(row.values()) for row in rows], numeric)
 
 
 def _tables(view: RunView) -> str:
     notices = "".join(f"<li>{html.escape(n)}</li>" for n in view.notices)
     return (
-        "<h2 id='summary'>sustain phase</h2>"
-        + _rows_table(view.summary, "no sustain phase")
-        + "<h2>verdicts</h2>"
-        + table(["verdict", "value"], view.verdicts)
-        + "<h2>thresholds</h2>"
-        + _rows_table(view.thresholds, "none")
-        + (f"<h2>notices</h2><ul>{notices}</ul>" if notices else "")
+        "<h2 id='summary'>sustain phase, per operation</h2>"
+        + _rows_table(view.summary, "no sustain phase", NUMERIC)
+        + (f"<h2 id='notices'>notices</h2><ul>{notices}</ul>" if notices else "")
+    )
+
+
+def header(view: RunView) -> str:
+    facts = " · ".join(
+        f"<b>{html.escape(key)}</b> {html.escape(value)}" if key else html.escape(value)
+        for key, value in view.facts
+        if value
+    )
+    return (
+        f"<h1>protobench report: {html.escape(view.title)}</h1>"
+        f"<div class='meta'>{html.escape(view.id)}</div><div class='facts'>{facts}</div>"
     )
 
 
@@ -155,23 +235,32 @@ def with_flames(section: str) -> str:
 
 def run_page(view: RunView) -> str:
     """The report page of one run."""
-    out = Charts()
-    x_range = charts.time_range(view.ops, view.marks)
-    links = [f"<a href='#op{i}'>{html.escape(op.name)}</a>" for i, op in enumerate(view.ops)]
+    out = ChartSet()
+    span = charts.time_range(view.ops, view.marks)
+    x = charts.time_axis(span[1])
+    links = ["<a href='#overview'>at a glance</a>"]
+    if len(view.ops) > 2:
+        links += [f"<a href='#op{i}'>{html.escape(op.name)}</a>" for i, op in enumerate(view.ops)]
+    else:
+        links += [f"<a href='#op1'>{html.escape(view.ops[-1].name)}</a>"]
     links.append("<a href='#resources'>resources</a>")
     profiled = ""
     if view.profile is not None:
         links.append("<a href='#target-profile'>target profile</a>")
         profiled = flame.profile_section(view.profile, view.profile_overhead)
-    links.append("<a href='#provenance'>provenance</a>")
+    links += ["<a href='#summary'>table</a>", "<a href='#provenance'>provenance</a>"]
     body = (
-        f"<h1>protobench report: {html.escape(view.title)}</h1>"
-        f"<div class='meta'>{html.escape(view.id)}</div><nav>{' '.join(links)}</nav>"
-        + _tables(view)
-        + "".join(_op_sections(view, out, x_range))
-        + _resource_section(view, out, x_range)
+        header(view)
+        + verdict_section(view.verdict, view.cards)
+        + f"<nav>{' '.join(links)}</nav>"
+        + "<p class='hint'>Charts: drag across a time chart to zoom all of them, double-click "
+        "to zoom out; click a legend entry to hide its line.</p>"
+        + _overview(view, out, x)
+        + "".join(_op_sections(view, out, x))
+        + _resource_section(view, out, x)
         + with_flames(profiled)
+        + _tables(view)
         + "<h2 id='provenance'>provenance</h2>"
         + table(["key", "value"], view.provenance)
     )
-    return document(f"protobench {view.id}", body, out.figures)
+    return document(f"protobench {view.id}", body, out, span, view.marks)

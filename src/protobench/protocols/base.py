@@ -154,7 +154,14 @@ class SessionContext:
 
 
 class Session(abc.ABC):
-    """One virtual user's connection and state. ``close`` must be idempotent."""
+    """One virtual user's connection and state. ``close`` must be idempotent.
+
+    ``negotiated`` names the application protocol the session's connection got when
+    the plugin offers a choice (HTTP/2's ``h2``, ``h2c``, or ``http/1.1`` after an
+    ALPN fallback); the report counts each op's sessions by it. ``None``: nothing to say.
+    """
+
+    negotiated: str | None = None
 
     @abc.abstractmethod
     async def close(self) -> None:
@@ -273,6 +280,23 @@ class ProtocolPlugin(abc.ABC):
         """
         del params
         return self.latency_kinds.get(op, ROUND_TRIP)
+
+    def connection_share(
+        self, op: str, params: Mapping[str, Any], options: Mapping[str, Any], target: str | None
+    ) -> int:
+        """How many sessions of a group of ``op`` share one connection (1: none share).
+
+        Called when the plan is made, with the group's parameters and the
+        profile's options (both as given, already valid on their own) and the
+        target URL (``None``: the embedded target). A protocol that multiplexes
+        exchanges on a connection (HTTP/2's streams) returns how many run on
+        each: the group's ``count`` (and ``--connections``) is then its
+        connections, and it runs ``count`` × this many sessions. Raise
+        ``ValueError`` saying what does not fit (a parameter that needs an
+        option, an option that needs another target).
+        """
+        del op, params, options, target
+        return 1
 
     def diagnose(self, ops: Mapping[str, Mapping[str, int]]) -> list[str]:
         """Findings about the run from each op's counters (sustain and drain), one line each.

@@ -22,12 +22,13 @@ from __future__ import annotations
 
 import math
 import random
-import re
 import struct
 from dataclasses import dataclass
 from typing import Annotated, Literal
 
 from pydantic import BeforeValidator, PlainSerializer
+
+from protobench.vocab import units
 
 Mode = Literal["binary", "text"]
 
@@ -36,27 +37,12 @@ BINARY_TAG = struct.Struct(">IQ")
 TEXT_TAG_LEN = 24
 _FILLER_PERIOD = 251
 _TEXT_ALPHABET = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_"
-_SIZE = re.compile(r"^\s*(\d+)\s*(b|kb|kib|k)?\s*$", re.IGNORECASE)
-_SIZE_FACTORS = {"": 1, "b": 1, "k": 1000, "kb": 1000, "kib": 1024}
 MAX_SIZE = 256 * 1024 * 1024
 
 
 def parse_size(value: str | int) -> int:
-    """Bytes from ``200``, ``"200B"``, ``"1k"``/``"1kB"`` (1000) or ``"1KiB"`` (1024)."""
-    if isinstance(value, bool) or not isinstance(value, int | str):
-        raise ValueError(f"expected a size in bytes such as 200 or '1KiB', got {value!r:.40}")
-    if isinstance(value, int):
-        size = value
-    else:
-        match = _SIZE.match(value)
-        if not match:
-            raise ValueError(f"expected a size in bytes such as 200 or '1KiB', got {value!r}")
-        size = int(match.group(1)) * _SIZE_FACTORS[(match.group(2) or "").lower()]
-    if size < 0:
-        raise ValueError("expected a size >= 0")
-    if size > MAX_SIZE:
-        raise ValueError(f"expected a size of at most {MAX_SIZE} B (256 MiB), got {size}")
-    return size
+    """Bytes of one payload (:func:`~protobench.vocab.units.parse_size`), at most 256 MiB."""
+    return units.parse_size(value, MAX_SIZE)
 
 
 @dataclass(frozen=True)

@@ -27,7 +27,6 @@ EXTRAS = {
     "uvicorn": "haystack",
     "fastapi": "haystack",
     "ray": "ray",
-    "bokeh": "report",
 }
 """Top-level modules that come with an optional extra of protobench, and that extra."""
 

@@ -17,7 +17,9 @@ written ``TotalCount`` as a decimal), so the rows are stepped here as
 HdrHistogram's ``PercentileIterator`` steps them, over hdrh's recorded values.
 
 One section per series, each opened by a ``#`` comment line naming it: TOTAL
-and each operation, corrected and (open model) uncorrected, from the
+and each operation, corrected and (open model) uncorrected (for ``TOTAL``
+only when every operation has its uncorrected histogram,
+:func:`~protobench.snapshots.series.has_uncorrected`), from the
 snapshot's phase histograms (merged over every worker and interval; the
 report's figures come from them).
 """
@@ -31,7 +33,7 @@ from hdrh.histogram import HdrHistogram
 
 from protobench.engine.metrics import SIGNIFICANT_DIGITS, new_histogram
 from protobench.snapshots.model import Snapshot
-from protobench.snapshots.series import TOTAL, HistKey, phase_histogram
+from protobench.snapshots.series import TOTAL, HistKey, has_uncorrected, phase_histogram
 
 TICKS_PER_HALF_DISTANCE = 5
 MS_PER_US = 1000.0
@@ -90,14 +92,13 @@ def write_hgrm(snapshot: Snapshot, out: TextIO, phase: str | None = "sustain") -
     histograms = snapshot.histograms
     phases = [phase] if phase is not None else list(histograms)
     ops = [TOTAL, *snapshot.operations]
-    open_model = any(
-        hists.get("hist_uncorrected")
-        for name in phases
-        for hists in histograms.get(name, {}).values()
-    )
-    kinds: list[tuple[HistKey, str]] = [("hist", "corrected" if open_model else "latency")]
+    open_model = snapshot.report.model.type == "open"
+    whole = [op for op in ops if all(has_uncorrected([snapshot], op, name) for name in phases)]
+    kinds: list[tuple[HistKey, str, list[str]]] = [
+        ("hist", "corrected" if open_model else "latency", ops)
+    ]
     if open_model:
-        kinds.append(("hist_uncorrected", "uncorrected"))
+        kinds.append(("hist_uncorrected", "uncorrected", whole))
     out.write(
         f"# protobench {snapshot.provenance['tool_version']} snapshot {snapshot.id}, "
         f"profile {snapshot.report.profile}, phase {phase or 'all'}\n"
@@ -110,8 +111,8 @@ def write_hgrm(snapshot: Snapshot, out: TextIO, phase: str | None = "sustain") -
             "uncorrected: from the actual send\n"
         )
     sections = 0
-    for key, label in kinds:
-        for op in ops:
+    for key, label, names in kinds:
+        for op in names:
             hist = new_histogram()
             for name in phases:
                 hist.add(phase_histogram([snapshot], op, name, key))

@@ -4,13 +4,17 @@
 (:func:`~protobench.snapshots.store.read`); those of the interval series
 (thousands) are decoded where they are used, by :func:`decoded`. Either names
 the histogram that is corrupt (``histograms.sustain.get.hist: not an encoded
-HdrHistogram``). The rest of a snapshot is checked by its typed loader
+HdrHistogram``), and refuses one that would inflate past the largest histogram or
+has another shape before decoding it (:func:`~.limits.histogram_problem`). The rest
+of a snapshot is checked by its typed loader
 (:func:`~protobench.snapshots.model.load_snapshot`).
 """
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING
+
+from protobench.snapshots.limits import histogram_problem
 
 if TYPE_CHECKING:
     from hdrh.histogram import HdrHistogram
@@ -22,6 +26,9 @@ def decoded(encoded: str, where: str) -> HdrHistogram:
     """The histogram ``encoded`` (empty: an empty one); ``ValueError`` naming ``where``."""
     from protobench.engine.metrics import decode  # noqa: PLC0415 - numpy only when read
 
+    why = histogram_problem(encoded) if encoded else None
+    if why is not None:
+        raise ValueError(f"{where}: not an encoded HdrHistogram ({why})")
     try:
         return decode(encoded)
     except Exception as exc:  # hdrh raises a zoo of types for a corrupt encoding

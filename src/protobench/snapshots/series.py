@@ -10,7 +10,8 @@ never percentiles averaged). :func:`phase_histogram` and :func:`phase_counts`
 give a phase's whole-run figures over one or several snapshots. Like the
 report's total, ``TOTAL`` has a latency only when its ops measure one kind of
 latency (a publisher's local write and a subscriber's end to end are not
-merged: its latency is empty then, and ``diff`` shows ``-``).
+merged: its latency is empty then, and ``diff`` shows ``-``);
+:func:`has_uncorrected` says where its uncorrected histograms are whole.
 
 The snapshot is validated when read (:func:`~protobench.snapshots.model.load_snapshot`),
 except the encoded histograms of its intervals, which are decoded here: a
@@ -59,8 +60,9 @@ def checked_histogram(snapshot: Snapshot, where: str, encoded: str) -> HdrHistog
         raise SnapshotError(f"snapshot {snapshot.id}: {exc}") from None
 
 
-def total_of(ops: dict[str, OpSummary], seconds: float) -> OpSummary:
-    """The exact merge of one interval's per-op summaries, with its encoded histograms.
+def total_of(ops: dict[str, OpSummary], seconds: float, encoded: bool = True) -> OpSummary:
+    """The exact merge of one interval's per-op summaries, with its encoded histograms
+    (``encoded=False``: without them, for a reader of its figures alone).
 
     In the open model (an op has ``hist_uncorrected``) the total has the
     uncorrected latencies and histogram too; with the kernel clock (an op has
@@ -71,14 +73,19 @@ def total_of(ops: dict[str, OpSummary], seconds: float) -> OpSummary:
         acc.add(interval_of(summary))
     corrected = any(summary.hist_uncorrected for summary in ops.values())
     kind = one_kind(summary.latency_kind for summary in ops.values())
-    delay = encode(acc.hist_delay) if acc.hist_delay.get_total_count() else None
-    if kind == MIXED:  # no latency across kinds; the generator's delay is one kind
-        return replace(op_summary(acc, seconds, corrected=corrected, kind=MIXED), hist_delay=delay)
+    delay = acc.hist_delay
+    # no latency across kinds (the figures say MIXED); the generator's delay is one kind
+    figures = op_summary(acc, seconds, corrected=corrected, kind=kind)
+    if not encoded:
+        return figures
+    encoded_delay = encode(delay) if delay.get_total_count() else None
+    if kind == MIXED:
+        return replace(figures, hist_delay=encoded_delay)
     return replace(
-        op_summary(acc, seconds, corrected=corrected, kind=kind),
+        figures,
         hist=encode(acc.hist) if acc.ok else "",
         hist_uncorrected=encode(acc.hist_uncorrected) if corrected else None,
-        hist_delay=delay,
+        hist_delay=encoded_delay,
     )
 
 
@@ -106,12 +113,17 @@ def latency(figures: OpSummary, name: str) -> float | None:
 
 
 def intervals(
-    snapshot: Snapshot, phase: str | None = "sustain", min_fraction: float = 0.0
+    snapshot: Snapshot,
+    phase: str | None = "sustain",
+    min_fraction: float = 0.0,
+    total_histograms: bool = True,
 ) -> list[Interval]:
     """The intervals of ``phase`` (every phase when ``None``), in run order.
 
     Intervals shorter than ``min_fraction`` of the plan's interval (a run cut
     short, a phase that is not a multiple of the interval) are left out.
+    ``total_histograms=False``: ``TOTAL`` without its encoded histograms (a
+    tenth of the time the intervals take, for a reader that does not use them).
     """
     shortest = min_fraction * snapshot.interval
     out = []
@@ -122,7 +134,7 @@ def intervals(
             continue
         ops = dict(record.ops)
         try:
-            ops[TOTAL] = total_of(record.ops, record.duration)
+            ops[TOTAL] = total_of(record.ops, record.duration, total_histograms)
         except Exception as exc:  # a corrupt histogram (hdrh raises many types): name it
             for op, figures in record.ops.items():
                 for key, encoded in (
@@ -167,6 +179,25 @@ def phase_histogram(
                 item = hists[name]
                 encoded.append(item.get(key, ""))
     return merge(encoded)
+
+
+def has_uncorrected(snapshots: Sequence[Snapshot], op: str, phase: str = "sustain") -> bool:
+    """Whether ``op`` (or ``TOTAL``) has latencies from the actual send over the phase.
+
+    Only in the open model (snapshots written before the engine kept them to
+    it hold a closed run's periodic groups' too), and for ``TOTAL`` only when
+    every operation with latencies has them: a merge of some operations' is no
+    total (a stream's deliveries have no send of their own).
+    """
+    for snapshot in snapshots:
+        if snapshot.report.model.type != "open":
+            return False
+        hists = snapshot.histograms.get(phase, {})
+        for name in list(hists) if op == TOTAL else [op]:
+            item = hists.get(name)
+            if item is not None and item["hist"] and not item.get("hist_uncorrected"):
+                return False
+    return True
 
 
 def phase_counts(

@@ -47,6 +47,7 @@ from protobench import __version__
 from protobench.engine.report_model import ReportError, to_plain
 from protobench.home import CHECKOUT_HOME, home
 from protobench.redaction import redact_url, redact_value
+from protobench.snapshots.limits import TooLarge, over_limit, read_bounded
 from protobench.snapshots.model import (
     SCHEMA,
     Plan,
@@ -292,20 +293,27 @@ def read(path: Path) -> Snapshot:
     """The typed snapshot in ``path`` (:func:`~protobench.snapshots.model.load_snapshot`).
 
     Every failure (unreadable, truncated or corrupt gzip, not JSON, not an
-    object, another schema, a missing key or a wrong type) is a
+    object, another schema, a missing key or a wrong type, over one of the
+    loader's bounds: :mod:`~protobench.snapshots.limits`) is a
     :class:`SnapshotError` of one line naming the file and what is wrong.
     """
     try:
         with gzip.open(path, "rb") as raw:
-            text = raw.read()
+            text = read_bounded(raw.read)
     except EOFError:
         raise SnapshotError(f"{path}: truncated (the gzip stream ends early)") from None
     except (OSError, zlib.error) as exc:
         raise SnapshotError(f"{path}: not a readable gzip file ({_one_line(exc)})") from None
+    except TooLarge as exc:
+        raise SnapshotError(f"{path}: too large to load: {exc}") from None
     try:
         data = json.loads(text)
     except (ValueError, RecursionError) as exc:
         raise SnapshotError(f"{path}: not JSON ({_one_line(exc)})") from None
+    del text
+    why = over_limit(data)
+    if why is not None:
+        raise SnapshotError(f"{path}: too large to load: {_one_line(why)[:200]}")
     if isinstance(data, dict) and data.get("schema") != SCHEMA:
         raise SnapshotError(
             f"{path}: unknown schema {_one_line(repr(data.get('schema')))[:80]} "

@@ -1,4 +1,4 @@
-"""The embedded HTTP/1.1 target: an asyncio protocol with httptools request parsing.
+"""The embedded HTTP target: HTTP/1.1 on an asyncio protocol with httptools, and HTTP/2.
 
 ``protobench serve http [--delay 5ms] [--status 200] [--body-size 13]
 [--stall-at 10s --stall-for 1s]`` answers every request with one pre-encoded
@@ -18,6 +18,15 @@ uvloop and answers tens of thousands of requests per second per core.
   the responses written so far (that request itself is not counted) and the
   connections accepted, so tests can check a generator's count against the
   server's.
+* HTTP/2 on the same port (:mod:`protobench.targets.http2`): a connection that
+  begins with the HTTP/2 preface is h2c with prior knowledge; with ``tls``
+  the target serves ``https://`` with certificates from a mock CA
+  (:mod:`protobench.tlsutil`, named in the announced URL's fragment) and
+  offers ``h2`` and ``http/1.1`` by ALPN (``h2 = false``: an HTTP/1.1-only
+  server, which answers the h2c preface with 400). The same delays, statuses
+  and bodies; ``h2_max_streams``, ``h2_window``, ``h2_stall_window``,
+  ``h2_reset_every`` (with ``h2_reset_code``) and ``h2_goaway_after`` shape its
+  HTTP/2 for tests.
 
 The target binds loopback addresses only.
 """
@@ -25,8 +34,12 @@ The target binds loopback addresses only.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
+import ssl
+import tempfile
 import time
+from collections.abc import Callable
 from http import HTTPStatus
 from ssl import SSLContext
 from typing import ClassVar, cast
@@ -38,6 +51,8 @@ from protobench.hostutil import is_loopback_host
 from protobench.protocols.base import StrictModel
 from protobench.targets.base import Announcement, EmbeddedTarget, Ready
 from protobench.targets.delays import DelayLine
+from protobench.targets.http2 import PREFACE, H2ServerConnection, H2Settings
+from protobench.tlsutil import generate, url_with_files
 from protobench.vocab.fields import Duration
 
 STATS_PATH = "/__protobench__/stats"
@@ -59,6 +74,46 @@ class HttpTargetOptions(StrictModel):
     burn: Duration = Field(
         default=0.0, ge=0, le=1, description="CPU spent per request in burn_cpu (a known hot spot)"
     )
+    tls: bool = Field(default=False, description="https:// with certificates of a mock CA")
+    h2: bool = Field(
+        default=True,
+        description="speak HTTP/2 (h2c by prior knowledge, h2 by ALPN); false: HTTP/1.1 only",
+    )
+    h2_max_streams: int = Field(
+        default=128, ge=0, le=2**31 - 1, description="HTTP/2 SETTINGS_MAX_CONCURRENT_STREAMS"
+    )
+    h2_window: int = Field(
+        default=65535, ge=0, le=2**31 - 1, description="HTTP/2 SETTINGS_INITIAL_WINDOW_SIZE"
+    )
+    h2_stall_window: bool = Field(
+        default=False, description="HTTP/2: never send WINDOW_UPDATE (request bodies stall)"
+    )
+    h2_reset_every: int = Field(
+        default=0, ge=0, le=1_000_000, description="HTTP/2: reset every Nth stream (0: none)"
+    )
+    h2_reset_code: int = Field(
+        default=7,
+        ge=0,
+        le=2**32 - 1,
+        description="HTTP/2: the reset's error code (7: REFUSED_STREAM)",
+    )
+    h2_goaway_after: int = Field(
+        default=0,
+        ge=0,
+        le=1_000_000,
+        description="HTTP/2: GOAWAY after this many streams on a connection (0: never)",
+    )
+
+    def h2_settings(self) -> H2Settings:
+        """The HTTP/2 side's settings."""
+        return H2Settings(
+            max_streams=self.h2_max_streams,
+            window=self.h2_window,
+            stall_window=self.h2_stall_window,
+            reset_every=self.h2_reset_every,
+            reset_code=self.h2_reset_code,
+            goaway_after=self.h2_goaway_after,
+        )
 
 
 def encode_response(status: int, body_size: int) -> bytes:
@@ -81,7 +136,10 @@ def _json_response(payload: object) -> bytes:
 
 
 class _ServerState:
-    """What all connections of one server share: counters, responses, the delay queue."""
+    """What all connections of one server share: counters, responses, the delay queue.
+
+    It is the :class:`~protobench.targets.http2.Responder` of the HTTP/2 connections.
+    """
 
     def __init__(self, loop: asyncio.AbstractEventLoop, options: HttpTargetOptions) -> None:
         self.loop = loop
@@ -89,10 +147,38 @@ class _ServerState:
         self.response = encode_response(options.status, options.body_size)
         self.served = 0
         self.connections = 0
-        self.open: set[_ServerConnection] = set()
+        self.open: set[asyncio.Protocol] = set()
         self.first_request = True
         self.delay_ns = round(options.delay * 1e9)
         self.delays = DelayLine(loop)
+        self.h2 = options.h2_settings()
+        body = (_BODY_PATTERN * (options.body_size // len(_BODY_PATTERN) + 1))[: options.body_size]
+        self.h2_body = b"" if options.status in (204, 304) else body
+        self.h2_headers = [("server", "protobench")]
+        if self.h2_body or options.status not in (204, 304):
+            self.h2_headers += [("content-type", "text/plain"), ("content-length", str(len(body)))]
+
+    def answer(self, path: bytes, head: bool) -> tuple[int, list[tuple[str, str]], bytes]:
+        """An HTTP/2 request's response (counted as the HTTP/1.1 side counts)."""
+        if path == _STATS_URL:
+            stats = json.dumps({"served": self.served, "connections": self.connections})
+            body = stats.encode("ascii")
+            return 200, [("content-type", "application/json")], b"" if head else body
+        if self.first_request:
+            self.on_first_request()
+        if self.options.burn:
+            burn_cpu(self.options.burn)
+        self.served += 1
+        return self.options.status, self.h2_headers, b"" if head else self.h2_body
+
+    def later(self, due_ns: int, callback: Callable[[], None]) -> None:
+        self.delays.call_at(due_ns, callback)
+
+    def opened(self, conn: asyncio.Protocol) -> None:
+        self.open.add(conn)
+
+    def closed(self, conn: asyncio.Protocol) -> None:
+        self.open.discard(conn)
 
     def on_first_request(self) -> None:
         self.first_request = False
@@ -102,7 +188,8 @@ class _ServerState:
     def stop(self) -> None:
         self.delays.close()
         for conn in list(self.open):
-            conn.abort()
+            if isinstance(conn, _ServerConnection | H2ServerConnection):
+                conn.abort()
 
 
 def burn_cpu(seconds: float) -> None:
@@ -122,11 +209,28 @@ class _ServerConnection(asyncio.Protocol):
         self._url = b""
         self.pending = 0
         self._closing = False
+        self._first = False
 
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
         self._transport = cast(asyncio.Transport, transport)
         self._state.connections += 1
+        ssl_object = transport.get_extra_info("ssl_object")
+        if ssl_object is not None and ssl_object.selected_alpn_protocol() == "h2":
+            self._to_h2(b"")
+            return
         self._state.open.add(self)
+        self._first = True
+
+    def _to_h2(self, data: bytes) -> None:
+        """Hand the connection to the HTTP/2 side (h2 by ALPN, or h2c's preface in ``data``)."""
+        transport = self._transport
+        assert transport is not None
+        self._state.open.discard(self)
+        conn = H2ServerConnection(self._state, self._state.h2)
+        transport.set_protocol(conn)
+        conn.connection_made(transport)
+        if data:
+            conn.data_received(data)
 
     def connection_lost(self, exc: Exception | None) -> None:
         self._closing = True
@@ -145,6 +249,11 @@ class _ServerConnection(asyncio.Protocol):
             self._transport.resume_reading()
 
     def data_received(self, data: bytes) -> None:
+        if self._first:
+            self._first = False
+            if data.startswith(PREFACE[:14]) and self._state.options.h2:  # "PRI * HTTP/2.0"
+                self._to_h2(data)
+                return
         try:
             self._parser.feed_data(data)
         except httptools.HttpParserError:
@@ -257,9 +366,23 @@ class HttpTarget(EmbeddedTarget):
 
     async def serve(self, host: str, port: int, options: StrictModel, ready: Ready) -> None:
         assert isinstance(options, HttpTargetOptions)
-        server = await start_server(host, port, options)
-        try:
-            ready(Announcement(url=server.url, kind="protobench http target"))
-            await server.serve_forever()
-        finally:
-            server.close()
+        with contextlib.ExitStack() as stack:
+            context = None
+            files: dict[str, str] = {}
+            if options.tls:
+                workdir = stack.enter_context(
+                    tempfile.TemporaryDirectory(prefix="protobench-http-")
+                )
+                pki = generate(workdir, ["server"])
+                context = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
+                leaf = pki.leaves["server"]
+                context.load_cert_chain(str(leaf.cert), str(leaf.key))
+                context.set_alpn_protocols(["h2", "http/1.1"] if options.h2 else ["http/1.1"])
+                files = {"ca_file": str(pki.ca.cert)}
+            server = await start_server(host, port, options, ssl=context)
+            try:
+                url = url_with_files(server.url, files)
+                ready(Announcement(url=url, kind="protobench http target"))
+                await server.serve_forever()
+            finally:
+                server.close()

@@ -40,10 +40,16 @@ class OpError(Incomplete):
     ``code`` is the protocol's own identification of the failure when it has
     one (``"503"``, ``"property:unknown-property"``, ``"0x87"``); ``detail`` is
     a short human-readable message (the last one per class is shown in the UI).
+    ``lost`` says the failure ended the session's connection (a ``protocol``
+    error after which the client closed it, say): the engine then reopens the
+    session, as it does after every ``closed``, ``refused`` or ``connect`` error.
     """
 
-    def __init__(self, error_class: ErrorClass, detail: str = "", code: str = "") -> None:
+    def __init__(
+        self, error_class: ErrorClass, detail: str = "", code: str = "", *, lost: bool = False
+    ) -> None:
         super().__init__(f"{error_class}: {code + ' ' if code else ''}{detail}".strip())
         self.error_class = error_class
         self.detail = detail
         self.code = code
+        self.lost = lost

@@ -15,6 +15,7 @@ standard exception, so ``except OSError`` still catches it)::
     │   ├── ServeError              targets.base: an embedded target's bad option
     │   │   └── BrokerUnavailable   targets.mqtt: no broker to embed
     │   ├── SnapshotError           snapshots.store: a snapshot not found or unreadable
+    │   ├── TooLarge                snapshots.limits: a snapshot over the loader's bounds
     │   ├── ReportError             engine.report_model: a bad field (also a ValueError)
     │   ├── KeyFormatError          protocols.beckn.keys: a bad key (also a ValueError)
     │   ├── RayBackendError         engine.distributed.cluster: a --ray the cluster refuses
@@ -26,7 +27,9 @@ standard exception, so ``except OSError`` still catches it)::
     │   ├── OpError                 vocab.errors: a failed operation, classified
     │   ├── FrameError              engine.frames: a worker's broken frames
     │   ├── MalformedPacket         protocols.mqtt.codec: not MQTT (also a ValueError)
+    │   │   └── PacketTooLarge      protocols.mqtt.codec: over the maximum packet size
     │   ├── FramingError            protocols.websocket.codec: broken WebSocket framing
+    │   │   └── FrameTooLarge       protocols.websocket.codec: a frame over max_size
     │   ├── ConnectionClosedByPeer  protocols.websocket.codec: a close frame
     │   ├── SignatureError          protocols.beckn.signing: a signature that fails
     │   ├── ProfilerFailed          engine.profiler: the target's profiler could not record

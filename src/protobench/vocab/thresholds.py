@@ -6,7 +6,8 @@ total over all operations). Metrics: ``error_rate`` (a fraction, ``0.5%``),
 (a duration, ``5ms``), ``late`` (a fraction of scheduled slots), ``down`` (the
 share of the sessions' time spent without a connection, a fraction), ``ok`` and
 ``errors`` (counts) and ``counters.NAME`` (a plugin counter such as ``lost``, a
-count). :func:`format_value` prints an observed value in its metric's unit.
+count). :func:`format_value` prints an observed value in its metric's unit (:func:`format_change`
+a change between two runs).
 Comparators: ``< <= > >= ==``. Examples: ``error_rate < 0.5%``,
 ``p99 < 5ms``, ``p99[read-property] <= 2ms``, ``throughput > 1000/s``,
 ``counters.lost[subscribe] == 0``. Evaluating a threshold against a report is the
@@ -104,6 +105,16 @@ def format_value(metric: str, value: float | None) -> str:
     if metric == "throughput":
         return f"{value:,.1f}/s"
     return f"{value:g}"
+
+
+def format_change(metric: str, change: float | None) -> str:
+    """A change ``diff`` found: relative (``+12.34%``), or for the error rate a difference
+    of rates in percentage points (``+0.50pp``); ``?`` when there is none."""
+    if change is None:
+        return "?"
+    if metric == "error_rate":
+        return f"{change * 100:+.2f}pp"
+    return f"{change:+.2%}"
 
 
 def observed(expr: str, value: float | None) -> str:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+from collections import Counter
 from collections.abc import AsyncIterator
 from typing import Any
 
@@ -219,3 +220,28 @@ async def test_connection_closed_by_the_server_while_idle_is_reopened() -> None:
             finally:
                 await session.close()
             assert [error for error, _ in first + second] == [None] * 3, op
+
+
+async def test_a_response_body_over_max_body_size_is_one_protocol_error_then_a_new_connection(
+    url: str,
+) -> None:
+    """hs_py's grid of every point is longer than 1 KiB: refused at the limit, the
+    connection closed, the session's next exchange on a new one (one error per exchange)."""
+    counters: Counter[str] = Counter()
+    params = ReadParams(filters=["point"])
+    ctx = context(url, "read", params, counters=counters, max_body_size="1KiB")
+    results = await open_and_run(ctx, n=3)
+    for result in results:
+        assert error_of(result, ErrorClass.PROTOCOL).detail == "response body over 1 KiB"
+    # the engine counts the first connection; the second and third exchanges opened their own
+    assert counters["connects"] == 2, counters
+    big = await open_and_run(context(url, "read", params, max_body_size="1MiB"), n=1)
+    assert big[0][0] is None
+    assert big[0][1] > 1024  # the same grid under a larger limit: the limit refused it
+
+
+async def test_a_response_head_over_max_header_size_fails_the_login(url: str) -> None:
+    with pytest.raises(OpError) as raised:
+        await HaystackProtocol().open_session(context(url, "about", max_header_size="64B"))
+    assert raised.value.error_class is ErrorClass.PROTOCOL
+    assert raised.value.detail == "header block over 64 B"

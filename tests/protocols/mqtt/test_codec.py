@@ -23,6 +23,7 @@ from protobench.protocols.mqtt.codec import (
     Disconnect,
     MalformedPacket,
     Packet,
+    PacketTooLarge,
     PingReq,
     PingResp,
     Prop,
@@ -212,9 +213,32 @@ def test_unknown_property_and_bad_utf8() -> None:
         Decoder(V311).feed(h("30 04 00 02 ff fe"))
 
 
-def test_size_limit_is_enforced_before_buffering() -> None:
-    with pytest.raises(MalformedPacket, match="exceeds the limit"):
+def test_the_maximum_packet_size_is_enforced_from_the_fixed_header() -> None:
+    with pytest.raises(PacketTooLarge, match="packet of 131 B over the maximum packet size of 100"):
         Decoder(V311, max_size=100).feed(h("30 80 01"))
+    # the largest remaining length there is, refused from its 5 header bytes alone
+    with pytest.raises(PacketTooLarge) as caught:
+        Decoder(V5, max_size=16 << 20).split(h("30 ff ff ff 7f"))
+    assert (caught.value.size, caught.value.limit) == (268_435_460, 16 << 20)
+    # the limit counts the fixed header: a packet of exactly max_size bytes passes
+    packet = encode(Publish("t", b"x" * 95), V311)
+    assert len(packet) == 100
+    assert Decoder(V311, max_size=100).feed(packet) == [Publish("t", b"x" * 95)]
+
+
+def test_a_packet_longer_than_a_read_is_kept_read_by_read_and_joined_once() -> None:
+    packet = encode(Publish("big/topic", bytes(range(256)) * 4096, qos=1, packet_id=7), V5)
+    decoder = Decoder(V5)
+    reads = [packet[i : i + 4096] for i in range(0, len(packet), 4096)]
+    for read in reads[:-1]:
+        assert decoder.split(read) == []
+        assert decoder.messages == []
+    assert decoder.buffered == len(packet) - len(reads[-1])
+    assert decoder.split(reads[-1] + packet[:3]) == []
+    (start, end) = decoder.messages
+    assert decoder.data[start:end] == bytes(range(256)) * 4096
+    assert decoder.to_ack == [7]
+    assert decoder.buffered == 3
 
 
 def test_reason_texts() -> None:

@@ -7,7 +7,7 @@ from pydantic import ValidationError
 
 from protobench.profiles import loader
 from protobench.protocols import registry
-from protobench.protocols.mqtt.codec import V5, V311
+from protobench.protocols.mqtt.codec import V5, V311, Prop
 from protobench.protocols.mqtt.options import MqttOptions, PublishParams, SubscribeParams, endpoint
 from protobench.protocols.mqtt.plugin import MqttProtocol
 from protobench.protocols.mqtt.sessions import connect_packet
@@ -127,3 +127,16 @@ def test_a_password_without_a_user_name_sends_an_empty_user_name() -> None:
     where = endpoint("mqtt://127.0.0.1:1883", MqttOptions())
     packet = connect_packet(MqttOptions(password="pw"), "c1", where)
     assert (packet.username, packet.password) == ("", b"pw")
+
+
+def test_an_mqtt5_connect_asks_for_the_maximum_packet_size() -> None:
+    v5 = connect_packet(MqttOptions(version="5", max_packet_size="1MiB"), "c1")
+    assert (Prop.MAXIMUM_PACKET_SIZE, 1 << 20) in v5.properties
+    default = connect_packet(MqttOptions(version="5", session_expiry="10s"), "c1")
+    assert default.properties == (
+        (Prop.SESSION_EXPIRY_INTERVAL, 10),
+        (Prop.MAXIMUM_PACKET_SIZE, 16 << 20),
+    )
+    assert connect_packet(MqttOptions(), "c1").properties == ()  # 3.1.1 has no properties
+    with pytest.raises(ValueError, match="max_packet_size"):
+        MqttOptions(max_packet_size="300MiB")

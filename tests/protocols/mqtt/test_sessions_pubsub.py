@@ -17,6 +17,7 @@ from paho.mqtt.enums import CallbackAPIVersion
 from protobench.engine.metrics import OpRecorder, fold, new_histogram, summary
 from protobench.protocols.mqtt.payload import HEADER, stamp
 from protobench.protocols.mqtt.sessions import PublishSession, SubscribeSession
+from protobench.vocab.errors import ErrorClass, OpError
 from tests.support.mqtt import (
     PLUGIN,
     context,
@@ -324,4 +325,36 @@ async def test_inflight_sessions_share_a_connection(tmp_path: Path) -> None:
         for p in pubs[20:]:
             assert p.conn.error is None
             await p.close()
+        await _close(subs)
+
+
+@pytest.mark.parametrize("version", ["3.1.1", "5"])
+async def test_a_subscriber_gets_no_packet_over_its_maximum_packet_size(
+    tmp_path: Path, version: str
+) -> None:
+    """MQTT 5: mosquitto honours the Maximum Packet Size of our CONNECT and drops the big
+    message for us; 3.1.1 has no way to say it, so our client refuses the packet itself."""
+    options = {"version": version, "max_packet_size": 1024}
+    with mosquitto(tmp_path) as broker:
+        subs = await _subscribers(broker.url, 1, topics=["big/#"], qos=0, options=options)
+        _, recorder, task = subs[0]
+
+        def publish() -> None:
+            client = _paho(broker.port, client_id="paho-big")
+            client.loop_start()
+            client.publish("big/p", b"x" * 2000, qos=1).wait_for_publish(5)
+            client.publish("big/p", b"small", qos=1).wait_for_publish(5)
+            client.disconnect()
+            client.loop_stop()
+
+        await asyncio.to_thread(publish)
+        if version == "5":
+            assert await wait_for_count(recorder, "foreign", 1) == 1
+            assert not task.done()
+        else:
+            with pytest.raises(OpError) as caught:
+                await asyncio.wait_for(task, 10)
+            assert caught.value.error_class is ErrorClass.PROTOCOL
+            assert caught.value.detail.startswith("packet over max_packet_size (1 KiB): 20")
+            assert recorder.counters["foreign"] == 0
         await _close(subs)

@@ -175,6 +175,59 @@ def test_an_eager_reactor_reads_on_arrival_and_a_lazy_one_when_polled() -> None:
     uvloop.run(main())
 
 
+def test_requests_written_by_reply_handlers_leave_together_after_the_poll() -> None:
+    """Two replies read in one poll: the request the first handler defers is sent only once
+    the second handler (2 ms later) has run, stamped at its own send, and a plain write
+    after it still follows it on the wire."""
+
+    class Again(_Client):
+        def __init__(self, stamps: Stamps) -> None:
+            super().__init__(stamps)
+            self.transport: StampedTransport | None = None
+
+        def connection_made(self, transport: asyncio.BaseTransport) -> None:
+            assert isinstance(transport, StampedTransport)
+            self.transport = transport
+
+        def data_received(self, data: bytes) -> None:
+            super().data_received(data)
+            if bytes(self.data) == b"ping":
+                assert self.transport is not None
+                self.transport.defer_request(b"again")
+                self.transport.write(b"+")
+                time.sleep(0.002)
+
+    async def main() -> None:
+        reactor = Reactor()
+        reactor.set_lazy(True)
+        async with _server(_echo) as address:
+            opened = []
+            for _ in range(2):
+                stamps = Stamps()
+                transport, client = await open_stamped(
+                    lambda stamps=stamps: Again(stamps), *address, reactor=reactor, stamps=stamps
+                )
+                assert isinstance(client, Again)
+                opened.append((transport, client, stamps))
+            for transport, _, _ in opened:
+                transport.write_request(b"ping")
+            await asyncio.sleep(0.1)
+            assert reactor.poll() == 2
+            last_handled = max(client.handed[0][1] for _, client, _ in opened)
+            slack = MS // 10  # the wall clock's offset is measured, not exact
+            for _, _, stamps in opened:
+                assert stamps.sent >= last_handled - slack
+            await asyncio.sleep(0.1)
+            reactor.poll()
+            for transport, client, _ in opened:
+                assert bytes(client.data) == b"pingagain+"
+                transport.close()
+                await client.lost
+        reactor.close()
+
+    uvloop.run(main())
+
+
 def test_a_write_the_socket_cannot_take_is_kept_and_sent_in_order() -> None:
     """16 MB to a server that reads nothing for 0.2 s: the transport pauses the writer,
     keeps the rest, and every byte arrives in order once the server reads."""

@@ -11,6 +11,7 @@ from protobench.protocols.websocket.codec import (
     OP_PING,
     ConnectionClosedByPeer,
     FastCodec,
+    FrameTooLarge,
     FramingError,
 )
 
@@ -121,3 +122,11 @@ def test_too_big_messages_close_with_1009() -> None:
         codec.feed(
             _unmasked(Opcode.BINARY, b"x" * 60, fin=False) + _unmasked(Opcode.CONT, b"x" * 60)
         )
+
+
+def test_a_frame_claiming_2_63_bytes_is_refused_from_its_header() -> None:
+    codec = FastCodec(_Sink(), 16 << 20)
+    with pytest.raises(FrameTooLarge) as info:
+        codec.feed(b"\x82\x7f" + (2**63 - 1).to_bytes(8, "big"))
+    assert str(info.value) == "frame length over max_size (16 MiB): 9223372036854775807 B"
+    assert info.value.code == 1009

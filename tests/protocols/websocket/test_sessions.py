@@ -22,6 +22,7 @@ from protobench.targets.ws import WsEchoTarget
 from protobench.vocab.errors import ErrorClass, OpError
 from protobench.vocab.recorder import Tally
 from tests.support.echo import drive, open_session, serving
+from tests.support.hostile_sizes import hostile
 from tests.support.timing import MS
 
 pytestmark = [pytest.mark.integration, pytest.mark.anyio]
@@ -295,3 +296,32 @@ async def test_connections_spread_over_the_source_addresses_given_and_keep_no_ha
     assert kept == [None] * 300  # no handshake state kept by an open connection
     assert stats["connections"] == 300
     assert sources == {"127.0.0.3": 150, "127.0.0.4": 150}
+
+
+async def test_a_frame_claiming_2_63_bytes_with_the_handshake_fails_the_open_as_protocol() -> None:
+    """The frame comes in the handshake's own read: the open fails with the frame's error
+    (not a local RuntimeError on a closed transport)."""
+    with hostile("ws-huge-frame", lifetime=30) as server, pytest.raises(OpError) as raised:
+        await open_session(PLUGIN, f"ws://127.0.0.1:{server.port}/", "echo")
+    assert raised.value.error_class is ErrorClass.PROTOCOL
+    assert "frame length over max_size (16 MiB): 9223372036854775807 B" in raised.value.detail
+
+
+async def test_a_deflate_bomb_is_one_protocol_error_that_ends_the_connection() -> None:
+    """The echo comes back as 64 MiB once inflated: a protocol error that ends the
+    connection (``lost``: the engine reopens the session, it does not fail again at once)."""
+    with hostile("ws-bomb", lifetime=30) as server:
+        url = f"ws://127.0.0.1:{server.port}/"
+        session = await open_session(PLUGIN, url, "echo", options={"compression": True})
+        assert isinstance(session, CallbackSession)
+        answered: asyncio.Future[OpError | None] = asyncio.get_running_loop().create_future()
+        try:
+            session.submit(lambda error, _nbytes: answered.set_result(error))
+            async with asyncio.timeout(30):
+                error = await answered
+        finally:
+            await session.close()
+    assert error is not None
+    assert error.error_class is ErrorClass.PROTOCOL
+    assert error.detail.startswith("frame length over max_size (16 MiB)"), error
+    assert error.lost

@@ -14,7 +14,8 @@ from pydantic import Field, SecretStr, model_validator
 
 from protobench.protocols.base import NoParams, StrictModel
 from protobench.protocols.haystack.credentials import DEV_USER, PASSWORD_ENV
-from protobench.protocols.http.client import check_request
+from protobench.protocols.http.client import MAX_BODY, MAX_HEAD, check_request
+from protobench.vocab.fields import Size
 
 
 def check_headers(headers: Mapping[str, str], content_type: str | None) -> None:
@@ -55,6 +56,16 @@ class HaystackOptions(StrictModel):
     headers: dict[str, str] = Field(
         default_factory=dict,
         description="more headers on every HTTP request, the login and the WebSocket upgrade",
+    )
+    max_body_size: Size = Field(
+        default=MAX_BODY,
+        ge=1,
+        description="the longest HTTP response body kept (a longer one is a protocol error)",
+    )
+    max_header_size: Size = Field(
+        default=MAX_HEAD,
+        ge=1,
+        description="the longest HTTP response head (a longer one is a protocol error)",
     )
     ws_path: str = Field(default="/ws", description="WebSocket API path under the target URL")
     insecure: bool = Field(default=False, description="skip TLS certificate verification")

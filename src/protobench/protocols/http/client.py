@@ -39,6 +39,16 @@ TCP (or TLS) connection with at most one request in flight:
   more reads until its head ended) is kept and its head parsed again at EOF to
   tell a close-delimited body from a truncated one.
 
+Memory is bounded whatever the server sends: a response head (status line and
+headers) longer than the connection's ``max_head`` (default 64 KiB, as h11 and
+nginx) and, on the :meth:`HttpConnection.send` path that keeps bodies, a body
+longer than ``max_body`` (default 64 MiB; refused as soon as its
+``Content-Length`` says so) are ``protocol`` errors (``header block over 64 KiB``,
+``response body over 64 MiB``) that close the connection. The head is checked
+by the parser callbacks (the bytes of an unfinished head are counted as they
+arrive, so an endless head is refused at the limit); the submit path keeps no
+body at all.
+
 Errors are mapped here and nowhere else (see :mod:`protobench.protocols.base`):
 ``ECONNREFUSED`` is ``refused``, a connect that does not finish in time or a
 reply that does not come in time is ``timeout``, a TLS or certificate failure
@@ -55,9 +65,10 @@ caller opens a new one for its next request.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import socket
 import ssl as ssl_module
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from http import HTTPStatus
 from typing import cast
@@ -66,14 +77,18 @@ from urllib.parse import urljoin, urlsplit
 import httptools
 
 from protobench.protocols.base import Done
-from protobench.protocols.timestamps.clock import Stamps
+from protobench.protocols.timestamps.clock import Stamps, perf_ns
 from protobench.protocols.timestamps.reactor import Reactor
-from protobench.protocols.timestamps.send import Writer, request_writer
-from protobench.protocols.timestamps.transport import open_stamped
+from protobench.protocols.timestamps.transport import StampedTransport, open_stamped
 from protobench.vocab.errors import ErrorClass, OpError
 from protobench.vocab.recorder import Tally
+from protobench.vocab.units import format_size
 
 DEFAULT_PORTS = {"http": 80, "https": 443}
+MAX_HEAD = 64 * 1024
+"""The longest response head (status line and headers) accepted by default, in bytes."""
+MAX_BODY = 64 * 1024 * 1024
+"""The longest response body :meth:`HttpConnection.send` keeps by default, in bytes."""
 SUCCESS = frozenset(range(200, 300))
 """The statuses :meth:`HttpConnection.submit` accepts by default (any 2xx)."""
 
@@ -107,6 +122,18 @@ class Endpoint:
         """The endpoint as a URL (for messages and reports)."""
         host = f"[{self.host}]" if ":" in self.host else self.host
         return f"{self.scheme}://{host}:{self.port}{self.base_path}/"
+
+    @property
+    def address(self) -> tuple[str, int]:
+        """The host and port connected to."""
+        return self.via or (self.host, self.port)
+
+    @property
+    def where(self) -> str:
+        """The endpoint for messages: its URL, and the address connected to when another."""
+        if self.via is None:
+            return self.url
+        return f"{self.url} (at {self.via[0]}:{self.via[1]})"
 
 
 def parse_url(url: str) -> Endpoint:
@@ -239,11 +266,13 @@ def make_ssl_context(
     ca_file: str | None = None,
     cert_file: str | None = None,
     key_file: str | None = None,
+    alpn: tuple[str, ...] = ("http/1.1",),
 ) -> ssl_module.SSLContext:
     """A client TLS context: certificate and host name verification ON unless ``insecure``.
 
     ``ca_file`` adds trusted CAs (PEM); ``cert_file``/``key_file`` give a client
-    certificate for mutual TLS. ALPN offers ``http/1.1`` only.
+    certificate for mutual TLS. ALPN offers ``alpn`` (``http/1.1`` only by default;
+    ``("h2", "http/1.1")`` for HTTP/2).
     """
     ctx = ssl_module.create_default_context(cafile=ca_file)
     if insecure:
@@ -253,8 +282,34 @@ def make_ssl_context(
         ctx.load_cert_chain(cert_file, key_file)
     elif key_file:
         raise ValueError("key_file needs cert_file")
-    ctx.set_alpn_protocols(["http/1.1"])
+    ctx.set_alpn_protocols(list(alpn))
     return ctx
+
+
+@contextlib.contextmanager
+def connect_errors(where: str, timeout: float) -> Iterator[None]:
+    """Map what connecting to ``where`` (an endpoint's URL, and the address it was connected
+    at when that is another) raised within ``timeout`` to an :class:`OpError`."""
+    try:
+        yield
+    except TimeoutError:
+        raise OpError(
+            ErrorClass.TIMEOUT, f"connect to {where} took more than {timeout:g}s"
+        ) from None
+    except ConnectionRefusedError:
+        raise OpError(ErrorClass.REFUSED, f"{where} refused the connection") from None
+    except ssl_module.SSLCertVerificationError as exc:
+        raise OpError(
+            ErrorClass.CONNECT,
+            f"TLS certificate verification failed for {where}: {exc.verify_message}"
+            " (give ca_file, or insecure = true to skip verification)",
+        ) from None
+    except ssl_module.SSLError as exc:
+        raise OpError(
+            ErrorClass.CONNECT, f"TLS handshake with {where} failed: {exc.reason or exc}"
+        ) from None
+    except OSError as exc:
+        raise OpError(ErrorClass.CONNECT, f"connect to {where}: {exc}") from None
 
 
 class Response:
@@ -329,6 +384,20 @@ class _HeadReader:
         self.complete = True
 
 
+def _head_length(data: bytes) -> int:
+    """The bytes of the head of the first final response in ``data`` (past any interim 1xx
+    response), all of ``data`` from its start if that head has no end there."""
+    start = 0
+    while True:
+        ends = [
+            i + len(mark) for mark in (b"\r\n\r\n", b"\n\n") if (i := data.find(mark, start)) >= 0
+        ]
+        end = min(ends, default=len(data))
+        if data[start + 9 : start + 10] != b"1" or end == len(data):
+            return end - start
+        start = end  # an interim response (1xx, no body): the final one follows
+
+
 def close_delimited_status(data: bytes) -> int:
     """The status of the response begun in ``data`` if its body ends at close, else 0.
 
@@ -348,15 +417,19 @@ def close_delimited_status(data: bytes) -> int:
 class _Collector:
     """Parser callbacks of :meth:`HttpConnection.send`: status line, headers, body."""
 
-    __slots__ = ("body", "conn", "head_done", "headers", "keep_body", "reason")
+    __slots__ = ("body", "body_size", "conn", "head_done", "headers", "keep_body", "reason")
 
     def __init__(self, conn: HttpConnection) -> None:
         self.conn = conn
         self.reason = b""
         self.headers: list[tuple[bytes, bytes]] = []
         self.body: list[bytes] = []
+        self.body_size = 0
         self.keep_body = False
         self.head_done = False
+
+    def on_message_begin(self) -> None:
+        self.conn.on_message_begin()
 
     def on_status(self, reason: bytes) -> None:
         self.reason += reason
@@ -365,12 +438,21 @@ class _Collector:
         self.headers.append((name.lower(), value))
 
     def on_headers_complete(self) -> None:
+        conn = self.conn
+        conn.on_headers_complete()
         self.head_done = True
-        if self.conn._head:
-            self.conn._head_complete()
+        if self.keep_body:
+            length = next((v for n, v in self.headers if n == b"content-length"), b"")
+            if length.strip().isdigit() and int(length) > conn.max_body:
+                raise conn.body_too_long()
+        if conn._head:
+            conn._head_complete()
 
     def on_body(self, body: bytes) -> None:
         if self.keep_body:
+            self.body_size += len(body)
+            if self.body_size > self.conn.max_body:
+                raise self.conn.body_too_long()
             self.body.append(body)
 
     def on_message_complete(self) -> None:
@@ -386,10 +468,6 @@ class HttpConnection(asyncio.Protocol):
     may start the next request on the same connection.
     """
 
-    _write_request: Writer
-    """Sends a request, its send stamped (set once connected:
-    :func:`~protobench.protocols.timestamps.send.request_writer`)."""
-
     def __init__(
         self,
         loop: asyncio.AbstractEventLoop,
@@ -397,6 +475,8 @@ class HttpConnection(asyncio.Protocol):
         timeout: float,
         stamps: Stamps | None = None,
         reactor: Reactor | None = None,
+        max_head: int = MAX_HEAD,
+        max_body: int = MAX_BODY,
     ) -> None:
         self.endpoint = endpoint
         self.timeout = timeout
@@ -404,6 +484,9 @@ class HttpConnection(asyncio.Protocol):
         """The times of the exchange in flight (the session's, shared with the engine)."""
         self.reactor = reactor
         """The reactor reading the connection with the kernel's clock (``None``: the loop's)."""
+        self._write_request: Callable[[bytes], None] = self._stamp_and_write
+        """Sends a request, its send stamped: a stamped transport's ``write_request``, or
+        :meth:`_stamp_and_write` on the loop's transport."""
         self.accept = SUCCESS
         """Statuses :meth:`submit` reports as success; others are ``protocol`` errors."""
         self._loop = loop
@@ -432,6 +515,10 @@ class HttpConnection(asyncio.Protocol):
         self._repeat_status = 0
         self._message_head = b""
         self._head_done = False
+        self.max_head = max_head
+        """The longest response head accepted (bytes); a longer one is a ``protocol`` error."""
+        self.max_body = max_body
+        """The longest body :meth:`send` keeps (bytes); a longer one is a ``protocol`` error."""
 
     # -- opening and closing ------------------------------------------------
 
@@ -444,25 +531,27 @@ class HttpConnection(asyncio.Protocol):
         timeout: float,  # noqa: ASYNC109 - also the connection's request timeout
         stamps: Stamps | None = None,
         reactor: Reactor | None = None,
+        max_head: int = MAX_HEAD,
+        max_body: int = MAX_BODY,
     ) -> HttpConnection:
         """Open a connection to ``endpoint``; raise :class:`OpError` on failure.
 
         ``ssl`` is required for ``https`` endpoints and ignored for ``http``.
         ``stamps`` are the session's (a new one's when not given); with a
         ``reactor`` a plain ``http`` connection reads the kernel's timestamps.
+        ``max_head`` and ``max_body`` bound what a response may hold (bytes).
         """
         loop = asyncio.get_running_loop()
         if endpoint.tls and ssl is None:
             raise OpError(ErrorClass.CONNECT, f"{endpoint.url}: https needs an SSL context")
         tls = ssl if endpoint.tls else None
-        host, port = endpoint.via or (endpoint.host, endpoint.port)
-        where = endpoint.url if endpoint.via is None else f"{endpoint.url} (at {host}:{port})"
+        host, port = endpoint.address
         times = stamps if stamps is not None else Stamps()
 
         def factory() -> HttpConnection:
-            return cls(loop, endpoint, timeout, times, reactor)
+            return cls(loop, endpoint, timeout, times, reactor, max_head, max_body)
 
-        try:
+        with connect_errors(endpoint.where, timeout):
             async with asyncio.timeout(timeout):
                 if reactor is not None and tls is None:
                     _, made = await open_stamped(
@@ -481,24 +570,6 @@ class HttpConnection(asyncio.Protocol):
                         ssl=tls,
                         server_hostname=endpoint.host if tls is not None else None,
                     )
-        except TimeoutError:
-            raise OpError(
-                ErrorClass.TIMEOUT, f"connect to {where} took more than {timeout:g}s"
-            ) from None
-        except ConnectionRefusedError:
-            raise OpError(ErrorClass.REFUSED, f"{where} refused the connection") from None
-        except ssl_module.SSLCertVerificationError as exc:
-            raise OpError(
-                ErrorClass.CONNECT,
-                f"TLS certificate verification failed for {where}: {exc.verify_message}"
-                " (give ca_file, or insecure = true to skip verification)",
-            ) from None
-        except ssl_module.SSLError as exc:
-            raise OpError(
-                ErrorClass.CONNECT, f"TLS handshake with {where} failed: {exc.reason or exc}"
-            ) from None
-        except OSError as exc:
-            raise OpError(ErrorClass.CONNECT, f"connect to {where}: {exc}") from None
         return conn
 
     @property
@@ -517,7 +588,8 @@ class HttpConnection(asyncio.Protocol):
 
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
         self._transport = cast(asyncio.Transport, transport)
-        self._write_request = request_writer(transport, self.stamps)
+        if isinstance(transport, StampedTransport):
+            self._write_request = transport.defer_request  # ``sent`` is read at completion
         self.alive = True
         sock = transport.get_extra_info("socket")
         if sock is not None and sock.family in (socket.AF_INET, socket.AF_INET6):
@@ -542,16 +614,24 @@ class HttpConnection(asyncio.Protocol):
             self._complete(self._repeat_status, nbytes)
             return
         self._nbytes += len(data)
-        if not self._in_message:
+        in_message = self._in_message
+        if not in_message:
             self._message_head = data
         elif not self._head_done:
+            if len(self._message_head) > self.max_head:  # an unfinished head, already too long
+                self._protocol_failure(self.head_too_long().detail)
+                return
             self._message_head += data
-        learn = self._parser is self._fast_parser and not self._in_message
+        parser = self._parser
+        learn = not in_message and parser is self._fast_parser
         completed = self._completed
         try:
-            self._parser.feed_data(data)
+            parser.feed_data(data)
         except httptools.HttpParserError as exc:
-            self._protocol_failure(f"malformed response: {exc}")
+            refused = exc.__context__  # a callback's own verdict (a limit), else llhttp's
+            self._protocol_failure(
+                refused.detail if isinstance(refused, OpError) else f"malformed response: {exc}"
+            )
             return
         if (
             learn
@@ -614,6 +694,11 @@ class HttpConnection(asyncio.Protocol):
         self._write_request(request)
         self.sent.n += len(request)
 
+    def _stamp_and_write(self, request: bytes) -> None:
+        """Send a request on the loop's transport, stamped just before (the user clock)."""
+        self.stamps.sent = perf_ns()
+        self._transport.write(request)  # type: ignore[union-attr]
+
     def _submit_dead(self, request: bytes, done: Done) -> None:
         if self.on_dead is not None:
             self.on_dead(request, done)
@@ -622,13 +707,24 @@ class HttpConnection(asyncio.Protocol):
             self._loop.call_soon(done, error, 0)
 
     def on_message_begin(self) -> None:
-        """Parser callback of the :meth:`submit` path: a response starts."""
+        """Parser callback: a response starts."""
         self._in_message = True
         self._head_done = False
 
     def on_headers_complete(self) -> None:
-        """Parser callback of the :meth:`submit` path: the response's head ended."""
+        """Parser callback: the response's head ended (raises when it was too long)."""
         self._head_done = True
+        # the bytes of this response so far bound its head: exact only past the limit
+        if self._nbytes > self.max_head and _head_length(self._message_head) > self.max_head:
+            raise self.head_too_long()
+
+    def head_too_long(self) -> OpError:
+        """The error of a response head over :attr:`max_head`."""
+        return OpError(ErrorClass.PROTOCOL, f"header block over {format_size(self.max_head)}")
+
+    def body_too_long(self) -> OpError:
+        """The error of a kept response body over :attr:`max_body`."""
+        return OpError(ErrorClass.PROTOCOL, f"response body over {format_size(self.max_body)}")
 
     def on_message_complete(self) -> None:
         """Parser callback of the :meth:`submit` path: a response ends."""
@@ -675,6 +771,7 @@ class HttpConnection(asyncio.Protocol):
             collector = self._collector = _Collector(self)
             self._full_parser = httptools.HttpResponseParser(collector)
         collector.keep_body = keep_body
+        collector.body_size = 0
         self._parser = self._full_parser  # type: ignore[assignment]
         self._head = request.startswith(b"HEAD ")
         self._on_response = on_response
@@ -715,6 +812,7 @@ class HttpConnection(asyncio.Protocol):
         assert collector is not None
         if parser is None:
             parser = self._parser
+        self._in_message = False
         status = parser.get_status_code()
         if status < 200:
             collector.reason = b""
@@ -772,6 +870,8 @@ class HttpConnection(asyncio.Protocol):
         self._done = None
         self._on_response = None
         self._nbytes = 0
+        if self._collector is not None:
+            self._collector.body = []  # what a refused body held is freed now
         if done is not None:
             done(error, 0)
         elif on_response is not None:

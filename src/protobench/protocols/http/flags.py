@@ -131,6 +131,12 @@ def _expect(values: list[list[int]]) -> Mapping[str, Any]:
     return {"expect_status": [status for value in values for status in value]}
 
 
+def _count(text: str) -> int:
+    if not text.isdigit() or int(text) < 1:
+        raise ValueError(f"expected a whole number of at least 1, got {text[:20]!r}")
+    return int(text)
+
+
 def _secret_headers(names: list[str]) -> Mapping[str, Any]:
     return {"secret_headers": list(names)}
 
@@ -257,6 +263,43 @@ FLAGS = (
         keys=("keepalive",),
         parse=None,
         to=switch("keepalive", False),
+    ),
+    ProtocolFlag(
+        name="http2",
+        flag="--http2",
+        help="HTTP/2: h2 by ALPN over https://, prior knowledge (h2c) over http://.",
+        scope="options",
+        keys=("version",),
+        parse=None,
+        to=switch("version", "2"),
+    ),
+    ProtocolFlag(
+        name="h2c",
+        flag="--h2c",
+        help="HTTP/2 in cleartext with prior knowledge (curl's --http2-prior-knowledge).",
+        scope="options",
+        keys=("version",),
+        parse=None,
+        to=switch("version", "h2c"),
+    ),
+    ProtocolFlag(
+        name="http2_fallback",
+        flag="--http2-fallback",
+        help="With --http2 over https://: take HTTP/1.1 when the server's ALPN chooses it.",
+        scope="options",
+        keys=("fallback",),
+        parse=None,
+        to=switch("fallback", True),
+    ),
+    ProtocolFlag(
+        name="streams",
+        flag="--streams",
+        metavar="N",
+        help="HTTP/2 streams in flight per connection (-c is then connections; oha's -p).",
+        scope="params",
+        keys=("streams",),
+        parse=_count,
+        to=key("streams"),
     ),
     ProtocolFlag(
         name="secret_header",

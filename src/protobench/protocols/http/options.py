@@ -4,22 +4,36 @@ Options: ``insecure`` (skip TLS verification), ``ca_file``, ``cert_file`` and
 ``key_file`` (mutual TLS), ``secret_headers`` (header names whose values are
 never stored or printed, in addition to names that look like credentials),
 ``connect_to`` (connect to another address than the URL's; ``Host`` and the TLS
-name stay the URL's) and ``keepalive`` (false: every request on a new
-connection, with ``Connection: close``). The parameters' ``headers_file`` is
-read by :func:`read_headers`. The one-line runs' flags (``protobench run URL
--H ...``) that set these keys are :mod:`.flags`.
+name stay the URL's), ``keepalive`` (false: every request on a new
+connection, with ``Connection: close``), ``max_header_size`` (the longest
+response head, 64 KiB by default; a longer one is a ``protocol`` error and the
+connection is closed), ``version`` (``"1.1"``; ``"2"``: HTTP/2
+by ALPN over ``https``, with prior knowledge over ``http``; ``"h2c"``: HTTP/2 in
+cleartext only) and ``fallback`` (HTTP/2 over TLS may fall back to HTTP/1.1
+when the server's ALPN chooses it). The parameters' ``streams`` (HTTP/2:
+sessions per connection) is checked against them when the plan is made
+(:func:`connection_share`); ``headers_file`` is read by :func:`read_headers`.
+The one-line runs' flags (``protobench run URL -H ...``) that set these keys
+are :mod:`.flags`.
 """
 
 from __future__ import annotations
 
 import os
+from collections.abc import Mapping
 from pathlib import Path
+from typing import Any, Literal
 
 from pydantic import Field, ValidationInfo, field_validator, model_validator
 
 from protobench.protocols.base import StrictModel, overrides_applied
-from protobench.protocols.http.client import check_relative_path, check_request
+from protobench.protocols.http.client import MAX_HEAD, check_relative_path, check_request
 from protobench.protocols.http.flags import CONNECT_TO, connect_target
+from protobench.protocols.http.h2.headers import FORBIDDEN
+from protobench.vocab.fields import Size
+
+MAX_STREAMS = 10_000
+"""The most ``streams`` per connection (servers allow 100 to 1,000)."""
 
 
 class HttpOptions(StrictModel):
@@ -42,6 +56,28 @@ class HttpOptions(StrictModel):
         default=True,
         description="false: every request on a new connection (Connection: close)",
     )
+    max_header_size: Size = Field(
+        default=MAX_HEAD,
+        ge=1,
+        description="the longest response head (a longer one is a protocol error)",
+    )
+    version: Literal["1.1", "2", "h2c"] = Field(
+        default="1.1",
+        description='HTTP version: "1.1"; "2" (h2 by ALPN over https, h2c with prior'
+        ' knowledge over http); "h2c" (cleartext HTTP/2 only)',
+    )
+    fallback: bool = Field(
+        default=False,
+        description="with version 2 over https: use HTTP/1.1 when the server's ALPN chooses it",
+    )
+
+    @field_validator("version", mode="before")
+    @classmethod
+    def _version_number(cls, value: object) -> object:
+        """``version = 2`` (a TOML number, or ``--opt version=2``) is ``"2"``; 1.1 is ``"1.1"``."""
+        if isinstance(value, int | float) and not isinstance(value, bool) and value in (2, 1.1):
+            return "2" if value == 2 else "1.1"
+        return value
 
     @field_validator("connect_to")
     @classmethod
@@ -76,6 +112,13 @@ class RequestParams(StrictModel):
     body_file: str | None = Field(default=None, description="file whose bytes are the body")
     expect_status: list[int] | None = Field(
         default=None, description="statuses that count as success (default: any 2xx)"
+    )
+    streams: int = Field(
+        default=1,
+        ge=1,
+        le=MAX_STREAMS,
+        description="HTTP/2: streams in flight on each connection (count is then connections;"
+        " the server's SETTINGS_MAX_CONCURRENT_STREAMS bounds them)",
     )
 
     @field_validator("method")
@@ -131,6 +174,48 @@ class RequestParams(StrictModel):
         if self.path:
             check_relative_path(self.path)
         return self
+
+
+def connection_share(
+    params: Mapping[str, Any], options: Mapping[str, Any], target: str | None
+) -> int:
+    """The sessions that share a connection (``streams``), once the group's ``streams``, the
+    ``version``, ``fallback``, ``keepalive`` and the target's scheme (``None``: the embedded
+    target, whose scheme its ``[serve]`` options decide) fit together; ``ValueError``
+    otherwise."""
+    version = options.get("version", "1.1")
+    if isinstance(version, int | float) and version in (2, 1.1):
+        version = "2" if version == 2 else "1.1"
+    streams = int(params.get("streams", 1))
+    tls = None if target is None else target.lower().startswith("https:")
+    if version == "1.1":
+        if streams > 1:
+            raise ValueError(
+                f'streams = {streams} needs HTTP/2: set the option version = "2"'
+                " (--http2, or --h2c for cleartext)"
+            )
+        if options.get("fallback"):
+            raise ValueError('fallback is HTTP/2\'s: set the option version = "2" (--http2)')
+        return 1
+    if version == "h2c" and tls:
+        raise ValueError(
+            'version = "h2c" is HTTP/2 in cleartext: give an http:// target'
+            ' (or version = "2" for HTTP/2 over TLS, --http2)'
+        )
+    if options.get("fallback") and tls is False:
+        raise ValueError(
+            "fallback to HTTP/1.1 is chosen by ALPN, over TLS only: give an https:// target"
+        )
+    for name in params.get("headers", {}):
+        if str(name).lower() in FORBIDDEN:
+            raise ValueError(
+                f"header {name!r} is HTTP/1.1's, forbidden in HTTP/2 (RFC 9113 section 8.2.2)"
+            )
+    if not options.get("keepalive", True):
+        raise ValueError(
+            "keepalive = false (--disable-keepalive) is HTTP/1.1's; HTTP/2 keeps its connections"
+        )
+    return streams
 
 
 MAX_HEADERS_FILE = 1024 * 1024

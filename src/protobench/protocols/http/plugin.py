@@ -1,10 +1,15 @@
-"""The ``http`` protocol plugin: HTTP/1.1 keep-alive requests on the lean client.
+"""The ``http`` protocol plugin: HTTP/1.1 keep-alive requests on the lean client, or HTTP/2.
 
 One op, ``request``: every session holds one keep-alive connection and sends
 the same pre-encoded request (method, path, headers, body) back-to-back
-(:mod:`.sessions`). A response with an expected status (``expect_status``,
-default any 2xx) is a success; any other status is a ``protocol`` error whose
-code is the status (``"503"``). The options and the op's parameters are in
+(:mod:`.sessions`). With ``version = "2"`` (or ``"h2c"``) the request goes
+over HTTP/2 (:mod:`.h2`): ``streams`` sessions share one connection, each with
+one stream in flight, and a group's ``count`` is its connections
+(:meth:`HttpProtocol.connection_share`); each session names the protocol it
+got (the report's ``protocols``: ``h2``, ``h2c``, ``http/1.1``). A response
+with an expected status (``expect_status``, default any 2xx) is a success;
+any other status is a ``protocol`` error whose code is the status (``"503"``).
+The options and the op's parameters are in
 :mod:`.options`; the client is :mod:`.client`.
 
 The request target is the target URL's path exactly as given
@@ -19,10 +24,10 @@ from collections.abc import Mapping
 from dataclasses import replace
 from functools import cache
 from pathlib import Path
-from typing import ClassVar
+from typing import Any, ClassVar
 from urllib.parse import urlsplit
 
-from protobench.protocols.base import ProtocolPlugin, SessionContext, StrictModel
+from protobench.protocols.base import ProtocolPlugin, Session, SessionContext, StrictModel
 from protobench.protocols.http.client import (
     SUCCESS,
     Endpoint,
@@ -34,16 +39,28 @@ from protobench.protocols.http.client import (
     parse_url,
 )
 from protobench.protocols.http.flags import connect_target
-from protobench.protocols.http.options import HttpOptions, RequestParams, read_headers
-from protobench.protocols.http.sessions import HeadSession, HttpSession
+from protobench.protocols.http.h2.opening import ALPN
+from protobench.protocols.http.options import (
+    HttpOptions,
+    RequestParams,
+    connection_share,
+    read_headers,
+)
+from protobench.protocols.http.sessions import HTTP1, HeadSession, HttpSession, open_h2_session
+from protobench.tlsutil import split_url_files
+from protobench.vocab.counters import CONNECTS
 from protobench.vocab.errors import ErrorClass, OpError
 
 
 @cache
 def _ssl_context(
-    insecure: bool, ca_file: str | None, cert_file: str | None, key_file: str | None
+    insecure: bool,
+    ca_file: str | None,
+    cert_file: str | None,
+    key_file: str | None,
+    alpn: tuple[str, ...] = ("http/1.1",),
 ) -> ssl.SSLContext:
-    return make_ssl_context(insecure, ca_file, cert_file, key_file)
+    return make_ssl_context(insecure, ca_file, cert_file, key_file, alpn)
 
 
 class HttpProtocol(ProtocolPlugin):
@@ -55,6 +72,13 @@ class HttpProtocol(ProtocolPlugin):
     operations: ClassVar[Mapping[str, type[StrictModel]]] = {"request": RequestParams}
     embedded_target: ClassVar[str | None] = "http"
     url_schemes: ClassVar[tuple[str, ...]] = ("http", "https")
+    counts_connects: ClassVar[bool] = True
+
+    def connection_share(
+        self, op: str, params: Mapping[str, Any], options: Mapping[str, Any], target: str | None
+    ) -> int:
+        del op
+        return connection_share(params, options, target)
 
     def check_target(self, url: str) -> None:
         parse_url(url)
@@ -95,37 +119,65 @@ class HttpProtocol(ProtocolPlugin):
             self._bodies[params.body_file] = body
         return body
 
-    async def open_session(self, ctx: SessionContext) -> HttpSession:
+    async def open_session(self, ctx: SessionContext) -> Session:
         options, params = ctx.options, ctx.params
         assert isinstance(options, HttpOptions)
         assert isinstance(params, RequestParams)
+        url, files = split_url_files(ctx.target)  # an embedded target's CA, in its fragment
         try:
-            endpoint: Endpoint = parse_url(ctx.target)
+            endpoint: Endpoint = parse_url(url)
         except ValueError as exc:
             raise OpError(ErrorClass.CONNECT, str(exc)) from None
+        h2 = options.version != "1.1"
+        ca_file = options.ca_file or files.get("ca_file")
         tls = None
         if endpoint.tls:
             try:
                 tls = _ssl_context(
-                    options.insecure, options.ca_file, options.cert_file, options.key_file
+                    options.insecure,
+                    ca_file,
+                    options.cert_file,
+                    options.key_file,
+                    ALPN if h2 else ("http/1.1",),
                 )
             except (OSError, ssl.SSLError, ValueError) as exc:
                 raise OpError(ErrorClass.LOCAL, f"TLS setup failed: {exc}") from None
         if options.connect_to is not None:
             endpoint = connect_via(endpoint, options.connect_to)
-        target = join_path(urlsplit(ctx.target).path, params.path)
+        target = join_path(urlsplit(url).path, params.path)
         headers = self._file_headers(params)
+        accept = SUCCESS if params.expect_status is None else frozenset(params.expect_status)
+        conn: HttpConnection | None = None
+        if h2:
+            got = await open_h2_session(
+                ctx, endpoint, target, headers, self._body(params), accept, tls, options.fallback
+            )
+            if not isinstance(got, HttpConnection | None):
+                return got
+            conn = got  # the server chose HTTP/1.1 (ALPN) and the fallback is allowed
+            if conn is not None:
+                conn.max_head = options.max_header_size
+            tls = _ssl_context(options.insecure, ca_file, options.cert_file, options.key_file)
         if not options.keepalive and not any(n.lower() == "connection" for n, _ in headers):
             headers.append(("Connection", "close"))
         request = build_request(
             params.method, endpoint, target, headers, self._body(params), under_base=False
         )
-        accept = SUCCESS if params.expect_status is None else frozenset(params.expect_status)
-        conn = await HttpConnection.connect(
-            endpoint, ssl=tls, timeout=ctx.timeout, stamps=ctx.stamps, reactor=ctx.reactor
-        )
+        if conn is None:
+            conn = await HttpConnection.connect(
+                endpoint,
+                ssl=tls,
+                timeout=ctx.timeout,
+                stamps=ctx.stamps,
+                reactor=ctx.reactor,
+                max_head=options.max_header_size,
+            )
+            ctx.count(CONNECTS, 1)
         kind = HeadSession if params.method == "HEAD" else HttpSession
-        return kind(conn, request, accept, tls, ctx.count, ctx.sent, options.keepalive)
+        session = kind(conn, request, accept, tls, ctx.count, ctx.sent, options.keepalive)
+        if h2:
+            session.negotiated = HTTP1
+        return session
 
 
 def connect_via(endpoint: Endpoint, connect_to: str) -> Endpoint:

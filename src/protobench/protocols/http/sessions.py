@@ -15,6 +15,13 @@ session's first connection). A reopened connection keeps the session's
 stamps and reactor (the kernel's clock, when the run reads it). Without
 ``keepalive`` (``--disable-keepalive``) a session sends each request on a new
 connection (its connect time is likewise outside the request's latency).
+
+HTTP/2 sessions (:class:`H2Session`, opened by :func:`open_h2_session`) share
+one :class:`~protobench.protocols.http.h2.link.H2Link` per ``streams`` sessions
+of a group in a worker (:class:`~protobench.protocols.sharing.ConnectionShare`),
+each with one stream in flight; the last session to close closes it. Every
+connection opened is counted in ``connects``; each session names the protocol
+it got (``negotiated``: ``h2``, ``h2c``, or ``http/1.1`` when TLS fell back).
 """
 
 from __future__ import annotations
@@ -24,11 +31,24 @@ import ssl
 from collections.abc import Callable
 from functools import partial
 
-from protobench.protocols.base import CallbackSession, Done
-from protobench.protocols.http.client import HttpConnection, Response, status_error
+from protobench.protocols.base import CallbackSession, Done, SessionContext
+from protobench.protocols.http.client import Endpoint, HttpConnection, Response, status_error
+from protobench.protocols.http.h2.client import H2Connection
+from protobench.protocols.http.h2.frames import RequestFrames, request_frames
+from protobench.protocols.http.h2.headers import encode_request
+from protobench.protocols.http.h2.link import H2Link
+from protobench.protocols.http.h2.opening import open_h2
+from protobench.protocols.http.options import RequestParams
+from protobench.protocols.sharing import ConnectionShare
+from protobench.protocols.timestamps.clock import Stamps
 from protobench.vocab.counters import CONNECTS
-from protobench.vocab.errors import OpError
+from protobench.vocab.errors import ErrorClass, OpError
 from protobench.vocab.recorder import Tally
+
+HTTP1 = "http/1.1"
+"""What a session that fell back to HTTP/1.1 (ALPN) where HTTP/2 was asked negotiated."""
+_FELL_BACK: set[tuple[str, ...]] = set()
+"""The groups (protocol, target, group) whose server chose HTTP/1.1 over h2 in this worker."""
 
 
 class HttpSession(CallbackSession):
@@ -99,6 +119,7 @@ class HttpSession(CallbackSession):
                 timeout=old.timeout,
                 stamps=old.stamps,
                 reactor=old.reactor,
+                max_head=old.max_head,
             )
         except OpError as exc:
             done(exc, 0)
@@ -135,3 +156,114 @@ class HeadSession(HttpSession):
                 done(status_error(response.status), response.nbytes)
 
         conn.send(self._request, on_response)
+
+
+class H2Session(CallbackSession):
+    """One stream at a time on a connection shared with the group's other sessions."""
+
+    def __init__(
+        self,
+        link: H2Link,
+        request: RequestFrames,
+        stamps: Stamps,
+        release: Callable[[], bool],
+        negotiated: str,
+    ) -> None:
+        self.negotiated = negotiated
+        self._link = link
+        self._request = request
+        self._stamps = stamps
+        self._release = release
+        self._closed = False
+
+    def submit(self, done: Done) -> None:
+        self._link.conn.submit(self._request, self._stamps, done)
+
+    async def close(self) -> None:
+        if not self._closed:
+            self._closed = True
+            if self._release():
+                self._link.close()
+
+
+class _Fallback:
+    """An HTTP/1.1 connection that TLS fell back to: the first session of the group takes it."""
+
+    __slots__ = ("conn", "taken")
+
+    def __init__(self, conn: HttpConnection) -> None:
+        self.conn = conn
+        self.taken = False
+
+
+def _alive(shared: H2Link | _Fallback) -> bool:
+    return isinstance(shared, H2Link) and shared.alive
+
+
+async def open_h2_session(
+    ctx: SessionContext,
+    endpoint: Endpoint,
+    path: str,
+    headers: list[tuple[str, str]],
+    body: bytes,
+    accept: frozenset[int],
+    tls: ssl.SSLContext | None,
+    fallback: bool,
+) -> H2Session | HttpConnection | None:
+    """A session on the group's HTTP/2 connection with room for one more stream.
+
+    Over TLS with ``fallback`` the server may choose HTTP/1.1: then the first
+    session gets that connection (an :class:`HttpConnection` to run on as
+    HTTP/1.1), and every other session of the group ``None`` (open your own).
+    """
+    params = ctx.params
+    assert isinstance(params, RequestParams)
+    key = ("http", ctx.target, ctx.group)
+    if key in _FELL_BACK:
+        return None
+    fields = list(headers)
+    if body or params.method in ("POST", "PUT", "PATCH"):
+        fields.append(("content-length", str(len(body))))
+    try:
+        block = encode_request(params.method, endpoint.scheme, endpoint.authority, path, fields)
+    except ValueError as exc:
+        raise OpError(ErrorClass.LOCAL, str(exc)) from None
+    request = request_frames(block, body)
+    protocol = "h2" if endpoint.tls else "h2c"
+
+    async def connect(may_fall_back: bool) -> H2Connection | HttpConnection:
+        conn = await open_h2(
+            endpoint,
+            ssl=tls,
+            timeout=ctx.timeout,
+            fallback=may_fall_back,
+            reactor=ctx.reactor,
+            stamps=ctx.stamps,
+        )
+        ctx.count(CONNECTS, 1)
+        return conn
+
+    async def reopen() -> H2Connection:
+        conn = await connect(False)
+        assert isinstance(conn, H2Connection)
+        return conn
+
+    async def opener() -> H2Link | _Fallback:
+        conn = await connect(fallback)
+        if isinstance(conn, HttpConnection):
+            _FELL_BACK.add(key)
+            return _Fallback(conn)
+        return H2Link(conn, reopen, accept, ctx.count, ctx.sent)
+
+    share = ConnectionShare[H2Link | _Fallback].of(key, params.streams, _alive)
+    shared, release = await share.acquire(opener)
+    if isinstance(shared, _Fallback):
+        release()
+        if shared.taken:
+            return None
+        shared.taken = True
+        return shared.conn
+    transport = shared.conn.stamps
+    ctx.stamps.kernel_receive = transport.kernel_receive
+    ctx.stamps.kernel_send = transport.kernel_send
+    return H2Session(shared, request, ctx.stamps, release, protocol)

@@ -18,6 +18,13 @@ one event-loop turn are coalesced into one ``transport.write``. The transport's
 wake the callbacks given to ``wait_writable``, so publishers stop producing when
 the socket's buffer is full instead of queueing without bound.
 
+A packet from the broker longer than the connection's maximum packet size
+(``max_packet_size``; sent to MQTT 5 brokers in CONNECT, enforced for 3.1.1
+too) is a ``protocol`` error read from its fixed header, before any of it is
+buffered; like every other failure that aborts the connection, it is
+:attr:`~protobench.vocab.errors.OpError.lost`, so the engine reopens the
+sessions on it.
+
 Reads are decoded with :meth:`Decoder.split`: the messages of one read reach
 ``on_messages`` in one call, as payload offsets into the bytes read (no
 object per message), and successful PUBACKs complete their publishes without
@@ -71,6 +78,7 @@ from protobench.protocols.mqtt.codec import (
     Decoder,
     Disconnect,
     MalformedPacket,
+    PacketTooLarge,
     PingResp,
     Prop,
     Properties,
@@ -93,8 +101,16 @@ from protobench.protocols.timestamps.transport import open_stamped
 from protobench.protocols.websocket.options import WebSocketOptions
 from protobench.vocab.errors import ErrorClass, OpError
 from protobench.vocab.recorder import Tally
+from protobench.vocab.units import format_size
 
 MAX_PACKET_ID: Final = 0xFFFF
+V5_UNANSWERED: Final = (
+    " (a broker of MQTT 3.1.1 only may wait for the rest of a CONNECT with MQTT 5"
+    ' properties instead of refusing it: try version = "3.1.1")'
+)
+"""Said of an MQTT 5 CONNECT left unanswered (amqtt 0.12 does so)."""
+MAX_PACKET_SIZE: Final = 16 * 1024 * 1024
+"""The largest packet accepted from the broker by default (bytes, fixed header included)."""
 SWEEP_INTERVAL: Final = 0.1
 AUTH_REASONS_V311: Final = frozenset({4, 5})
 AUTH_REASONS_V5: Final = frozenset({0x86, 0x87, 0x8C})
@@ -209,9 +225,9 @@ class MqttConnection(asyncio.Protocol):
     _write_request: Writer
     """Writes requests with their send stamped (set once connected)."""
 
-    def __init__(self, version: int) -> None:
+    def __init__(self, version: int, max_packet: int = MAX_PACKET_SIZE) -> None:
         self.version = version
-        self.decoder = Decoder(version)
+        self.decoder = Decoder(version, max_packet)
         self.transport: asyncio.Transport | None = None
         self.loop = asyncio.get_running_loop()
         self.error: OpError | None = None
@@ -289,6 +305,14 @@ class MqttConnection(asyncio.Protocol):
         decoder = self.decoder
         try:
             packets = decoder.split(data)
+        except PacketTooLarge as exc:
+            self.abort(
+                OpError(
+                    ErrorClass.PROTOCOL,
+                    f"packet over max_packet_size ({format_size(exc.limit)}): {exc.size} B",
+                )
+            )
+            return
         except MalformedPacket as exc:
             self.abort(OpError(ErrorClass.PROTOCOL, f"malformed packet from the broker: {exc}"))
             return
@@ -601,7 +625,9 @@ class MqttConnection(asyncio.Protocol):
             self.closed.set_result(error)
 
     def abort(self, error: OpError) -> None:
-        """Drop the connection now, failing everything pending with ``error``."""
+        """Drop the connection now, failing everything pending with ``error`` (marked
+        :attr:`~protobench.vocab.errors.OpError.lost`: the sessions on it must be reopened)."""
+        error.lost = True
         if self.error is None:
             self.error = error
         if self.transport is not None:
@@ -634,15 +660,17 @@ async def open_connection(
     source: str | None = None,
     websocket: tuple[str, WebSocketOptions] | None = None,
     index: int = 0,
+    max_packet: int = MAX_PACKET_SIZE,
     reactor: Reactor | None = None,
 ) -> MqttConnection:
     """Connect (from ``source`` when given), send ``connect`` and wait for a successful
-    CONNACK, or raise :class:`OpError`. ``websocket`` (its URL and options) carries the
-    connection over a WebSocket (:mod:`.wslink`; session ``index`` picks its source). With
-    a ``reactor`` a plain TCP connection (no TLS, no WebSocket) reads the kernel's
-    timestamps (the module's docstring)."""
+    CONNACK, or raise :class:`OpError`; packets over ``max_packet`` bytes are refused.
+    ``websocket`` (its URL and options) carries the connection over a WebSocket
+    (:mod:`.wslink`; session ``index`` picks its source). With a ``reactor`` a plain TCP
+    connection (no TLS, no WebSocket) reads the kernel's timestamps (the module's
+    docstring)."""
     loop = asyncio.get_running_loop()
-    conn = MqttConnection(version)
+    conn = MqttConnection(version, max_packet)
     hostname = host if ssl_context else None
     try:
         async with asyncio.timeout(within):
@@ -665,8 +693,10 @@ async def open_connection(
             connack = await conn.wait_connack()
     except TimeoutError:
         conn.abort(OpError(ErrorClass.TIMEOUT, "connect timed out"))
-        what = "CONNACK" if conn.transport is not None else "TCP connection"
-        raise OpError(ErrorClass.TIMEOUT, f"no {what} within {within:g}s") from None
+        if conn.transport is None:
+            raise OpError(ErrorClass.TIMEOUT, f"no TCP connection within {within:g}s") from None
+        hint = V5_UNANSWERED if version == V5 else ""
+        raise OpError(ErrorClass.TIMEOUT, f"no CONNACK within {within:g}s{hint}") from None
     except OSError as exc:
         raise map_os_error(exc, "connect") from None
     if connack.reason:

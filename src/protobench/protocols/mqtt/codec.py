@@ -31,6 +31,10 @@ from protobench.vocab.exceptions import Incomplete
 V311: Final = 4
 V5: Final = 5
 MAX_REMAINING: Final = 268_435_455
+MAX_PACKET: Final = MAX_REMAINING + 5
+"""The largest packet the protocol can express (a 4-byte remaining length and its header)."""
+LONG_PACKET: Final = 64 * 1024
+"""A packet longer than this, split over reads, is joined once, when its last read came."""
 TOPICS_REMEMBERED: Final = 16
 """Topics (length-prefixed, as on the wire) a :class:`Decoder` remembers as valid UTF-8."""
 
@@ -54,6 +58,15 @@ type Properties = tuple[tuple[int, PropValue], ...]
 
 class MalformedPacket(Incomplete, ValueError):
     """Bytes that are not a valid MQTT packet of the version in use."""
+
+
+class PacketTooLarge(MalformedPacket):
+    """A packet longer than the decoder's maximum packet size (refused before it is read)."""
+
+    def __init__(self, size: int, limit: int) -> None:
+        super().__init__(f"packet of {size} B over the maximum packet size of {limit} B")
+        self.size = size
+        self.limit = limit
 
 
 class Prop(enum.IntEnum):
@@ -753,25 +766,50 @@ _DECODERS: Final[dict[int, Callable[[_Reader, int, bool], Packet]]] = {
 
 
 _NO_SPANS: Final[list[int]] = []
+_LONG: Final = b"(a long packet)"
+"""``Decoder._buf`` while the reads of a long packet are kept in ``Decoder._reads``."""
 
 
 class Decoder:
     """Splits a byte stream into packets: ``feed(data)`` returns the complete ones.
 
-    ``max_size`` bounds the remaining length accepted (a larger packet is
-    malformed input, never buffered).
+    ``max_size`` is the maximum packet size (MQTT 5's, fixed header included):
+    a larger packet raises :class:`PacketTooLarge` as soon as its fixed header
+    is read, before any of it is buffered. The work is linear in the bytes
+    received: the reads of a packet longer than :data:`LONG_PACKET` are kept
+    as they come and joined once, when the last one arrives (a shorter one's
+    start is joined to the next read, as cheap for the few reads it takes).
 
     :meth:`split` is ``feed`` for the hot path of a client: the commonest
     packets are not built as objects but left as offsets and numbers in
     :attr:`data`, :attr:`messages`, :attr:`to_ack` and :attr:`acked`.
     """
 
-    __slots__ = ("_buf", "_topics", "acked", "data", "max_size", "messages", "to_ack", "version")
+    __slots__ = (
+        "_buf",
+        "_have",
+        "_need",
+        "_reads",
+        "_topics",
+        "acked",
+        "data",
+        "max_size",
+        "messages",
+        "to_ack",
+        "version",
+    )
 
-    def __init__(self, version: int = V311, max_size: int = MAX_REMAINING) -> None:
+    def __init__(self, version: int = V311, max_size: int = MAX_PACKET) -> None:
         self.version = version
         self.max_size = max_size
         self._buf = b""
+        """The start of an incomplete packet (:data:`_LONG`: a long one, in ``_reads``)."""
+        self._reads: list[bytes] = []
+        """The reads so far of an incomplete packet longer than :data:`LONG_PACKET`."""
+        self._have = 0
+        """The bytes in ``_reads``."""
+        self._need = 0
+        """The length of the packet ``_reads`` holds the start of."""
         self._topics: tuple[bytes, ...] = ()
         self.data = b""
         # Shared and never appended to: split() replaces them before it appends.
@@ -782,7 +820,7 @@ class Decoder:
     @property
     def buffered(self) -> int:
         """Bytes held back as the start of an incomplete packet."""
-        return len(self._buf)
+        return self._have if self._buf is _LONG else len(self._buf)
 
     def feed(self, data: bytes) -> list[Packet]:
         """The packets ``data`` completes, every one built as a packet object."""
@@ -819,18 +857,29 @@ class Decoder:
 
     def _decode(self, data: bytes, fast: bool) -> list[Packet]:
         if self._buf:
-            data = self._buf + data
+            if self._buf is _LONG:
+                reads = self._reads
+                reads.append(data)
+                self._have += len(data)
+                if self._have < self._need:
+                    return []
+                data = b"".join(reads)
+                reads.clear()
+            else:
+                data = self._buf + data
         n = len(data)
         pos = 0
         out: list[Packet] = []
         version = self.version
         max_size = self.max_size
+        max_length = max_size - 2  # a remaining length above it may be too long
         v5 = version == V5
         messages = self.messages
         to_ack = self.to_ack
         acked = self.acked
         topics = self._topics
-        while n - pos >= 2:
+        last = n - 1  # a fixed header needs two bytes: pos < last
+        while pos < last:
             first = data[pos]
             length = data[pos + 1]
             start = pos + 2
@@ -850,10 +899,17 @@ class Decoder:
                     shift += 7
                     if start - pos > 4:
                         raise MalformedPacket("remaining length longer than 4 bytes")
-            if length > max_size:
-                raise MalformedPacket(f"packet of {length} bytes exceeds the limit of {max_size}")
             end = start + length
+            if length > max_length and end - pos > max_size:
+                raise PacketTooLarge(end - pos, max_size)
             if end > n:
+                if end - pos > LONG_PACKET:
+                    self._buf = _LONG
+                    self._reads.append(data[pos:])
+                    self._have = n - pos
+                    self._need = end - pos
+                    self.data = data
+                    return out
                 break
             pos = end
             if fast:

@@ -20,13 +20,14 @@ from urllib.parse import unquote, urlsplit
 from pydantic import BeforeValidator, Field, ValidationInfo, field_validator, model_validator
 
 from protobench.protocols.base import StrictModel, overrides_applied
-from protobench.protocols.mqtt.codec import V5, V311
+from protobench.protocols.mqtt.client import MAX_PACKET_SIZE
+from protobench.protocols.mqtt.codec import MAX_PACKET, V5, V311
 from protobench.protocols.mqtt.payload import HEADER_SIZE
 from protobench.protocols.sourceaddr import SourceAddresses
 from protobench.protocols.websocket.options import WebSocketOptions
 from protobench.tlsutil import client_context
 from protobench.vocab.errors import ErrorClass, OpError
-from protobench.vocab.fields import Duration
+from protobench.vocab.fields import Duration, Size
 
 MAX_PAYLOAD = 256 * 1024 * 1024 - 1024
 
@@ -80,6 +81,13 @@ class MqttOptions(StrictModel):
         default=None,
         description="addresses to connect from: a count N (127.0.0.1..N) or a list; unset: "
         "automatic (a new loopback address every 20,000 sessions to a loopback broker)",
+    )
+    max_packet_size: Size = Field(
+        default=MAX_PACKET_SIZE,
+        ge=2,
+        le=MAX_PACKET,
+        description="the largest packet accepted from the broker (sent in an MQTT 5 CONNECT;"
+        " a larger one is a protocol error that closes the connection)",
     )
     will_topic: str | None = Field(
         default=None,

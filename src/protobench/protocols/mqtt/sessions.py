@@ -124,7 +124,8 @@ def connect_packet(
     options: MqttOptions, cid: str, where: Endpoint | None = None, index: int | None = None
 ) -> Connect:
     """The CONNECT of ``cid``: credentials from the options, else from the target URL; the
-    options' will for session ``index``'s own connections (none for ``index=None``).
+    options' will for session ``index``'s own connections (none for ``index=None``); an
+    MQTT 5 one asks for no packet over ``max_packet_size`` (Maximum Packet Size).
 
     A password needs a user name (MQTT-3.1.2-22 in 3.1.1): with a password and
     no user name anywhere, the user name is empty.
@@ -137,8 +138,10 @@ def connect_packet(
     if password is not None and username is None:
         username = ""
     props: tuple[tuple[int, int], ...] = ()
-    if options.protocol_level == V5 and options.session_expiry:
-        props = ((Prop.SESSION_EXPIRY_INTERVAL, int(options.session_expiry)),)
+    if options.protocol_level == V5:
+        if options.session_expiry:
+            props = ((Prop.SESSION_EXPIRY_INTERVAL, int(options.session_expiry)),)
+        props += ((Prop.MAXIMUM_PACKET_SIZE, options.max_packet_size),)
     return Connect(
         cid,
         keepalive=int(options.keepalive),
@@ -193,6 +196,7 @@ async def dial(ctx: SessionContext, cid: str, will: bool = True) -> MqttConnecti
         source=source_for(options.source_addresses, ctx.index, where.host),
         websocket=where.websocket,
         index=ctx.index,
+        max_packet=options.max_packet_size,
         reactor=ctx.reactor if will else None,
     )
     ctx.count(CONNECTS, 1)
@@ -697,6 +701,7 @@ class ConnectSession(AsyncSession):
             source=source_for(options.source_addresses, self.ctx.index, where.host),
             websocket=where.websocket,
             index=self.ctx.index,
+            max_packet=options.max_packet_size,
         )
         self.ctx.count(CONNECTS, 1)
         if self.drop:

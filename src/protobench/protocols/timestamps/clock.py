@@ -170,7 +170,8 @@ def transmit_stamp(ancillary: list[tuple[int, int, bytes]]) -> tuple[int, int] |
     key = -1
     for level, kind, payload in ancillary:
         if kind == SO_TIMESTAMPING and level == _SOL_SOCKET:
-            stamp = kernel_ns(payload)
+            seconds, nanos = _unpack_timespec(payload)  # kernel_ns, inlined
+            stamp = seconds * 1_000_000_000 + nanos - WALL.offset if seconds else 0
         elif (
             kind in _RECVERR
             and len(payload) >= _EXTENDED_ERR_SIZE

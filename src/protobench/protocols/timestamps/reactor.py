@@ -40,6 +40,8 @@ BATCH = 64
 
 Handler = Callable[[int], None]
 """Called with a ready socket's ``epoll`` events."""
+Deferred = Callable[[], None]
+"""Sends a request held back until the end of a :meth:`Reactor.poll`."""
 
 _DEFAULT: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, Reactor] = (
     weakref.WeakKeyDictionary()
@@ -58,6 +60,12 @@ class Reactor:
         self.lazy = False
         self.send = send
         """Whether sockets read by this reactor ask the kernel for send stamps too."""
+        self.batch_sends = True
+        """Whether requests written by handlers during :meth:`poll` wait for its end (see
+        :meth:`defer`); the open model turns it off so each arrival's send time is known
+        when it is issued."""
+        self._polling = False
+        self._deferred: list[Deferred] = []
 
     @classmethod
     def of(cls, loop: asyncio.AbstractEventLoop | None = None) -> Reactor:
@@ -93,20 +101,49 @@ class Reactor:
         self._watch()
 
     def poll(self) -> int:
-        """Hand every ready socket's events to its handler; return how many were ready."""
+        """Hand every ready socket's events to its handler; return how many were ready.
+
+        Requests deferred by the handlers (:meth:`defer`) are sent at the end.
+        """
         handlers = self._handlers
         wait = self._epoll.poll
         ready = 0
-        while handlers:
-            events = wait(0, BATCH)
-            for fd, mask in events:
-                handler = handlers.get(fd)
-                if handler is not None:
-                    handler(mask)
-            ready += len(events)
-            if len(events) < BATCH:
-                break
+        self._polling = self.batch_sends
+        try:
+            while handlers:
+                events = wait(0, BATCH)
+                for fd, mask in events:
+                    handler = handlers.get(fd)
+                    if handler is not None:
+                        handler(mask)
+                ready += len(events)
+                if len(events) < BATCH:
+                    break
+        finally:
+            self._polling = False
+            if self._deferred:
+                self._send_deferred()
         return ready
+
+    def defer(self, sender: Deferred) -> bool:
+        """Whether ``sender`` may send its request at the end of this poll (then it is
+        called there); False outside a poll, or with :attr:`batch_sends` off.
+
+        Replies that arrive together are all handled before any of the requests
+        they start is sent, as the loop's own transports do: the server, woken by
+        the first, takes the others in the same wake-up. Each request's send
+        time is still its send's (the stamp is taken at the syscall).
+        """
+        if self._polling:
+            self._deferred.append(sender)
+            return True
+        return False
+
+    def _send_deferred(self) -> None:
+        deferred = self._deferred
+        self._deferred = []
+        for send in deferred:
+            send()
 
     def set_lazy(self, lazy: bool) -> None:
         """Lazy: read only when polled. Eager: whenever a socket is ready."""
@@ -129,6 +166,7 @@ class Reactor:
             self._loop.remove_reader(self._epoll.fileno())
         self._watched = False
         self._handlers.clear()
+        self._deferred.clear()
         self._epoll.close()
         if self._keeper is not None:
             self._keeper.close()

@@ -19,7 +19,11 @@ and by sending each request with :meth:`StampedTransport.write_request`:
   most links the stamp is there when ``send`` returns; otherwise it is read
   when the socket reports it). Plain :meth:`~StampedTransport.write` sends
   without touching the times (acknowledgements, pings, the rest of a
-  multi-message exchange).
+  multi-message exchange). With :meth:`~StampedTransport.defer_request` a
+  request written from a reply's handler (inside the reactor's poll) is held
+  until the poll ends and then sent with the others its batch of replies
+  started (:meth:`~.reactor.Reactor.defer`), as the loop's own transports
+  gather a callback batch's writes; what is written after it follows it.
 
 Reads and writes happen on the loop. A write the socket cannot take at once is
 kept and sent when the socket is writable again (with ``pause_writing`` /
@@ -85,6 +89,11 @@ class StampedTransport(asyncio.Transport):
         """Key of the first byte of the request awaiting its send stamp (-1: none)."""
         self._request_size = 0
         self._send_stamps = send_stamps
+        self._held: bytes | None = None
+        """A request held back until the end of the reactor's poll (:meth:`Reactor.defer`)."""
+        self._held_rest = b""
+        """Bytes written after the held request, sent right after it."""
+        self._send_held_now = self._send_held
         self._closing = False
         self._closed = False
         self._reading = True
@@ -114,12 +123,16 @@ class StampedTransport(asyncio.Transport):
         """Close once what is kept has been sent; ``connection_lost(None)`` follows soon."""
         if self._closing or self._closed:
             return
+        if self._held is not None:
+            self._send_held()
         self._closing = True
         if not self._buffer:
             self._shut(None)
 
     def abort(self) -> None:
         """Close at once, dropping what is kept."""
+        self._held = None
+        self._held_rest = b""
         self._buffer.clear()
         self._shut(None)
 
@@ -194,6 +207,9 @@ class StampedTransport(asyncio.Transport):
         """Send ``data`` (kept and sent later what the socket cannot take now)."""
         if self._closing or self._closed or not data:
             return
+        if self._held is not None:
+            self._held_rest += data
+            return
         if self._buffer:
             self._buffer += data
             self._check_high_water()
@@ -212,17 +228,46 @@ class StampedTransport(asyncio.Transport):
             self._check_high_water()
 
     def write_request(self, data: bytes) -> None:
-        """Send a request and stamp its send (:class:`~.clock.Stamps` ``sent``).
+        """Send a request now and stamp its send (:class:`~.clock.Stamps` ``sent``).
 
         The user-space time immediately before the send, replaced by the kernel's
         stamp of the request's first packet where the socket gives send stamps.
         """
+        if self._held is not None:
+            self._send_held()
+        self._send_request(data)
+
+    def defer_request(self, data: bytes) -> None:
+        """:meth:`write_request`, but from a reply's handler (inside the reactor's poll) the
+        request is sent at the end of the poll, with the others its batch of replies starts
+        (:meth:`Reactor.defer`): for a caller that reads ``sent`` only when the exchange
+        completes."""
+        if self._held is None:
+            if self._reactor.defer(self._send_held_now):
+                self._held = data
+                return
+        else:
+            self._send_held()
+        self._send_request(data)
+
+    def _send_held(self) -> None:
+        data = self._held
+        if data is not None:
+            rest = self._held_rest
+            self._held = None
+            self._held_rest = b""
+            self._send_request(data)
+            if rest:
+                self.write(rest)
+
+    def _send_request(self, data: bytes) -> None:
         first = self._accepted + len(self._buffer)
-        self.stamps.sent = perf_ns()
+        stamps = self.stamps
+        stamps.sent = perf_ns()
         self.write(data)
         if self._send_stamps and not self._closed:
-            self._request_first = first & ID_MASK
-            self._request_size = len(data)
+            self._request_first = first = first & ID_MASK
+            self._request_size = size = len(data)
             try:  # on loopback and most links the stamp is queued before send() returns
                 _, ancillary, _, _ = self._recvmsg(0, ERRQUEUE_ANCILLARY, MSG_ERRQUEUE)
             except (BlockingIOError, InterruptedError):
@@ -230,7 +275,11 @@ class StampedTransport(asyncio.Transport):
             except OSError as exc:
                 self._shut(exc)
                 return
-            if not self._take_stamp(ancillary):
+            found = transmit_stamp(ancillary)
+            if found is not None and (found[1] - first) & ID_MASK < size:
+                stamps.sent = found[0]
+                self._request_first = -1
+            else:  # an older stamp came first: read on to the request's
                 self._error_queue()
 
     def _error_queue(self) -> int:
@@ -320,6 +369,8 @@ class StampedTransport(asyncio.Transport):
         if self._closed:
             return
         self._closed = self._closing = True
+        self._held = None
+        self._held_rest = b""
         self._buffer.clear()
         self._reactor.unregister(self._fd)
         self._sock.close()

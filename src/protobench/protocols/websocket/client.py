@@ -11,8 +11,15 @@ nowhere else:
               no handshake within the timeout
 ``auth``      handshake answered 401 or 403 (code = the status)
 ``protocol``  another handshake status (code = the status) or a bad handshake,
-              a framing error from the server
+              a framing error from the server (``frame length over max_size (16 MiB):
+              N B`` for a frame, or a deflated message, longer than ``max_size``)
 ``closed``    the server closed the connection or the socket broke
+
+Every error after the handshake ends the connection: it is
+:attr:`~protobench.vocab.errors.OpError.lost`, so the engine reopens the session
+(one error per failed exchange, then a new connection). A connection whose first
+frames, in the same read as the handshake's response, already broke it is that
+error from :func:`connect`, never a session on a closed transport.
 ``local``     this process is out of file descriptors (the limit is named) or of
               source ports to the server (see ``source_addresses``)
 
@@ -53,6 +60,7 @@ from protobench.protocols.timestamps.transport import open_stamped
 from protobench.protocols.websocket.codec import (
     ConnectionClosedByPeer,
     FastCodec,
+    FrameTooLarge,
     FramingError,
     OnMessage,
     SansIOCodec,
@@ -154,6 +162,9 @@ class WsConnection(asyncio.Protocol):
             self._write(exc.reply)
             self._fail(OpError(ErrorClass.CLOSED, str(exc), str(exc.code)))
             return
+        except FrameTooLarge as exc:
+            self._fail(OpError(ErrorClass.PROTOCOL, str(exc)))
+            return
         except FramingError as exc:
             self._fail(OpError(ErrorClass.PROTOCOL, f"bad frame from the server: {exc}"))
             return
@@ -237,6 +248,7 @@ class WsConnection(asyncio.Protocol):
     def _fail(self, error: OpError) -> None:
         if self.lost is not None:
             return
+        error.lost = True
         self.lost = error
         self._wake()
         if not self.opened.done():
@@ -335,6 +347,8 @@ async def connect(
                     server_hostname=hostname,
                 )
             await conn.opened
+            if conn.lost is not None:  # the frames after the handshake broke it at once
+                raise conn.lost
     except OpError:
         raise
     except ConnectionRefusedError:

@@ -4,7 +4,9 @@ Two codecs with one interface: ``encode(payload, text)`` returns the bytes of
 one masked message; ``feed(data)`` parses received bytes, hands each complete
 message to ``on_message(text, payload)`` and returns bytes to write back
 (pongs, the close reply); a close frame from the server or a framing error
-raises :class:`ConnectionClosedByPeer` or :class:`FramingError`.
+raises :class:`ConnectionClosedByPeer` or :class:`FramingError` (:class:`FrameTooLarge`
+for a frame, a fragmented message or an inflated message over ``max_size``, read
+from the frame's header: nothing of it is buffered).
 
 :class:`FastCodec` is the hot path when no extension was negotiated: RFC 6455
 framing on a ``bytearray`` with websockets' C ``apply_mask`` and masking keys
@@ -24,11 +26,12 @@ import struct
 from collections.abc import Callable
 
 from websockets.client import ClientProtocol
-from websockets.exceptions import ProtocolError
+from websockets.exceptions import PayloadTooBig, ProtocolError
 from websockets.frames import Close, Frame, Opcode
 from websockets.speedups import apply_mask
 
 from protobench.vocab.exceptions import Incomplete
+from protobench.vocab.units import format_size
 
 OnMessage = Callable[[bool, bytes], None]
 
@@ -44,6 +47,14 @@ class FramingError(Incomplete):
     def __init__(self, message: str, code: int = 1002) -> None:
         super().__init__(message)
         self.code = code
+
+
+class FrameTooLarge(FramingError):
+    """A frame or message longer than ``max_size`` (close code 1009)."""
+
+    def __init__(self, what: str, max_size: int, size: int | None = None) -> None:
+        of = f": {size} B" if size is not None else ""
+        super().__init__(f"{what} over max_size ({format_size(max_size)}){of}", 1009)
 
 
 class ConnectionClosedByPeer(Incomplete):
@@ -156,7 +167,7 @@ class FastCodec:
                 length = _U64.unpack_from(buf, pos + 2)[0]
                 head = 10
             if length > self.max_size:
-                raise FramingError(f"message of {length} B exceeds max_size", 1009)
+                raise FrameTooLarge("frame length", self.max_size, length)
             end = pos + head + length
             if end > size:
                 self._need = end - pos
@@ -191,7 +202,7 @@ class FastCodec:
             raise FramingError("unexpected continuation frame")
         self._frag.append(payload)
         if sum(map(len, self._frag)) > self.max_size:
-            raise FramingError("fragmented message exceeds max_size", 1009)
+            raise FrameTooLarge("fragmented message", self.max_size)
         if fin:
             parts, self._frag = self._frag, None
             self.on_message(self._frag_text, b"".join(parts))
@@ -247,6 +258,11 @@ class SansIOCodec:
         replies = self._drain()
         if protocol.parser_exc is not None:
             exc = protocol.parser_exc
+            # its traceback holds the parser's frames, and so what it read (16 MiB of an
+            # inflated bomb), in a cycle with the protocol: free them now, not at the next GC
+            exc.__traceback__ = None
+            if isinstance(exc, PayloadTooBig):  # a frame, or what it inflates to
+                raise FrameTooLarge("frame length", self.max_size)
             raise FramingError(str(exc) or type(exc).__name__)
         if protocol.close_rcvd is not None:
             close = protocol.close_rcvd

@@ -12,7 +12,7 @@ from pydantic import Field, model_validator
 from protobench.protocols.base import StrictModel
 from protobench.protocols.payloads import Mode, PayloadSize, check_mix, parse_mix
 from protobench.protocols.sourceaddr import SourceAddresses
-from protobench.vocab.fields import Rate
+from protobench.vocab.fields import Rate, Size
 
 
 class WebSocketOptions(StrictModel):
@@ -32,7 +32,9 @@ class WebSocketOptions(StrictModel):
     """Client certificate (PEM) for mutual TLS, with ``key_file``."""
     key_file: str | None = None
     key_password: str | None = None
-    max_size: int = Field(default=16 * 1024 * 1024, ge=1, le=1024 * 1024 * 1024)
+    max_size: Size = Field(default=16 * 1024 * 1024, ge=1, le=1024 * 1024 * 1024)
+    """The longest frame or message accepted (``"16MiB"``); a longer one (or one that
+    inflates past it) is ``protocol: frame length over max_size`` and ends the connection."""
     source_addresses: SourceAddresses = None
     """Addresses to connect from: a count N (127.0.0.1..N) or a list; unset: automatic
     (a new loopback address every 20,000 sessions to a loopback server)."""

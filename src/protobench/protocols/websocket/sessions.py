@@ -22,7 +22,10 @@ packet where the connection reads them, then the generator's delay is recorded
 apart, else the time it is taken up) and counts ``lost`` and ``reordered`` messages.
 
 A stream session that loses its connection raises the :class:`OpError` from
-``run``.
+``run``. An echo session whose connection is lost fails the exchange in flight
+with the error (it is :attr:`~protobench.vocab.errors.OpError.lost`: the engine
+reopens the session on a new connection), or, with none in flight, the next one:
+one error per failed exchange.
 """
 
 from __future__ import annotations
@@ -100,6 +103,8 @@ class EchoSession(CallbackSession):
         conn.set_on_message(self._on_message)
         conn.on_lost = self._on_lost
         self._handle = self._loop.call_later(_watch_period(timeout), self._watch)
+        if conn.lost is not None:  # lost before this session took it over
+            self._on_lost(conn.lost)
 
     def submit(self, done: Done) -> None:
         if self._error is not None:
@@ -243,6 +248,8 @@ class SubscribeSession(StreamSession):
         self._lost: asyncio.Future[None] = asyncio.get_running_loop().create_future()
         conn.set_on_message(self._on_message)
         conn.on_lost = self._on_lost
+        if conn.lost is not None:  # lost before this session took it over
+            self._on_lost(conn.lost)
 
     async def run(self, recorder: Recorder) -> None:
         self._recorder = recorder

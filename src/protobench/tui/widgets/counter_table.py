@@ -1,4 +1,5 @@
-"""The protocols' own counters per operation, live: received, lost, behind, reconnects, down."""
+"""The protocols' own counters per operation, live: received, lost, behind, reconnects, down,
+HTTP/2's streams in flight per connection."""
 
 from __future__ import annotations
 
@@ -27,6 +28,8 @@ def counter_text(name: str, value: float) -> Text:
     """``lost 12`` (in yellow when it is a counter of trouble and not zero), ``in/s 1.2MiB``."""
     if name == "down_s":
         shown = f"{value:,.1f}s"
+    elif name == "streams/conn":
+        shown = f"{value:g}"
     elif name in BYTES.values():
         shown = formatting.size(value)
     else:

@@ -70,10 +70,7 @@ async def open_session(ctx: SessionContext) -> Session:
     except ValueError as exc:
         raise OpError(ErrorClass.CONNECT, str(exc)) from None
     ssl = _ssl_context(options.insecure, options.ca_file) if endpoint.tls else None
-    stamps, reactor = _clock(ctx)
-    conn = await HttpConnection.connect(
-        endpoint, ssl=ssl, timeout=ctx.timeout, stamps=stamps, reactor=reactor
-    )
+    conn = await _connect(ctx, options, endpoint, ssl)
     try:
         return await _open(ctx, options, endpoint, ssl, conn)
     except BaseException:
@@ -96,6 +93,26 @@ def _ssl_context(insecure: bool, ca_file: str | None) -> ssl_module.SSLContext:
     return make_ssl_context(insecure=insecure, ca_file=ca_file)
 
 
+async def _connect(
+    ctx: SessionContext,
+    options: HaystackOptions,
+    endpoint: Endpoint,
+    ssl: ssl_module.SSLContext | None,
+) -> HttpConnection:
+    """A connection to ``endpoint`` on the session's clock (:func:`_clock`), bounded by the
+    options' header and body limits."""
+    stamps, reactor = _clock(ctx)
+    return await HttpConnection.connect(
+        endpoint,
+        ssl=ssl,
+        timeout=ctx.timeout,
+        stamps=stamps,
+        reactor=reactor,
+        max_head=options.max_header_size,
+        max_body=options.max_body_size,
+    )
+
+
 async def _open(
     ctx: SessionContext,
     options: HaystackOptions,
@@ -107,10 +124,7 @@ async def _open(
     framing = Framing.of(options)
 
     async def reconnect() -> HttpConnection:
-        stamps, reactor = _clock(ctx)
-        conn = await HttpConnection.connect(
-            endpoint, ssl=ssl, timeout=ctx.timeout, stamps=stamps, reactor=reactor
-        )
+        conn = await _connect(ctx, options, endpoint, ssl)
         ctx.count(CONNECTS, 1)
         conn.sent = ctx.sent
         return conn
