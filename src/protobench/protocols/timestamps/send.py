@@ -8,8 +8,8 @@ connection:
   :class:`~.transport.StampedTransport`'s ``write_request`` (the kernel's send
   stamp where the socket gives one), else the loop transport's ``write`` with
   the user-space time taken immediately before it (TLS, the user clock);
-* :func:`stamped_send` wraps any send callable (a datagram socket's ``send``,
-  a transport's ``write``) with that user-space time.
+* :func:`stamped_send` wraps any send callable (a transport's ``write``) with
+  that user-space time.
 
 Other writes of the connection (acknowledgements, pings, the rest of a
 multi-message exchange) go out through the plain ``write``/``send``, without
