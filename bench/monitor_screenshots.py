@@ -72,19 +72,23 @@ def to_png(svg: Path, png: Path) -> None:
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--profiles", nargs="+", default=["http-get", "mqtt-fanout", "bacnet-ip"])
-    parser.add_argument("--size", default="160x48", help="terminal COLUMNSxROWS")
+    parser.add_argument(
+        "--sizes", nargs="+", default=["160x48", "80x24"], help="terminals, COLUMNSxROWS"
+    )
     parser.add_argument("--duration", default="8s")
     args = parser.parse_args()
-    columns, rows = (int(v) for v in args.size.split("x"))
     work = Path(tempfile.mkdtemp(prefix="protobench-screenshots-"))
     try:
         for profile in args.profiles:
             store = SnapshotStore(work / profile)
             run(profile, store.directory, args.duration)
-            svg = work / f"monitor-{profile}.svg"
-            asyncio.run(screenshot(store.load("latest"), (columns, rows), svg))
-            to_png(svg, DOCS / f"monitor-{profile}.png")
-            print(f"docs/monitor-{profile}.png", flush=True)
+            for number, size in enumerate(args.sizes):
+                columns, rows = (int(v) for v in size.split("x"))
+                name = f"monitor-{profile}" + (f"-{size}" if number else "")
+                svg = work / f"{name}.svg"
+                asyncio.run(screenshot(store.load("latest"), (columns, rows), svg))
+                to_png(svg, DOCS / f"{name}.png")
+                print(f"docs/{name}.png", flush=True)
     finally:
         shutil.rmtree(work, ignore_errors=True)
     return 0

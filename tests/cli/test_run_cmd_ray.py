@@ -78,10 +78,10 @@ def test_ray_on_a_terminal_opens_the_monitor_with_the_ray_pool_factory(
 ) -> None:
     seen: list[Any] = []
 
-    def fake_run_live(*args: Any, pool_factory: Any = None, **kwargs: Any) -> int:
+    def fake_run_live(*args: Any, pool_factory: Any = None, **kwargs: Any) -> live.Ended:
         seen.append(pool_factory)
         steps.append("monitor")
-        return 0
+        return live.Ended(0, None)
 
     monkeypatch.setattr(live, "run_live", fake_run_live)
     monkeypatch.setattr("sys.stdout", Tty())

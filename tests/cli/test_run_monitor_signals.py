@@ -16,6 +16,7 @@ import fcntl
 import importlib.util
 import os
 import pty
+import re
 import signal
 import struct
 import subprocess
@@ -250,3 +251,26 @@ def test_a_replay_closes_on_a_signal_with_exit_0_and_the_terminal_restored(
         term.close()  # the whole output read
     assert code == 0
     assert LEAVE_ALTERNATE_SCREEN in term.output
+
+
+@pytest.mark.timeout(120)
+def test_a_replay_of_a_snapshot_that_fails_its_check_closes_with_one_line_and_exit_2(
+    tmp_path: Path,
+) -> None:
+    """The check (pydantic) runs after the replay's first frame: a snapshot whose JSON reads
+    but whose report does not still ends in one line naming the file, exit code 2."""
+    snapshot = scripted_snapshot()
+    data = to_plain(snapshot)
+    data["report"]["phases"]["sustain"]["total"]["ok"] = "many"
+    path = saved(tmp_path).write(snapshot.id, data)
+    with terminal(["replay", str(path)], tmp_path) as term:
+        code = term.exit_code()
+        term.close()
+    assert code == 2
+    assert LEAVE_ALTERNATE_SCREEN in term.output
+    after = bytes(term.output).split(LEAVE_ALTERNATE_SCREEN)[-1].decode(errors="replace")
+    text = re.sub(r"\x1b\[[0-?]*[ -/]*[@-~]", "", after)
+    lines = [line for line in text.splitlines() if line.strip()]
+    assert len(lines) == 1, after
+    assert str(path) in lines[0]
+    assert "not a valid snapshot: report.phases.sustain.total.ok" in lines[0]

@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from protobench.engine.events import Event, Notice, RunFinished
+from protobench.engine.report_model import NoticeEntry
 from protobench.tui.source import Emit
 from protobench.vocab.exceptions import ExitCode
 
@@ -40,6 +41,8 @@ class FakeSource:
         self.log_dir = log_dir
         self.controls = controls
         self.commands: list[tuple[str, Any]] = []
+        self.noticed: list[NoticeEntry] = []
+        """The notices the commands caused (added to the final report, as the engine does)."""
         self.emitted = 0
         self._emit: Emit | None = None
         self._release: asyncio.Event | None = None
@@ -60,6 +63,9 @@ class FakeSource:
             return
         if self.hold and self._stop_reason is None:
             await self._release.wait()
+        if self.noticed:  # as the controller: its notices end up in the report
+            report = replace(finished.report, notices=[*finished.report.notices, *self.noticed])
+            finished = RunFinished(report, finished.exit_code)
         if self._stop_reason is not None:
             report = replace(finished.report, partial=True, stop_reason=self._stop_reason)
             finished = RunFinished(report, ExitCode.INCOMPLETE)
@@ -72,6 +78,7 @@ class FakeSource:
             self._release.set()
 
     def _notice(self, kind: str, message: str, **details: Any) -> None:
+        self.noticed.append(NoticeEntry(kind=kind, message=message, elapsed=0.0, details=details))
         if self._emit is not None:
             self._emit(Notice(kind, message, 0.0, details))
 

@@ -59,6 +59,12 @@ def text_of(renderable: RenderableType, width: int = 120) -> str:
     return output.getvalue()
 
 
+def screen_text(app: MonitorApp) -> str:
+    """What the terminal shows now, as plain text (one line per row)."""
+    strips = app.screen._compositor.render_strips()
+    return "\n".join("".join(segment.text for segment in strip) for strip in strips)
+
+
 def panel_text(app: MonitorApp, selector: str, width: int = 120) -> str:
     """What the panel ``selector`` of the monitor shows now, as plain text."""
     panel = app.monitor.query_one(selector, Panel)

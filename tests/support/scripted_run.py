@@ -63,6 +63,9 @@ class Script:
     seed: int = 7
     sent_per_message: int = 0
     """Bytes out of the first op per message (none by default: the SVG snapshots predate them)."""
+    delay_ns: int = 0
+    """The generator's delay (kernel stamp to taking the reply up) recorded for each success
+    (none by default: a run on the user clock)."""
     requests: int | None = None
     """The run's request count (``-n``), for its plan."""
 
@@ -143,6 +146,8 @@ class _Run:
                 recorder.latencies.extend(array("q", values.tolist()))
                 if script.rate is not None:
                     recorder.uncorrected.extend(array("q", (values * 3 // 4).tolist()))
+                if script.delay_ns:
+                    recorder.delays.extend(array("q", [script.delay_ns] * n))
                 if index % 3 == 2 and number == 0:
                     recorder.error(OpError(ErrorClass.TIMEOUT, "no answer within 5s"))
                 if index % 4 == 1 and number == len(script.ops) - 1:

@@ -9,17 +9,18 @@ import pytest
 from textual.message import Message
 from textual.widgets import ContentSwitcher, Log
 
+from protobench.cli.render import summary_table
 from protobench.engine.report_model import to_plain
 from protobench.snapshots.store import SnapshotStore
 from protobench.tui.app import MonitorApp
+from protobench.tui.charts import throughput_chart
 from protobench.tui.messages import BaselineChosen, CommandSent, NoticeShown, RunEnded
 from protobench.tui.screens.baseline_picker import BaselinePicker
 from protobench.tui.screens.confirm import ConfirmScreen
 from protobench.tui.screens.help import HelpScreen
 from protobench.tui.screens.logs import LogsScreen
-from protobench.tui.screens.monitor import throughput_series
 from protobench.tui.source import ReplaySource
-from tests.support.pilot import of_type, panel_text, scripted_app, settle, wait_for
+from tests.support.pilot import of_type, panel_text, screen_text, scripted_app, settle, wait_for
 from tests.support.scripted_run import Script, scripted_snapshot
 
 pytestmark = pytest.mark.anyio
@@ -57,7 +58,27 @@ async def test_plus_and_minus_change_the_rate_in_the_open_model() -> None:
         assert fake.commands == [("rate", 1.1), ("rate", 1.2), ("rate", 1.1)]
         await wait_for(pilot, lambda: app.view.rate_factor == 1.1)
         header = panel_text(app, "#header")
-        assert "open model · 880/s (×1.10)" in header
+        # + and - add or take 10% of the base rate (not ×1.1 each): said as such
+        assert "open model · 880/s (base 800/s +10%)" in header
+
+
+async def test_after_a_live_rate_change_both_summaries_say_the_rate_it_changed_to() -> None:
+    """Issue 30: the summary said the plan's rate after ``+`` had raised it."""
+    app, fake = scripted_app(OPEN)
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot, app, fake)
+        await pilot.press("plus", "plus")
+        await wait_for(pilot, lambda: app.view.rate_factor == 1.2)
+        fake.finish()
+        await wait_for(pilot, lambda: app.finished)
+        await pilot.pause()
+        summary = panel_text(app, "#run-summary", width=160)
+        assert "rate 800/s → 880/s (base +10%) at 0:00 → 960/s (base +20%) at 0:00" in summary
+        report = app.view.report
+        assert report is not None
+        plain = summary_table(report)
+        changed = "rate changed live: 880/s (base +10%) at 0.0s, 960/s (base +20%) at 0.0s"
+        assert f"open model, 800/s over 16 sessions; {changed}" in plain
 
 
 async def test_rate_keys_do_nothing_in_the_closed_model() -> None:
@@ -104,7 +125,7 @@ async def test_baseline_overlay_appears_beside_the_live_figures(tmp_path: Path) 
         assert app.baseline.id == baseline.id
         table = panel_text(app, "#latency-now")
         assert table.count("↳ base") == 3  # get, post and the total
-        labels = [s.label for s in throughput_series(app.display_now())]
+        labels = [s.label for s in throughput_chart(app.display_now()).series]
         assert labels == ["errors", "baseline", "get", "post", "total"]
         assert f"vs {baseline.id[:24]}" in panel_text(app, "#header")
         await pilot.press("b")
@@ -215,15 +236,15 @@ async def test_number_keys_switch_views() -> None:
 
 async def test_a_small_terminal_gets_a_clear_message() -> None:
     app, fake = scripted_app()
-    async with app.run_test(size=(80, 24)) as pilot:
+    async with app.run_test(size=(58, 19)) as pilot:
         await settle(pilot, app, fake)
         message = app.monitor.query_one("#too-small")
         assert message.display
         assert not app.monitor.query_one("#views").display
         text = str(message.render())
-        assert "80×24" in text
-        assert "100×30" in text
-        await pilot.resize_terminal(100, 30)
+        assert "58×19" in text
+        assert "60×20" in text
+        await pilot.resize_terminal(60, 20)
         await pilot.pause()
         assert not message.display
         assert app.monitor.query_one("#views").display
@@ -328,3 +349,13 @@ async def test_a_saturated_host_is_shown_with_its_figures() -> None:
         assert "our workers 8%, target 36%, others 55% of its 2 cores" in text
         assert "HOST-SATURATED" in panel_text(app, "#header")
         assert "GENERATOR-BOUND" not in text
+
+
+async def test_at_80x24_the_banner_says_what_it_means_before_its_figures() -> None:
+    """The compact banner has two lines: the figures come after the meaning, so a cut
+    banner still says it (it used to end mid-figure, the meaning cut off)."""
+    app, fake = scripted_app(Script(duration=4.0, worker_cpu=3.0, host_cpu=99.0))
+    async with app.run_test(size=(80, 24)) as pilot:
+        await settle(pilot, app, fake)
+        screen = screen_text(app)
+        assert "HOST-SATURATED: these figures measure a starved host." in screen, screen

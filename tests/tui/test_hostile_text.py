@@ -36,6 +36,10 @@ async def test_every_panel_and_toast_shows_a_tampered_snapshots_words_as_text(
     app = MonitorApp(ReplaySource(snapshot, speed=1000.0), refresh=0.0, chart_refresh=0.0)
     async with app.run_test(size=SIZE) as pilot:
         await wait_for(pilot, lambda: app.finished)
+        for view in ("2", "3", "4", "5"):  # every view is built when first shown
+            await pilot.press(view)
+            await pilot.pause()
+        await wait_for(pilot, lambda: len(app.monitor.query_one("#views").children) == 5)
         display = app.display_now()
         shown = [text_of(p.render_display(display), 150) for p in app.monitor.query(Panel)]
         toasts = [(n.title, n.message, n.markup) for n in app._notifications]

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import itertools
+from dataclasses import replace
 
 import numpy as np
 import pytest
@@ -241,3 +242,50 @@ def test_the_first_interval_is_shown_at_once_even_right_after_the_start() -> Non
     views = [m.view for m in posted if isinstance(m, ViewUpdated)]
     assert [v.measured_phase for v in views][-1] == "warmup"
     assert len(views[-1].times) == 1
+
+
+def test_a_short_last_interval_is_merged_into_the_point_before_it_not_drawn_as_a_drop() -> None:
+    """Issue 30: a run stopped 0.3 s into an interval, whose last interval also lost most of
+    its completions (a worker's report cut short), showed that interval as a real drop
+    (the legend said a quarter of the run's rate). A point shorter than half an interval is
+    merged into the one before it, weighted by time."""
+    run = scripted_run(Script(stop_at=9.3))
+    events = list(run.events)
+    sustain = [e for e in events if isinstance(e, IntervalUpdate) and e.phase == "sustain"]
+    before, last = sustain[-2], sustain[-1]
+    assert last.duration == pytest.approx(0.3)
+    ops = {name: replace(op, ok=op.ok // 4) for name, op in last.ops.items()}
+    total = replace(last.total, ok=sum(op.ok for op in ops.values()))
+    events[events.index(last)] = replace(last, ops=ops, total=total)
+    model = RunModel()
+    for event in events:
+        model.apply(event)
+    view = model.view()
+    assert view.times[-1] == last.elapsed
+    assert view.times[-2] == before.elapsed - before.duration  # no point of its own before it
+    merged = (before.total.ok + total.ok) / (before.duration + last.duration)
+    assert view.throughput["total"][-1] == pytest.approx(merged)
+    get = (before.ops["get"].ok + ops["get"].ok) / (before.duration + last.duration)
+    assert view.throughput["get"][-1] == pytest.approx(get)
+    steady = sum(view.throughput["total"][-5:-1]) / 4
+    assert view.throughput["total"][-1] > 0.7 * steady  # not the quarter the cut interval had
+    assert len(view.latency_history["total"]["p99"]) == len(view.times)
+    assert all(len(line) == len(view.times) for line in view.error_code_history["total"].values())
+
+
+def test_latency_and_error_code_histories_are_the_intervals_figures() -> None:
+    model, _ = fold_all(Script(rate=800.0))
+    view = model.view()
+    run = scripted_run(Script(rate=800.0))
+    measured = [e for e in run.events if isinstance(e, IntervalUpdate) and e.phase != "drain"]
+    assert view.latency_history["get"]["p99"] == tuple(
+        e.ops["get"].latency_us.p99 for e in measured
+    )
+    assert view.latency_history["total"]["p999_uncorrected"] == tuple(
+        e.total.latency_uncorrected_us.p999 for e in measured if e.total.latency_uncorrected_us
+    )
+    codes = view.error_code_history["total"]
+    assert set(codes) == {"protocol:503", "timeout"}  # a class without a code under its name
+    assert sum(codes["protocol:503"]) == pytest.approx(
+        sum(e.total.error_codes.get("protocol:503", 0) / e.duration for e in measured)
+    )

@@ -14,13 +14,13 @@ from textual.widgets import Static
 from protobench.tui import formatting
 from protobench.tui.app import MonitorApp
 from protobench.tui.baseline import Baseline
+from protobench.tui.charts import ERROR_STYLE, OP_STYLES, Series, throughput_chart
 from protobench.tui.screens.help import HelpScreen
-from protobench.tui.screens.monitor import ERROR_STYLE, OP_STYLES, throughput_series
 from protobench.tui.screens.op_filter import OpFilter
 from protobench.tui.source import ReplaySource
 from protobench.tui.widgets.counter_table import CounterTable
 from protobench.tui.widgets.latency_table import delta_text
-from protobench.tui.widgets.line_chart import LineChart, Series, coarsen, legend
+from protobench.tui.widgets.line_chart import LineChart, coarsen, legend
 from tests.support.fake_source import FakeSource
 from tests.support.pilot import panel_text, scripted_app, settle, wait_for
 from tests.support.scripted_run import Script, scripted_run, scripted_snapshot
@@ -129,7 +129,7 @@ async def test_the_counters_show_bytes_out_per_second_after_bytes_in() -> None:
         resources = panel_text(app, "#resources-now")
         assert "fds 50/1,024 (5%)" in resources
         assert "loop lag 1.5 2.5 ms" in resources
-        labels = [s.label for s in throughput_series(app.display_now())]
+        labels = [s.label for s in throughput_chart(app.display_now()).series]
         assert labels[0] == "errors"  # drawn first: the ops' lines stay visible over it
         assert max(app.view.errors_per_second["total"]) > 0
 
@@ -147,7 +147,7 @@ async def test_op_selector_focuses_one_op_and_filter_keeps_matches() -> None:
         assert "errors of read-multiple" in str(app.monitor.query_one("#errors-now").border_title)
         assert "read-multiple" in panel_text(app, "#counters-now")
         assert "read-property" not in panel_text(app, "#counters-now")
-        assert [s.label for s in throughput_series(app.display_now())] == [
+        assert [s.label for s in throughput_chart(app.display_now()).series] == [
             "errors",
             "read-multiple",
         ]
@@ -230,7 +230,7 @@ async def test_replay_summary_and_s_name_the_snapshot(
 
 async def test_below_the_minimum_size_the_header_and_progress_stay() -> None:
     app, fake = scripted_app()
-    async with app.run_test(size=(90, 24)) as pilot:
+    async with app.run_test(size=(59, 24)) as pilot:
         await settle(pilot, app, fake)
         await pilot.pause()
         assert app.monitor.query_one("#header").display
@@ -273,10 +273,12 @@ async def test_help_names_the_new_keys() -> None:
 
 
 async def test_the_counters_panel_grows_when_a_line_folds() -> None:
-    """At 100 columns the get line folds once reconnects are counted: the panel is a row taller."""
-    fake = FakeSource(scripted_run(Script(rate=800.0)).events, step=0.02)  # a frame each
+    """At 120 columns a long op's line folds once reconnects are counted: the panel is a row
+    taller."""
+    script = Script(ops=("get-with-a-name-that-takes-the-room", "post"), rate=800.0)
+    fake = FakeSource(scripted_run(script).events, step=0.02)  # a frame each
     app = MonitorApp(fake, refresh=0.0, chart_refresh=0.0)
-    async with app.run_test(size=(100, 30)) as pilot:
+    async with app.run_test(size=(120, 40)) as pilot:
         await settle(pilot, app, fake)
         panel = app.monitor.query_one("#counters-now", CounterTable)
         text = panel.render_display(app.display_now())

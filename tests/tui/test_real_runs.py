@@ -23,8 +23,9 @@ from protobench.profiles.oneline import url_profile
 from protobench.snapshots.model import Snapshot
 from protobench.snapshots.store import SnapshotStore
 from protobench.tui.app import MonitorApp
-from protobench.tui.screens.monitor import throughput_series
-from protobench.tui.source import LiveSource, ReplaySource
+from protobench.tui.charts import throughput_chart
+from protobench.tui.live_source import LiveSource
+from protobench.tui.source import ReplaySource
 from protobench.tui.widgets.line_chart import LineChart
 from protobench.vocab.exceptions import ExitCode
 from tests.support.pilot import panel_text, wait_for
@@ -94,7 +95,7 @@ async def test_bacnet_ip_names_every_op_in_its_own_colour(snapshots: dict[str, S
         assert len(ops) == 6
         legend = legend_of(app)
         assert all(f"{name} " in legend for name in ops)
-        series = throughput_series(app.display_now())
+        series = throughput_chart(app.display_now()).series
         assert len({s.style for s in series}) == len(series)
         latency = panel_text(app, "#latency-now", width=156)
         assert all(name in latency for name in ops)  # no name cut to a shared prefix
@@ -111,7 +112,9 @@ async def test_http_503s_are_counted_by_code_with_an_errors_line(
         assert "100.00%" in errors
         legend = legend_of(app)
         assert "errors " in legend
-        errors_line = next(s for s in throughput_series(app.display_now()) if s.label == "errors")
+        errors_line = next(
+            s for s in throughput_chart(app.display_now()).series if s.label == "errors"
+        )
         assert max(errors_line.values) > 0
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import math
 
 import pytest
 
@@ -69,6 +70,10 @@ async def play(source: ReplaySource, steps: list[tuple[str, float]]) -> list[Eve
     emitted: list[Event] = []
     task = asyncio.create_task(source.run(emitted.append))
     try:
+        for _ in range(2000):  # the timeline is computed in a thread first
+            if source.ready:
+                break
+            await asyncio.sleep(0.01)
         for command, value in steps:
             for _ in range(500):
                 await asyncio.sleep(0.01)
@@ -117,9 +122,11 @@ def test_baseline_takes_the_sustain_figures() -> None:
     assert baseline.figures("get", corrected=False) == to_plain(
         sustain.ops["get"].latency_uncorrected_us
     )
-    ends = [t for t, _ in baseline.curve]
-    assert baseline.curve_at((ends[0], ends[3], ends[-1] + 5)) == (
-        baseline.curve[0][1],
-        baseline.curve[3][1],
-        0.0,
+    ends = baseline.times
+    total = baseline.curves["throughput"]["total"]
+    at = baseline.curve_at((ends[0], ends[3], ends[-1] + 5))
+    assert at[:2] == (total[0], total[3])
+    assert math.isnan(at[2])  # past its end: no line
+    assert total[3] == pytest.approx(
+        sum(baseline.curves["throughput"][op][3] for op in ("get", "post"))
     )

@@ -1,4 +1,4 @@
-"""SVG snapshots of the monitor at its minimum size (100×30) and at 160×48, on scripted sources.
+"""SVG snapshots of the monitor at 80×24 (the compact layout) and at 160×48, on scripted sources.
 
 Regenerate after an intended change of the screens with
 ``pytest tests/tui/test_snapshots.py --snapshot-update`` and review the SVGs.
@@ -19,7 +19,7 @@ from protobench.tui.source import ReplaySource
 from tests.support.pilot import scripted_app, settle, wait_for
 from tests.support.scripted_run import Script, scripted_snapshot
 
-SIZE = (100, 30)
+SIZE = (80, 24)
 Compare = Callable[..., bool]
 OPEN = Script(rate=800.0, thresholds=("p99 < 5ms", "error_rate < 1%"))
 

@@ -11,7 +11,7 @@ from protobench.engine.events import Event, IntervalUpdate, RunFinished, RunStar
 from protobench.engine.plan import Overrides, resolve
 from protobench.profiles import loader
 from protobench.snapshots.store import SnapshotStore
-from protobench.tui.source import LiveSource
+from protobench.tui.live_source import LiveSource
 from tests.support.timing import S, until
 
 pytestmark = pytest.mark.integration

@@ -16,7 +16,7 @@ from protobench.engine.plan import Overrides, WorkerSlice, resolve
 from protobench.engine.pool import WorkerPool
 from protobench.profiles import loader
 from protobench.snapshots.store import SnapshotStore
-from protobench.tui.source import LiveSource
+from protobench.tui.live_source import LiveSource
 
 pytestmark = [
     pytest.mark.integration,

@@ -2,13 +2,15 @@
 
 from __future__ import annotations
 
+import re
+
 import pytest
 
 from protobench.engine.events import ProfileUpdate
 from protobench.engine.stacks.model import FunctionShare
 from protobench.tui.app import MonitorApp
 from tests.support.fake_source import FakeSource
-from tests.support.pilot import panel_text, settle
+from tests.support.pilot import panel_text, screen_text, settle
 from tests.support.scripted_run import Script, scripted_run
 
 pytestmark = pytest.mark.anyio
@@ -67,3 +69,17 @@ async def test_the_panel_stays_hidden_without_profiling() -> None:
     async with app.run_test(size=SIZE) as pilot:
         await settle(pilot, app, fake)
         assert not app.monitor.query_one("#target-top").display
+
+
+async def test_the_panel_fits_each_layout() -> None:
+    """Beside the charts from 120×36; in the resources view (4) on a compact terminal."""
+    for size, keys in (((160, 48), ()), ((80, 24), ("4",))):
+        app, fake = app_with([chunk(6.0, "burn_cpu", 0.6)])
+        async with app.run_test(size=size) as pilot:
+            await settle(pilot, app, fake)
+            for key in keys:
+                await pilot.press(key)
+            await pilot.pause(0.3)
+            screen = screen_text(app)
+            assert "target · py-spy · last 2s" in screen, size
+            assert re.search(r"60\.0%\s+60\.0%\s+burn_cpu", screen), size

@@ -30,7 +30,12 @@ def flag_option(spec: FlagNames) -> Any:
 
 OptOption = Annotated[list[str] | None, flag_option(BY_NAME["options"])]
 """``--opt`` (the run setting ``options``), also for a command that runs no profile."""
-QuietOption = Annotated[bool, typer.Option("--quiet", "-q", help="No progress on stderr.")]
+QuietOption = Annotated[
+    bool,
+    typer.Option(
+        "--quiet", "-q", help="No progress on stderr; after the monitor, no summary (its path)."
+    ),
+]
 SnapshotsDirOption = Annotated[
     Path | None, typer.Option("--snapshots-dir", metavar="DIR", help="Where snapshots are saved.")
 ]

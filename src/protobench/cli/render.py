@@ -17,6 +17,7 @@ from protobench.engine.events import (
     ResourceSample,
     RunStarted,
 )
+from protobench.engine.figures import rate_changes
 from protobench.engine.report_model import (
     NO_SESSION,
     NO_SESSION_NOTICE,
@@ -62,7 +63,7 @@ def summary_table(report: Report, profile_top: int = 5) -> str:
     else:
         seconds = sustain.duration_s
         length = f"{seconds:.1f}s" if seconds >= 1 else format_duration(seconds)
-        model = describe_model(report.model)
+        model = describe_model(report.model, rate_changes(report))
         clock = describe_clock(report.clock)
         lines.append(f"sustain {length}  {model}{'  ' + clock if clock else ''}")
         header = f"{'op':24} {'ok':>10} {'err':>7} {'err%':>7} {'ops/s':>11} "

@@ -3,23 +3,29 @@
 The snapshot's intervals, resource samples and notices are replayed at their
 recorded pace divided by ``--speed``; the monitor allows pausing (``p``),
 seeking (left/right arrows) and changing the speed (``+``/``-``). When stdout
-is not a terminal the snapshot's summary table is printed instead.
+is not a terminal the snapshot's summary table is printed instead; when the
+monitor closes, the same summary is printed, so it stays in the terminal's
+scrollback (``--quiet``: not).
 """
 
 from __future__ import annotations
 
 import sys
+from collections.abc import Callable
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
 from protobench.cli.baseline_opt import BaselineOption, load_baseline
-from protobench.cli.common import fail
+from protobench.cli.common import QuietOption, fail
 from protobench.cli.complete import SnapshotRef
 from protobench.cli.render import summary_table
-from protobench.snapshots.store import SnapshotError, SnapshotStore
+from protobench.snapshots.store import SnapshotError, SnapshotStore, read, read_json
 from protobench.termtext import echo
+
+if TYPE_CHECKING:
+    from protobench.engine.report_model import Report
 
 
 def replay_command(
@@ -32,6 +38,7 @@ def replay_command(
         typer.Option("--snapshots-dir", metavar="DIR", help="Where snapshots are kept."),
     ] = None,
     baseline: BaselineOption = None,
+    quiet: QuietOption = False,
 ) -> None:
     """Replay a saved run in the monitor (pause, seek, change speed).
 
@@ -47,17 +54,30 @@ def replay_command(
         fail("--speed: expected a number between 0 and 1000")
     store = SnapshotStore(snapshots_dir)
     try:
-        data = store.load(snapshot)
-        report = data.report
+        path = store.resolve(snapshot)
+        head = read_json(path)  # the whole check (pydantic) waits for the monitor's first frame
     except SnapshotError as exc:
         fail(str(exc))
     compared = load_baseline(store, baseline)
-    if not sys.stdout.isatty():
-        echo(summary_table(report))
-        return
-    from protobench.tui.live import run_replay  # noqa: PLC0415 - Textual loads only here
+    run_replay = _monitor() if sys.stdout.isatty() else None
+    try:
+        if run_replay is None:  # no terminal, or no Textual: the summary alone
+            echo(summary_table(read(path, head).report))
+            return
+        report = run_replay(path, head, store, speed, compared)
+        if not quiet:
+            echo(summary_table(report or read(path, head).report))
+    except SnapshotError as exc:
+        fail(str(exc))
 
-    raise typer.Exit(run_replay(data, store, speed, compared))
+
+def _monitor() -> Callable[..., Report | None] | None:
+    """The replay's monitor (Textual loads only here), or None when Textual is not installed."""
+    try:
+        from protobench.tui.replay import run_replay  # noqa: PLC0415
+    except ImportError:
+        return None
+    return run_replay
 
 
 def register(app: typer.Typer) -> None:

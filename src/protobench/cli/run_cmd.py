@@ -162,7 +162,7 @@ def run_command(
     compared = load_baseline(store, baseline)
     with _pool_factory(ray, plan, quiet=quiet) as factory:
         if sys.stdout.isatty() and not (as_json or ndjson or no_tui):
-            code = _run_interactive(plan, store, target_pid, compared, factory)
+            code = _run_interactive(plan, store, target_pid, compared, factory, quiet=quiet)
             if report_file is not None:
                 report_cmd.write_run_report(store.load("latest"), report_file)
             raise typer.Exit(code)
@@ -292,13 +292,34 @@ def _run_interactive(
     target_pid: int | None,
     baseline: Baseline | None = None,
     pool_factory: PoolFactory | None = None,
+    *,
+    quiet: bool = False,
 ) -> int:
-    """Open the live monitor when it is installed, else run headless with a summary."""
+    """Open the live monitor when it is installed, else run headless with a summary.
+
+    Once the monitor has closed, the run's summary (the headless one: table,
+    thresholds, verdicts, snapshot) goes to the terminal, where it stays in the
+    scrollback; with ``quiet`` only how the run ended and where its snapshot is.
+    """
     try:
         from protobench.tui.live import run_live  # noqa: PLC0415 - Textual loads only here
     except ImportError:
-        report = run_headless(plan, store, target_pid, pool_factory, quiet=False)
-        say_snapshot_error(report)
-        _print_report(report, as_json=False)
-        return _exit_code(report)
-    return run_live(plan, store, target_pid, baseline, pool_factory=pool_factory)
+        headless = run_headless(plan, store, target_pid, pool_factory, quiet=quiet)
+        say_snapshot_error(headless)
+        _print_report(headless, as_json=False)
+        return _exit_code(headless)
+    ended = run_live(plan, store, target_pid, baseline, pool_factory=pool_factory)
+    report = ended.report
+    with contextlib.suppress(OSError):  # a closed terminal (SIGHUP) has no stdout
+        if report is not None:
+            say_snapshot_error(report)
+            if quiet:
+                partial = f" (partial: {report.stop_reason})" if report.partial else ""
+                echo(f"protobench: run {report.profile} ended{partial}")
+                if report.snapshot:
+                    echo(f"snapshot {report.snapshot}")
+            else:
+                _print_report(report, as_json=False)
+        if ended.error is not None:
+            echo(f"protobench: error: {ended.error}", err=True)
+    return ended.exit_code

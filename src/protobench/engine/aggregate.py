@@ -9,10 +9,10 @@ never from averaged percentiles.
 The interval series (one record per interval, each with its operations'
 encoded histograms) is what a snapshot keeps of the run's course. So that the
 controller's memory stays flat however long the run, a phase keeps about
-:data:`SERIES_LIMIT` records: past it, each new interval merges the oldest
-adjacent pair of the finest records into one (counts added, histograms merged
-exactly), so the recent past stays at full resolution and older stretches
-become coarser (2, 4, 8... intervals per record), as in a round-robin database.
+``SERIES_LIMIT`` records (:mod:`~protobench.engine.thinning`): past it, each new
+interval merges the oldest adjacent pair of the finest records into one (counts
+added, histograms merged exactly), so the recent past stays at full resolution
+and older stretches become coarser (2, 4, 8... intervals per record), as in a round-robin database.
 Only records covering as many intervals are merged and the newest is left as
 it came, so at times a phase holds one record more than the limit.
 
@@ -41,14 +41,10 @@ from protobench.engine.report_model import LiveVerdicts
 from protobench.engine.series_model import EncodedHistograms, PhaseHistograms, SeriesRecord
 from protobench.engine.stats_frame import StatsFrame, StatsWire
 from protobench.engine.summaries import MIXED, LatencySummary, OpSummary, PhaseSummary
-from protobench.vocab.counters import ERRORS_PREFIX, OK_TOTAL, streams_per_connection
+from protobench.engine.thinning import PHASES, SERIES_LIMIT, pair_to_merge
+from protobench.vocab.counters import DOWN_US, ERRORS_PREFIX, OK_TOTAL, streams_per_connection
 from protobench.vocab.percentiles import PERCENTILE_KEYS
 
-PHASES = ("warmup", "sustain", "drain")
-SERIES_LIMIT = 3600
-"""Series records kept per phase (an hour of 1 s intervals at full resolution)."""
-DOWN_US = "down_us"
-"""The workers' counter of session-microseconds spent without a connection while wanted."""
 Judge = Callable[[Mapping[str, PhaseSummary], Tally], LiveVerdicts | None]
 """The verdicts of a run so far: its phases so far and its lagging intervals in sustain."""
 
@@ -256,25 +252,6 @@ def merge_records(
         worker_lag_ms=dict(sorted(lags.items())),
         ops=series_ops(accs, names, seconds, corrected, sessions, kinds),
     )
-
-
-def pair_to_merge(phases: Sequence[str], weights: list[int], phase: str, limit: int) -> int | None:
-    """Where the oldest finest adjacent pair of ``phase`` starts, if it has more than ``limit``.
-
-    ``phases[i]`` is the phase of the series' record ``i``, and ``weights[i]``
-    how many original records it covers; a pair is two neighbours of the
-    phase with equal weights; the newest record is never merged (it stays as
-    it came).
-    """
-    positions = [i for i, name in enumerate(phases) if name == phase]
-    if len(positions) <= limit:
-        return None
-    pairs = [
-        (weights[i], i)
-        for i in positions[:-2]
-        if phases[i + 1] == phase and weights[i] == weights[i + 1]
-    ]
-    return min(pairs)[1] if pairs else None
 
 
 @dataclass

@@ -203,9 +203,11 @@ class Controller:
             return
         self.rate_factor = max(0.01, factor)
         self.pool.broadcast(FrameKind.RATE, {"factor": self.rate_factor})
+        change = (self.rate_factor - 1) * 100
         self.notice(
             "rate",
-            f"rate set to {self.plan.rate * self.rate_factor:.0f}/s",
+            f"rate set to {self.plan.rate * self.rate_factor:.0f}/s "
+            f"(base {self.plan.rate:.0f}/s {change:+.0f}%)",
             factor=self.rate_factor,
         )
 

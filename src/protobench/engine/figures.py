@@ -11,10 +11,10 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from protobench.engine.aggregate import DOWN_US
 from protobench.engine.report_model import Report
 from protobench.vocab.counters import (
     CONNECTION_SAMPLES,
+    DOWN_US,
     STREAM_SAMPLES,
     streams_per_connection,
 )
@@ -51,6 +51,20 @@ def error_shares(
             key=lambda kv: (-kv[1], kv[0]),
         )
         out.append(ErrorShare(cls, count, count / total, tuple(codes)))
+    return out
+
+
+def error_keys(
+    errors_by_class: Mapping[str, int], error_codes: Mapping[str, int]
+) -> dict[str, int]:
+    """Errors by what tells them apart: ``class:code`` where the error had a code, the bare
+    class for those that had none (a timeout, a refused connection); they add up to the
+    op's errors."""
+    out = dict(error_codes)
+    for cls, count in errors_by_class.items():
+        coded = sum(n for key, n in error_codes.items() if key.startswith(f"{cls}:"))
+        if count > coded:
+            out[cls] = out.get(cls, 0) + count - coded
     return out
 
 
@@ -92,6 +106,16 @@ def counter_figures(
     if late:
         out["late"] = late
     return out
+
+
+def rate_changes(report: Report) -> list[tuple[float, float]]:
+    """The open model's live rate changes (``+``/``-`` in the monitor): ``(run seconds,
+    factor of the base rate)`` of each, in order, from the report's ``rate`` notices."""
+    return [
+        (notice.elapsed, float(factor))
+        for notice in report.notices
+        if notice.kind == "rate" and isinstance(factor := notice.details.get("factor"), int | float)
+    ]
 
 
 def run_seconds(report: Report) -> float:

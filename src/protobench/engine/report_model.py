@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import copy
 import functools
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, fields, is_dataclass
 from typing import TYPE_CHECKING, Any, Literal
 
@@ -87,10 +87,12 @@ class ClockReport:
     send: ClockSource
 
 
-def describe_model(model: LoadModel) -> str:
+def describe_model(model: LoadModel, changes: Sequence[tuple[float, float]] = ()) -> str:
     """``closed model, 50 sessions`` or ``open model, 2,000/s -> 5,000/s over 40 sessions``
     (``on 5 connections`` when sessions share them, and ``, 1,000 requests`` when a request
-    count ends the sustain): the summary's line and the HTML report's header."""
+    count ends the sustain): the summary's line and the HTML report's header. With live rate
+    ``changes`` (run seconds, factor of the base rate) each one after it:
+    ``; rate changed live: 2,200/s (base +10%) at 12.3s``."""
     count = "" if model.requests is None else f", {model.requests:,} requests"
     if model.connections is not None:
         count = f" on {model.connections} connections{count}"
@@ -99,7 +101,14 @@ def describe_model(model: LoadModel) -> str:
     rate = "an unknown rate" if model.rate is None else f"{plain_number(model.rate)}/s"
     if model.ramp_to is not None:
         rate += f" -> {plain_number(model.ramp_to)}/s"
-    return f"open model, {rate} over {model.sessions} sessions{count}"
+    text = f"open model, {rate} over {model.sessions} sessions{count}"
+    if changes and model.rate is not None:
+        steps = ", ".join(
+            f"{plain_number(model.rate * factor)}/s (base {(factor - 1) * 100:+.0f}%) at {at:.1f}s"
+            for at, factor in changes
+        )
+        text += f"; rate changed live: {steps}"
+    return text
 
 
 def describe_clock(clock: ClockReport | None) -> str:

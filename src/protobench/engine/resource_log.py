@@ -28,9 +28,9 @@ from dataclasses import dataclass, field
 from fractions import Fraction
 from typing import NotRequired, TypedDict
 
-from protobench.engine.aggregate import SERIES_LIMIT, pair_to_merge
 from protobench.engine.bounds import Tally, busy, cpu_shares, host_saturated
 from protobench.engine.events import HostSample, ProcessSample
+from protobench.engine.thinning import SERIES_LIMIT, pair_to_merge
 
 ALL = "all"
 """The key of the figures of the whole run (every phase)."""

@@ -84,7 +84,7 @@ from protobench.protocols.base import (
 from protobench.protocols.timestamps.clock import Stamps
 from protobench.protocols.timestamps.reactor import Reactor
 from protobench.redaction import redact_text
-from protobench.vocab.counters import BEHIND, CONNECTS
+from protobench.vocab.counters import BEHIND, CONNECTS, DOWN_US
 from protobench.vocab.errors import ErrorClass, OpError
 
 RECONNECT_CLASSES = frozenset({ErrorClass.CLOSED, ErrorClass.REFUSED, ErrorClass.CONNECT})
@@ -101,7 +101,6 @@ each up to this much after its intended time, so that the driver need not wake f
 ABANDON_AFTER = 1.0
 """Seconds past the timeout after which the engine gives up on an exchange the plugin never ends."""
 CONNECT_FAILED = "connect_failed"
-DOWN_US = "down_us"
 RECONNECTS = "reconnects"
 UNFINISHED = "unfinished"
 

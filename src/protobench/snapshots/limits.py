@@ -42,6 +42,7 @@ import zlib
 from collections.abc import Callable
 from typing import Any, Final
 
+from protobench.engine.thinning import PHASES, SERIES_LIMIT
 from protobench.vocab.exceptions import BadInput
 from protobench.vocab.units import format_size
 
@@ -59,8 +60,6 @@ FREE_FORM_VALUES: Final = {"labels": 10_000, "provenance": 10_000, "plan": 1_000
 @functools.cache
 def max_records() -> int:
     """Series records (and resource samples) accepted: twice what a run's phases keep."""
-    from protobench.engine.aggregate import PHASES, SERIES_LIMIT  # noqa: PLC0415 - numpy
-
     return 2 * len(PHASES) * (SERIES_LIMIT + 1)
 
 

@@ -289,12 +289,12 @@ class SnapshotStore:
         return read(self.resolve(ref))
 
 
-def read(path: Path) -> Snapshot:
-    """The typed snapshot in ``path`` (:func:`~protobench.snapshots.model.load_snapshot`).
+def read_json(path: Path) -> dict[str, Any]:
+    """The JSON object in ``path``, a snapshot of this schema, not yet checked further.
 
-    Every failure (unreadable, truncated or corrupt gzip, not JSON, not an
-    object, another schema, a missing key or a wrong type, over one of the
-    loader's bounds: :mod:`~protobench.snapshots.limits`) is a
+    A replay shows the run's start from it while :func:`read` checks the rest.
+    Unreadable, truncated or corrupt gzip, not JSON, over one of the loader's
+    bounds (:mod:`~protobench.snapshots.limits`), not an object, another schema: a
     :class:`SnapshotError` of one line naming the file and what is wrong.
     """
     try:
@@ -319,6 +319,21 @@ def read(path: Path) -> Snapshot:
             f"{path}: unknown schema {_one_line(repr(data.get('schema')))[:80]} "
             f"(expected {SCHEMA!r})"
         )
+    if not isinstance(data, dict):
+        kind = "null" if data is None else f"a JSON {type(data).__name__}"
+        raise SnapshotError(f"{path}: not a valid snapshot: expected a JSON object, found {kind}")
+    return data
+
+
+def read(path: Path, data: dict[str, Any] | None = None) -> Snapshot:
+    """The typed snapshot in ``path`` (:func:`~protobench.snapshots.model.load_snapshot`);
+    ``data``: its JSON, when :func:`read_json` read it already.
+
+    Every failure (those of :func:`read_json`, a missing key or a wrong type)
+    is a :class:`SnapshotError` of one line naming the file and what is wrong.
+    """
+    if data is None:
+        data = read_json(path)
     from protobench.snapshots.schema import histograms_problem  # noqa: PLC0415 - numpy
 
     try:

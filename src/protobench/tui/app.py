@@ -29,10 +29,10 @@ from textual.binding import Binding, BindingType
 from textual.notifications import SeverityLevel
 from textual.worker import Worker, WorkerState
 
-from protobench.engine.controller import describe_failure
 from protobench.engine.report_model import Report, report_to_json
 from protobench.snapshots.store import SUFFIX, SnapshotError, SnapshotStore
 from protobench.termtext import visible, visible_tree
+from protobench.tui import formatting
 from protobench.tui.baseline import Baseline
 from protobench.tui.display import Display, Playback
 from protobench.tui.feed import REFRESH, Feed
@@ -120,6 +120,8 @@ class MonitorApp(App[int]):
         self.exit_when_finished = False
         self.mounted = False
         self.error: str | None = None
+        self.failure: BaseException | None = None
+        """What ended a replay's source (a snapshot that fails its check), raised after."""
         self.selected: str | None = None
         self.focus: str | None = None
         self.op_filter = ""
@@ -191,6 +193,12 @@ class MonitorApp(App[int]):
         known = self.view.info
         self.view = message.view
         self.render_view()
+        if (
+            known is None
+            and message.view.info is not None
+            and isinstance(self.source, ReplaySource)
+        ):
+            self.call_after_refresh(self.source.on_screen)
         if known != message.view.info:
             self.refresh_bindings()
             self.warn_other_profile()
@@ -226,6 +234,13 @@ class MonitorApp(App[int]):
         if event.worker.name != "source" or event.state != WorkerState.ERROR:
             return
         error = event.worker.error
+        if self.replay:  # nothing to show: the snapshot is unreadable; the CLI says why
+            self.failure = error
+            self.exit(0)
+            return
+        # the controller's module (the whole engine) is loaded by a live run only
+        from protobench.engine.controller import describe_failure  # noqa: PLC0415
+
         self.error = describe_failure(error) if error is not None else "the run failed"
         self.finished = True
         self.notify(self.error, title="engine", severity="error", timeout=30)
@@ -353,9 +368,18 @@ class MonitorApp(App[int]):
         self.render_view()
 
     def action_rate(self, direction: int) -> None:
-        """Open model: the rate ±10% of the plan's (never below 10%)."""
+        """Open model: the rate up or down by 10% of the base (the plan's) rate, never below
+        10% of it: 20k/s, 22k/s, 24k/s... (an addition, not a compound ×1.1)."""
         self.rate_factor = round(max(RATE_STEP, self.rate_factor + direction * RATE_STEP), 2)
         self.send("rate", self.rate_factor)
+        info = self.view.info
+        if info is not None and info.rate is not None:
+            self.notify(
+                f"rate {formatting.rate(info.rate * self.rate_factor)}/s: base "
+                f"{formatting.rate(info.rate)}/s {formatting.share_change(self.rate_factor)} "
+                "(each + or - is 10% of the base rate)",
+                timeout=4,
+            )
 
     def action_speed(self, factor: float) -> None:
         """Replay: playback speed ×2 or ÷2."""

@@ -5,8 +5,9 @@ returns rows of ``(character, series index)`` cells, so the widget only adds
 colours. Each series spans the whole width: its newest values, one per dot
 column, or each value stretched over several columns when there are fewer
 values than columns; consecutive columns are joined by a vertical run of dots
-so a steep change stays a connected line. Where series overlap, the one
-drawn last owns the cell's colour.
+so a steep change stays a connected line. A NaN value (no sample) draws no
+dot and breaks the line. Where series overlap, the one drawn last owns the
+cell's colour.
 """
 
 from __future__ import annotations
@@ -35,6 +36,9 @@ def plot(
         previous: int | None = None
         for x in range(dots_x if shown else 0):
             value = shown[x * len(shown) // dots_x]
+            if math.isnan(value):
+                previous = None
+                continue
             y = round(min(max(value, 0.0), top) * scale)
             low, high = (y, y) if previous is None else (min(y, previous), max(y, previous))
             for dot_y in range(low, high + 1):

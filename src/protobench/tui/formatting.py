@@ -62,6 +62,11 @@ def clock(seconds: float) -> str:
     return f"{hours}:{minutes:02d}:{secs:02d}" if hours else f"{minutes}:{secs:02d}"
 
 
+def share_change(factor: float) -> str:
+    """A live rate factor as a change of the base rate: ``+10%``, ``-20%``, ``+0%``."""
+    return f"{(factor - 1) * 100:+.0f}%"
+
+
 def delta(value: float | None, base: float | None) -> str:
     """Relative change of ``value`` against ``base``: ``+12%``, ``-3.4%``; empty when unknown."""
     if value is None or base is None or base == 0:

@@ -8,15 +8,12 @@ methods (``pause``, ``resume``, ``set_rate_factor``, ``set_speed``, ``seek``,
 ``stop``) may be called at any time from the UI's thread; ``controls`` says
 which of them mean something for this source.
 
-* :class:`LiveSource` runs a :class:`Controller` in its own thread with its
-  own event loop (uvloop), so aggregation, resource sampling and the
-  snapshot write never stall for the screen, and a UI whose terminal is gone
-  (its loop blocked) cannot lose the run: events cross to the UI's loop
-  through a bounded :class:`~protobench.tui.handover.Handover`, commands to
-  the engine's loop as tasks (``run_coroutine_threadsafe``).
+* :class:`~protobench.tui.live_source.LiveSource` runs the engine's controller
+  in a thread of its own (its module is imported by a live run alone).
 * :class:`ReplaySource` plays a snapshot's events (:mod:`protobench.tui.timeline`:
   those the engine sent, recomputed by its own code) at their recorded pace
-  divided by ``speed``, with pause and seek.
+  divided by ``speed``, with pause and seek. It sends the run's start at once
+  and computes the rest in a thread, so the first frame does not wait for it.
 
 The tests' double, a scripted source, is ``tests.support.fake_source.FakeSource``.
 """
@@ -24,27 +21,21 @@ The tests' double, a scripted source, is ``tests.support.fake_source.FakeSource`
 from __future__ import annotations
 
 import asyncio
-import threading
+import contextlib
+import math
 import time
-from collections.abc import Callable
-from functools import partial
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any, Protocol
 
-import anyio
-
-from protobench.engine.events import Event, RunFinished
-from protobench.engine.plan import RunPlan
-from protobench.engine.pool_contract import PoolFactory
-from protobench.engine.report_model import Report
-from protobench.engine.sinks import Each
-from protobench.snapshots.archive import stored_controller
+from protobench.engine.events import Event
+from protobench.engine.report_model import Report, to_plain
 from protobench.snapshots.model import Snapshot
-from protobench.snapshots.store import SnapshotStore
-from protobench.tui.handover import Handover
-from protobench.tui.timeline import replay_timeline
+from protobench.tui.replay_start import started
 
 Emit = Callable[[Event], None]
+FIRST_FRAME = 0.5
+"""Seconds a replay waits, at most, for its start to be drawn before computing the rest."""
 
 
 class MetricsSource(Protocol):
@@ -77,143 +68,88 @@ class MetricsSource(Protocol):
         """End the run early; the report is marked partial and the snapshot saved."""
 
 
-class LiveSource:
-    """A real run: the engine's controller on a thread and loop of its own.
-
-    Its events cross to the UI's loop through a :class:`Handover`; commands
-    cross the other way as tasks of the engine's loop.
-    """
-
-    kind = "live"
-
-    def __init__(
-        self,
-        plan: RunPlan,
-        store: SnapshotStore,
-        target_pid: int | None = None,
-        pool_factory: PoolFactory | None = None,
-    ):
-        self.controller = stored_controller(
-            plan, store, target_pid=target_pid, pool_factory=pool_factory
-        )
-        self.log_dir: Path | None = self.controller.log_dir
-        self.controls = frozenset({"pause", "stop", *(["rate"] if plan.rate is not None else [])})
-        self.report: Report | None = None
-        self.error: BaseException | None = None
-        self.handover = Handover()
-        self._loop: asyncio.AbstractEventLoop | None = None
-        self._pending: list[Callable[[], None]] = []
-        self._lock = threading.Lock()
-        self._done = threading.Event()
-        self._thread: threading.Thread | None = None
-
-    def start(self) -> None:
-        """Start the run now, before the monitor is up: its events wait for :meth:`run`.
-
-        The workers and the target then come up while Textual loads, so the
-        first interval is on screen sooner.
-        """
-        if self._thread is not None:
-            return
-        self.controller.attach(Each("monitor", self.handover.offer))
-        self._thread = threading.Thread(target=self._engine, name="protobench-engine", daemon=True)
-        self._thread.start()
-
-    def _engine(self) -> None:
-        try:
-            anyio.run(self._main, backend="asyncio", backend_options={"use_uvloop": True})
-        except BaseException as exc:  # reported to the UI, never lost in a thread
-            self.error = exc
-        finally:
-            self._done.set()
-            self.handover.close()
-
-    async def run(self, emit: Emit) -> None:
-        self.start()
-        async for event in self.handover.events():
-            emit(event)
-        if self.error is not None:
-            raise self.error
-
-    async def _main(self) -> None:
-        with self._lock:
-            self._loop = asyncio.get_running_loop()
-            pending, self._pending = self._pending, []
-        for command in pending:
-            command()
-        self.report = await self.controller.run()
-
-    def _call(self, command: Callable[..., None], *args: Any) -> None:
-        with self._lock:
-            if self._loop is None:
-                self._pending.append(partial(command, *args))
-                return
-            loop = self._loop
-        if not self._done.is_set():
-            # In a task of the engine's loop: the controller's commands start
-            # tasks in its task groups, which a bare loop callback cannot do.
-            asyncio.run_coroutine_threadsafe(_invoke(command, *args), loop)
-
-    def pause(self) -> None:
-        self._call(self.controller.pause)
-
-    def resume(self) -> None:
-        self._call(self.controller.resume)
-
-    def set_rate_factor(self, factor: float) -> None:
-        self._call(self.controller.set_rate_factor, factor)
-
-    def set_speed(self, speed: float) -> None:
-        del speed
-
-    def seek(self, seconds: float) -> None:
-        del seconds
-
-    def stop(self, reason: str) -> None:
-        self._call(self.controller.stop, reason)
-
-    @property
-    def running(self) -> bool:
-        return self._thread is not None and not self._done.is_set()
-
-    def join(self, timeout: float | None = None) -> bool:
-        """Wait for the run (and its snapshot) to finish; ``False`` on timeout."""
-        if self._thread is None:
-            return True
-        return self._done.wait(timeout)
-
-
-async def _invoke(command: Callable[..., None], *args: Any) -> None:
-    command(*args)
-
-
 class ReplaySource:
-    """A saved run played back at ``speed`` times its recorded pace."""
+    """A saved run played back at ``speed`` times its recorded pace.
+
+    Made from a typed snapshot, or with :meth:`reading` from a snapshot's JSON
+    as read (its start shown at once) and a function that checks it (run in a
+    thread with the rest of the timeline; its error ends :meth:`run`).
+    """
 
     kind = "replay"
     controls = frozenset({"pause", "seek", "speed"})
+    report: Report | None
+    """The replayed run's report, once the snapshot is checked."""
+    log_dir: Path | None
+    """Where the run's logs are, when they are still there."""
 
     def __init__(self, snapshot: Snapshot, speed: float = 1.0, log_dir: Path | None = None) -> None:
-        self.timeline = replay_timeline(snapshot)
-        self.snapshot_id: str | None = snapshot.id or None
+        head = {"id": snapshot.id, "plan": snapshot.plan, "report": to_plain(snapshot.report)}
+        self._setup(lambda: snapshot, head, speed, log_dir)
+        self.report = snapshot.report
+        if self.log_dir is None:
+            self.log_dir = _log_dir(snapshot.report)
+
+    @classmethod
+    def reading(
+        cls,
+        load: Callable[[], Snapshot],
+        head: Mapping[str, Any],
+        speed: float = 1.0,
+        log_dir: Path | None = None,
+    ) -> ReplaySource:
+        """The replay of the snapshot whose JSON is ``head``, checked by ``load`` later."""
+        source = cls.__new__(cls)
+        source._setup(load, head, speed, log_dir)
+        return source
+
+    def _setup(
+        self,
+        load: Callable[[], Snapshot],
+        head: Mapping[str, Any],
+        speed: float,
+        log_dir: Path | None,
+    ) -> None:
+        self._load = load
+        identity = head.get("id")
+        self.snapshot_id: str | None = identity if isinstance(identity, str) and identity else None
         """The replayed snapshot's id (``s`` names the report after it)."""
-        self.end = self.timeline[-1][0]
+        start = started(head)
+        self.timeline: list[tuple[float, Event]] = [(0.0, start)] if start is not None else []
+        """The events to play: the start at once, the rest once :meth:`run` computed them."""
+        self.end = math.inf
+        """The run time of the last event (known once the timeline is computed)."""
+        self.ready = False
+        """The whole timeline is computed (seeks and playback then go anywhere in it)."""
         self.speed = speed
         self.position = 0.0
         self.paused = False
-        finished = self.timeline[-1][1]
-        assert isinstance(finished, RunFinished)
-        self.report = finished.report
-        """The replayed run's report."""
-        self.log_dir = (
-            log_dir if log_dir is not None and log_dir.is_dir() else _log_dir(self.report)
-        )
+        self.report = None
+        self.log_dir = log_dir if log_dir is not None and log_dir.is_dir() else None
         self._index = 0
         self._seeks = 0
         self._wake: asyncio.Event | None = None
+        self._shown = asyncio.Event()
+
+    def on_screen(self) -> None:
+        """The start is drawn: the snapshot's check and the timeline may take the CPU now."""
+        self._shown.set()
 
     async def run(self, emit: Emit) -> None:
         self._wake = asyncio.Event()
+        for _, event in self.timeline:  # the start, when the JSON read gave it
+            emit(event)
+            self._index = 1
+        if self.timeline:  # let the first frame be drawn before the thread takes the CPU
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(self._shown.wait(), FIRST_FRAME)
+        snapshot, self.timeline = await asyncio.to_thread(_timeline, self._load)
+        self.report = snapshot.report
+        if self.log_dir is None:
+            self.log_dir = _log_dir(snapshot.report)
+        self.end = self.timeline[-1][0]
+        self.position = min(self.position, self.end)
+        self.ready = True
         while True:
             while self._index < len(self.timeline) and self.timeline[self._index][0] <= (
                 self.position + 1e-9
@@ -226,13 +162,13 @@ class ReplaySource:
                 continue
             due = self.timeline[self._index][0]
             before, seeks, speed = self.position, self._seeks, self.speed
-            started = time.monotonic()
-            with anyio.move_on_after((due - before) / speed):
-                await self._wake.wait()
+            started_at = time.monotonic()
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(self._wake.wait(), (due - before) / speed)
             if self._seeks != seeks:
                 continue
             if self._wake.is_set():
-                self.position = min(due, before + (time.monotonic() - started) * speed)
+                self.position = min(due, before + (time.monotonic() - started_at) * speed)
             else:
                 self.position = due
 
@@ -265,6 +201,17 @@ class ReplaySource:
 
     def stop(self, reason: str) -> None:
         del reason
+
+
+def _timeline(load: Callable[[], Snapshot]) -> tuple[Snapshot, list[tuple[float, Event]]]:
+    """The checked snapshot and its whole replay (:func:`~protobench.tui.timeline.
+    replay_timeline`), in a thread."""
+    # The snapshot's check and the engine's aggregation, judge and plan load here (numpy,
+    # pydantic: 0.2-0.4 s of CPU), after the first frame rather than before it.
+    from protobench.tui.timeline import replay_timeline  # noqa: PLC0415
+
+    snapshot = load()
+    return snapshot, replay_timeline(snapshot)
 
 
 def _log_dir(report: Report) -> Path | None:

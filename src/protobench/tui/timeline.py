@@ -29,12 +29,13 @@ from protobench.engine.events import (
 from protobench.engine.metrics import OpAccumulator
 from protobench.engine.plan import RunPlan
 from protobench.engine.report import RunJudge, exit_code_for
-from protobench.engine.report_model import JsonValue, Report, to_plain
+from protobench.engine.report_model import Report, to_plain
 from protobench.engine.resource_log import ResourceLog, ResourceRecord
 from protobench.engine.series_model import SeriesRecord
 from protobench.engine.summaries import PhaseSummary
 from protobench.protocols import registry
 from protobench.snapshots.model import Snapshot
+from protobench.tui.replay_start import started
 
 ORDER = {RunStarted: 0, IntervalUpdate: 1, Notice: 2, ResourceSample: 3, PhaseChanged: 4}
 """At one run time: a notice before the sample that shows it (as the controller sends them)."""
@@ -99,7 +100,9 @@ def replay_timeline(snapshot: Snapshot) -> list[tuple[float, Event]]:
     judge = RunJudge.of(plan, resources, frozenset(g.name for g in plan.groups if g.op in passive))
     phases = _Phases(plan, report, judge)
     series = snapshot.series
-    timed: list[tuple[float, Event]] = [(0.0, _started(to_plain(snapshot.plan), report))]
+    start = started({"plan": snapshot.plan, "report": to_plain(snapshot.report)})
+    assert start is not None, "a checked snapshot's start reads"
+    timed: list[tuple[float, Event]] = [(0.0, start)]
     for phase in dict.fromkeys(record.phase for record in series):
         timed.append((phases.starts.get(phase, 0.0), PhaseChanged(phase, phases.starts[phase])))
     samples = _samples(snapshot.resources)
@@ -121,18 +124,6 @@ def replay_timeline(snapshot: Snapshot) -> list[tuple[float, Event]]:
     end = timed[-1][0] if timed else 0.0
     timed.append((end, RunFinished(report, exit_code_for(report))))
     return timed
-
-
-def _started(plan: dict[str, JsonValue], report: Report) -> RunStarted:
-    return RunStarted(
-        plan=plan,
-        target=report.target,
-        target_kind=report.target_kind or "",
-        workers=report.processes or len(report.workers),
-        sessions_opened=sum(w.sessions_opened for w in report.workers),
-        sessions_failed=sum(w.sessions_failed for w in report.workers),
-        log_dir="",
-    )
 
 
 def _samples(samples: list[ResourceRecord]) -> Iterator[ResourceRecord]:

@@ -116,6 +116,9 @@ class OpStats:
     """The measured phase's seconds so far."""
     samples: dict[str, tuple[float, ...]] = field(default_factory=dict)
     """``throughput`` and ``p99`` of each sustain interval (for a baseline's test)."""
+    generator_delay: dict[str, float] = field(default_factory=dict)
+    """The generator's own delay in taking up replies over the measured phase, in µs (the
+    report's keys; empty when the kernel's clock did not time them)."""
 
     @classmethod
     def of(
@@ -160,6 +163,7 @@ class OpStats:
             bytes_out=op.bytes_out,
             seconds=phase.duration_s if phase else 0.0,
             samples=samples,
+            generator_delay=_plain(op.generator_delay_us) if op.generator_delay_us else {},
         )
 
 
@@ -208,9 +212,15 @@ class RunView:
     rate_factor: float
     window_seconds: float
     times: tuple[float, ...]
+    """The run time at the end of each chart point (an interval, or a short one merged in)."""
     throughput: dict[str, tuple[float, ...]]
     errors_per_second: dict[str, tuple[float, ...]]
     """Errors per second of each op and the ``total``, one value per interval."""
+    latency_history: dict[str, dict[str, tuple[float, ...]]]
+    """Each op's and the ``total``'s ``p50``, ``p99``, ``p999`` (and ``..._uncorrected``) per
+    chart point, in µs (NaN: no sample)."""
+    error_code_history: dict[str, dict[str, tuple[float, ...]]]
+    """Each op's and the ``total``'s errors per second of each ``class:code``, per point."""
     ops: tuple[OpStats, ...]
     total: OpStats | None
     distribution: dict[str, tuple[tuple[float, float, int], ...]]

@@ -10,6 +10,8 @@ BEHIND: Final = "behind"
 CONNECTS: Final = "connects"
 """The counter of transport connections opened: the engine counts one per session open, or a
 plugin whose sessions share or reopen connections counts its own (``counts_connects``)."""
+DOWN_US: Final = "down_us"
+"""The workers' counter of session-microseconds spent without a connection while wanted."""
 STREAM_SAMPLES: Final = "stream_samples"
 """The sum of the streams in flight on each connection of an op, sampled every 100 ms (HTTP/2):
 over :data:`CONNECTION_SAMPLES`, the streams in flight per connection."""

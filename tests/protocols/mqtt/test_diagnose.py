@@ -31,7 +31,19 @@ def test_gaps_and_a_late_generator_are_findings_of_their_own() -> None:
     ops = {"publish": {"behind": 5000}, "subscribe": {"received": 90, "expected": 100, "lost": 10}}
     lost, generator = findings(ops)
     assert lost.startswith("10 messages lost on the way")
-    assert generator.startswith("the generator fell behind: 5,000 publishes")
+    assert generator.startswith("the generator fell behind its schedule: 5,000 publishes")
+
+
+def test_a_late_generator_that_offered_its_whole_rate_is_not_said_to_offer_fewer() -> None:
+    """Issue 30: late publishes are still sent; every expected message arrived here, so the
+    finding names the lateness and never claims fewer messages were offered."""
+    ops = {"publish": {"behind": 40}, "subscribe": {"received": 5000, "expected": 5000}}
+    [finding] = findings(ops)
+    assert "40 publishes went out more than a millisecond after their intended time" in finding
+    assert "fewer" not in finding
+    [storm] = findings({"connect": {"behind": 7, "ok": 100}})  # any op the open model drives
+    assert storm.startswith("the generator fell behind its schedule: 7 connect exchanges went out")
+    assert "fewer" not in storm
 
 
 def test_the_plugin_s_hook_is_the_pure_function_and_kinds_cover_every_op() -> None:

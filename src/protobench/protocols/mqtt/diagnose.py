@@ -14,8 +14,9 @@ profile has, where messages stayed or went:
   message each lagging subscriber had received when the drain ended);
 - messages were **lost** on the way (gaps: ``lost``) without the broker
   counting drops;
-- the **generator** was the limit: publishers took arrivals late (``behind``,
-  the open model's own lateness), so the rate asked for was not published;
+- the **generator** fell behind its schedule: ops took arrivals more than a
+  millisecond late (``behind``, the open model's own lateness); late arrivals
+  are still sent, so this says when, not how many;
 - **connections** failed (``connect``, ``drop`` and ``idle`` ops): the broker
   answered no CONNACK in time (``timeout``: it accepts TCP connections but does
   not process them, stalled or overloaded), refused them, or closed them.
@@ -116,9 +117,9 @@ def findings(ops: Mapping[str, Mapping[str, int]]) -> list[str]:
     for op, behind in late.items():
         if behind:
             what = "publishes" if op == "publish" else f"{op} exchanges"
-            offered = "messages were" if op == "publish" else "exchanges were"
             out.append(
-                f"the generator fell behind: {behind:,} {what} issued more than a "
-                f"millisecond late, so fewer {offered} offered than the rate asks"
+                f"the generator fell behind its schedule: {behind:,} {what} went out more "
+                "than a millisecond after their intended time (each was still sent: the "
+                "rate's count was offered, not at its pace)"
             )
     return out + _connections(ops)

@@ -14,7 +14,8 @@ KEYS = """\
 [b]q[/b]        stop the run and save the snapshot (asks once); after the end: quit
 [b]ctrl+c[/b]   stop at once and save; after the end: quit
 [b]p[/b]        pause / resume the load (a replay: pause / resume playback)
-[b]+ -[/b]      open model: rate ±10% (recorded in the snapshot); replay: speed ×2 / ÷2
+[b]+ -[/b]      open model: rate up / down by 10% of the base rate (recorded in the
+         snapshot: 20k/s → 22k/s → 24k/s); replay: speed ×2 / ÷2
 [b]← →[/b]      replay: seek 10 s back / forward
 [b]↑ ↓[/b]      select an op; [b]enter[/b] focus it: its chart, percentiles and errors
 [b]escape[/b]   every op again (clears the focus and the filter)

@@ -18,6 +18,11 @@ COLUMNS = LATENCY_COLUMNS
 NARROW = frozenset({"p90", "max"})
 """Columns left out when the table is narrower than :data:`WIDE` (the overview)."""
 WIDE = 90
+TINY = frozenset({"p90", "p95", "p999", "max"})
+"""Columns left out when the table is narrower than :data:`SMALL`: p50 and p99 stay."""
+SMALL = 60
+SMALL_LAYOUTS = ("-tiny", "-compact")
+"""The screen's layouts where the total comes first (the rows a small terminal cuts are ops)."""
 NAME_WIDTH = 32
 """Op names up to this long are shown whole (longer ones fold onto a second line)."""
 
@@ -74,8 +79,14 @@ class LatencyTable(Panel):
     def render_display(self, display: Display) -> RenderableType:
         self.border_title = Text(self.title(display))  # an op's name: not markup
         view = display.view
+        small = any(self.screen.has_class(c) for c in SMALL_LAYOUTS)
         table = Table(
-            box=box.SIMPLE_HEAD, expand=True, pad_edge=False, padding=(0, 1), show_edge=False
+            box=None if small else box.SIMPLE_HEAD,
+            header_style="bold",
+            expand=True,
+            pad_edge=False,
+            padding=(0, 1),
+            show_edge=False,
         )
         shown = [op for op in view.ops if display.shows(op.name)]
         names = max((len(self.name_of(op)) for op in shown), default=8)
@@ -84,7 +95,10 @@ class LatencyTable(Panel):
         for _, header in self.columns():
             table.add_column(header, justify="right", no_wrap=True)
         total = view.total if view.total is not None and len(shown) == len(view.ops) > 1 else None
+        first = total is not None and small
         rows = [*shown, *([total] if total is not None else [])]
+        if first:
+            rows = rows[-1:] + rows[:-1]
         for stats in rows:
             self._add(table, display, stats)
         if not rows:
@@ -92,8 +106,11 @@ class LatencyTable(Panel):
         return table
 
     def columns(self) -> tuple[tuple[str, str], ...]:
-        """The percentiles that fit: all of them, or without p90 and max when narrow."""
+        """The percentiles that fit: all of them, without p90 and max when narrow, only p50
+        and p99 when narrower still."""
         width = self.content_size.width
+        if width and width < SMALL:
+            return tuple(c for c in COLUMNS if c[0] not in TINY)
         if width and width < WIDE:
             return tuple(c for c in COLUMNS if c[0] not in NARROW)
         return COLUMNS

@@ -4,15 +4,16 @@ from __future__ import annotations
 
 import bisect
 import itertools
+import math
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
 
 from rich.text import Text
 from textual.timer import Timer
 from textual.widget import Widget
 
 from protobench.tui.braille import nice_top, plot
+from protobench.tui.charts import Chart, Series
 from protobench.tui.display import Display
 
 REDRAW = 0.5
@@ -29,13 +30,10 @@ MARK_LABELS = {
 }
 
 
-@dataclass(frozen=True)
-class Series:
-    """One line: its legend label, values (one per interval, oldest first) and colour."""
-
-    label: str
-    values: tuple[float, ...]
-    style: str
+def _mean(values: Sequence[float]) -> float:
+    """The mean of the values that are numbers (NaN when none is)."""
+    numbers = [v for v in values if not math.isnan(v)]
+    return sum(numbers) / len(numbers) if numbers else math.nan
 
 
 def coarsen(values: Sequence[float], span: int) -> list[float]:
@@ -43,17 +41,23 @@ def coarsen(values: Sequence[float], span: int) -> list[float]:
     if span <= 1:
         return list(values)
     start = len(values) % span
-    head = [sum(values[:start]) / start] if start else []
-    return head + [sum(values[i : i + span]) / span for i in range(start, len(values), span)]
+    head = [_mean(values[:start])] if start else []
+    return head + [_mean(values[i : i + span]) for i in range(start, len(values), span)]
+
+
+def highest(values: Sequence[float]) -> float:
+    """The highest value that is a number (0 when none is)."""
+    return max((v for v in values if not math.isnan(v)), default=0.0)
 
 
 def legend(series: Sequence[Series], label: Callable[[float], str], width: int) -> Text:
-    """``━━ name value`` for each series, wrapped onto as many lines as ``width`` needs."""
+    """``━━ name value`` for each series (its newest value), wrapped onto as many lines as
+    ``width`` needs."""
     out = Text(no_wrap=True, overflow="crop")
     used = 0
     for item in series:
-        last = item.values[-1] if item.values else 0.0
-        text = f"{item.label} {label(last)}  "
+        last = next((v for v in reversed(item.values) if not math.isnan(v)), None)
+        text = f"{item.label} {label(last) if last is not None else '-'}  "
         if used and used + 3 + len(text) > width:
             out.append("\n")
             used = 0
@@ -66,8 +70,8 @@ def legend(series: Sequence[Series], label: Callable[[float], str], width: int) 
 class LineChart(Widget):
     """Lines over time, newest at the right; the y scale is rounded (1/2/2.5/5 × 10^k).
 
-    :meth:`show` takes the series from a :class:`Display` with the function
-    given at construction; new data is drawn at most once per ``redraw``
+    :meth:`show` takes the chart (its title and lines) from a :class:`Display`
+    with the function given at construction; new data is drawn at most once per ``redraw``
     seconds (a timer draws the newest data when a redraw was held back). The
     scale grows at once and shrinks only when the lines fall well below it,
     so it does not jump; ``marked`` charts show the run's marks (phase starts,
@@ -79,7 +83,7 @@ class LineChart(Widget):
 
     def __init__(
         self,
-        select: Callable[[Display], list[Series]],
+        select: Callable[[Display], Chart],
         label: Callable[[float], str],
         redraw: float = REDRAW,
         *,
@@ -102,7 +106,9 @@ class LineChart(Widget):
         self._timer: Timer | None = None
 
     def show(self, display: Display) -> None:
-        self.series = self.select(display)
+        chart = self.select(display)
+        self.series = chart.series
+        self.border_title = chart.title
         info = display.view.info
         self.interval = info.interval if info is not None else 1.0
         self.span = display.span
@@ -144,11 +150,14 @@ class LineChart(Widget):
         plot_height = max(1, height - 2 - key.plain.count("\n"))
         points = plot_width * 2
         visible = [coarsen(s.values, self.span)[-points:] for s in self.series]
-        top = self.scale(max((max(v, default=0.0) for v in visible), default=0.0))
+        top = self.scale(max((highest(v) for v in visible), default=0.0))
         rows = plot(visible, plot_width, plot_height, top)
         out = Text(no_wrap=True, overflow="crop")
+        drawn = any(not math.isnan(v) for line in visible for v in line)
         for number, row in enumerate(rows):
-            if number == 0:
+            if not drawn:  # no value yet: no scale to read
+                tick = ""
+            elif number == 0:
                 tick = self.label(top)
             elif number == plot_height // 2 and plot_height > 2:
                 tick = self.label(top / 2)

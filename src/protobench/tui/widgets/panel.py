@@ -23,7 +23,8 @@ class Panel(Static):
 
     DEFAULT_CLASSES = "panel"
     SIZED = False
-    """True for panels whose content depends on their size: built when drawn."""
+    """True for panels whose content depends on their size: built when drawn (a new layout
+    is asked for when the panel is as tall as its content)."""
 
     def __init__(self, *, id: str | None = None) -> None:
         super().__init__(id=id)
@@ -34,7 +35,8 @@ class Panel(Static):
     def show(self, display: Display) -> None:
         if self.SIZED:
             self._display = display
-            self.refresh()
+            height = self.styles.height
+            self.refresh(layout=height is None or height.is_auto)  # its rows may change
             return
         key = self.key(display)
         if key is not None and key == self._key:

@@ -7,17 +7,22 @@ from rich.console import Group, RenderableType
 from rich.table import Table
 from rich.text import Text
 
-from protobench.engine.report_model import Report, ThresholdResult
+from protobench.engine.figures import rate_changes
+from protobench.engine.report_model import Report, ThresholdResult, to_plain
 from protobench.engine.summaries import PhaseSummary
 from protobench.tui import formatting
 from protobench.tui.display import Display
 from protobench.tui.view import is_alert
 from protobench.tui.widgets.latency_table import delta_text
 from protobench.tui.widgets.panel import Panel
-from protobench.tui.widgets.threshold_list import observed
+from protobench.tui.widgets.threshold_list import delay_line, observed
 from protobench.vocab.thresholds import LATENCY_COLUMNS
 
 PERCENTILES = LATENCY_COLUMNS
+NARROW = 80
+"""Below this width the table keeps ok, err%, ops/s, p50 and p99."""
+WIDE = 110
+"""Below this width the table leaves out p90 and max."""
 
 
 def outcome(report: Report, exit_code: int | None) -> Text:
@@ -51,13 +56,8 @@ def snapshot_line(report: Report, source: str) -> Text:
 class RunSummary(Panel):
     """The final report on screen until the user quits."""
 
-    def key(self, display: Display) -> object:
-        view = display.view
-        report = id(view.report)
-        return report, len(view.notices), display.baseline, display.latency_key, display.error
-
-    def shape(self, display: Display) -> object:
-        return display.view.report is not None, display.baseline, display.error
+    SIZED = True
+    """The table's columns are the panel's width's: built when drawn."""
 
     def render_display(self, display: Display) -> RenderableType:
         view = display.view
@@ -80,14 +80,24 @@ class RunSummary(Panel):
             load = f"{model.type} model · {model.sessions} sessions"
             if model.rate:
                 load += f" · rate {formatting.rate(model.rate)}/s"
+                for at, factor in rate_changes(report):
+                    load += (
+                        f" → {formatting.rate(model.rate * factor)}/s "
+                        f"(base {formatting.share_change(factor)}) at {formatting.clock(at)}"
+                    )
             parts.append(
                 Text(
-                    f"sustain {sustain.duration_s:.1f}s · {load} · {report.processes} workers",
+                    f"sustain {sustain.duration_s:.1f}s · {load} · {_workers(report.processes)}",
                     "dim",
                 )
             )
             parts.append(self._table(sustain, display))
         parts.extend(self._thresholds(report.thresholds, report.nothing_measured))
+        delay = sustain.total.generator_delay_us if sustain is not None else None
+        if delay is not None and delay.count:
+            line = delay_line(to_plain(delay))
+            line.append("  (replies waiting in protobench after the kernel's stamp)", "dim")
+            parts.append(line)
         verdicts = report.verdicts
         for check in verdicts.checks:
             if not check.ok:
@@ -108,21 +118,33 @@ class RunSummary(Panel):
         parts.append(Text("s write the JSON report · q quit · 1-4 the run's views", "dim"))
         return Group(*parts)
 
+    def columns(self) -> tuple[list[str], list[tuple[str, str]]]:
+        """The count columns and the percentiles that fit the panel's width."""
+        width = self.content_size.width
+        if 0 < width < NARROW:
+            return ["ok", "err%", "ops/s"], [c for c in PERCENTILES if c[0] in ("p50", "p99")]
+        if 0 < width < WIDE:
+            kept = ("p50", "p95", "p99", "p999")
+            return ["ok", "err", "err%", "ops/s"], [c for c in PERCENTILES if c[0] in kept]
+        return ["ok", "err", "err%", "ops/s"], list(PERCENTILES)
+
     def _table(self, sustain: PhaseSummary, display: Display) -> Table:
         baseline = display.baseline
+        counts, percentiles = self.columns()
         table = Table(
             box=box.SIMPLE_HEAD, expand=True, pad_edge=False, padding=(0, 1), show_edge=False
         )
-        table.add_column("op", no_wrap=True, overflow="ellipsis", ratio=2)
-        for header in ("ok", "err", "err%", "ops/s"):
+        ops = sustain.ops
+        rows = [*ops.items(), *([("total", sustain.total)] if len(ops) > 1 else [])]
+        names = max((len(name) for name, _ in rows), default=2) + 2
+        table.add_column("op", no_wrap=True, overflow="ellipsis", min_width=min(names, 26))
+        for header in counts:
             table.add_column(header, justify="right", no_wrap=True)
-        for _, header in PERCENTILES:
+        for _, header in percentiles:
             table.add_column(header, justify="right", no_wrap=True)
         if baseline is not None:
             table.add_column("Δops/s", justify="right", no_wrap=True)
             table.add_column("Δp99", justify="right", no_wrap=True)
-        ops = sustain.ops
-        rows = [*ops.items(), *([("total", sustain.total)] if len(ops) > 1 else [])]
         checks = display.view.report.verdicts.checks if display.view.report else []
         failing = {c.op for c in checks if not c.ok}
         live_samples = {op.name: op.samples for op in display.view.ops}
@@ -130,13 +152,16 @@ class RunSummary(Panel):
             uncorrected = scope.latency_uncorrected_us if display.latency_key else None
             latency = uncorrected or scope.latency_us
             style = "bold" if name == "total" else ""
+            figures = {
+                "ok": Text(formatting.count(scope.ok), style),
+                "err": Text(formatting.count(scope.errors), "red" if scope.errors else style),
+                "err%": Text(f"{scope.error_rate:.2%}", style),
+                "ops/s": Text(formatting.per_second(scope.throughput), style),
+            }
             cells = [
                 Text(f"{name} ✘", "bold red") if name in failing else Text(name, style),
-                Text(formatting.count(scope.ok), style),
-                Text(formatting.count(scope.errors), "red" if scope.errors else style),
-                Text(f"{scope.error_rate:.2%}", style),
-                Text(formatting.per_second(scope.throughput), style),
-                *(Text(formatting.latency(latency.value(k)), style) for k, _ in PERCENTILES),
+                *(figures[column] for column in counts),
+                *(Text(formatting.latency(latency.value(k)), style) for k, _ in percentiles),
             ]
             if baseline is not None:
                 base = baseline.figures(name, corrected=not display.latency_key)
@@ -190,3 +215,7 @@ class RunSummary(Panel):
 
 def _percent(value: float | None) -> str:
     return "-" if value is None else f"{value}%"
+
+
+def _workers(count: int) -> str:
+    return f"{count} worker process{'es' if count != 1 else ''}"

@@ -10,7 +10,8 @@ from protobench.tui.widgets.panel import Panel
 
 
 class VerdictBanner(Panel):
-    """A red banner while the generator, or a host busy with other processes, is the limit."""
+    """A red banner while the generator, or a host busy with other processes, is the limit:
+    what it means first, then the figures (a short banner, at 80×24, cuts the figures)."""
 
     def key(self, display: Display) -> object:
         return self.shape(display)
@@ -28,13 +29,13 @@ class VerdictBanner(Panel):
         view = display.view
         text = Text()
         if view.generator_bound:
-            text.append("⚠ GENERATOR-BOUND ", "bold")
-            text.append(f"{view.generator_reason or ''}. ")
-            text.append("These figures measure protobench, not the target.", "bold")
+            text.append(
+                "⚠ GENERATOR-BOUND: these figures measure protobench, not the target. ", "bold"
+            )
+            text.append(f"{view.generator_reason or ''}.")
         if view.host_saturated:
             if text:
                 text.append("\n")
-            text.append("⚠ HOST-SATURATED ", "bold")
-            text.append(f"{view.host_reason or ''}. ")
-            text.append("These figures measure a starved host.", "bold")
+            text.append("⚠ HOST-SATURATED: these figures measure a starved host. ", "bold")
+            text.append(f"{view.host_reason or ''}.")
         return text
