@@ -105,6 +105,8 @@ from protobench.protocols.bacnet_ip.options import BacnetIpOptions, ReadProperty
 from protobench.protocols.bacnet_ip.plugin import BacnetIpProtocol
 from protobench.protocols.bacnet_ip.sessions import LeanSession
 from protobench.protocols.base import SessionContext
+from protobench.protocols.timestamps.clock import probe
+from protobench.protocols.timestamps.reactor import Reactor
 
 REPO = Path(__file__).resolve().parent.parent
 PYTHON = REPO / ".venv" / "bin" / "python"
@@ -339,9 +341,13 @@ async def protobench_client(
     reuse: float,
     server_pid: int,
     rate: float = 0.0,
+    clock: str = "kernel",
 ) -> dict[str, Any]:
     """protobench's read-property sessions in the engine's closed-model driver, or in its
-    open-model driver (``ArrivalDriver``, as ``protobench run --rate``) when ``rate`` > 0."""
+    open-model driver (``ArrivalDriver``, as ``protobench run --rate``) when ``rate`` > 0;
+    on the kernel's ``clock`` (a reactor reads the lanes with their stamps) or the user's."""
+    support = probe()
+    reactor = Reactor(send=support.send) if clock == "kernel" and support.receive else None
     plugin = BacnetIpProtocol()
     params = ReadPropertyParams(objects=["analog-input:*"])
     options = BacnetIpOptions(reuse_after=reuse)
@@ -349,7 +355,9 @@ async def protobench_client(
     slots = [
         Slot(
             plugin,
-            SessionContext(url, "read-property", "read-property", i, 0, params, options, 5.0),
+            SessionContext(
+                url, "read-property", "read-property", i, 0, params, options, 5.0, reactor=reactor
+            ),
             recorder,
         )
         for i in range(sessions)
@@ -483,7 +491,7 @@ def run_client(
     command = ["taskset", "-c", str(args.client_core), str(PYTHON), __file__, "--role", role]
     command += ["--url", url, "--sessions", str(sessions), "--reuse", str(reuse)]
     command += ["--duration", str(args.duration), "--warmup", str(args.warmup)]
-    command += ["--server-pid", str(server_pid), "--rate", str(rate)]
+    command += ["--server-pid", str(server_pid), "--rate", str(rate), "--clock", args.clock]
     done = subprocess.run(
         command,
         capture_output=True,
@@ -565,6 +573,12 @@ def main() -> int:
     parser.add_argument("--client-core", type=int, default=1)
     parser.add_argument("--json", action="store_true", help="print the results as JSON too")
     parser.add_argument(
+        "--clock",
+        choices=["kernel", "user"],
+        default="kernel",
+        help="protobench's clock (kernel: its lanes read the kernel's stamps, as `run`'s default)",
+    )
+    parser.add_argument(
         "--role", choices=["protobench", "bacpy", "responder"], help=argparse.SUPPRESS
     )
     parser.add_argument("--url", help=argparse.SUPPRESS)
@@ -589,6 +603,7 @@ def main() -> int:
                 args.reuse,
                 args.server_pid,
                 args.rate,
+                args.clock,
             )
         )
         print(json.dumps(out))

@@ -14,8 +14,12 @@ printed beside the wire's, with reported − wire.
 Cases (``--cases``): ``c1`` one connection and ``c10`` ten, closed model
 (protobench ``--clock kernel``, ``--clock user``, wrk), and ``open`` (``--rate``,
 10 connections: protobench's latency from the actual send, ``latency_uncorrected_us``,
-which is what the wire sees, and wrk2's uncorrected latency, ``-U``). Goal: the
-kernel clock within 2 µs + 5% of the wire at p50 and p99.
+which is what the wire sees, and wrk2's uncorrected latency, ``-U``); beside HTTP,
+``bacnet`` (BACnet/IP ReadProperty on 2 lanes against bac-py's device, ``protobench
+serve bacnet-ip`` pinned to the server core: requests and replies paired by client
+and invoke ID on UDP) and ``ws`` (WebSocket echoes on 2 connections against
+``protobench serve ws``, paired per connection), protobench on both clocks. Goal:
+the kernel clock within 2 µs + 5% of the wire at p50 and p99.
 
 Rounds (``--rounds``) run every case's generators interleaved; the table shows the
 medians of the rounds (each difference is the median of the per-round
@@ -38,9 +42,12 @@ import sys
 import tempfile
 import time
 from array import array
+from collections.abc import Iterator
+from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit
 
 from http_vs_peers import (
     PROTOBENCH,
@@ -84,13 +91,63 @@ class Case:
     connections: int
     rate: float = 0.0
     generators: list[str] = field(default_factory=list)
+    protocol: str = "http"
+    """The pairer's (:data:`protobench.wiretruth.pairing.PAIRERS`)."""
+    serve: str = ""
+    """The embedded target protobench serves for the case (empty: nginx)."""
+    url: str = ""
+    """The target's URL, once it runs."""
 
 
-def wire_figures(path: Path, port: int, start_ns: int, end_ns: int) -> tuple[dict[str, float], int]:
-    """The wire's p50/p90/p99 (µs, HdrHistogram like protobench's) of the exchanges sent in
-    ``[start_ns, end_ns)``, and how many there were."""
+PROFILES = {
+    "http": "http-get",
+    "websocket": "ws-echo",
+    "bacnet-ip": (
+        'name = "rp"\nprotocol = "bacnet-ip"\ntarget = "embedded"\n[[group]]\n'
+        'op = "read-property"\ncount = {connections}\nobjects = ["analog-input:*"]\n'
+        'property = "present-value"\n'
+    ),
+}
+"""Each protocol's workload: a built-in profile, or a profile file's text."""
+
+
+def port_of(url: str) -> int:
+    return urlsplit(url).port or 0
+
+
+@contextmanager
+def serving(settings: Settings, name: str) -> Iterator[str]:
+    """``protobench serve NAME`` pinned to the server core, for the block: its URL."""
+    command = ["taskset", "-c", str(settings.server_core), str(PROTOBENCH), "serve", name]
+    process = subprocess.Popen(
+        [*command, "--port", "0", "--announce"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+        text=True,
+        start_new_session=True,
+    )
+    try:
+        assert process.stdout is not None
+        line = process.stdout.readline()
+        if not line:
+            raise RuntimeError(f"protobench serve {name} did not start ({process.wait(10)})")
+        yield str(json.loads(line)["url"])
+    finally:
+        process.terminate()
+        try:
+            process.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait()
+
+
+def wire_figures(
+    path: Path, port: int, start_ns: int, end_ns: int, protocol: str = "http"
+) -> tuple[dict[str, float], int]:
+    """The wire's p50/p90/p99 (µs, HdrHistogram like protobench's) of ``protocol``'s
+    exchanges sent in ``[start_ns, end_ns)``, and how many there were."""
     latencies = array("q")
-    for exchange in pairing.http(pcap.read(path), port):
+    for exchange in pairing.PAIRERS[protocol](pcap.read(path), port):
         if start_ns <= exchange.sent_ns < end_ns:
             latencies.append(exchange.latency_ns)
     hist = new_histogram()
@@ -102,9 +159,15 @@ def wire_figures(path: Path, port: int, start_ns: int, end_ns: int) -> tuple[dic
 def run_protobench(settings: Settings, case: Case, clock: str) -> dict[str, Any]:
     """protobench's report of ``case``, without warmup: its exchanges are the capture's
     (all but the few still in flight when sustain ends, which its drain counts)."""
-    command = ["taskset", "-c", str(settings.client_core), str(PROTOBENCH), "run", "http-get"]
-    command += ["--target", settings.url, "--processes", "1", "--clock", clock]
-    command += ["--connections", str(case.connections)]
+    profile = PROFILES[case.protocol]
+    if "\n" in profile:
+        path = settings.workdir / f"{case.protocol}.toml"
+        path.write_text(profile.format(connections=case.connections))
+        profile = str(path)
+    command = ["taskset", "-c", str(settings.client_core), str(PROTOBENCH), "run", profile]
+    command += ["--target", case.url or settings.url, "--processes", "1", "--clock", clock]
+    if case.protocol != "bacnet-ip":  # its lanes are the profile's
+        command += ["--connections", str(case.connections)]
     if case.rate:
         command += ["--rate", f"{case.rate:g}/s"]
     command += ["--duration", f"{settings.duration:g}s", "--warmup", "0s"]
@@ -139,12 +202,13 @@ def timed_latency(report: dict[str, Any], key: str) -> dict[str, float]:
 
 
 def protobench_measure(settings: Settings, case: Case, clock: str, round_index: int) -> Measure:
-    port = int(settings.url.rsplit(":", 1)[1].strip("/"))
-    with capture(port, settings.workdir) as wire:
+    port = port_of(case.url or settings.url)
+    transport = "udp" if case.protocol == "bacnet-ip" else "tcp"
+    with capture(port, settings.workdir, transport=transport) as wire:
         report = run_protobench(settings, case, clock)
     total = report["phases"]["sustain"]["total"]
     latency = timed_latency(report, "hist_uncorrected" if case.rate else "hist")
-    figures, count = wire_figures(wire.path, port, 0, 2**63 - 1)
+    figures, count = wire_figures(wire.path, port, 0, 2**63 - 1, case.protocol)
     delay = (total.get("generator_delay_us") or {}).get("p50", float("nan"))
     name = "protobench" if clock == "kernel" else "protobench --clock user"
     clocks = report.get("clock") or {}
@@ -164,7 +228,7 @@ def protobench_measure(settings: Settings, case: Case, clock: str, round_index: 
 
 def peer_measure(settings: Settings, case: Case, name: str, round_index: int) -> Measure:
     """wrk (closed model) or wrk2 (``-U``: its uncorrected latency, from the actual send)."""
-    port = int(settings.url.rsplit(":", 1)[1].strip("/"))
+    port = port_of(settings.url)
     seconds = settings.duration
     if name == "wrk2":
         binary = find_wrk2()
@@ -240,7 +304,8 @@ def print_table(measures: list[Measure], rounds: int) -> None:
     dropped = sum(m.dropped for m in measures)
     print(
         f"\n({rounds} round(s), medians; the wire's latency is a request's first packet to its"
-        " reply's last, through the same HdrHistogram as protobench's; open model: latencies"
+        " reply's last (BACnet/IP: datagrams paired by invoke ID), through the same HdrHistogram"
+        " as protobench's; open model: latencies"
         f" from the actual send; {dropped} packets dropped by the capture)"
     )
     notes = sorted({f"{m.generator}: {m.note}" for m in measures if m.note})
@@ -252,12 +317,28 @@ CASES = {
     "c1": Case("1 connection", 1, 0.0, ["protobench", "protobench --clock user", "wrk"]),
     "c10": Case("10 connections", 10, 0.0, ["protobench", "protobench --clock user", "wrk"]),
     "open": Case("open", 10, 2000.0, ["protobench", "protobench --clock user", "wrk2"]),
+    "bacnet": Case(
+        "BACnet/IP ReadProperty, 2 lanes",
+        2,
+        generators=["protobench", "protobench --clock user"],
+        protocol="bacnet-ip",
+        serve="bacnet-ip",
+    ),
+    "ws": Case(
+        "WebSocket echo, 2 connections",
+        2,
+        generators=["protobench", "protobench --clock user"],
+        protocol="websocket",
+        serve="ws",
+    ),
 }
 
 
 def main() -> int:
     parser = common_arguments(__doc__, connections=10)
-    parser.add_argument("--cases", nargs="+", choices=sorted(CASES), default=["c1", "c10", "open"])
+    parser.add_argument(
+        "--cases", nargs="+", choices=sorted(CASES), default=["c1", "c10", "open", "bacnet", "ws"]
+    )
     parser.add_argument("--rate", type=float, default=2000.0, help="open model's rate (2000)")
     parser.add_argument("--only", nargs="*", help="run only these generators (protobench, wrk...)")
     args = parser.parse_args()
@@ -269,7 +350,11 @@ def main() -> int:
             return 2
         settings = settings_from(args, workdir)
         nginx = start_nginx(settings)
+        stack = ExitStack()
         cases = [CASES[name] for name in args.cases]
+        for case in cases:
+            if case.serve:
+                case.url = stack.enter_context(serving(settings, case.serve))
         CASES["open"].rate = args.rate
         CASES["open"].name = f"open {args.rate:,.0f}/s, 10 connections"
         measures: list[Measure] = []
@@ -299,6 +384,7 @@ def main() -> int:
                             file=sys.stderr,
                         )
         finally:
+            stack.close()
             nginx.terminate()
             nginx.wait(timeout=10)
     print(f"load average at the end: {' '.join(f'{x:.1f}' for x in os.getloadavg())}")

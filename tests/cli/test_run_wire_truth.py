@@ -19,13 +19,17 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import pytest
 
+from protobench.wiretruth.capture import Capture
 from tests.support.cli import CliResult
 from tests.support.http_server import http_target
+from tests.support.mqtt import mosquitto, needs_mosquitto
 from tests.support.nginx import nginx
-from tests.support.wire import captured, reported_latency, wire_latency
+from tests.support.targets import served
+from tests.support.wire import captured, delivered_latency, reported_latency, wire_latency
 
 pytestmark = pytest.mark.integration
 
@@ -76,3 +80,104 @@ def test_latency_truth_against_a_20ms_target(cli: Callable[..., CliResult], tmp_
         assert truth["count"] == latency["count"], (truth, latency)  # the same exchanges
     for name in ("p50", "p99"):  # 16 µs buckets at 20 ms: three of them
         assert abs(latency[name] - truth[name]) <= 48, (name, latency, truth)
+
+
+def _profile(directory: Path, name: str, protocol: str, groups: str) -> Path:
+    path = directory / f"{name}.toml"
+    path.write_text(f'name = "{name}"\nprotocol = "{protocol}"\ntarget = "embedded"\n{groups}')
+    return path
+
+
+def _compare(
+    report: dict[str, Any], wire: Capture, url: str, protocol: str, op: str | None = None
+) -> tuple[dict[str, float], dict[str, float]]:
+    """The run's latency of ``op`` and the wire's, over the same exchanges (counts equal
+    unless the capture dropped packets)."""
+    assert report["clock"] == {"setting": "kernel", "receive": "kernel", "send": "kernel"}
+    latency = reported_latency(report, op)
+    truth = wire_latency(wire, url, protocol)
+    if not wire.dropped:
+        assert truth["count"] == latency["count"], (truth, latency)
+    return latency, truth
+
+
+def test_kernel_clock_websocket_echo_is_the_wire_s(
+    cli: Callable[..., CliResult], tmp_path: Path
+) -> None:
+    """Echoes of websockets' server (the embedded target): each message's frame to its echo."""
+    with served("ws") as target, captured(target.url, tmp_path) as wire:
+        result = cli(
+            "run", "ws-echo", "--target", target.url, "-c", "2", "--duration", "1500ms",
+            *NO_WARMUP,
+        )  # fmt: skip
+    assert result.returncode == 0, result.stderr
+    latency, truth = _compare(result.json(), wire, target.url, "websocket")
+    assert latency["count"] >= 1_000, latency
+    assert _within(latency["p50"], truth["p50"], 5.0, 0.05), (latency, truth)
+
+
+@needs_mosquitto
+def test_kernel_clock_mqtt_publish_to_puback_is_the_wire_s(
+    cli: Callable[..., CliResult], tmp_path: Path
+) -> None:
+    """QoS 1 publishers on connections of their own against mosquitto: PUBLISH to PUBACK."""
+    groups = '[[group]]\nop = "publish"\ncount = 2\nqos = 1\ntopic = "truth/{client}"\n'
+    profile = _profile(tmp_path, "qos1", "mqtt", groups)
+    with mosquitto(tmp_path / "broker") as broker, captured(broker.url, tmp_path) as wire:
+        result = cli(
+            "run", str(profile), "--target", broker.url, "--duration", "1500ms", *NO_WARMUP
+        )  # fmt: skip
+    assert result.returncode == 0, result.stderr
+    latency, truth = _compare(result.json(), wire, broker.url, "mqtt")
+    assert latency["count"] >= 1_000, latency
+    assert _within(latency["p50"], truth["p50"], 5.0, 0.05), (latency, truth)
+
+
+@needs_mosquitto
+def test_kernel_clock_mqtt_one_way_latency_is_the_wire_s(
+    cli: Callable[..., CliResult], tmp_path: Path
+) -> None:
+    """A subscriber's end-to-end latency: the publisher's payload stamp (its clock, read just
+    before the send) to the subscriber's kernel receive stamp of the delivery. The truth:
+    that send time to the broker's PUBLISH to the subscriber on the wire. The publisher's
+    own send syscall is in it (the wire's PUBLISH to PUBLISH leaves it out: tens of µs on a
+    busy machine), so the run's figure is at least that one and above it by no more than
+    the send's time."""
+    groups = (
+        '[[group]]\nop = "subscribe"\ncount = 1\ntopics = ["truth/#"]\n'
+        '[[group]]\nop = "publish"\ncount = 1\nqos = 0\ntopic = "truth/{client}"\nevery = "5ms"\n'
+    )
+    profile = _profile(tmp_path, "oneway", "mqtt", groups)
+    with (
+        mosquitto(tmp_path / "broker") as broker,
+        captured(broker.url, tmp_path, snaplen=65535) as wire,  # the broker batches deliveries
+    ):
+        result = cli(
+            "run", str(profile), "--target", broker.url, "--duration", "2s", *NO_WARMUP
+        )  # fmt: skip
+    assert result.returncode == 0, result.stderr
+    latency, broker_s = _compare(result.json(), wire, broker.url, "mqtt-one-way", "subscribe")
+    truth = delivered_latency(wire, broker.url)
+    assert truth["count"] == broker_s["count"] >= 300, (truth, broker_s)
+    assert _within(latency["p50"], truth["p50"], 5.0, 0.05), (latency, truth)
+    assert latency["p50"] >= broker_s["p50"] - 5.0, (latency, broker_s)
+
+
+def test_kernel_clock_bacnet_ip_read_property_is_the_wire_s(
+    cli: Callable[..., CliResult], tmp_path: Path
+) -> None:
+    """ReadProperty against bac-py's device (the embedded target): request to ComplexACK,
+    paired by invoke ID."""
+    groups = (
+        '[[group]]\nop = "read-property"\ncount = 2\nobjects = ["analog-input:1"]\n'
+        'property = "present-value"\n'
+    )
+    profile = _profile(tmp_path, "rp", "bacnet-ip", groups)
+    with served("bacnet-ip") as target, captured(target.url, tmp_path, "udp") as wire:
+        result = cli(
+            "run", str(profile), "--target", target.url, "--duration", "1500ms", *NO_WARMUP
+        )  # fmt: skip
+    assert result.returncode == 0, result.stderr
+    latency, truth = _compare(result.json(), wire, target.url, "bacnet-ip")
+    assert latency["count"] >= 300, latency
+    assert _within(latency["p50"], truth["p50"], 5.0, 0.05), (latency, truth)

@@ -274,6 +274,10 @@ class OpRecorder:
         """The latencies' bound ``append``: valid for the whole run (cleared in place)."""
         return self.latencies.append
 
+    def delay_sink(self) -> Callable[[int], None]:
+        """The generator delays' bound ``append``: valid for the whole run (cleared in place)."""
+        return self.delays.append
+
     def counter_sink(self) -> Counter[str]:
         """The named counters, for a hot loop: valid for the whole run (cleared in place)."""
         return self.counters

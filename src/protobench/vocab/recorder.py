@@ -5,9 +5,10 @@ worker); a plugin types against :class:`Recorder` and never imports the
 engine. Latencies are nanoseconds; a success is one recorded latency (the ok
 count is the number of latencies). Hot loops take their sinks once, when the
 session starts running (:meth:`Recorder.latency_sink`, :meth:`Recorder.counter_sink`,
-:meth:`Recorder.bytes_out_sink`): they stay valid for the whole run, so a message
-costs what an ``append`` (or an integer add) costs. A request/response session
-gets its op's :class:`Tally` of bytes sent when it opens (``SessionContext.sent``).
+:meth:`Recorder.bytes_out_sink`, :meth:`Recorder.delay_sink`): they stay valid for the
+whole run, so a message costs what an ``append`` (or an integer add) costs. A
+request/response session gets its op's :class:`Tally` of bytes sent when it opens
+(``SessionContext.sent``).
 """
 
 from __future__ import annotations
@@ -40,6 +41,11 @@ class Recorder(Protocol):
 
     def latency_sink(self) -> Callable[[int], None]:
         """A fast :meth:`record` for a hot loop, valid for the whole run."""
+
+    def delay_sink(self) -> Callable[[int], None]:
+        """Where a hot loop appends, for a success timed by the kernel's receive stamp, the
+        generator's own delay in nanoseconds (from that stamp to the session taking the
+        message up: ``generator_delay``), valid for the whole run."""
 
     def error(self, exc: OpError) -> None:
         """One failed operation, counted by its class (and code)."""

@@ -29,6 +29,7 @@ FLUSH_WAIT = 1.2
 """Seconds the capture goes on after the block, so the last packets reach the file."""
 START_TIMEOUT = 10.0
 SNAPLEN = 200
+"""Bytes captured of each packet by default: the headers and the start of the payload."""
 BUFFER_KIB = 65536
 _PATHS = ("/usr/bin/tcpdump", "/usr/sbin/tcpdump")
 
@@ -70,15 +71,18 @@ def capture(
     transport: str = "tcp",
     interface: str = "lo",
     flush_wait: float = FLUSH_WAIT,
+    snaplen: int = SNAPLEN,
 ) -> Iterator[Capture]:
-    """Capture ``transport`` packets to or from ``port`` on ``interface`` into ``directory``."""
+    """Capture ``transport`` packets to or from ``port`` on ``interface`` into ``directory``,
+    the first ``snaplen`` bytes of each (a pairer that finds several messages in one packet
+    needs them all: 65535 takes whole packets)."""
     program = tcpdump()
     if program is None:
         raise CaptureError("tcpdump is not installed (scripts/setup installs it)")
     path = directory / f"wire-{port}.pcap"
     log = directory / f"wire-{port}.log"
     command = [
-        program, "-i", interface, "-n", "-w", str(path), "-s", str(SNAPLEN),
+        program, "-i", interface, "-n", "-w", str(path), "-s", str(snaplen),
         "-B", str(BUFFER_KIB), "--time-stamp-precision=nano", f"{transport} port {port}",
     ]  # fmt: skip
     with log.open("wb") as errors:

@@ -18,7 +18,7 @@ from protobench.protocols.mqtt.client import MqttConnection
 from protobench.protocols.mqtt.codec import PUBACK, V5, V311, Decoder, Publish, encode
 from protobench.protocols.mqtt.endboard import EndBoard
 from protobench.protocols.mqtt.options import MqttOptions, PublishParams
-from protobench.protocols.mqtt.payload import END, HEADER, HEADER_SIZE, MAGIC
+from protobench.protocols.mqtt.payload import END, HEADER, HEADER_SIZE, MAGIC, SENT
 from protobench.protocols.mqtt.sessions import PublishSession
 
 pytestmark = pytest.mark.anyio
@@ -48,7 +48,7 @@ async def test_frames_are_the_codec_s_bytes(
     pub = session(version, qos=qos, **params)
     before = time.monotonic_ns()
     for seq, pid in enumerate((1, 2, 0xFFFF, 1)):
-        frame = pub._frame(pid if qos else 0)
+        frame, sent_at = pub._frame(pid if qos else 0)
         [packet] = Decoder(version).feed(frame)
         assert isinstance(packet, Publish)
         assert encode(packet, version) == frame
@@ -61,6 +61,7 @@ async def test_frames_are_the_codec_s_bytes(
         magic, flags, publisher, got_seq, sent = HEADER.unpack_from(packet.payload)
         assert (magic, flags, publisher, got_seq) == (MAGIC, 0, pub.publisher, seq)
         assert before <= sent <= time.monotonic_ns()
+        assert SENT.unpack_from(frame, sent_at) == (sent,)  # where the write sets it again
         assert packet.payload[HEADER_SIZE:] == bytes(len(packet.payload) - HEADER_SIZE)
         if "sizes" in params:
             assert len(packet.payload) == pub.mix.size_for(seq)  # type: ignore[union-attr]
@@ -133,9 +134,10 @@ async def test_mqtt5_properties_and_topic_aliases_are_the_codec_s_bytes(qos: int
     pub.conn.alias_max = 1
     counted: dict[str, int] = {}
     pub._count = lambda name, n: counted.update({name: counted.get(name, 0) + n})
-    frames = [pub._frame(pid if qos else 0) for pid in (1, 2, 3)]
+    framed = [pub._frame(pid if qos else 0) for pid in (1, 2, 3)]
     pub.fixed_topic = None  # another topic each: no alias left (the grant is 1)
-    frames.append(pub._frame(4 if qos else 0))
+    framed.append(pub._frame(4 if qos else 0))
+    frames = [frame for frame, _ in framed]
     packets = [Decoder(V5).feed(frame)[0] for frame in frames]
     assert all(isinstance(p, Publish) for p in packets)
     for frame, packet in zip(frames, packets, strict=True):
@@ -145,6 +147,7 @@ async def test_mqtt5_properties_and_topic_aliases_are_the_codec_s_bytes(qos: int
     assert [p.properties for p in packets] == [  # type: ignore[union-attr]
         (*base, (0x23, 1)), (*base, (0x23, 1)), (*base, (0x23, 1)), base,
     ]  # fmt: skip
-    seqs = [HEADER.unpack_from(p.payload)[3] for p in packets]  # type: ignore[union-attr]
-    assert seqs == [0, 1, 2, 3]
+    stamps = [HEADER.unpack_from(p.payload) for p in packets]  # type: ignore[union-attr]
+    assert [stamp[3] for stamp in stamps] == [0, 1, 2, 3]
+    assert [SENT.unpack_from(frame, at)[0] for frame, at in framed] == [s[4] for s in stamps]
     assert counted == {"topic_aliases": 1}

@@ -42,6 +42,16 @@ VMACs.
 replies; a lane reassembles them (:mod:`.segments`), sends the SegmentACKs,
 and checks the whole reply as if it had come in one datagram. Every segment
 received moves the request's deadline on.
+
+**Times.** A request's first datagram is sent with its send stamped in the
+session's :class:`~protobench.protocols.timestamps.clock.Stamps` (not a
+resend's). With a :class:`~protobench.protocols.timestamps.reactor.Reactor`
+(the kernel's clock) each lane's socket is read through it with ``recvmsg``
+(:class:`~protobench.protocols.timestamps.datagram.StampedDatagram`): a reply's
+time is the kernel's receive stamp of its datagram (of the last segment's, for a
+segmented reply), a request's the kernel's send stamp of its datagram. Without
+one, lanes are read with the loop's ``add_reader`` and ``recv`` and the send is
+timed just before the syscall (the user clock).
 """
 
 from __future__ import annotations
@@ -75,6 +85,8 @@ from protobench.protocols.bacnet_ip.link import (
 from protobench.protocols.bacnet_ip.segments import Reassembly, segment_ack_apdu
 from protobench.protocols.base import Done
 from protobench.protocols.timestamps.clock import Stamps, perf_ns
+from protobench.protocols.timestamps.datagram import StampedDatagram
+from protobench.protocols.timestamps.reactor import Reactor
 from protobench.vocab.errors import ErrorClass, OpError
 from protobench.vocab.recorder import Tally
 
@@ -112,13 +124,23 @@ class Lane:
         """This socket's VMAC on BACnet/IPv6 (``None`` on BACnet/IP)."""
         self.vmacs = b""
         """The first hop's VMAC and this socket's, as a reply names them (IPv6)."""
-        self.send: Callable[[bytearray], int] = sock.send
-        """Send a datagram (on IPv6, writing this socket's VMAC as its source first)."""
+        self.stamped: StampedDatagram | None = None
+        """The socket read through the client's reactor (the kernel's clock), or ``None``."""
+        send: Callable[[bytes | bytearray], int] = sock.send
+        if client.reactor is None:
+            client.loop.add_reader(sock.fileno(), self.readable)
+        else:
+            self.stamped = StampedDatagram(
+                sock, client.reactor, client.stamps, self.received, self.read_failed, MAX_DATAGRAM
+            )
+            send = self.stamped.send
+        self.send: Callable[[bytearray], int] = send
+        """Send a datagram other than a request's first (a SegmentACK, a resend; on IPv6,
+        writing this socket's VMAC as its source first)."""
         if client.ipv6:
             self.bvlc, self.unicast, self.npdu_at = BVLC_IPV6, IPV6_UNICAST, IPV6_NPDU_AT
             self.vmac = vmac = socket_vmac(sock.getsockname()[1])
             self.vmacs = (client.path.vmac or b"") + vmac
-            send = sock.send
 
             def send_with_vmac(wire: bytearray) -> int:
                 wire[SOURCE_VMAC] = vmac
@@ -142,12 +164,20 @@ class Lane:
             data = self.recv(MAX_DATAGRAM)
         except BlockingIOError:
             return
-        except ConnectionRefusedError:
-            self.fail_all(OpError(ErrorClass.REFUSED, "ICMP port unreachable"))
-            return
         except OSError as exc:
-            self.fail_all(OpError(ErrorClass.CLOSED, f"socket error: {exc}"))
+            self.read_failed(exc)
             return
+        self.received(data)
+
+    def read_failed(self, exc: OSError) -> None:
+        """A read of the socket failed: every request in flight on it fails."""
+        if isinstance(exc, ConnectionRefusedError):
+            self.fail_all(OpError(ErrorClass.REFUSED, "ICMP port unreachable"))
+        else:
+            self.fail_all(OpError(ErrorClass.CLOSED, f"socket error: {exc}"))
+
+    def received(self, data: bytes) -> None:
+        """A datagram from the target: the reply of a request in flight, a segment, or stray."""
         size = len(data)
         at = self.npdu_at
         if (
@@ -254,8 +284,11 @@ class Lane:
     def close(self, loop: asyncio.AbstractEventLoop) -> None:
         if self.open:
             self.open = False
-            loop.remove_reader(self.sock.fileno())
-            self.sock.close()
+            if self.stamped is None:
+                loop.remove_reader(self.sock.fileno())
+                self.sock.close()
+            else:
+                self.stamped.close()
             self.fail_all(OpError(ErrorClass.CLOSED, "session closed before the reply"))
 
 
@@ -272,13 +305,16 @@ class DatagramClient:
         retries: int = 0,
         reuse_after: float = 0.0,
         count: Callable[[str, int], None] | None = None,
+        stamps: Stamps | None = None,
+        reactor: Reactor | None = None,
     ) -> None:
         """A client with one lane bound to ``local_host``, connected to ``host:port``.
 
         An IPv6 ``host`` makes it a BACnet/IPv6 client (``local_host`` then an
         IPv6 address too), which must :meth:`resolve` before its first request.
-        Must be created in a running event loop; raises ``OSError`` when the
-        first socket cannot be opened.
+        ``stamps`` are the session's (its own when not given); with a ``reactor`` the lanes
+        read the kernel's timestamps. Must be created in a running event loop; raises
+        ``OSError`` when the first socket cannot be opened.
         """
         self.loop = asyncio.get_running_loop()
         self.ipv6 = ":" in host
@@ -297,9 +333,10 @@ class DatagramClient:
         self.forwarded = 0
         self.sent = Tally()
         """The bytes of the datagrams sent (a session sets its op's tally once open)."""
-        self.stamps = Stamps()
-        """The times of the request in flight (a session sets its own once open): its first
-        datagram's send is stamped, not a resend's."""
+        self.stamps = stamps if stamps is not None else Stamps()
+        """The times of the request in flight: its first datagram's send is stamped, not a
+        resend's."""
+        self.reactor = reactor
         self.count = count or _uncounted
         self.closed = False
         self._parked: deque[tuple[Request, Done]] = deque()
@@ -327,7 +364,6 @@ class DatagramClient:
             sock.close()
             raise
         lane = Lane(self, sock)
-        self.loop.add_reader(sock.fileno(), lane.readable)
         self.lanes.append(lane)
         return lane
 
@@ -352,9 +388,15 @@ class DatagramClient:
         lane.inflight += 1
         if self._timer is None:
             self._timer = self.loop.call_later(self.tick, self._sweep)
-        self.stamps.sent = perf_ns()
+        stamped = lane.stamped
         try:
-            lane.send(wire)
+            if stamped is None:  # the user clock, inline: the hot path's cheapest
+                self.stamps.sent = perf_ns()
+                lane.send(wire)
+            else:
+                if lane.vmac is not None:
+                    wire[SOURCE_VMAC] = lane.vmac
+                stamped.send_request(wire)
         except OSError as exc:
             lane.send_failed(invoke_id, exc)
             return

@@ -82,11 +82,11 @@ async def open_client(
     options: BacnetIpOptions,
     request_timeout: float,
     count: Callable[[str, int], None] | None = None,
+    ctx: SessionContext | None = None,
 ) -> DatagramClient:
-    """A datagram client to ``target``, registered as a foreign device if the options say so.
-
-    On BACnet/IPv6 it first learns the first hop's VMAC.
-    """
+    """A datagram client to ``target``, registered as a foreign device if the options say so
+    (a session's, with its ``ctx``: its stamps, and its reactor when the run reads the kernel's
+    clock). On BACnet/IPv6 it first learns the first hop's VMAC."""
     if options.foreign_device and (options.bbmd or target.bbmd) != target.endpoint:
         raise OpError(
             ErrorClass.LOCAL,
@@ -102,6 +102,8 @@ async def open_client(
             options.retries,
             options.reuse_after,
             count,
+            ctx.stamps if ctx is not None else None,
+            ctx.reactor if ctx is not None else None,
         )
     except OSError as exc:
         raise OpError(ErrorClass.CONNECT, f"cannot open a UDP socket: {exc}") from exc
@@ -221,7 +223,7 @@ async def open_lean_session(
     build = BUILDERS[ctx.op]
     params = ctx.params
     device = params.device if isinstance(params, ObjectListParams) else None
-    client = await open_client(target, options, ctx.timeout, ctx.count)
+    client = await open_client(target, options, ctx.timeout, ctx.count, ctx)
     try:
         if isinstance(params, ObjectListParams) or needs_probe(selectors_of(params)):
             inventory = await read_inventory(client, target, device, options, ctx.timeout)
@@ -232,5 +234,4 @@ async def open_lean_session(
         client.close()
         raise
     client.sent = ctx.sent
-    client.stamps = ctx.stamps
     return LeanSession(client, requests, ctx.index)

@@ -31,11 +31,26 @@ object per message), and successful PUBACKs complete their publishes without
 an object either; every other packet is decoded in full.
 
 Outgoing QoS 1/2 messages are tracked in ``inflight`` (packet id -> completion
-callback and deadline); a periodic sweep fails those whose acknowledgement did
-not arrive before the deadline with ``timeout`` (their packet ids are not
+callback, deadline and the publisher's stamps); a periodic sweep fails those
+whose acknowledgement did not arrive before the deadline with ``timeout`` (their packet ids are not
 reused until a late acknowledgement arrives). When the connection ends, every
 pending completion gets the ``closed`` error (with the broker's MQTT 5
 DISCONNECT reason code when it sent one).
+
+**Times.** A connection has its own :class:`~protobench.protocols.timestamps.clock.Stamps`
+(:attr:`MqttConnection.stamps`; the sessions sharing it have theirs). With a
+:class:`~protobench.protocols.timestamps.reactor.Reactor` (the kernel's clock) a
+plain TCP connection is a socket of ours read with ``recvmsg``
+(:func:`~protobench.protocols.timestamps.transport.open_stamped`): each read's
+kernel receive stamp is the connection's ``received``, handed to the publisher
+whose PUBACK/PUBCOMP the read completes and, as ``now``, to ``on_messages``;
+the coalesced write of requests is stamped (the kernel's send stamp of its first
+packet, else the time just before it) and each publisher in it gets that time.
+TLS and WebSocket connections, and every connection without a reactor, use the
+loop's transports (the user clock: ``now`` is the time the bytes are taken up).
+Message stamps and ``now`` are on the engine's clock (:data:`monotonic_ns`); a
+message's send time (:meth:`MqttConnection.send_message`) is written into its
+payload just before the write that carries it, after the loop turn that queued it.
 """
 
 from __future__ import annotations
@@ -46,7 +61,6 @@ import errno
 import socket
 import ssl
 import struct
-import time
 from collections import deque
 from collections.abc import Callable
 from typing import Final, cast
@@ -77,9 +91,13 @@ from protobench.protocols.mqtt.codec import (
     reason_text,
 )
 from protobench.protocols.mqtt.keepalive import wheel
+from protobench.protocols.mqtt.payload import SENT
 from protobench.protocols.mqtt.wslink import open_link
 from protobench.protocols.sourceaddr import connected_socket
 from protobench.protocols.timestamps.clock import Stamps, perf_ns
+from protobench.protocols.timestamps.reactor import Reactor
+from protobench.protocols.timestamps.send import Writer, request_writer
+from protobench.protocols.timestamps.transport import open_stamped
 from protobench.protocols.websocket.options import WebSocketOptions
 from protobench.vocab.errors import ErrorClass, OpError
 from protobench.vocab.recorder import Tally
@@ -97,13 +115,17 @@ SWEEP_INTERVAL: Final = 0.1
 AUTH_REASONS_V311: Final = frozenset({4, 5})
 AUTH_REASONS_V5: Final = frozenset({0x86, 0x87, 0x8C})
 
-monotonic_ns = time.monotonic_ns
+monotonic_ns = perf_ns
+"""The clock of message stamps and receive times: the engine's (``CLOCK_MONOTONIC`` on
+Linux, one clock for every process of the host), to which the kernel's receive stamps are
+converted: a subscriber's receive stamp and a publisher's payload stamp compare directly."""
 
 type MessageHandler = Callable[[bytes, list[int], int], None]
 """Called with the messages of one read: ``(data, spans, now)``.
 
 The payload of each message is ``data[spans[i]:spans[i + 1]]`` for even ``i``,
-in arrival order, and ``now`` is the monotonic time (ns) the bytes were read.
+in arrival order, and ``now`` is when the bytes arrived (:data:`monotonic_ns`): the
+kernel's receive stamp where the connection reads them, else the time they were taken up.
 ``spans`` is the handler's to keep; ``data`` may be larger than the payloads.
 """
 
@@ -154,6 +176,9 @@ def _property(props: Properties, ident: int, default: int) -> int:
 
 
 _NO_IDS: Final[frozenset[int]] = frozenset()
+_pack_sent = SENT.pack_into
+_UNTIMED: Final = Stamps()
+"""The stamps of tracked messages whose times nobody reads (end markers)."""
 
 
 class MqttConnection(asyncio.Protocol):
@@ -174,8 +199,10 @@ class MqttConnection(asyncio.Protocol):
         "_ping_outstanding",
         "_qos2_in",
         "_replies",
+        "_restamp",
         "_stamping",
         "_sweep_handle",
+        "_write_request",
         "alias_max",
         "aliases",
         "closed",
@@ -189,10 +216,14 @@ class MqttConnection(asyncio.Protocol):
         "send_quota",
         "sent",
         "sent_packets",
+        "stamps",
         "transport",
         "version",
         "waiting",
     )
+
+    _write_request: Writer
+    """Writes requests with their send stamped (set once connected)."""
 
     def __init__(self, version: int, max_packet: int = MAX_PACKET_SIZE) -> None:
         self.version = version
@@ -204,7 +235,7 @@ class MqttConnection(asyncio.Protocol):
         self.paused = False
         self.resume_waiters: list[Callable[[], None]] | None = None
         self.on_messages: MessageHandler | None = None
-        self.inflight: dict[int, tuple[Done, float]] = {}
+        self.inflight: dict[int, tuple[Done, float, Stamps]] = {}
         self.waiting: deque[Callable[[], None]] | None = None
         self.send_quota = MAX_PACKET_ID
         self.alias_max = 0
@@ -214,9 +245,13 @@ class MqttConnection(asyncio.Protocol):
         self.sent_packets = 0
         self.sent = Tally()
         """The bytes written (a session sets its op's tally once the connection is set up)."""
-        self._out: list[bytes] = []
+        self.stamps = Stamps()
+        """The connection's times: each read's receive stamp, the last stamped write's send."""
+        self._out: list[bytes | bytearray] = []
         self._stamping: list[Stamps] | None = None
         """The stamps of the requests in ``_out`` (made on the first one: idle ones have none)."""
+        self._restamp: list[tuple[bytearray, int]] | None = None
+        """The messages in ``_out`` whose payload's send time the write sets, and where."""
         self._flush_handle: asyncio.Handle | None = None
         self._connack: asyncio.Future[Connack] | None = self.loop.create_future()
         self._replies: dict[int, asyncio.Future[Suback | Unsuback]] | None = None
@@ -232,6 +267,7 @@ class MqttConnection(asyncio.Protocol):
 
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
         self.transport = cast(asyncio.Transport, transport)
+        self._write_request = request_writer(transport, self.stamps)
         sock = transport.get_extra_info("socket")
         if sock is not None:
             with contextlib.suppress(OSError):
@@ -265,7 +301,7 @@ class MqttConnection(asyncio.Protocol):
         self._fail_all(self.error)
 
     def data_received(self, data: bytes) -> None:
-        now = monotonic_ns()
+        now = self.stamps.received or monotonic_ns()
         decoder = self.decoder
         try:
             packets = decoder.split(data)
@@ -345,12 +381,14 @@ class MqttConnection(asyncio.Protocol):
     def _acked(self, pids: list[int]) -> None:
         """Successful PUBACKs (the decoder's fast path)."""
         inflight = self.inflight
+        received = self.stamps.received
         for pid in pids:
             entry = inflight.pop(pid, None)
             if entry is None:
                 if self._late_ids:
                     self._late_ids.discard(pid)
             else:
+                entry[2].received = received
                 entry[0](None, 4)
         if self.waiting:
             self._release_waiting()
@@ -381,16 +419,17 @@ class MqttConnection(asyncio.Protocol):
                 0,
             )
         else:
+            entry[2].received = self.stamps.received
             entry[0](None, 4 if kind == PUBACK else 8)
         if self.waiting:
             self._release_waiting()
 
     # ------------------------------------------------------------------ outgoing traffic
 
-    def send(self, data: bytes, packets: int = 1, stamps: Stamps | None = None) -> None:
+    def send(self, data: bytes | bytearray, packets: int = 1, stamps: Stamps | None = None) -> None:
         """Queue the bytes of ``packets`` packets; one loop turn's queue goes out in one write.
 
-        ``stamps`` (a request's) get the time of that write (taken just before it).
+        ``stamps`` (a request's) get the send time of that write (see the module's docstring).
         """
         self._out.append(data)
         self.sent_packets += packets
@@ -401,22 +440,40 @@ class MqttConnection(asyncio.Protocol):
         if self._flush_handle is None:
             self._flush_handle = self.loop.call_soon(self._flush)
 
+    def send_message(self, frame: bytearray, sent_at: int, stamps: Stamps) -> None:
+        """Queue a PUBLISH of a stamped payload (a request, as :meth:`send`), whose send time
+        (at ``sent_at`` in ``frame``) the write sets just before it."""
+        self.send(frame, 1, stamps)
+        if self._restamp is None:
+            self._restamp = []
+        self._restamp.append((frame, sent_at))
+
     def _flush(self) -> None:
         self._flush_handle = None
         out = self._out
         stamping = self._stamping
+        restamp = self._restamp
         if not out or self.transport is None or self.error is not None:
             out.clear()
             if stamping:
                 stamping.clear()
+            if restamp:
+                restamp.clear()
             return
+        if restamp:
+            now = monotonic_ns()
+            for frame, at in restamp:
+                _pack_sent(frame, at, now)
+            restamp.clear()
         data = out[0] if len(out) == 1 else b"".join(out)
         if stamping:
-            now = perf_ns()
+            self._write_request(data)
+            sent = self.stamps.sent
             for stamps in stamping:
-                stamps.sent = now
+                stamps.sent = sent
             stamping.clear()
-        self.transport.write(data)
+        else:
+            self.transport.write(data)
         self.sent.n += len(data)
         out.clear()
 
@@ -435,14 +492,15 @@ class MqttConnection(asyncio.Protocol):
         self._next_id = pid
         return pid
 
-    def track(self, done: Done, timeout: float) -> int:
+    def track(self, done: Done, timeout: float, stamps: Stamps | None = None) -> int:
         """A packet identifier for an outgoing QoS 1/2 message, remembered with ``done``.
 
-        ``done`` is called on the message's PUBACK/PUBCOMP or, after ``timeout``
-        seconds without it, with a ``timeout`` error.
+        ``done`` is called on the message's PUBACK/PUBCOMP (the receive stamp of the read
+        that completed it in ``stamps``, the publisher's) or, after ``timeout`` seconds
+        without it, with a ``timeout`` error.
         """
         pid = self.next_packet_id()
-        self.inflight[pid] = (done, self.loop.time() + timeout)
+        self.inflight[pid] = (done, self.loop.time() + timeout, stamps or _UNTIMED)
         if self._sweep_handle is None:
             self._sweep_handle = self.loop.call_later(SWEEP_INTERVAL, self._sweep)
         return pid
@@ -453,14 +511,14 @@ class MqttConnection(asyncio.Protocol):
             return
         now = self.loop.time()
         expired = []
-        for pid, (_, deadline) in self.inflight.items():
+        for pid, (_, deadline, _) in self.inflight.items():
             if deadline > now:
                 break
             expired.append(pid)
         if expired and self._late_ids is None:
             self._late_ids = set()
         for pid in expired:
-            done, _ = self.inflight.pop(pid)
+            done = self.inflight.pop(pid)[0]
             self._late_ids.add(pid)  # type: ignore[union-attr]
             done(OpError(ErrorClass.TIMEOUT, "no PUBACK/PUBCOMP in time"), 0)
         if expired:
@@ -542,6 +600,8 @@ class MqttConnection(asyncio.Protocol):
         self._out.clear()
         if self._stamping:
             self._stamping.clear()
+        if self._restamp:
+            self._restamp.clear()
         futures: list[asyncio.Future[Connack] | asyncio.Future[Suback | Unsuback]] = list(
             (self._replies or {}).values()
         )
@@ -553,7 +613,7 @@ class MqttConnection(asyncio.Protocol):
                 future.exception()  # a failure nobody waits for is not worth a warning
         self._replies = None
         inflight, self.inflight = self.inflight, {}
-        for done, _ in inflight.values():
+        for done, _, _ in inflight.values():
             done(error, 0)
         waiting, self.waiting = self.waiting or (), None
         for start in waiting:
@@ -601,11 +661,14 @@ async def open_connection(
     websocket: tuple[str, WebSocketOptions] | None = None,
     index: int = 0,
     max_packet: int = MAX_PACKET_SIZE,
+    reactor: Reactor | None = None,
 ) -> MqttConnection:
     """Connect (from ``source`` when given), send ``connect`` and wait for a successful
     CONNACK, or raise :class:`OpError`; packets over ``max_packet`` bytes are refused.
     ``websocket`` (its URL and options) carries the connection over a WebSocket
-    (:mod:`.wslink`; session ``index`` picks its source)."""
+    (:mod:`.wslink`; session ``index`` picks its source). With a ``reactor`` a plain TCP
+    connection (no TLS, no WebSocket) reads the kernel's timestamps (the module's
+    docstring)."""
     loop = asyncio.get_running_loop()
     conn = MqttConnection(version, max_packet)
     hostname = host if ssl_context else None
@@ -613,6 +676,10 @@ async def open_connection(
         async with asyncio.timeout(within):
             if websocket is not None:
                 await open_link(websocket[0], websocket[1], conn, within, index)
+            elif reactor is not None and ssl_context is None:
+                await open_stamped(
+                    lambda: conn, host, port, reactor=reactor, stamps=conn.stamps, source=source
+                )
             elif source is None:
                 await loop.create_connection(
                     lambda: conn, host, port, ssl=ssl_context, server_hostname=hostname

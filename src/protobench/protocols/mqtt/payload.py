@@ -2,9 +2,13 @@
 
 The stamp is big-endian ``magic (u16) | flags (u16) | publisher (u32) |
 sequence (u32) | send time (i64, CLOCK_MONOTONIC nanoseconds)``. The monotonic
-clock is shared by every process of a Linux host, so a subscriber in another
-worker process computes the end-to-end latency as ``its monotonic_ns() - send
-time``; publisher and subscriber must run on the same host.
+clock (the engine's, :data:`~protobench.protocols.mqtt.client.monotonic_ns`) is
+shared by every process of a Linux host, so a subscriber in another worker process
+computes the end-to-end latency as ``receive time - send time`` (the send time is
+written when the message goes to the socket, immediately before the write), the receive time
+being the kernel's stamp of the packet converted to that clock (or, on the user
+clock, the time it takes the message up); publisher and subscriber must run on
+the same host.
 
 A publisher ends with one *end marker* (:func:`end_marker`): a stamp alone
 with the flag :data:`END` whose sequence field is the number of messages the
@@ -35,6 +39,9 @@ WILL: Final = 0x0002
 """The flag of a will marker: the publisher field is the session index of the connection."""
 HEADER: Final = struct.Struct(">HHIIq")
 HEADER_SIZE: Final = HEADER.size
+SENT_AT: Final = 12
+"""Where the send time is in the stamp: a publisher writes it again just before the write."""
+SENT: Final = struct.Struct(">q")
 MAX_GAPS: Final = 64
 """Gaps remembered per publisher; late arrivals from older, forgotten gaps count as duplicates."""
 MIX_SLOTS: Final = 256

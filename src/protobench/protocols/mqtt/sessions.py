@@ -35,6 +35,14 @@ process may start a few milliseconds sooner) are kept and counted when it does.
 Every transport connection opened is counted as ``connects`` (sessions sharing
 a connection count it once).
 
+Under the kernel's clock (see :mod:`.client`) a session's own connections read the
+kernel's stamps: a QoS 1/2 publish is timed from its write's send stamp to the
+receive stamp of its acknowledgement, a subscriber's message from its payload's
+send time to its packet's receive stamp (the generator's delay from that stamp to
+the subscriber taking it up is recorded apart). A ``connect`` exchange is timed by
+the engine (its connection is the exchange), and protobench's own connections (the
+end board, the ``$SYS`` watch) stay on the loop's transports.
+
 ``connect`` (:class:`ConnectSession`) opens a new connection per exchange and
 closes it with DISCONNECT once CONNACK arrived; ``idle`` (:class:`IdleSession`)
 holds one connection with keepalive pings. Stream sessions count
@@ -84,6 +92,7 @@ from protobench.protocols.mqtt.payload import (
     HEADER,
     HEADER_SIZE,
     MAGIC,
+    SENT_AT,
     WILL,
     SequenceTracker,
     SizeMix,
@@ -173,7 +182,8 @@ def will_of(options: MqttOptions, index: int) -> Will | None:
 
 async def dial(ctx: SessionContext, cid: str, will: bool = True) -> MqttConnection:
     """Open a connection for ``ctx`` with keepalive running (first pings spread out); with
-    the options' will unless ``will`` is false (protobench's own connections)."""
+    the options' will and the run's clock unless ``will`` is false (protobench's own
+    connections: the end board, the $SYS watch)."""
     options = cast(MqttOptions, ctx.options)
     where = endpoint(ctx.target, options)
     conn = await open_connection(
@@ -187,10 +197,17 @@ async def dial(ctx: SessionContext, cid: str, will: bool = True) -> MqttConnecti
         websocket=where.websocket,
         index=ctx.index,
         max_packet=options.max_packet_size,
+        reactor=ctx.reactor if will else None,
     )
     ctx.count(CONNECTS, 1)
     conn.start_keepalive(options.keepalive)
     return conn
+
+
+def clock_of(ctx: SessionContext, conn: MqttConnection) -> None:
+    """The session reads the kernel's stamps as its connection does (the report's ``clock``)."""
+    ctx.stamps.kernel_receive = conn.stamps.kernel_receive
+    ctx.stamps.kernel_send = conn.stamps.kernel_send
 
 
 # --------------------------------------------------------------------------- publish
@@ -223,6 +240,7 @@ class PublishSession(CallbackSession):
         "_ready",
         "_release",
         "_scheduled",
+        "_sent_at",
         "_stall_timer",
         "_stopping",
         "_templates",
@@ -270,6 +288,8 @@ class PublishSession(CallbackSession):
         )
         self._templates: dict[int, tuple[bytearray, int]] = {}
         self._pack = stamp_struct(("H" if self.qos else "") + ("x" if self.v5 else "")).pack_into
+        self._sent_at = (2 if self.qos else 0) + (1 if self.v5 else 0) + SENT_AT
+        """Where the payload's send time is, from where ``_pack`` starts."""
         self._extra = publish_properties(params) if self.v5 else None
         """The MQTT 5 properties of every PUBLISH (``None``: none, and no topic alias)."""
         self._templates_v5: dict[tuple[str, int, int], tuple[bytearray, int, int]] = {}
@@ -289,7 +309,8 @@ class PublishSession(CallbackSession):
         prefix = publish_prefix(topic, self.qos, self.params.retain, False, remaining)
         return bytearray(prefix) + bytes(after + size), len(prefix)
 
-    def _frame(self, pid: int) -> bytes:
+    def _frame(self, pid: int) -> tuple[bytearray, int]:
+        """The next message's PUBLISH and where its payload's send time is in it."""
         if self._extra is not None:
             return self._frame_with_properties(pid)
         seq = self.seq
@@ -306,11 +327,11 @@ class PublishSession(CallbackSession):
             self._pack(frame, at, pid, MAGIC, 0, self.publisher, seq & 0xFFFFFFFF, monotonic_ns())
         else:
             self._pack(frame, at, MAGIC, 0, self.publisher, seq & 0xFFFFFFFF, monotonic_ns())
-        return bytes(frame)
+        return bytearray(frame), at + self._sent_at
 
     # MQTT 5 PUBLISH properties and topic aliases: a path of its own, the plain one untouched
 
-    def _frame_with_properties(self, pid: int) -> bytes:
+    def _frame_with_properties(self, pid: int) -> tuple[bytearray, int]:
         """A PUBLISH carrying the params' MQTT 5 properties and, with ``topic_alias``, the
         topic's alias on this connection: the topic's first message names the topic and
         sets the alias, the next ones send an empty topic name and the alias alone."""
@@ -334,7 +355,7 @@ class PublishSession(CallbackSession):
         HEADER.pack_into(
             frame, stamp_at, MAGIC, 0, self.publisher, seq & 0xFFFFFFFF, monotonic_ns()
         )
-        return bytes(frame)
+        return bytearray(frame), stamp_at + SENT_AT
 
     def _alias(self, topic: str) -> tuple[str, int]:
         """(the topic name to send, the alias or 0): a new alias while the broker's Topic
@@ -369,7 +390,7 @@ class PublishSession(CallbackSession):
         if conn.error is not None:
             self._loop.call_soon(done, conn.error, 0)
         elif self.qos == 0:
-            conn.send(self._frame(0), stamps=self.stamps)
+            conn.send_message(*self._frame(0), self.stamps)
             self._ready.append(done)
             if not self._draining and not self._scheduled:
                 self._scheduled = True
@@ -392,11 +413,11 @@ class PublishSession(CallbackSession):
             done(conn.error, 0)
             return
         try:
-            pid = conn.track(done, self.timeout)
+            pid = conn.track(done, self.timeout, self.stamps)
         except OpError as exc:
             done(exc, 0)
             return
-        conn.send(self._frame(pid), stamps=self.stamps)
+        conn.send_message(*self._frame(pid), self.stamps)
 
     def stopping(self) -> None:
         """Send the end marker, after this publisher's messages still waiting for the window."""
@@ -473,6 +494,10 @@ def _nothing() -> None:
     return None
 
 
+def _no_delay(delay_ns: int) -> None:
+    return None
+
+
 def _ignore(error: OpError | None, nbytes: int) -> None:
     return None
 
@@ -512,6 +537,7 @@ class SubscribeSession(_HeldConnection):
         self.board = board
         self.filters = filters
         self._sinks: _Sinks | None = None
+        self._delays: Callable[[int], None] = _no_delay
         self._early: list[tuple[bytes, list[int], int]] | None = []
         self._last_message = monotonic_ns()
         self._newest_sent = 0
@@ -521,6 +547,7 @@ class SubscribeSession(_HeldConnection):
 
     async def run(self, recorder: Recorder) -> None:
         self._sinks = (recorder.latency_sink(), recorder.counter_sink(), recorder.add_bytes_in)
+        self._delays = recorder.delay_sink()
         if self.drops is not None:
             self.drops.recorder = recorder
         # Messages that came before the run reached this session (a publisher in another
@@ -629,6 +656,11 @@ class SubscribeSession(_HeldConnection):
             self._newest_sent = sent
             counters["received"] += received
             add_bytes_in(size)
+            if now == self.conn.stamps.received:  # timed by the kernel: our delay, apart
+                delay = monotonic_ns() - now
+                delays = self._delays
+                for _ in range(received):
+                    delays(delay)
         if advanced:
             counters["expected"] += advanced
         if foreign:
@@ -727,6 +759,7 @@ async def open_session(ctx: SessionContext) -> CallbackSession | AsyncSession | 
         else:
             conn = await dial(ctx, client_id(options, ctx))
             release = conn.disconnect
+        clock_of(ctx, conn)
         return PublishSession(conn, release, ctx, params, await _board(ctx, options))
     if ctx.op == "subscribe":
         sub = cast(SubscribeParams, ctx.params)
@@ -752,10 +785,12 @@ async def open_session(ctx: SessionContext) -> CallbackSession | AsyncSession | 
             )
         shared = any(t.startswith("$share/") for t in sub.topics)
         conn.sent = ctx.sent
+        clock_of(ctx, conn)
         return SubscribeSession(conn, shared, drops, await _board(ctx, options), tuple(sub.topics))
     if ctx.op == "idle":
         conn = await dial(ctx, client_id(options, ctx))
         conn.sent = ctx.sent
+        clock_of(ctx, conn)
         return IdleSession(conn)
     if ctx.op in ("connect", "drop"):
         return ConnectSession(ctx, drop=ctx.op == "drop")

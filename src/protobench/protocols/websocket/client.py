@@ -22,12 +22,23 @@ frames, in the same read as the handshake's response, already broke it is that
 error from :func:`connect`, never a session on a closed transport.
 ``local``     this process is out of file descriptors (the limit is named) or of
               source ports to the server (see ``source_addresses``)
+
+With a :class:`~protobench.protocols.timestamps.reactor.Reactor` (the kernel's
+clock) a ``ws://`` connection is a socket of ours read with ``recvmsg``
+(:func:`~protobench.protocols.timestamps.transport.open_stamped`): the kernel's
+receive stamp of the packet that completed a message is in the session's
+:class:`~protobench.protocols.timestamps.clock.Stamps` when the message reaches
+``on_message``, and a session sends its requests with
+:func:`~protobench.protocols.timestamps.send.request_writer` (the kernel's send
+stamp). ``wss://`` connections, and every connection without a reactor, use the
+loop's transports (the user clock).
 """
 
 from __future__ import annotations
 
 import asyncio
 import errno
+import socket
 import ssl
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -43,6 +54,9 @@ from websockets.uri import parse_uri
 
 from protobench.hostutil import fd_limit_text
 from protobench.protocols.sourceaddr import connected_socket, source_for
+from protobench.protocols.timestamps.clock import Stamps
+from protobench.protocols.timestamps.reactor import Reactor
+from protobench.protocols.timestamps.transport import open_stamped
 from protobench.protocols.websocket.codec import (
     ConnectionClosedByPeer,
     FastCodec,
@@ -126,6 +140,9 @@ class WsConnection(asyncio.Protocol):
 
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
         self.transport = cast(asyncio.Transport, transport)  # uvloop's is not a subclass
+        sock = transport.get_extra_info("socket")
+        if sock is not None and sock.family in (socket.AF_INET, socket.AF_INET6):
+            sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
         client = self.client
         assert client is not None
         request = client.connect()
@@ -279,9 +296,16 @@ async def connect(
     within: float,
     path: str | None = None,
     index: int = 0,
+    *,
+    stamps: Stamps | None = None,
+    reactor: Reactor | None = None,
 ) -> WsConnection:
     """Open one connection to ``target`` and complete the handshake within ``within`` seconds
-    (from the source address of session ``index``, see :mod:`~protobench.protocols.sourceaddr`)."""
+    (from the source address of session ``index``, see :mod:`~protobench.protocols.sourceaddr`).
+
+    With a ``reactor`` a ``ws://`` connection reads the kernel's timestamps into ``stamps``
+    (the session's: give the same to :func:`~protobench.protocols.timestamps.send.request_writer`).
+    """
     where = endpoint(target, options, path)
     client = ClientProtocol(
         parse_uri(where.url),
@@ -296,7 +320,17 @@ async def connect(
     hostname = where.host if where.ssl else None
     try:
         async with asyncio.timeout(within):
-            if source is None:
+            if reactor is not None and where.ssl is None:
+                _, made = await open_stamped(
+                    lambda: WsConnection(client, options),
+                    where.host,
+                    where.port,
+                    reactor=reactor,
+                    stamps=stamps if stamps is not None else Stamps(),
+                    source=source,
+                )
+                conn = cast(WsConnection, made)
+            elif source is None:
                 _, conn = await loop.create_connection(
                     lambda: WsConnection(client, options),
                     where.host,

@@ -38,11 +38,19 @@ class WebSocketProtocol(ProtocolPlugin):
         options = ctx.options
         assert isinstance(options, WebSocketOptions)
         params = ctx.params
+        path = params.path if isinstance(params, SubscribeParams) else None
+        conn = await connect(
+            ctx.target,
+            options,
+            ctx.timeout,
+            path,
+            ctx.index,
+            stamps=ctx.stamps,
+            reactor=ctx.reactor,
+        )
         if isinstance(params, SubscribeParams):
-            conn = await connect(ctx.target, options, ctx.timeout, params.path, ctx.index)
-            return SubscribeSession(conn, params.message, params.stamped)
+            return SubscribeSession(conn, params.message, params.stamped, ctx.stamps)
         assert isinstance(params, EchoParams)
-        conn = await connect(ctx.target, options, ctx.timeout, index=ctx.index)
         payloads = TaggedPayloads(ctx.index, params.payload, params.mode)
         if isinstance(params, SendParams):
             return SendSession(conn, payloads, params.rate)

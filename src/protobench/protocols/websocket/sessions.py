@@ -4,8 +4,10 @@
 its :class:`~protobench.protocols.payloads.TaggedPayloads` and completes when
 the same bytes, of the same message type, come back; anything else is a
 ``validation`` error. A reply that arrives after its exchange timed out is
-recognised by its tag and dropped. Latency is the round trip, measured by the
-engine around ``submit``/``done``.
+recognised by its tag and dropped. Latency is the round trip: from the send of
+the message's frame to the receive of the packet that completed its echo (the
+kernel's stamps on a ``ws://`` connection under the kernel's clock, see
+:mod:`.client`; else the engine's time just before the send and at the echo).
 
 ``send`` (:class:`SendSession`) writes tagged messages at ``rate`` per session
 (as fast as the socket accepts when unset) and records no latency: it counts
@@ -15,7 +17,9 @@ server echoes, ``echoed`` replies verified against their tags.
 ``subscribe`` (:class:`SubscribeSession`) counts ``received`` messages; with
 ``stamped`` pushes (the embedded target's ``/push``: sequence and send time as
 ``>QQ``) it records the one-way delay as latency (sender and receiver share
-the host's clock) and counts ``lost`` and ``reordered`` messages.
+the host's wall clock: the push's receive time is the kernel's stamp of its
+packet where the connection reads them, then the generator's delay is recorded
+apart, else the time it is taken up) and counts ``lost`` and ``reordered`` messages.
 
 A stream session that loses its connection raises the :class:`OpError` from
 ``run``. An echo session whose connection is lost fails the exchange in flight
@@ -30,10 +34,12 @@ import asyncio
 import struct
 import time
 from collections import deque
+from collections.abc import Callable
 
 from protobench.protocols.base import CallbackSession, Done, StreamSession
 from protobench.protocols.payloads import TaggedPayloads
-from protobench.protocols.timestamps.clock import Stamps, perf_ns
+from protobench.protocols.timestamps.clock import WALL, Stamps, perf_ns
+from protobench.protocols.timestamps.send import request_writer
 from protobench.protocols.websocket.client import WsConnection
 from protobench.vocab.errors import ErrorClass, OpError
 from protobench.vocab.recorder import Recorder, Tally
@@ -65,7 +71,7 @@ class EchoSession(CallbackSession):
         "_stamps",
         "_text",
         "_timeout",
-        "_write",
+        "_write_request",
         "conn",
     )
 
@@ -93,7 +99,7 @@ class EchoSession(CallbackSession):
         assert conn.codec is not None
         assert conn.transport is not None
         self._encode = conn.codec.encode
-        self._write = conn.transport.write
+        self._write_request = request_writer(conn.transport, self._stamps)
         conn.set_on_message(self._on_message)
         conn.on_lost = self._on_lost
         self._handle = self._loop.call_later(_watch_period(timeout), self._watch)
@@ -109,9 +115,7 @@ class EchoSession(CallbackSession):
         self._expected = payload
         self._done = done
         self._sent_at = self._loop.time()
-        frame = self._encode(payload, self._text)
-        self._stamps.sent = perf_ns()
-        self._write(frame)
+        self._write_request(self._encode(payload, self._text))
         self._sent.n += len(payload)
 
     def _on_message(self, text: bool, data: bytes) -> None:
@@ -226,12 +230,21 @@ class SendSession(StreamSession):
 class SubscribeSession(StreamSession):
     """Counts the server's pushes; stamped pushes also give delay and losses."""
 
-    def __init__(self, conn: WsConnection, message: str | None, stamped: bool) -> None:
+    def __init__(
+        self,
+        conn: WsConnection,
+        message: str | None,
+        stamped: bool,
+        stamps: Stamps | None = None,
+    ) -> None:
         self.conn = conn
         self._message = message
         self._stamped = stamped
+        self._stamps = stamps if stamps is not None else Stamps()
+        """The connection's (the kernel's receive stamp of each read, when it has them)."""
         self._last_seq: int | None = None
         self._recorder: Recorder | None = None
+        self._delays: Callable[[int], None] | None = None
         self._lost: asyncio.Future[None] = asyncio.get_running_loop().create_future()
         conn.set_on_message(self._on_message)
         conn.on_lost = self._on_lost
@@ -240,6 +253,7 @@ class SubscribeSession(StreamSession):
 
     async def run(self, recorder: Recorder) -> None:
         self._recorder = recorder
+        self._delays = recorder.delay_sink()
         if self._message is not None:
             message = self._message.encode()
             self.conn.send(message, True)
@@ -259,7 +273,12 @@ class SubscribeSession(StreamSession):
             recorder.error(OpError(ErrorClass.VALIDATION, f"push of {len(data)} B has no stamp"))
             return
         seq, sent_ns = PUSH_HEADER.unpack_from(data)
-        recorder.record(max(0, time.time_ns() - sent_ns))
+        received = self._stamps.received
+        if received:  # the kernel's stamp (the engine's clock), back on the wall clock
+            recorder.record(max(0, received + WALL.offset - sent_ns))
+            self._delays(perf_ns() - received)  # type: ignore[misc]
+        else:
+            recorder.record(max(0, time.time_ns() - sent_ns))
         last = self._last_seq
         if last is not None:
             if seq > last + 1:
