@@ -117,7 +117,7 @@ def test_a_reply_is_timed_when_its_packet_arrived_not_when_it_was_read() -> None
         reactor.close()
         ((received, handed),) = client.handed
         assert stamps.sent <= received <= seen
-        assert handed - received >= 50 * MS
+        assert handed - received >= 48 * MS  # libuv's timers count whole ms: one may fire early
 
     try:
         uvloop.run(main())
