@@ -37,7 +37,7 @@ def test_the_plugin_diagnoses_each_ops_counters_over_sustain_and_drain(
     controller = _controller(tmp_path)
     monkeypatch.setattr(controller.plugin, "diagnose", diagnose)
     findings = controller._diagnose()
-    assert seen == [{"request": {"lost": 8, "received": 93}}]  # keyed by the plugin's op
+    assert seen == [{"request": {"ok": 3, "lost": 8, "received": 93}}]  # by the plugin's op
     assert findings == ["the subscribers fell behind: 8 lost (http://u:<secret>@127.0.0.1/)"]
 
 

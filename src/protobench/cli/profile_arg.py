@@ -21,6 +21,7 @@ from protobench.cli.common import fail
 from protobench.cli.run_flags import RunFlags
 from protobench.profiles.settings import flag_of
 from protobench.protocols.oneline import is_url
+from protobench.termtext import echo
 
 if TYPE_CHECKING:  # pydantic and the plugins load when a profile does, not for --help
     from protobench.profiles.loader import LoadedProfile
@@ -106,7 +107,7 @@ def save_run(run: UrlRun, flags: RunFlags, path: Path) -> None:
     except OSError as exc:
         fail(f"--save-profile {path}: {exc.strerror or exc}")
     kept = f" and {headers} (secret headers, readable by you only)" if secret else ""
-    typer.echo(f"protobench: wrote {path}{kept}", err=True)
+    echo(f"protobench: wrote {path}{kept}", err=True)
 
 
 def _write_new(path: Path, text: str, mode: int) -> None:
