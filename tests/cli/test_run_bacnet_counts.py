@@ -1,5 +1,5 @@
 """protobench's counts beside the device's own: whole runs through the CLI against bac-py's
-BACnet/IPv6 device and its router to BACnet/IPv6, each request counted where
+BACnet/IPv6 device and its routers to BACnet/IPv6 and BACnet/SC, each request counted where
 bac-py's server handles it (its ReadProperty and WriteProperty handlers, wrapped), and
 against a BACpypes3 device on BACnet/IP, which counts the requests it handles itself.
 
@@ -73,8 +73,9 @@ def counting(
     [
         (BacnetIpTarget(), {"ipv6": True}),
         (BacnetRouterTarget(), {"to": "ipv6"}),
+        (BacnetRouterTarget(), {"to": "sc"}),
     ],
-    ids=["ipv6-device", "router-to-ipv6"],
+    ids=["ipv6-device", "router-to-ipv6", "router-to-sc"],
 )
 def test_every_request_counted_is_one_the_device_handled(
     target: EmbeddedTarget,

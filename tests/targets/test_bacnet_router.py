@@ -4,6 +4,7 @@ a BACnet/IP client, a router, and BACnet/IPv6 devices or BACnet/SC nodes on netw
 from __future__ import annotations
 
 import asyncio
+import gc
 
 import pytest
 
@@ -84,7 +85,9 @@ async def test_bacnet_ip_to_router_to_bacnet_ipv6_devices() -> None:
     assert info.cov_object is not None
 
 
-async def test_bacnet_ip_to_router_to_bacnet_sc_nodes_over_tls() -> None:
+async def test_bacnet_ip_to_router_to_bacnet_sc_nodes_over_tls(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
     options = {"to": "sc", "devices": 2, "drift": True, "drift_interval": 0.2}
     async with served(BacnetRouterTarget(), **options) as announced:
         assert "BACnet/SC via wss://127.0.0.1:" in announced.kind
@@ -93,9 +96,15 @@ async def test_bacnet_ip_to_router_to_bacnet_sc_nodes_over_tls() -> None:
         second = device_url(announced.url, sc_vmac(2), 502)
         for url in (announced.url, second):
             await every_op_through_the_router(url)
+        # A full collection now rather than whenever the process's allocations call for one
+        # (bac-py 1.5.7's router, left alone, starts its SC port twice: the first hub connection,
+        # unreferenced, is destroyed by a collection and drops the router's live one with it).
+        gc.collect()
         info = await discover(announced.url, BacnetIpOptions(), 3.0 * S)
     assert (info.target.device_instance, info.name) == (501, "protobench-stress-501")
     assert info.answers_who_is
+    destroyed = [r.getMessage() for r in caplog.records if "destroyed but it is pending" in r.msg]
+    assert not destroyed, destroyed
 
 
 async def test_the_router_and_the_device_refuse_to_bind_off_loopback_or_the_router_on_ipv6() -> (

@@ -33,14 +33,15 @@ import contextlib
 import logging
 import socket
 import tempfile
-from collections.abc import AsyncIterator
+import weakref
+from collections.abc import AsyncIterator, Callable, Coroutine, Iterator
 from contextlib import AsyncExitStack
-from typing import ClassVar, Literal
+from typing import Any, ClassVar, Literal
 
 import bac_py
 from bac_py import BACnetApplication, DeviceConfig, RouterConfig, RouterPortConfig
 from bac_py.app.application import BBMDConfig
-from bac_py.transport.sc import SCTransportConfig
+from bac_py.transport.sc import SCTransport, SCTransportConfig
 from bac_py.transport.sc.vmac import SCVMAC
 from pydantic import Field
 
@@ -158,7 +159,7 @@ class BacnetRouterTarget(EmbeddedTarget):
                     broadcast_address=BROADCAST,
                 )
                 config.router_config = RouterConfig(ports=ports, application_port_id=1)
-                return BACnetApplication(config)
+                return RouterApplication(config)
 
             _, router_port = await stack.enter_async_context(started(make_router, port, host))
             await remote.join_router()
@@ -172,6 +173,57 @@ class BacnetRouterTarget(EmbeddedTarget):
             )
             ready(Announcement(first.url(), remote.kind()))
             await serve_forever(remote.devices, options.drift, options.drift_interval)
+
+
+class _ScStartedOnce:
+    """While a router starts, :meth:`SCTransport.start` starts a transport only once.
+
+    bac-py 1.5.7 starts a router's BACnet/SC port twice: ``BACnetApplication._start_router_mode``
+    starts its ``SCTransport`` and waits for the hub connection, then ``NetworkRouter.start``
+    starts every port's transport again. ``SCTransport.start`` is not idempotent: the second start
+    runs a second hub-connector loop, which connects to the hub again with the same VMAC; the hub
+    keeps the newer connection, and the first loop and both ends of its connection are left
+    unreferenced. Whenever the garbage collector next runs a full collection (after another test
+    in the same process, or under load) it destroys them ("Task was destroyed but it is pending!
+    SCConnection._receive_loop"); the first loop then sees a disconnection and clears the
+    connector's current connection, so the router loses the hub until it reconnects and drops
+    what it routes to network 2 meanwhile: a request through the router gets no reply.
+    """
+
+    original: ClassVar[Callable[[SCTransport], Coroutine[Any, Any, None]]] = SCTransport.start
+    starting: ClassVar[int] = 0
+    """Routers starting now (the class's ``start`` is :func:`_start_sc_once` while any is)."""
+    started: ClassVar[weakref.WeakSet[SCTransport]] = weakref.WeakSet()
+
+    @classmethod
+    @contextlib.contextmanager
+    def active(cls) -> Iterator[None]:
+        cls.starting += 1
+        SCTransport.start = _start_sc_once  # type: ignore[method-assign,assignment]
+        try:
+            yield
+        finally:
+            cls.starting -= 1
+            if not cls.starting:
+                SCTransport.start = cls.original  # type: ignore[method-assign,assignment]
+                cls.started.clear()
+
+
+async def _start_sc_once(transport: SCTransport, /) -> None:
+    """``SCTransport.start``, a no-op on a transport already started (:class:`_ScStartedOnce`)."""
+    if transport in _ScStartedOnce.started:
+        return
+    _ScStartedOnce.started.add(transport)
+    await _ScStartedOnce.original(transport)
+
+
+class RouterApplication(BACnetApplication):
+    """bac-py's application in router mode, its BACnet/SC port started once (bac-py 1.5.7 starts
+    it twice and then loses its hub connection: :class:`_ScStartedOnce`)."""
+
+    async def start(self) -> None:
+        with _ScStartedOnce.active():
+            await super().start()
 
 
 def server(instance: int, host: str, port: int) -> BACnetApplication:
