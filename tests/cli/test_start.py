@@ -52,6 +52,7 @@ LIGHT = {
     "protobench.engine.stacks",
     "protobench.engine.stacks.model",
     "protobench.engine.summaries",
+    "protobench.engine.thinning",
     "protobench.engine.thresholds",
     "protobench.protocols",
     "protobench.protocols.flags",
