@@ -48,6 +48,7 @@ HEAVY = {
 LIGHT = {
     "protobench.engine",
     "protobench.engine.events",
+    "protobench.engine.figures",
     "protobench.engine.report_model",
     "protobench.engine.stacks",
     "protobench.engine.stacks.model",
