@@ -15,7 +15,7 @@ import psutil
 import pytest
 
 from tests.support.cli import CliResult
-from tests.support.mqtt import Broker, mosquitto, needs_mosquitto
+from tests.support.mqtt import FANOUT_QOS1, Broker, mosquitto, needs_mosquitto
 from tests.support.timing import S
 
 pytestmark = [pytest.mark.integration, needs_mosquitto]
@@ -39,26 +39,7 @@ def test_fanout_qos1_received_equals_published_times_subscribers(
     cli: Callable[..., CliResult], tmp_path: Path
 ) -> None:
     profile = tmp_path / "fan.toml"
-    profile.write_text(
-        """
-name = "fan-qos1"
-protocol = "mqtt"
-[[group]]
-name = "sub"
-op = "subscribe"
-count = 4
-topics = ["t/fan/#"]
-qos = 1
-[[group]]
-name = "pub"
-op = "publish"
-count = 5
-every = "20ms"
-topic = "t/fan/{client}"
-qos = 1
-size = 64
-"""
-    )
+    profile.write_text(FANOUT_QOS1)
     result = cli("run", str(profile), "-p", "2", *SHORT)
     assert result.returncode == 0, result.stderr
     report = result.json()

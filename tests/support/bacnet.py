@@ -11,7 +11,7 @@ import sys
 import time
 from collections import Counter
 from collections.abc import AsyncIterator, Iterator
-from typing import Any, ClassVar, cast
+from typing import Any, ClassVar, Self, cast
 
 from bac_py import BACnetApplication, DefaultServerHandlers, DeviceObject
 from bac_py.encoding.apdu import (
@@ -168,7 +168,33 @@ async def outcome(
     return error, session
 
 
-class Responder(asyncio.DatagramProtocol):
+class BoundDatagram(asyncio.DatagramProtocol):
+    """A UDP endpoint bound to a free port of 127.0.0.1 (:meth:`bind`), its address known."""
+
+    transport: asyncio.DatagramTransport | None = None
+
+    async def bind(self) -> Self:
+        await asyncio.get_running_loop().create_datagram_endpoint(
+            lambda: self, local_addr=("127.0.0.1", 0)
+        )
+        return self
+
+    @property
+    def address(self) -> str:
+        """``host:port`` it is bound to."""
+        assert self.transport is not None
+        host, port = self.transport.get_extra_info("sockname")[:2]
+        return f"{host}:{port}"
+
+    def connection_made(self, transport: asyncio.BaseTransport) -> None:
+        self.transport = cast(asyncio.DatagramTransport, transport)
+
+    def close(self) -> None:
+        if self.transport is not None:
+            self.transport.close()
+
+
+class Responder(BoundDatagram):
     """A scripted BACnet/IP device on 127.0.0.1: answers ReadProperty with ``value``.
 
     It records every request as (client address, invoke ID, time); ``silent``
@@ -182,24 +208,14 @@ class Responder(asyncio.DatagramProtocol):
         self.refuse_wildcard = False
         self.delay = 0.0
         self.requests: list[tuple[tuple[str, int], int, float]] = []
-        self.transport: asyncio.DatagramTransport | None = None
 
     @classmethod
     async def start(cls, value: float = 61.5) -> Responder:
-        loop = asyncio.get_running_loop()
-        _, responder = await loop.create_datagram_endpoint(
-            lambda: cls(value), local_addr=("127.0.0.1", 0)
-        )
-        return responder
+        return await cls(value).bind()
 
     @property
     def url(self) -> str:
-        assert self.transport is not None
-        host, port = self.transport.get_extra_info("sockname")[:2]
-        return f"bacnet://{host}:{port}/?device=1"
-
-    def connection_made(self, transport: asyncio.BaseTransport) -> None:
-        self.transport = cast(asyncio.DatagramTransport, transport)
+        return f"bacnet://{self.address}/?device=1"
 
     def datagram_received(self, data: bytes, addr: tuple[str, int]) -> None:
         pdu = decode_apdu(decode_npdu(decode_bvll(data).data).apdu)
@@ -234,36 +250,18 @@ class Responder(asyncio.DatagramProtocol):
         else:
             self.transport.sendto(reply, addr)
 
-    def close(self) -> None:
-        if self.transport is not None:
-            self.transport.close()
 
-
-class DropProxy(asyncio.DatagramProtocol):
+class DropProxy(BoundDatagram):
     """A UDP relay to a device on 127.0.0.1; ``drop`` makes the device go silent."""
 
     def __init__(self, upstream: tuple[str, int]) -> None:
         self.upstream = upstream
         self.drop = False
-        self.transport: asyncio.DatagramTransport | None = None
         self.links: dict[tuple[str, int], asyncio.DatagramTransport] = {}
 
     @classmethod
     async def start(cls, upstream: tuple[str, int]) -> DropProxy:
-        loop = asyncio.get_running_loop()
-        _, proxy = await loop.create_datagram_endpoint(
-            lambda: cls(upstream), local_addr=("127.0.0.1", 0)
-        )
-        return proxy
-
-    @property
-    def address(self) -> str:
-        assert self.transport is not None
-        host, port = self.transport.get_extra_info("sockname")[:2]
-        return f"{host}:{port}"
-
-    def connection_made(self, transport: asyncio.BaseTransport) -> None:
-        self.transport = cast(asyncio.DatagramTransport, transport)
+        return await cls(upstream).bind()
 
     def datagram_received(self, data: bytes, addr: tuple[str, int]) -> None:
         if self.drop:
@@ -292,11 +290,10 @@ class DropProxy(asyncio.DatagramProtocol):
     def close(self) -> None:
         for link in self.links.values():
             link.close()
-        if self.transport is not None:
-            self.transport.close()
+        super().close()
 
 
-class SegmentingResponder(asyncio.DatagramProtocol):
+class SegmentingResponder(BoundDatagram):
     """A device on 127.0.0.1 that sends its object-list in segments of ``size`` bytes.
 
     It proposes ``window`` segments per SegmentACK, sends the first segment
@@ -321,25 +318,16 @@ class SegmentingResponder(asyncio.DatagramProtocol):
         """Set when the last segment is acknowledged."""
         self.client: tuple[str, int] | None = None
         self.invoke_id = 0
-        self.transport: asyncio.DatagramTransport | None = None
 
     @classmethod
     async def start(
         cls, objects: int, size: int, window: int, drop: int | None = None
     ) -> SegmentingResponder:
-        loop = asyncio.get_running_loop()
-        _, responder = await loop.create_datagram_endpoint(
-            lambda: cls(objects, size, window, drop), local_addr=("127.0.0.1", 0)
-        )
-        return responder
+        return await cls(objects, size, window, drop).bind()
 
     @property
     def port(self) -> int:
-        assert self.transport is not None
-        return int(self.transport.get_extra_info("sockname")[1])
-
-    def connection_made(self, transport: asyncio.BaseTransport) -> None:
-        self.transport = cast(asyncio.DatagramTransport, transport)
+        return int(self.address.rpartition(":")[2])
 
     def datagram_received(self, data: bytes, addr: tuple[str, int]) -> None:
         apdu = decode_npdu(decode_bvll(data).data).apdu
@@ -369,12 +357,8 @@ class SegmentingResponder(asyncio.DatagramProtocol):
                 encode_bvll(BvlcFunction.ORIGINAL_UNICAST_NPDU, npdu), self.client
             )
 
-    def close(self) -> None:
-        if self.transport is not None:
-            self.transport.close()
 
-
-class ArrayOnlyResponder(asyncio.DatagramProtocol):
+class ArrayOnlyResponder(BoundDatagram):
     """A small device on 127.0.0.1 without segmentation or ReadPropertyMultiple.
 
     Device 1 with ``objects`` analog inputs: a read of its whole object-list is
@@ -389,23 +373,14 @@ class ArrayOnlyResponder(asyncio.DatagramProtocol):
             ObjectIdentifier(ObjectType.ANALOG_INPUT, i) for i in range(objects)
         ]
         self.services: Counter[int] = Counter()
-        self.transport: asyncio.DatagramTransport | None = None
 
     @classmethod
     async def start(cls, objects: int) -> ArrayOnlyResponder:
-        loop = asyncio.get_running_loop()
-        _, responder = await loop.create_datagram_endpoint(
-            lambda: cls(objects), local_addr=("127.0.0.1", 0)
-        )
-        return responder
+        return await cls(objects).bind()
 
     @property
     def url(self) -> str:
-        assert self.transport is not None
-        return f"bacnet://127.0.0.1:{self.transport.get_extra_info('sockname')[1]}/"
-
-    def connection_made(self, transport: asyncio.BaseTransport) -> None:
-        self.transport = cast(asyncio.DatagramTransport, transport)
+        return f"bacnet://{self.address}/"
 
     def datagram_received(self, data: bytes, addr: tuple[str, int]) -> None:
         pdu = decode_apdu(decode_npdu(decode_bvll(data).data).apdu)
@@ -439,10 +414,6 @@ class ArrayOnlyResponder(asyncio.DatagramProtocol):
         assert self.transport is not None
         npdu = encode_npdu(NPDU(apdu=apdu))
         self.transport.sendto(encode_bvll(BvlcFunction.ORIGINAL_UNICAST_NPDU, npdu), addr)
-
-    def close(self) -> None:
-        if self.transport is not None:
-            self.transport.close()
 
 
 class ColorObject(BACnetObject):

@@ -37,6 +37,26 @@ from protobench.vocab.errors import OpError
 from tests.support.processes import peer_process
 from tests.support.timing import S
 
+FANOUT_QOS1 = """
+name = "fan-qos1"
+protocol = "mqtt"
+[[group]]
+name = "sub"
+op = "subscribe"
+count = 4
+topics = ["t/fan/#"]
+qos = 1
+[[group]]
+name = "pub"
+op = "publish"
+count = 5
+every = "20ms"
+topic = "t/fan/{client}"
+qos = 1
+size = 64
+"""
+"""Four QoS 1 subscribers of five publishers (every 20 ms): received = published x 4."""
+
 MOSQUITTO = find_mosquitto()
 needs_mosquitto = pytest.mark.skipif(MOSQUITTO is None, reason="mosquitto is not installed")
 PLUGIN = MqttProtocol()

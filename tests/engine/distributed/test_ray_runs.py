@@ -38,6 +38,7 @@ from protobench.snapshots.store import SnapshotStore
 from tests.cli.test_run_mqtt import _phases_sum
 from tests.support.cli import run_cli
 from tests.support.http_server import http_target
+from tests.support.mqtt import FANOUT_QOS1
 
 pytestmark = [
     pytest.mark.integration,
@@ -77,26 +78,6 @@ def _run(controller: Controller) -> dict[str, Any]:
 
 def _all_ok(report: dict[str, Any]) -> int:
     return sum(phase["total"]["ok"] for phase in report["phases"].values())
-
-
-FANOUT = """
-name = "fan-qos1"
-protocol = "mqtt"
-[[group]]
-name = "sub"
-op = "subscribe"
-count = 4
-topics = ["t/fan/#"]
-qos = 1
-[[group]]
-name = "pub"
-op = "publish"
-count = 5
-every = "20ms"
-topic = "t/fan/{client}"
-qos = 1
-size = 64
-"""
 
 
 def _cluster_pids() -> set[int]:
@@ -183,7 +164,7 @@ def test_diff_of_a_ray_run_against_a_local_run(backend: RayBackend, tmp_path: Pa
 
 def test_mqtt_fanout_across_nodes_counts_exactly(backend: RayBackend, tmp_path: Path) -> None:
     profile = tmp_path / "fan.toml"
-    profile.write_text(FANOUT)
+    profile.write_text(FANOUT_QOS1)
     plan = resolve(loader.load(str(profile)), Overrides(warmup=1.0, duration=3.0, processes=2))
     report = _run(
         stored_controller(plan, SnapshotStore(tmp_path / "s"), pool_factory=RayPoolFactory(backend))

@@ -110,15 +110,21 @@ async def test_late_reply_is_ignored_after_the_timeout() -> None:
     assert counted == {"stray": 1}
 
 
-async def test_invoke_ids_are_not_reused_within_the_reuse_window() -> None:
+async def _reads_in_turn(count: int, reuse: float) -> tuple[Responder, DatagramClient]:
+    """``count`` reads one after another with invoke IDs kept ``reuse`` seconds."""
     responder = await Responder.start()
-    client = await client_for(responder, 2.0, reuse=60.0)
+    client = await client_for(responder, 2.0, reuse=reuse)
     try:
-        for _ in range(600):
+        for _ in range(count):
             await client.request(ReadRequest(AI1, PV, None))
     finally:
         client.close()
         responder.close()
+    return responder, client
+
+
+async def test_invoke_ids_are_not_reused_within_the_reuse_window() -> None:
+    responder, client = await _reads_in_turn(600, reuse=60.0)
     pairs = Counter((addr, invoke_id) for addr, invoke_id, _ in responder.requests)
     assert len(responder.requests) == 600
     assert max(pairs.values()) == 1
@@ -127,14 +133,7 @@ async def test_invoke_ids_are_not_reused_within_the_reuse_window() -> None:
 
 
 async def test_without_a_reuse_window_one_socket_wraps_its_ids() -> None:
-    responder = await Responder.start()
-    client = await client_for(responder, 2.0, reuse=0.0)
-    try:
-        for _ in range(300):
-            await client.request(ReadRequest(AI1, PV, None))
-    finally:
-        client.close()
-        responder.close()
+    responder, client = await _reads_in_turn(300, reuse=0.0)
     assert len(client.lanes) == 1
     assert max(Counter(invoke_id for _, invoke_id, _ in responder.requests).values()) == 2
 
