@@ -11,6 +11,7 @@ from __future__ import annotations
 import gzip
 import json
 import os
+import re
 import signal
 import socket
 import subprocess
@@ -190,7 +191,9 @@ def test_a_run_whose_sessions_cannot_open_stops_early_with_one_line(
     assert result.returncode == 3, result.stderr
     assert (report["partial"], report["stop_reason"]) == (True, "no-session")
     (why,) = [n["message"] for n in report["notices"] if n["kind"] == "sessions"]
-    assert why.startswith("no session could open in 5 s (4 sessions, ")
+    seconds = re.match(r"no session could open in (\d+) s \(4 sessions, ", why)
+    assert seconds is not None, why
+    assert 5 <= int(seconds[1]) < 15  # the first interval at or after 5 s, late if busy
     assert f"; first error: refused: {url}" in why
     assert why.endswith("stopped early")
     ended = max(phase["end_s"] for phase in report["phases"].values())
