@@ -11,6 +11,8 @@ clock, h2 over TLS in user space.
 
 from __future__ import annotations
 
+import json
+import re
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -54,7 +56,26 @@ def test_h2c_counts_exactly_what_nginx_served_over_http2(
     assert report["protocols"] == {"get": {"h2c": 20}}
     assert report["clock"] == {"setting": "kernel", "receive": "kernel", "send": "kernel"}
     assert report["model"]["connections"] == 2
-    assert 1 <= report["phases"]["sustain"]["ops"]["get"]["streams_per_connection"] <= 10
+    streams = report["phases"]["sustain"]["ops"]["get"]["streams_per_connection"]
+    assert 1 <= streams <= 10
+    page = cli("report", "latest", "-o", str(tmp_path / "r.html"))
+    assert page.returncode == 0, page.stderr
+    _the_page_draws_the_streams(tmp_path / "r.html", streams)
+
+
+def _the_page_draws_the_streams(path: Path, streams: float) -> None:
+    """The HTML report of the run: the streams in flight per connection in its table, and
+    drawn per interval (not as samples per second among the counters) in its one op's chart."""
+    page = path.read_text()
+    assert f"protocol: h2c (20 sessions), {streams:g} streams in flight per connection" in page
+    found = re.search(r'<script type="application/json" id="pb-charts">(.*?)</script>', page, re.S)
+    assert found is not None
+    data = json.loads(found.group(1))
+    chart = data["charts"]["overview-counters"]
+    (drawn,) = [s for s in chart["series"] if s["label"] == "streams in flight per connection"]
+    values = [v for v in data["columns"][drawn["y"]] if v is not None]
+    assert values and all(1 <= v <= 10 for v in values)
+    assert not {s["label"] for s in chart["series"]} & {"stream_samples", "connection_samples"}
 
 
 def test_h2_over_tls_with_a_generated_ca(cli: Callable[..., CliResult], tmp_path: Path) -> None:

@@ -26,6 +26,7 @@ from protobench.engine.report_model import (
     ThresholdResult,
     Verdicts,
     describe_clock,
+    describe_connections,
     describe_model,
 )
 from protobench.engine.summaries import LatencySummary, OpSummary
@@ -128,7 +129,9 @@ def _op_lines(
         f"{op.throughput:>11,.1f} {_latency_cells(op.latency_us)}  {op.latency_kind}"
     ]
     if protocols or op.streams_per_connection is not None:
-        lines.append(f"{'':24}   {connection_line(protocols or {}, op.streams_per_connection)}")
+        lines.append(
+            f"{'':24}   {describe_connections(protocols or {}, op.streams_per_connection)}"
+        )
     for kind, figures in (op.latency_by_kind or {}).items():
         cells = _latency_cells(figures)
         lines.append(f"{'':24} {'':>10} {'':>7} {'':>7} {'':>11} {cells}  {kind}")
@@ -151,17 +154,6 @@ def _op_lines(
         counters = ", ".join(f"{k}={v}" for k, v in op.counters.items())
         lines.append(f"{'':24}   counters: {counters}")
     return lines
-
-
-def connection_line(protocols: Mapping[str, int], streams: float | None) -> str:
-    """``protocol: h2 (500 sessions), 9.8 streams in flight per connection``."""
-    parts = []
-    if protocols:
-        got = ", ".join(f"{name} ({count:,} sessions)" for name, count in protocols.items())
-        parts.append(f"protocol: {got}")
-    if streams is not None:
-        parts.append(f"{streams:g} streams in flight per connection")
-    return ", ".join(parts)
 
 
 def _threshold_line(threshold: ThresholdResult, nothing_measured: bool) -> str:

@@ -121,6 +121,19 @@ def describe_clock(clock: ClockReport | None) -> str:
     return f"{clock.receive} clock (send: {clock.send})"
 
 
+def describe_connections(protocols: Mapping[str, int], streams: float | None) -> str:
+    """``protocol: h2 (500 sessions), 9.8 streams in flight per connection``: what an op's
+    sessions negotiated and, for HTTP/2, its streams in flight per connection ("" for
+    neither; the summary's line, the HTML report's table)."""
+    parts = []
+    if protocols:
+        got = ", ".join(f"{name} ({count:,} sessions)" for name, count in protocols.items())
+        parts.append(f"protocol: {got}")
+    if streams is not None:
+        parts.append(f"{streams:g} streams in flight per connection")
+    return ", ".join(parts)
+
+
 @dataclass(frozen=True, slots=True, kw_only=True)
 class GeneratorResources:
     """The workers' CPU (% of a core) peak and mean over sustain, and their RSS peak (bytes)."""

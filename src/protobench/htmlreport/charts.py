@@ -34,6 +34,7 @@ PERCENTILE_COLORS = dict(zip(PERCENTILES, PALETTE[:6], strict=True))
 OK, ERRORS, OFFERED = "#009E73", "#D55E00", "#555555"
 DELAY = "our own delay p99"
 """The generator's delay in taking up replies (kernel clock): drawn dashed, apart."""
+STREAMS = "streams in flight per connection"
 CLOCK_AFTER = 180.0
 """A run longer than this (seconds) has its time axis in m:ss."""
 SCRIPT = resources.files(__package__).joinpath("charts.js").read_text(encoding="utf-8")
@@ -157,6 +158,8 @@ def op_columns(out: ChartSet, key: str, op: OpSeries) -> None:
         out.column(f"{key}.counter{index}", values)
     for p, delays in (op.delay or {}).items():
         out.column(f"{key}.delay_{p}", delays)
+    if op.streams is not None:
+        out.column(f"{key}.streams", op.streams)
 
 
 def throughput(out: ChartSet, key: str, op: OpSeries, x: Axis, title: str = "") -> Chart:
@@ -211,14 +214,25 @@ def errors(out: ChartSet, key: str, op: OpSeries, x: Axis) -> Chart:
     return Chart(f"{op.name}: errors by code", x, axis, series, stacked=True)
 
 
+def has_counters(op: OpSeries) -> bool:
+    return bool(op.counters) or op.streams is not None
+
+
 def counters(out: ChartSet, key: str, op: OpSeries, x: Axis) -> Chart:
-    """Every protocol counter the operation reports, per second."""
+    """Every protocol counter the operation reports, per second; HTTP/2's streams in flight
+    per connection on a second axis."""
     op_columns(out, key, op)
     series = [
         Series(name, f"{key}.t", f"{key}.counter{index}", _color(index))
         for index, name in enumerate(op.counters)
     ]
-    return Chart(f"{op.name}: protocol counters", x, Axis("rate", "per second"), series)
+    if op.streams is None:
+        return Chart(f"{op.name}: protocol counters", x, Axis("rate", "per second"), series)
+    streams = Series(STREAMS, f"{key}.t", f"{key}.streams", OFFERED, width=2.0, axis=2)
+    y2 = Axis("count", "streams per connection")
+    return Chart(
+        f"{op.name}: protocol counters", x, Axis("rate", "per second"), [*series, streams], y2=y2
+    )
 
 
 def _color(index: int) -> str:

@@ -140,6 +140,8 @@ def _overview(view: RunView, out: ChartSet, x: charts.Axis) -> str:
         cells.append(out.cell("overview-latency", charts.each_op(out, measured, x)))
     if total.errors:
         cells.append(out.cell("overview-errors", charts.errors(out, key, total, x)))
+    if len(view.ops) == 2 and charts.has_counters(total):  # one operation: no section of its own
+        cells.append(out.cell("overview-counters", charts.counters(out, key, total, x)))
     spectrum = view.spectra[0]
     if spectrum.corrected:
         cells.append(out.cell("overview-spectrum", charts.run_spectrum(out, key, spectrum)))
@@ -162,7 +164,7 @@ def _op_sections(view: RunView, out: ChartSet, x: charts.Axis) -> list[str]:
         latency = charts.latency(out, key, op, x) if charts.has_latency(op) else None
         spectrum = charts.run_spectrum(out, key, spec) if spec.corrected else None
         errors = charts.errors(out, key, op, x) if op.errors else None
-        counters = charts.counters(out, key, op, x) if op.counters else None
+        counters = charts.counters(out, key, op, x) if charts.has_counters(op) else None
         cells = [
             out.cell(f"{key}-throughput", charts.throughput(out, key, op, x)),
             out.cell(f"{key}-latency", latency),

@@ -27,7 +27,12 @@ from hdrh.histogram import HdrHistogram
 
 from protobench.engine.figures import rate_changes
 from protobench.engine.rates import ramped_rate, rate_shares
-from protobench.engine.report_model import Report, describe_clock, describe_model
+from protobench.engine.report_model import (
+    Report,
+    describe_clock,
+    describe_connections,
+    describe_model,
+)
 from protobench.engine.stacks.model import TargetProfile
 from protobench.engine.summaries import EMPTY_OP, MIXED, LatencySummary, OpSummary
 from protobench.htmlreport.verdict import Card, Verdict, cards, verdict
@@ -40,6 +45,7 @@ from protobench.snapshots.series import (
     intervals,
     phase_histogram,
 )
+from protobench.vocab.counters import CONNECTION_SAMPLES, STREAM_SAMPLES, streams_per_connection
 from protobench.vocab.percentiles import PERCENTILE_KEYS, PERCENTILE_LABELS
 from protobench.vocab.thresholds import format_value
 
@@ -68,7 +74,8 @@ class OpSeries:
     class; ``offered`` is the open model's rate asked of the operation
     (``None`` in the closed model or when it is not paced by the rate);
     ``delay`` the generator's own delay (p50, p99) in taking up replies, measured
-    with the kernel's clock (``None`` without it).
+    with the kernel's clock (``None`` without it); ``streams`` HTTP/2's streams in
+    flight per connection.
     """
 
     name: str
@@ -81,6 +88,9 @@ class OpSeries:
     counters: dict[str, list[float]]
     offered: list[float] | None = None
     delay: dict[str, list[float | None]] | None = None
+    streams: list[float | None] | None = None
+    """HTTP/2: the streams in flight per connection in each interval (``None`` when none was
+    sampled); its sample counters are not among ``counters``."""
 
 
 @dataclass(frozen=True)
@@ -201,6 +211,7 @@ def op_series(
         errors: dict[str, list[float]] = {}
         counters: dict[str, list[float]] = {}
         delay: dict[str, list[float | None]] = {"p50": [], "p99": []}
+        streams: list[float | None] = []
         for index, item in enumerate(items):
             figures = item.ops.get(name, EMPTY_OP)
             t0.append(item.start)
@@ -214,16 +225,35 @@ def op_series(
             for p, column in delay.items():
                 column.append(ours.value(p))
             _append(errors, _error_keys(figures), index, item.duration)
-            _append(counters, figures.counters, index, item.duration)
+            streams.append(streams_per_connection(figures.counters))
+            _append(counters, _plain_counters(figures.counters), index, item.duration)
         errors = _most(errors, MOST_CODES, lambda n: f"{n} other codes")
         counters = _most(counters, MOST_COUNTERS)
         measured_delay = delay if any(v is not None for v in delay["p99"]) else None
+        sampled = streams if any(v is not None for v in streams) else None
         out.append(
             OpSeries(
-                name, t0, t, ok, err, latency, errors, counters, offered.get(name), measured_delay
+                name,
+                t0,
+                t,
+                ok,
+                err,
+                latency,
+                errors,
+                counters,
+                offered.get(name),
+                measured_delay,
+                sampled,
             )
         )
     return out
+
+
+def _plain_counters(counters: Mapping[str, int]) -> Mapping[str, int]:
+    """The counters drawn per second: not HTTP/2's stream samples (``OpSeries.streams``)."""
+    if CONNECTION_SAMPLES not in counters:
+        return counters
+    return {k: v for k, v in counters.items() if k not in (STREAM_SAMPLES, CONNECTION_SAMPLES)}
 
 
 def _most(
@@ -456,6 +486,11 @@ def summary(report: Report, phase: str = "sustain") -> list[dict[str, str]]:
     section = report.phases.get(phase)
     if section is None:
         return []
+    protocols = report.protocols or {}
+    connections = {
+        name: describe_connections(protocols.get(name) or {}, figures.streams_per_connection)
+        for name, figures in section.ops.items()
+    }
     rows = []
     for name, figures in [(TOTAL, section.total), *section.ops.items()]:
         row = {
@@ -469,7 +504,9 @@ def summary(report: Report, phase: str = "sustain") -> list[dict[str, str]]:
             value = figures.latency_us.value(p)
             row[LABELS[p]] = "-" if value is None else format_value(p, value)
         row["latency"] = figures.latency_kind.replace("_", " ")
-        row["counters"] = text(figures.counters or None)
+        row["counters"] = text(dict(_plain_counters(figures.counters)) or None)
+        if any(connections.values()):
+            row["connections"] = connections.get(name, "")
         rows.append(row)
     return rows
 
