@@ -77,7 +77,8 @@ def assert_shows(sample: str, output: str) -> None:
 
 
 def run_summary(tmp_path: Path) -> str:
-    args = ["run", "http-get", "--no-tui", "-d", "1s", "--warmup", "0s", "-c", "4", "-p", "1"]
+    # 2 s: the sustain phase holds a resource sample (its host line) however late it comes
+    args = ["run", "http-get", "--no-tui", "-d", "2s", "--warmup", "0s", "-c", "4", "-p", "1"]
     done = run_cli(args, tmp_path, env={"PROTOBENCH_HOME": str(tmp_path)})
     assert done.returncode == 0, done.stderr
     return done.stdout

@@ -103,10 +103,10 @@ def test_open_model_waits_asleep_between_arrivals(cli: Callable[..., CliResult])
             "--warmup", "1s", "--duration", "4s", "--json", "--quiet",
         )  # fmt: skip
     report = result.json()
-    with figures(result):
+    with figures(result):  # a host busy with other work wakes the worker late, and it catches up
         assert report["phases"]["sustain"]["total"]["throughput"] >= 4_900
-    assert report["resources"]["generator"]["worker_cpu_mean"] < 80, report["resources"]
-    assert not report["verdicts"]["generator_bound"], report["verdicts"]
+        assert report["resources"]["generator"]["worker_cpu_mean"] < 80, report["resources"]
+        assert not report["verdicts"]["generator_bound"], report["verdicts"]
     # what precision the run got: every send's lateness (intended -> sent), per op and total
     total = report["phases"]["sustain"]["total"]
     lateness = report["phases"]["sustain"]["ops"]["get"]["send_lateness_us"]
@@ -116,6 +116,7 @@ def test_open_model_waits_asleep_between_arrivals(cli: Callable[..., CliResult])
     assert lateness["min"] >= 0
 
 
+@retry_figures_once
 def test_open_model_beyond_a_slow_target_sleeps_and_blames_the_target(
     cli: Callable[..., CliResult],
 ) -> None:
@@ -133,8 +134,9 @@ def test_open_model_beyond_a_slow_target_sleeps_and_blames_the_target(
     total = report["phases"]["sustain"]["total"]
     assert total["ok"] <= 4 * 3 / 0.020 * 1.05  # the target's pace: 4 sessions x 50/s
     assert report["verdicts"]["late_fraction"] > 0.9
-    assert report["resources"]["generator"]["worker_cpu_mean"] < 50, report["resources"]
-    assert not report["verdicts"]["generator_bound"], report["verdicts"]
+    with figures(result):
+        assert report["resources"]["generator"]["worker_cpu_mean"] < 50, report["resources"]
+        assert not report["verdicts"]["generator_bound"], report["verdicts"]
 
 
 def _run_until_sustain(args: list[str], cwd: Path | None = None) -> subprocess.Popen[str]:

@@ -74,7 +74,8 @@ def _the_page_draws_the_streams(path: Path, streams: float) -> None:
     chart = data["charts"]["overview-counters"]
     (drawn,) = [s for s in chart["series"] if s["label"] == "streams in flight per connection"]
     values = [v for v in data["columns"][drawn["y"]] if v is not None]
-    assert values and all(1 <= v <= 10 for v in values)
+    assert values
+    assert all(1 <= v <= 10 for v in values)
     assert not {s["label"] for s in chart["series"]} & {"stream_samples", "connection_samples"}
 
 

@@ -354,7 +354,7 @@ async def test_who_is_learns_the_instance_through_the_targets_bbmd() -> None:
     async with served(BacnetIpTarget(), bbmd=True) as announced:
         target = parse_target(announced.url.replace("device=400&", ""))
         assert target.device is None
-        assert await learn_instance(target, BacnetIpOptions(), 1.0) == 400
+        assert await learn_instance(target, BacnetIpOptions(), 1.0 * S) == 400
 
 
 async def test_object_list_of_a_device_without_segmentation_or_rpm_is_read_element_by_element() -> (

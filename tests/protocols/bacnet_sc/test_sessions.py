@@ -16,6 +16,7 @@ from protobench.targets.bacnet_sc import BacnetScTarget
 from protobench.tlsutil import generate, split_url_files, url_with_files
 from protobench.vocab.errors import ErrorClass, OpError
 from tests.support.echo import drive, open_session, serving
+from tests.support.timing import S
 
 pytestmark = [pytest.mark.integration, pytest.mark.anyio]
 PLUGIN = BacnetScProtocol()
@@ -67,7 +68,7 @@ async def test_unicast_and_broadcast_echoes_are_verified(tls: bool) -> None:
 
 async def test_broadcast_waiting_for_more_echoes_than_nodes_times_out() -> None:
     async with serving(BacnetScTarget(), nodes=1) as target:
-        session = await open_session(PLUGIN, target.url, "broadcast", echoes=2, timeout=0.5)
+        session = await open_session(PLUGIN, target.url, "broadcast", echoes=2, timeout=0.5 * S)
         assert isinstance(session, BroadcastSession)
         with pytest.raises(OpError) as info:
             await session.call()

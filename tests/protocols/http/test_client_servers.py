@@ -18,6 +18,7 @@ from protobench.protocols.timestamps.reactor import Reactor
 from protobench.targets.http import encode_response
 from protobench.vocab.errors import ErrorClass, OpError
 from tests.support.http import UVLOOP_BACKEND, closed_port, http_target, raw_server
+from tests.support.timing import S
 
 pytestmark = [pytest.mark.integration, pytest.mark.anyio]
 
@@ -178,9 +179,10 @@ async def test_timer_follows_the_request_in_flight() -> None:
     """One timer per connection: armed by the first request, moved to later ones."""
     async with http_target(delay="100ms") as server:
         endpoint = parse_url(server.url)
-        conn = await _connect(server.url, limit=0.35)
+        limit = 0.35 * S
+        conn = await _connect(server.url, limit=limit)
         request = build_request("GET", endpoint, "/", {})
-        for _ in range(6):  # 0.6 s in total, each request well inside the timeout
+        for _ in range(int(limit / 0.1) + 3):  # well past the limit, each request inside it
             assert (await conn.fetch(request)).status == 200
         assert conn.alive
         conn.close()

@@ -94,7 +94,7 @@ def test_a_reply_is_its_datagram_s_arrival_and_a_request_its_own_send() -> None:
         if stamps.kernel_send:
             assert before <= stamps.sent <= after
         assert stamps.sent <= received <= seen
-        assert taken - received >= 50 * MS
+        assert taken - received >= 48 * MS  # libuv's timers count whole ms: one may fire early
 
     uvloop.run(main())
 

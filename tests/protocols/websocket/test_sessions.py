@@ -127,7 +127,7 @@ async def test_pipelined_messages_each_wait_their_own_delay() -> None:
         echoes = [await ws.recv() for _ in range(5)]
         elapsed = loop.time() - started
     assert echoes == [f"m{index}" for index in range(5)]
-    assert 0.1 <= elapsed < 0.3
+    assert 0.1 <= elapsed < 0.45  # one delay, however late; five in turn would be 0.5
 
 
 async def test_a_late_echo_after_a_timeout_is_dropped_not_counted() -> None:

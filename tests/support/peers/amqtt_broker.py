@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
 import signal
 import sys
 from collections import Counter
@@ -69,7 +70,10 @@ async def main(port: int, counts_file: Path, ws_port: int | None) -> None:
 
 
 def _write(counts_file: Path) -> None:
-    counts_file.write_text(json.dumps(COUNTS))
+    """Write the counts whole: a reader sees the old file or the new one, never half."""
+    partial = counts_file.with_suffix(".tmp")
+    partial.write_text(json.dumps(COUNTS))
+    os.replace(partial, counts_file)
 
 
 if __name__ == "__main__":

@@ -131,6 +131,7 @@ async def test_a_request_body_waits_for_the_window_and_arrives() -> None:
 async def test_a_stalled_window_is_named_not_a_hang() -> None:
     async with http_target(h2_window=1000, h2_stall_window=True) as server:
         session = await h2_session(server.url, timeout=0.3 * S, method="POST", body="x" * 5000)
+        await asyncio.sleep(0.1 * S)  # the server's SETTINGS and ACK have come: then silence
         error, _ = await exchange(session)
         await session.close()
         assert error is not None

@@ -770,7 +770,10 @@ class H2Connection(asyncio.Protocol):
         while self._waiting and self._waiting[0][4] <= limit:
             done = self._waiting.popleft()[2]
             done(OpError(ErrorClass.TIMEOUT, f"no free stream within {self.timeout:g}s"), 0)
-        if expired and self._heard < self._streams[expired[0]].started:
+        oldest = self._streams[expired[0]] if expired else None
+        # silence since the oldest stream began ends the connection, unless that stream's body
+        # waits for the server's window: then the window's stall is what went wrong
+        if oldest is not None and oldest.body_sent < 0 and self._heard < oldest.started:
             self.abort(
                 OpError(
                     ErrorClass.TIMEOUT,
