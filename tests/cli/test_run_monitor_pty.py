@@ -58,8 +58,9 @@ def scrollback(session: str) -> str:
 
 
 def wait_for_file(path: Path) -> str:
+    """The stripped text of ``path`` once it has some (a shell's ``>`` creates it empty)."""
     deadline = time.monotonic() + LIMIT
-    while not path.exists() and time.monotonic() < deadline:
+    while not (path.exists() and path.read_text().strip()) and time.monotonic() < deadline:
         time.sleep(0.2)
     return path.read_text().strip()
 
@@ -81,7 +82,7 @@ def test_run_under_a_terminal_shows_metrics_and_q_saves_the_snapshot(tmp_path: P
     session = f"protobench-e2e-{os.getpid()}"
     exit_file = tmp_path / "exit-code"
     command = (
-        f"{shlex.quote(sys.executable)} -m protobench run http-get --duration 4s --warmup 1s "
+        f"{shlex.quote(sys.executable)} -m protobench run http-get --duration 30s --warmup 1s "
         f"--processes 2; echo $? > {shlex.quote(str(exit_file))}"
     )
     open_terminal(session, tmp_path, 120, 40)
@@ -105,10 +106,7 @@ def test_run_under_a_terminal_shows_metrics_and_q_saves_the_snapshot(tmp_path: P
         screen = wait_screen(session, lambda s: ".protobench/snapshots/" in s, "the summary")
         assert "COMPLETED" in screen or "PARTIAL RUN: stopped" in screen
         tmux("send-keys", "-t", session, "q")
-        deadline = time.monotonic() + LIMIT
-        while not exit_file.exists() and time.monotonic() < deadline:
-            time.sleep(0.2)
-        assert exit_file.read_text().strip() in ("0", "3")
+        assert wait_for_file(exit_file) in ("0", "3")
     finally:
         tmux("kill-session", "-t", session)
     store = SnapshotStore(tmp_path / ".protobench" / "snapshots")

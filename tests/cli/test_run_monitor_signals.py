@@ -222,7 +222,7 @@ def test_q_asks_stops_the_run_and_q_then_exits_3(tmp_path: Path) -> None:
 
 @pytest.mark.timeout(200)
 def test_a_completed_run_exits_as_its_report_says(tmp_path: Path) -> None:
-    with loaded_run(tmp_path, duration="2s") as term:
+    with loaded_run(tmp_path, duration="6s") as term:  # outlives the wait for its figures
         family = under_load(term)
         wait_until(lambda: bool(saved(tmp_path).paths()), "the snapshot", term)
         code = term.exit_code(nudge=lambda: term.type(b"q"))

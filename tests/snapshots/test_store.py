@@ -119,6 +119,14 @@ def test_writes_are_atomic_gzip_json(tmp_path: Path) -> None:
         assert json.load(raw)["id"] == make_snapshot(seed=1)["id"]
 
 
+def test_a_snapshot_being_written_is_not_listed(tmp_path: Path) -> None:
+    store = SnapshotStore(tmp_path)
+    store.write("run-1", make_snapshot(seed=1))
+    (tmp_path / ".tmp-k2x9run-2.json.gz").write_bytes(b"\x1f\x8b")  # a write in progress
+    assert [p.name for p in store.paths()] == ["run-1.json.gz"]
+    assert store.resolve("latest").name == "run-1.json.gz"
+
+
 @pytest.mark.parametrize(
     ("ref", "message"),
     [

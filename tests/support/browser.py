@@ -192,9 +192,10 @@ class Browser:
             result: dict[str, Any] = answer.get("result", {})
             return result
 
-    def wait_event(self, method: str, timeout: float) -> None:
+    def wait_event(self, method: str, timeout: float, since: int = 0) -> None:
+        """Wait for an event ``method`` among the events from index ``since`` on."""
         deadline = time.monotonic() + timeout
-        if any(e.get("method") == method for e in self.events):
+        if any(e.get("method") == method for e in self.events[since:]):
             return
         while True:
             event = self._read(deadline)
@@ -213,8 +214,9 @@ class Browser:
     def load(self, path: Path, min_colored: int, timeout: float = 60.0) -> PageLoad:
         """Open ``path``; wait for its load event and until every chart is drawn (or timeout)."""
         started = time.monotonic()
+        since = len(self.events)  # an earlier page's load event is not this one's
         self.call("Page.navigate", {"url": path.resolve().as_uri()}, self.session)
-        self.wait_event("Page.loadEventFired", timeout)
+        self.wait_event("Page.loadEventFired", timeout, since)
         outcome = PageLoad(load_seconds=time.monotonic() - started)
         deadline = started + timeout
         while True:

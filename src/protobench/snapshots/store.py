@@ -253,10 +253,11 @@ class SnapshotStore:
         return path
 
     def paths(self) -> list[Path]:
-        """Snapshot files, oldest first (ids start with their UTC time)."""
+        """Snapshot files, oldest first (ids start with their UTC time); not a snapshot being
+        written (its ``.tmp-`` file: a dot-file, which pathlib's ``*`` would match)."""
         if not self.directory.is_dir():
             return []
-        return sorted(self.directory.glob(f"*{SUFFIX}"), key=lambda p: p.name)
+        return sorted(self.directory.glob(f"[!.]*{SUFFIX}"), key=lambda p: p.name)
 
     def resolve(self, ref: str) -> Path:
         """The file of ``ref``; :class:`SnapshotError` (one line) when there is none."""
