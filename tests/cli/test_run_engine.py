@@ -111,8 +111,11 @@ def test_open_model_waits_asleep_between_arrivals(cli: Callable[..., CliResult])
     total = report["phases"]["sustain"]["total"]
     lateness = report["phases"]["sustain"]["ops"]["get"]["send_lateness_us"]
     assert lateness == total["send_lateness_us"]
+    # every send's lateness is recorded, but for the requests in flight at the warmup's end
+    # (sent in warmup, done in sustain): at most one per session, 32
+    in_flight = 32
     with figures(result):  # on a busy host arrivals wait across the warmup's end
-        assert lateness["count"] >= total["ok"] - total["late"], (lateness, total)
+        assert lateness["count"] >= total["ok"] - total["late"] - in_flight, (lateness, total)
     assert lateness["min"] >= 0
 
 
