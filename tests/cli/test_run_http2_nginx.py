@@ -11,8 +11,6 @@ clock, h2 over TLS in user space.
 
 from __future__ import annotations
 
-import json
-import re
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -21,6 +19,7 @@ import pytest
 
 from protobench.tlsutil import generate
 from tests.support.cli import CliResult
+from tests.support.html_snapshot import chart_data
 from tests.support.nginx import nginx
 
 pytestmark = pytest.mark.integration
@@ -68,9 +67,7 @@ def _the_page_draws_the_streams(path: Path, streams: float) -> None:
     drawn per interval (not as samples per second among the counters) in its one op's chart."""
     page = path.read_text()
     assert f"protocol: h2c (20 sessions), {streams:g} streams in flight per connection" in page
-    found = re.search(r'<script type="application/json" id="pb-charts">(.*?)</script>', page, re.S)
-    assert found is not None
-    data = json.loads(found.group(1))
+    data = chart_data(page)
     chart = data["charts"]["overview-counters"]
     (drawn,) = [s for s in chart["series"] if s["label"] == "streams in flight per connection"]
     values = [v for v in data["columns"][drawn["y"]] if v is not None]

@@ -13,7 +13,7 @@ from protobench.htmlreport.page import run_page
 from protobench.htmlreport.view import run_view
 from protobench.snapshots.store import SnapshotStore
 from tests.support.cli import run_cli
-from tests.support.html_snapshot import SECRET, report_snapshot
+from tests.support.html_snapshot import SECRET, chart_data, report_snapshot
 from tests.support.snapshots import make_snapshot, typed
 
 HOSTILE = "protocol:</script><img src=x onerror=alert(1)>"
@@ -23,13 +23,6 @@ def _visible(page: str) -> str:
     """The text a reader sees: the page before its chart data, without its tags."""
     body = page.split("<body>", 1)[1].split('<script type="application/json"', 1)[0]
     return html.unescape(re.sub(r"<[^>]+>", " ", body))
-
-
-def _chart_data(page: str) -> dict[str, object]:
-    found = re.search(r'<script type="application/json" id="pb-charts">(.*?)</script>', page, re.S)
-    assert found is not None
-    data: dict[str, object] = json.loads(found.group(1))
-    return data
 
 
 def test_the_page_opens_on_the_verdict_then_the_key_figures() -> None:
@@ -77,7 +70,7 @@ def test_page_has_every_chart() -> None:
     charts |= {"overview-target", "res-cpu", "res-target", "res-fds", "res-host-memory"}
     found = set(re.findall(r'<figure class="chart" data-chart="([^"]+)">', page))
     assert found == charts
-    assert set(_chart_data(page)["charts"]) == charts  # type: ignore[arg-type]
+    assert set(chart_data(page)["charts"]) == charts
     assert "no errors" in page  # put
     assert "<script src=" not in page
     assert "<link" not in page
@@ -91,10 +84,10 @@ def test_one_operation_has_no_separate_total_section() -> None:
 
 
 def test_every_series_reads_a_column_the_page_holds() -> None:
-    data = _chart_data(run_page(run_view(typed(report_snapshot()))))
+    data = chart_data(run_page(run_view(typed(report_snapshot()))))
     columns = data["columns"]
     assert isinstance(columns, dict)
-    for chart in data["charts"].values():  # type: ignore[attr-defined]
+    for chart in data["charts"].values():
         for series in chart["series"]:
             assert len(columns[series["x"]]) == len(columns[series["y"]]) > 0
             if series["x0"]:
@@ -102,7 +95,7 @@ def test_every_series_reads_a_column_the_page_holds() -> None:
 
 
 def test_the_open_models_throughput_charts_draw_the_offered_rate() -> None:
-    data = _chart_data(run_page(run_view(typed(report_snapshot()))))
+    data = chart_data(run_page(run_view(typed(report_snapshot()))))
     charts = data["charts"]
     assert isinstance(charts, dict)
     labels = [s["label"] for s in charts["overview-throughput"]["series"]]
@@ -146,7 +139,7 @@ def test_a_servers_error_code_cannot_end_the_pages_script() -> None:
     page = run_page(run_view(typed(snapshot)))
     assert "<img" not in page
     assert page.count("</script>") == 2  # the data's and the code's
-    labels = [s["label"] for s in _chart_data(page)["charts"]["op1-errors"]["series"]]  # type: ignore[index]
+    labels = [s["label"] for s in chart_data(page)["charts"]["op1-errors"]["series"]]
     assert labels == [HOSTILE]
 
 

@@ -11,6 +11,8 @@ thresholds, resource samples, and a secret in the overrides.
 
 from __future__ import annotations
 
+import json
+import re
 from typing import Any
 
 from protobench.engine.metrics import decode, encode, new_histogram, summary
@@ -87,3 +89,11 @@ def report_snapshot(**options: Any) -> dict[str, Any]:
         for i in range(14)
     ]
     return snapshot
+
+
+def chart_data(page: str) -> dict[str, Any]:
+    """The JSON document a report page's charts are drawn from (its columns and charts)."""
+    found = re.search(r'<script type="application/json" id="pb-charts">(.*?)</script>', page, re.S)
+    assert found is not None, "no chart data in the page"
+    data: dict[str, Any] = json.loads(found.group(1))
+    return data

@@ -226,13 +226,11 @@ def counters(out: ChartSet, key: str, op: OpSeries, x: Axis) -> Chart:
         Series(name, f"{key}.t", f"{key}.counter{index}", _color(index))
         for index, name in enumerate(op.counters)
     ]
-    if op.streams is None:
-        return Chart(f"{op.name}: protocol counters", x, Axis("rate", "per second"), series)
-    streams = Series(STREAMS, f"{key}.t", f"{key}.streams", OFFERED, width=2.0, axis=2)
-    y2 = Axis("count", "streams per connection")
-    return Chart(
-        f"{op.name}: protocol counters", x, Axis("rate", "per second"), [*series, streams], y2=y2
-    )
+    y2 = None
+    if op.streams is not None:
+        series.append(Series(STREAMS, f"{key}.t", f"{key}.streams", OFFERED, width=2.0, axis=2))
+        y2 = Axis("count", "streams per connection")
+    return Chart(f"{op.name}: protocol counters", x, Axis("rate", "per second"), series, y2=y2)
 
 
 def _color(index: int) -> str:

@@ -45,7 +45,7 @@ from protobench.snapshots.series import (
     intervals,
     phase_histogram,
 )
-from protobench.vocab.counters import CONNECTION_SAMPLES, STREAM_SAMPLES, streams_per_connection
+from protobench.vocab.counters import streams_per_connection, without_stream_samples
 from protobench.vocab.percentiles import PERCENTILE_KEYS, PERCENTILE_LABELS
 from protobench.vocab.thresholds import format_value
 
@@ -226,7 +226,7 @@ def op_series(
                 column.append(ours.value(p))
             _append(errors, _error_keys(figures), index, item.duration)
             streams.append(streams_per_connection(figures.counters))
-            _append(counters, _plain_counters(figures.counters), index, item.duration)
+            _append(counters, without_stream_samples(figures.counters), index, item.duration)
         errors = _most(errors, MOST_CODES, lambda n: f"{n} other codes")
         counters = _most(counters, MOST_COUNTERS)
         measured_delay = delay if any(v is not None for v in delay["p99"]) else None
@@ -247,13 +247,6 @@ def op_series(
             )
         )
     return out
-
-
-def _plain_counters(counters: Mapping[str, int]) -> Mapping[str, int]:
-    """The counters drawn per second: not HTTP/2's stream samples (``OpSeries.streams``)."""
-    if CONNECTION_SAMPLES not in counters:
-        return counters
-    return {k: v for k, v in counters.items() if k not in (STREAM_SAMPLES, CONNECTION_SAMPLES)}
 
 
 def _most(
@@ -504,7 +497,7 @@ def summary(report: Report, phase: str = "sustain") -> list[dict[str, str]]:
             value = figures.latency_us.value(p)
             row[LABELS[p]] = "-" if value is None else format_value(p, value)
         row["latency"] = figures.latency_kind.replace("_", " ")
-        row["counters"] = text(dict(_plain_counters(figures.counters)) or None)
+        row["counters"] = text(dict(without_stream_samples(figures.counters)) or None)
         if any(connections.values()):
             row["connections"] = connections.get(name, "")
         rows.append(row)

@@ -23,6 +23,14 @@ ERRORS_PREFIX: Final = "errors:"
 """In what a plugin diagnoses: ``errors:CLASS`` is the op's exchanges that failed with CLASS."""
 
 
+def without_stream_samples(counters: Mapping[str, int]) -> Mapping[str, int]:
+    """``counters`` but :data:`STREAM_SAMPLES` and :data:`CONNECTION_SAMPLES` (samples, not
+    counts: what they say is :func:`streams_per_connection`)."""
+    if CONNECTION_SAMPLES not in counters:
+        return counters
+    return {k: v for k, v in counters.items() if k not in (STREAM_SAMPLES, CONNECTION_SAMPLES)}
+
+
 def streams_per_connection(counters: Mapping[str, int]) -> float | None:
     """The mean streams in flight per connection that the sample counters give (``None``: none
     sampled)."""
